@@ -1,0 +1,1 @@
+"""scheduler-split: a compute control plane with a split scheduler."""

@@ -1,0 +1,17 @@
+"""All configuration options of scheduler-split, registered on one CONF."""
+
+from oslo_config import cfg
+
+from scheduler_split.conf import api
+from scheduler_split.conf import compute
+from scheduler_split.conf import conductor
+from scheduler_split.conf import database
+from scheduler_split.conf import fake_driver
+from scheduler_split.conf import scheduler
+from scheduler_split.conf import service
+
+CONF = cfg.CONF
+
+for _module in (api, compute, conductor, database, fake_driver, scheduler,
+                service):
+    _module.register_opts(CONF)

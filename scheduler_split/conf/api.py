@@ -1,0 +1,28 @@
+from oslo_config import cfg
+
+api_group = cfg.OptGroup('api', help='Options of the REST API service.')
+
+api_opts = [
+    cfg.StrOpt('auth_strategy',
+               default='keystone',
+               choices=[('keystone', 'validate tokens with '
+                                     'keystonemiddleware'),
+                        ('noauth2', 'trust X-Auth-Token "user:project"; '
+                                    '"admin:admin" or no token is admin')],
+               help='How the API authenticates requests.'),
+    cfg.IntOpt('max_limit', default=1000, min=1,
+               help='Most items one list request returns.'),
+    cfg.StrOpt('image_endpoint',
+               help='Public URL of the image catalog the API serves under '
+                    '/image, advertised in clouds.yaml. Empty means not '
+                    'served.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(api_group)
+    conf.register_opts(api_opts, group=api_group)
+
+
+def list_opts():
+    return {api_group: api_opts}

@@ -1,0 +1,32 @@
+from oslo_config import cfg
+
+compute_group = cfg.OptGroup(
+    'compute', help='Options of the compute service.')
+
+compute_opts = [
+    cfg.FloatOpt('cpu_allocation_ratio', default=4.0, min=0.0,
+                 help='Virtual CPUs that may be allocated per physical '
+                      'CPU.'),
+    cfg.FloatOpt('ram_allocation_ratio', default=1.0, min=0.0,
+                 help='Memory that may be allocated per MiB of physical '
+                      'memory.'),
+    cfg.FloatOpt('disk_allocation_ratio', default=1.0, min=0.0,
+                 help='Disk that may be allocated per GiB of local disk.'),
+    cfg.IntOpt('reserved_host_memory_mb', default=512, min=0,
+               help='Memory kept for the host itself, never allocated.'),
+    cfg.IntOpt('reserved_host_cpus', default=0, min=0,
+               help='Physical CPUs kept for the host itself.'),
+    cfg.IntOpt('reserved_host_disk_mb', default=0, min=0,
+               help='Disk kept for the host itself, in MiB.'),
+    cfg.StrOpt('availability_zone', default='nova',
+               help='Availability zone this compute host belongs to.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(compute_group)
+    conf.register_opts(compute_opts, group=compute_group)
+
+
+def list_opts():
+    return {compute_group: compute_opts}

@@ -1,0 +1,34 @@
+from oslo_config import cfg
+
+fake_driver_group = cfg.OptGroup(
+    'fake_driver',
+    help='The fake virt driver: a hypervisor of configurable size that '
+         'spawns nothing, for the all-in-one, demos and tests.')
+
+fake_driver_opts = [
+    cfg.IntOpt('vcpus', default=8, min=1,
+               help='Physical CPUs each fake host reports.'),
+    cfg.IntOpt('memory_mb', default=16384, min=1,
+               help='Memory each fake host reports, in MiB.'),
+    cfg.IntOpt('local_gb', default=200, min=1,
+               help='Local disk each fake host reports, in GiB.'),
+    cfg.FloatOpt('spawn_delay', default=0.2, min=0.0,
+                 help='Seconds a fake spawn takes.'),
+    cfg.ListOpt('fail_hosts', default=[],
+                help='Hosts on which every spawn fails.'),
+    cfg.FloatOpt('failure_rate', default=0.0, min=0.0, max=1.0,
+                 help='Probability that a spawn on any host fails.'),
+    cfg.BoolOpt('failures_reschedulable', default=True,
+                help='Whether injected failures may be rescheduled to an '
+                     'alternate host (True) or put the instance in ERROR '
+                     'at once (False).'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(fake_driver_group)
+    conf.register_opts(fake_driver_opts, group=fake_driver_group)
+
+
+def list_opts():
+    return {fake_driver_group: fake_driver_opts}

@@ -1,0 +1,18 @@
+"""Entry point for oslo-config-generator (namespace scheduler_split)."""
+
+from scheduler_split.conf import api
+from scheduler_split.conf import compute
+from scheduler_split.conf import conductor
+from scheduler_split.conf import database
+from scheduler_split.conf import fake_driver
+from scheduler_split.conf import scheduler
+from scheduler_split.conf import service
+
+
+def list_opts():
+    merged = {}
+    for module in (service, api, compute, conductor, database, fake_driver,
+                   scheduler):
+        for group, opts in module.list_opts().items():
+            merged.setdefault(group, []).extend(opts)
+    return list(merged.items())

@@ -1,0 +1,41 @@
+from oslo_config import cfg
+
+filter_scheduler_group = cfg.OptGroup(
+    'filter_scheduler',
+    help='Which filters and weighers the scheduler runs, and how.')
+
+filter_scheduler_opts = [
+    cfg.ListOpt('enabled_filters',
+                default=['ComputeFilter', 'RamFilter', 'CoreFilter',
+                         'DiskFilter'],
+                help='Filters applied to every host, in this order. Each '
+                     'name is a class in scheduler_split.scheduler.filters.'),
+    cfg.ListOpt('weighers',
+                default=['RAMWeigher', 'CPUWeigher'],
+                help='Weighers whose weighted sum ranks the hosts that '
+                     'passed the filters.'),
+    cfg.FloatOpt('ram_weight_multiplier',
+                 default=1.0,
+                 help='Positive spreads instances over hosts by free RAM, '
+                      'negative packs them.'),
+    cfg.FloatOpt('cpu_weight_multiplier',
+                 default=1.0,
+                 help='Positive spreads instances over hosts by free vCPUs, '
+                      'negative packs them.'),
+    cfg.IntOpt('host_state_refresh_interval',
+               default=60, min=1,
+               help='Seconds between two reloads of every host state from '
+                    'the scheduler database. Between reloads the scheduler '
+                    'keeps host state current from reports and its own '
+                    'claims; another scheduler worker\'s claims show up as '
+                    'a claim conflict, which reloads that one host.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(filter_scheduler_group)
+    conf.register_opts(filter_scheduler_opts, group=filter_scheduler_group)
+
+
+def list_opts():
+    return {filter_scheduler_group: filter_scheduler_opts}

@@ -1,0 +1,35 @@
+import socket
+
+from oslo_config import cfg
+
+service_opts = [
+    cfg.StrOpt('host',
+               default=socket.gethostname(),
+               sample_default='<current_hostname>',
+               help='Name of this node. For a compute service this is the '
+                    'host name the scheduler selects and the name of its '
+                    'RPC server on the cell bus.'),
+    cfg.IntOpt('report_interval',
+               default=10, min=1,
+               help='Seconds between two resource and liveness reports a '
+                    'compute service sends to the scheduler.'),
+    cfg.IntOpt('service_down_time',
+               default=60, min=1,
+               help='Seconds without a report after which the scheduler '
+                    'considers a compute service down and stops choosing '
+                    'it.'),
+    cfg.BoolOpt('use_eventlet',
+                default=False,
+                help='Informational: whether the process was started in '
+                     'eventlet mode. The switch itself is the '
+                     'SCHEDULER_SPLIT_EVENTLET=1 environment variable, read '
+                     'before any other import.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(service_opts)
+
+
+def list_opts():
+    return {'DEFAULT': service_opts}

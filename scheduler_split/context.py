@@ -1,0 +1,55 @@
+"""Request context: who is asking, and which cell database to talk to."""
+
+import copy
+
+from oslo_context import context as o_context
+
+
+class RequestContext(o_context.RequestContext):
+    """The security context of one request, carried over every RPC hop.
+
+    ``cell_db`` is the SQLAlchemy URL of the cell database that objects
+    loaded through this context read and write. It never crosses the bus:
+    every cell-level service targets its own cell when a message arrives.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault('overwrite', False)
+        super().__init__(*args, **kwargs)
+        if self.is_admin and 'admin' not in self.roles:
+            self.roles = list(self.roles) + ['admin']
+        self.cell_db = None
+
+    @classmethod
+    def from_dict(cls, values):
+        return cls(user_id=values.get('user_id') or values.get('user'),
+                   project_id=(values.get('project_id') or
+                               values.get('project_id')),
+                   is_admin=values.get('is_admin', False),
+                   roles=values.get('roles'),
+                   request_id=values.get('request_id'),
+                   global_request_id=values.get('global_request_id'))
+
+    def elevated(self):
+        ctx = copy.copy(self)
+        ctx.is_admin = True
+        if 'admin' not in ctx.roles:
+            ctx.roles = list(ctx.roles) + ['admin']
+        return ctx
+
+
+def get_admin_context():
+    return RequestContext(is_admin=True)
+
+
+def targeted(ctx, cell_db):
+    """A copy of ``ctx`` whose cell objects live in the database ``cell_db``.
+    """
+    ctx = copy.copy(ctx)
+    ctx.cell_db = cell_db
+    return ctx
+
+
+def target_cell(ctx, cell_mapping):
+    """A copy of ``ctx`` that talks to the cell of ``cell_mapping``."""
+    return targeted(ctx, cell_mapping.database_connection)

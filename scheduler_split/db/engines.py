@@ -1,0 +1,81 @@
+"""Engines and transactions, one engine pair per database URL.
+
+SQLite (the all-in-one) gets WAL, a busy timeout and ``BEGIN IMMEDIATE``
+for writing transactions, so that concurrent writers queue on the
+database lock instead of failing in the middle of a read-then-write
+transaction. PostgreSQL and MySQL keep their default isolation; claims rely
+on the generation check, not on the isolation level.
+"""
+
+import contextlib
+import threading
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy import orm
+
+_engines = {}
+_lock = threading.Lock()
+
+
+def _sqlite_engine(url, begin):
+    engine = sa.create_engine(
+        url, connect_args={'check_same_thread': False, 'timeout': 60},
+        poolclass=sa.pool.QueuePool, pool_size=5, max_overflow=20)
+
+    @event.listens_for(engine, 'connect')
+    def _connect(dbapi_connection, record):
+        # Let SQLAlchemy, not the driver, decide when transactions begin.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute('PRAGMA journal_mode=WAL')
+        cursor.execute('PRAGMA foreign_keys=ON')
+        cursor.execute('PRAGMA busy_timeout=60000')
+        cursor.close()
+
+    @event.listens_for(engine, 'begin')
+    def _begin(connection):
+        connection.exec_driver_sql(begin)
+
+    return engine
+
+
+def _create(url, writer):
+    if url.startswith('sqlite'):
+        return _sqlite_engine(url, 'BEGIN IMMEDIATE' if writer else 'BEGIN')
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=10,
+                            max_overflow=20)
+
+
+def get_engine(url, writer=True):
+    if not url:
+        raise ValueError('no database connection configured')
+    key = (url, writer)
+    with _lock:
+        engine = _engines.get(key)
+        if engine is None:
+            engine = _engines[key] = _create(url, writer)
+        return engine
+
+
+@contextlib.contextmanager
+def writer(url):
+    """A session in a transaction that commits on success."""
+    with orm.Session(get_engine(url, True), expire_on_commit=False) as s:
+        with s.begin():
+            yield s
+
+
+@contextlib.contextmanager
+def reader(url):
+    """A session for reads; nothing it does is committed."""
+    with orm.Session(get_engine(url, False), expire_on_commit=False) as s:
+        with s.begin():
+            yield s
+
+
+def dispose_all():
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()

@@ -1,0 +1,215 @@
+"""Tables of the three databases: API, cell (one per cell) and scheduler.
+
+Each database has its own declarative base, so each has its own metadata
+and its own alembic tree under ``migrations/``.
+"""
+
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class _Timestamps:
+    created_at = sa.Column(sa.DateTime, default=_now, nullable=False)
+    updated_at = sa.Column(sa.DateTime, onupdate=_now)
+
+
+class ApiBase(orm.DeclarativeBase):
+    pass
+
+
+class CellBase(orm.DeclarativeBase):
+    pass
+
+
+class SchedulerBase(orm.DeclarativeBase):
+    pass
+
+
+# --- API database -----------------------------------------------------------
+
+class CellMapping(_Timestamps, ApiBase):
+    __tablename__ = 'cell_mappings'
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    name = sa.Column(sa.String(255), nullable=False, unique=True)
+    transport_url = sa.Column(sa.Text, nullable=False)
+    database_connection = sa.Column(sa.Text, nullable=False)
+    disabled = sa.Column(sa.Boolean, nullable=False, default=False)
+
+
+class HostMapping(_Timestamps, ApiBase):
+    __tablename__ = 'host_mappings'
+    id = sa.Column(sa.Integer, primary_key=True)
+    host = sa.Column(sa.String(255), nullable=False, unique=True)
+    cell_id = sa.Column(sa.Integer, sa.ForeignKey('cell_mappings.id'),
+                        nullable=False)
+
+
+class InstanceMapping(_Timestamps, ApiBase):
+    __tablename__ = 'instance_mappings'
+    __table_args__ = (sa.Index('instance_mappings_project_id_idx',
+                               'project_id'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    cell_id = sa.Column(sa.Integer, sa.ForeignKey('cell_mappings.id'),
+                        nullable=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255), nullable=True)
+    queued_for_delete = sa.Column(sa.Boolean, nullable=False, default=False)
+
+
+class BuildRequest(_Timestamps, ApiBase):
+    __tablename__ = 'build_requests'
+    __table_args__ = (sa.Index('build_requests_project_id_idx',
+                               'project_id'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    # The serialized Instance object the API answers with until the
+    # instance exists in a cell.
+    instance = sa.Column(sa.Text, nullable=False)
+
+
+class RequestSpec(_Timestamps, ApiBase):
+    __tablename__ = 'request_specs'
+    id = sa.Column(sa.Integer, primary_key=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    spec = sa.Column(sa.Text, nullable=False)
+
+
+class Flavor(_Timestamps, ApiBase):
+    __tablename__ = 'flavors'
+    id = sa.Column(sa.Integer, primary_key=True)
+    flavorid = sa.Column(sa.String(255), nullable=False, unique=True)
+    name = sa.Column(sa.String(255), nullable=False, unique=True)
+    memory_mb = sa.Column(sa.Integer, nullable=False)
+    vcpus = sa.Column(sa.Integer, nullable=False)
+    root_gb = sa.Column(sa.Integer, nullable=False)
+    ephemeral_gb = sa.Column(sa.Integer, nullable=False, default=0)
+    swap = sa.Column(sa.Integer, nullable=False, default=0)
+    rxtx_factor = sa.Column(sa.Float, nullable=False, default=1.0)
+    is_public = sa.Column(sa.Boolean, nullable=False, default=True)
+    disabled = sa.Column(sa.Boolean, nullable=False, default=False)
+    description = sa.Column(sa.Text, nullable=True)
+    extra_specs = orm.relationship('FlavorExtraSpec', lazy='selectin',
+                                   cascade='all, delete-orphan')
+
+
+class FlavorExtraSpec(_Timestamps, ApiBase):
+    __tablename__ = 'flavor_extra_specs'
+    __table_args__ = (sa.UniqueConstraint('flavor_id', 'key'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    flavor_id = sa.Column(sa.Integer, sa.ForeignKey('flavors.id'),
+                          nullable=False)
+    key = sa.Column(sa.String(255), nullable=False)
+    value = sa.Column(sa.String(255), nullable=True)
+
+
+# --- cell database ----------------------------------------------------------
+
+class Instance(_Timestamps, CellBase):
+    __tablename__ = 'instances'
+    __table_args__ = (sa.Index('instances_project_id_deleted_idx',
+                               'project_id', 'deleted'),
+                      sa.Index('instances_host_deleted_idx',
+                               'host', 'deleted'))
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    display_name = sa.Column(sa.String(255))
+    hostname = sa.Column(sa.String(255))
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255))
+    host = sa.Column(sa.String(255))
+    node = sa.Column(sa.String(255))
+    vm_state = sa.Column(sa.String(255), nullable=False)
+    task_state = sa.Column(sa.String(255))
+    power_state = sa.Column(sa.Integer, nullable=False, default=0)
+    flavor = sa.Column(sa.Text, nullable=False)
+    image_ref = sa.Column(sa.String(255))
+    availability_zone = sa.Column(sa.String(255))
+    key_name = sa.Column(sa.String(255))
+    metadata_ = sa.Column('metadata', sa.Text)
+    reservation_id = sa.Column(sa.String(255))
+    launch_index = sa.Column(sa.Integer)
+    launched_at = sa.Column(sa.DateTime)
+    terminated_at = sa.Column(sa.DateTime)
+    deleted_at = sa.Column(sa.DateTime)
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+
+
+class InstanceFault(_Timestamps, CellBase):
+    __tablename__ = 'instance_faults'
+    __table_args__ = (sa.Index('instance_faults_instance_uuid_idx',
+                               'instance_uuid'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False)
+    code = sa.Column(sa.Integer, nullable=False)
+    message = sa.Column(sa.String(255), nullable=False)
+    details = sa.Column(sa.Text)
+    host = sa.Column(sa.String(255))
+
+
+class Service(_Timestamps, CellBase):
+    __tablename__ = 'services'
+    __table_args__ = (sa.UniqueConstraint('host', 'binary'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    host = sa.Column(sa.String(255), nullable=False)
+    binary = sa.Column(sa.String(255), nullable=False)
+    topic = sa.Column(sa.String(255), nullable=False)
+    disabled = sa.Column(sa.Boolean, nullable=False, default=False)
+    disabled_reason = sa.Column(sa.String(255))
+    report_count = sa.Column(sa.Integer, nullable=False, default=0)
+    last_seen_up = sa.Column(sa.DateTime)
+
+
+# --- scheduler database -----------------------------------------------------
+
+class ResourceProvider(_Timestamps, SchedulerBase):
+    """A compute node, as the scheduler claims against it."""
+    __tablename__ = 'resource_providers'
+    __table_args__ = (sa.UniqueConstraint('host', 'name'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    host = sa.Column(sa.String(255), nullable=False)
+    name = sa.Column(sa.String(255), nullable=False)
+    cell_uuid = sa.Column(sa.String(36))
+    availability_zone = sa.Column(sa.String(255))
+    # Bumped by every claim and release; a claim that saw an older value
+    # lost a race.
+    generation = sa.Column(sa.Integer, nullable=False, default=0)
+    disabled = sa.Column(sa.Boolean, nullable=False, default=False)
+    last_report_at = sa.Column(sa.DateTime)
+
+
+class Inventory(_Timestamps, SchedulerBase):
+    __tablename__ = 'inventories'
+    __table_args__ = (sa.UniqueConstraint('resource_provider_id',
+                                          'resource_class'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    resource_provider_id = sa.Column(
+        sa.Integer, sa.ForeignKey('resource_providers.id'), nullable=False)
+    resource_class = sa.Column(sa.String(255), nullable=False)
+    total = sa.Column(sa.Integer, nullable=False)
+    reserved = sa.Column(sa.Integer, nullable=False, default=0)
+    allocation_ratio = sa.Column(sa.Float, nullable=False, default=1.0)
+
+
+class Allocation(_Timestamps, SchedulerBase):
+    """What one instance (the consumer) holds of one provider."""
+    __tablename__ = 'allocations'
+    __table_args__ = (
+        sa.UniqueConstraint('resource_provider_id', 'consumer_id',
+                            'resource_class'),
+        sa.Index('allocations_consumer_id_idx', 'consumer_id'))
+    id = sa.Column(sa.Integer, primary_key=True)
+    resource_provider_id = sa.Column(
+        sa.Integer, sa.ForeignKey('resource_providers.id'), nullable=False)
+    consumer_id = sa.Column(sa.String(36), nullable=False)
+    resource_class = sa.Column(sa.String(255), nullable=False)
+    used = sa.Column(sa.Integer, nullable=False)

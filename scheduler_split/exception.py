@@ -1,0 +1,115 @@
+"""Exceptions with a message and the HTTP status the API answers with."""
+
+
+class SchedulerSplitException(Exception):
+    msg_fmt = 'An unknown error occurred.'
+    code = 500
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            try:
+                message = self.msg_fmt % kwargs
+            except (KeyError, TypeError):
+                message = self.msg_fmt
+        self.message = message
+        super().__init__(message)
+
+    def format_message(self):
+        return self.message
+
+
+class Invalid(SchedulerSplitException):
+    msg_fmt = 'Invalid input: %(reason)s'
+    code = 400
+
+
+class ValidationError(Invalid):
+    msg_fmt = 'Invalid input for field/attribute %(field)s. %(reason)s'
+
+
+class NotFound(SchedulerSplitException):
+    msg_fmt = 'Resource could not be found.'
+    code = 404
+
+
+class InstanceNotFound(NotFound):
+    msg_fmt = 'Instance %(instance_id)s could not be found.'
+
+
+class FlavorNotFound(NotFound):
+    msg_fmt = 'Flavor %(flavor_id)s could not be found.'
+
+
+class ImageNotFound(NotFound):
+    msg_fmt = 'Image %(image_id)s could not be found.'
+
+
+class CellMappingNotFound(NotFound):
+    msg_fmt = 'Cell %(uuid)s has no mapping.'
+
+
+class InstanceMappingNotFound(NotFound):
+    msg_fmt = 'Instance %(uuid)s has no mapping to a cell.'
+
+
+class BuildRequestNotFound(NotFound):
+    msg_fmt = 'BuildRequest not found for instance %(uuid)s'
+
+
+class Conflict(SchedulerSplitException):
+    msg_fmt = 'Conflict: %(reason)s'
+    code = 409
+
+
+class NotAuthorized(SchedulerSplitException):
+    msg_fmt = 'Not authorized.'
+    code = 403
+
+
+class Unauthorized(SchedulerSplitException):
+    msg_fmt = 'The request you have made requires authentication.'
+    code = 401
+
+
+class NoValidHost(SchedulerSplitException):
+    msg_fmt = 'No valid host was found. %(reason)s'
+
+
+class MaxRetriesExceeded(NoValidHost):
+    msg_fmt = ('Exceeded maximum number of retries. %(reason)s')
+
+
+class ClaimConflict(SchedulerSplitException):
+    """Another writer changed the provider between our read and our write.
+
+    A normal outcome of optimistic concurrency: the caller discards the
+    host and moves on to the next one.
+    """
+    msg_fmt = ('Resource provider %(provider)s changed concurrently '
+               '(generation %(generation)s is stale).')
+    code = 409
+
+
+class ClaimCapacityExceeded(SchedulerSplitException):
+    """The host does not have room for the request any more."""
+    msg_fmt = ('Host %(host)s cannot fit %(amount)s %(resource)s: '
+               '%(free)s free.')
+    code = 409
+
+
+class ComputeHostNotFound(NotFound):
+    msg_fmt = 'Compute host %(host)s could not be found.'
+
+
+class RescheduledException(SchedulerSplitException):
+    msg_fmt = 'Build of instance %(instance_uuid)s was re-scheduled: ' \
+              '%(reason)s'
+
+
+class BuildAbortException(SchedulerSplitException):
+    msg_fmt = 'Build of instance %(instance_uuid)s aborted: %(reason)s'
+
+
+class CellsNotConfigured(SchedulerSplitException):
+    msg_fmt = '%(reason)s'

@@ -1,0 +1,130 @@
+"""An in-process message bus with one isolated broker per virtual host.
+
+kombu's stock ``memory`` transport keeps one global broker state and one
+queue table for the whole process, so two cells on ``kombu+memory:////cell1``
+and ``kombu+memory:////cell2`` would consume each other's ``conductor``
+queue. This transport gives every virtual host its own exchanges, bindings
+and queues, as RabbitMQ vhosts do, and wakes consumers when a message is
+put instead of polling once a second.
+
+It is registered as kombu's ``memory`` transport by :func:`register`, so
+oslo.messaging's rabbit driver runs unchanged on top of it: the same
+serialization, acks, reply queues and dispatch as with RabbitMQ.
+"""
+
+import queue
+import threading
+import time
+
+from kombu import transport as kombu_transport
+from kombu.transport import memory
+from kombu.transport import virtual
+
+
+class _Broker:
+    """One virtual host: its broker state and queues."""
+
+    def __init__(self):
+        self.state = virtual.BrokerState()
+        self.queues = {}
+        self.lock = threading.Lock()
+        self.arrived = threading.Condition()
+
+
+_brokers = {}
+_brokers_lock = threading.Lock()
+
+
+def _broker(vhost):
+    with _brokers_lock:
+        broker = _brokers.get(vhost)
+        if broker is None:
+            broker = _brokers[vhost] = _Broker()
+        return broker
+
+
+def reset():
+    """Forget every virtual host (tests start from an empty bus)."""
+    with _brokers_lock:
+        _brokers.clear()
+
+
+class Channel(memory.Channel):
+
+    @property
+    def broker(self):
+        # The virtual transport is its own connection object.
+        return self.connection.broker
+
+    @property
+    def queues(self):
+        return self.broker.queues
+
+    @queues.setter
+    def queues(self, value):
+        # memory.Channel.close() resets its table; ours belongs to the
+        # virtual host and outlives any one channel.
+        pass
+
+    def _new_queue(self, queue_name, **kwargs):
+        with self.broker.lock:
+            self.queues.setdefault(queue_name, queue.Queue())
+
+    def _queue_for(self, queue_name):
+        with self.broker.lock:
+            return self.queues.setdefault(queue_name, queue.Queue())
+
+    def _put(self, queue_name, message, **kwargs):
+        self._queue_for(queue_name).put(message)
+        self._notify()
+
+    def _put_fanout(self, exchange, message, routing_key=None, **kwargs):
+        for queue_name in self._lookup(exchange, routing_key):
+            self._queue_for(queue_name).put(message)
+        self._notify()
+
+    def _notify(self):
+        with self.broker.arrived:
+            self.broker.arrived.notify_all()
+
+    def _delete(self, queue_name, *args, **kwargs):
+        with self.broker.lock:
+            self.queues.pop(queue_name, None)
+
+    def close(self):
+        virtual.Channel.close(self)
+
+
+class Transport(memory.Transport):
+    Channel = Channel
+    # Upper bound of a consumer's wait; a put wakes it sooner.
+    polling_interval = 0.5
+
+    def __init__(self, client, **kwargs):
+        super().__init__(client, **kwargs)
+        self.broker = _broker(client.virtual_host or '/')
+        self.state = self.broker.state
+
+    def drain_events(self, connection, timeout=None):
+        start = time.monotonic()
+        get = self.cycle.get
+        while True:
+            try:
+                get(self._deliver, timeout=timeout)
+                return
+            except queue.Empty:
+                pass
+            wait = self.polling_interval
+            if timeout is not None:
+                left = timeout - (time.monotonic() - start)
+                if left <= 0:
+                    raise TimeoutError()
+                wait = min(wait, left)
+            with self.broker.arrived:
+                self.broker.arrived.wait(wait)
+
+
+def register():
+    """Make ``memory://`` (and ``kombu+memory://``) use this transport."""
+    kombu_transport.TRANSPORT_ALIASES['memory'] = (
+        'scheduler_split.memory_bus:Transport')
