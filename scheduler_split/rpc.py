@@ -3,6 +3,7 @@
 import threading
 
 import oslo_messaging as messaging
+from oslo_messaging import opts as messaging_opts
 from oslo_messaging.rpc import dispatcher
 
 from scheduler_split import conf
@@ -23,6 +24,11 @@ _transports = {}
 _transports_lock = threading.Lock()
 
 memory_bus.register()
+
+# transport_url and the driver options, so that they can be set before
+# the first transport is made.
+for _group, _opts in messaging_opts.list_opts():
+    CONF.register_opts(_opts, group=_group)
 
 
 def executor():

@@ -1,0 +1,75 @@
+"""Authentication: noauth2 for development, keystone for deployments."""
+
+import logging
+
+import webob.dec
+
+from scheduler_split.api import errors
+from scheduler_split import context as ss_context
+
+LOG = logging.getLogger(__name__)
+
+# What keystoneauth's "none" auth plugin sends as its token.
+NO_TOKEN = 'notused'
+
+
+class NoAuth2:
+    """Trusts ``X-Auth-Token: user:project``; ``admin`` users are admin.
+
+    A request without a token acts as ``admin:admin``, and so does
+    keystoneauth's placeholder token ``notused``, which clients with auth
+    type none (the all-in-one's ``clouds.yaml``) send.
+    """
+
+    def __init__(self, application):
+        self.application = application
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        token = req.headers.get('X-Auth-Token') or 'admin:admin'
+        if token == NO_TOKEN:
+            token = 'admin:admin'
+        user_id, _, project_id = token.partition(':')
+        project_id = project_id or user_id
+        if not user_id:
+            return errors.fault(401, 'The request you have made requires '
+                                     'authentication.')
+        req.environ['scheduler_split.context'] = ss_context.RequestContext(
+            user_id=user_id, project_id=project_id,
+            is_admin=(user_id == 'admin'),
+            request_id=req.environ.get('openstack.request_id'))
+        return self.application
+
+
+class KeystoneContext:
+    """Builds the context from keystonemiddleware's identity headers."""
+
+    def __init__(self, application):
+        self.application = application
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        if req.headers.get('X-Identity-Status', 'Invalid') != 'Confirmed':
+            return errors.fault(401, 'The request you have made requires '
+                                     'authentication.')
+        roles = [r.strip() for r in req.headers.get('X-Roles', '').split(',')
+                 if r.strip()]
+        req.environ['scheduler_split.context'] = ss_context.RequestContext(
+            user_id=req.headers.get('X-User-Id'),
+            project_id=req.headers.get('X-Project-Id'),
+            roles=roles, is_admin='admin' in roles,
+            auth_token=req.headers.get('X-Auth-Token'),
+            request_id=req.environ.get('openstack.request_id'))
+        return self.application
+
+
+def pipeline(application, strategy, conf):
+    if strategy == 'noauth2':
+        return NoAuth2(application)
+    try:
+        from keystonemiddleware import auth_token
+    except ImportError as exc:
+        raise RuntimeError(
+            '[api] auth_strategy = keystone needs keystonemiddleware '
+            '(pip install keystonemiddleware): %s' % exc)
+    return auth_token.AuthProtocol(KeystoneContext(application), {})

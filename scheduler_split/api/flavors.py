@@ -1,0 +1,70 @@
+"""``/v2.1/flavors``."""
+
+from scheduler_split.api import errors
+from scheduler_split import exception
+from scheduler_split import objects
+
+
+def _links(req, flavorid):
+    return [{'rel': 'self',
+             'href': '%s/v2.1/flavors/%s' % (req.application_url, flavorid)},
+            {'rel': 'bookmark',
+             'href': '%s/flavors/%s' % (req.application_url, flavorid)}]
+
+
+def render(req, flavor, version, detail=True):
+    body = {'id': flavor.flavorid, 'name': flavor.name,
+            'links': _links(req, flavor.flavorid)}
+    if not detail:
+        if version >= (2, 55):
+            body['description'] = flavor.description
+        return body
+    body.update({
+        'ram': flavor.memory_mb, 'vcpus': flavor.vcpus,
+        'disk': flavor.root_gb, 'OS-FLV-EXT-DATA:ephemeral':
+        flavor.ephemeral_gb, 'swap': flavor.swap or '',
+        'rxtx_factor': flavor.rxtx_factor,
+        'os-flavor-access:is_public': flavor.is_public,
+        'OS-FLV-DISABLED:disabled': flavor.disabled,
+    })
+    if version >= (2, 55):
+        body['description'] = flavor.description
+    if version >= (2, 61):
+        body['extra_specs'] = dict(flavor.extra_specs)
+    return body
+
+
+def _visible(req, ctx):
+    is_public = True
+    if ctx.is_admin:
+        raw = req.GET.get('is_public', 'true').lower()
+        is_public = {'none': None, 'false': False, 'f': False, '0': False,
+                     'no': False}.get(raw, True)
+    flavors = objects.Flavor.get_all(ctx, is_public=is_public)
+    for param, attr in (('minRam', 'memory_mb'), ('minDisk', 'root_gb')):
+        if param in req.GET:
+            try:
+                minimum = int(req.GET[param])
+            except ValueError:
+                raise errors.bad_request('Invalid %s filter [%s]'
+                                         % (param, req.GET[param]))
+            flavors = [f for f in flavors if getattr(f, attr) >= minimum]
+    return flavors
+
+
+def index(req, ctx, version):
+    return {'flavors': [render(req, f, version, detail=False)
+                        for f in _visible(req, ctx)]}
+
+
+def detail(req, ctx, version):
+    return {'flavors': [render(req, f, version)
+                        for f in _visible(req, ctx)]}
+
+
+def show(req, ctx, version, flavor_id):
+    try:
+        flavor = objects.Flavor.get_by_flavor_id(ctx, flavor_id)
+    except exception.FlavorNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    return {'flavor': render(req, flavor, version)}

@@ -1,0 +1,168 @@
+"""What the REST handlers ask of the system: boot, find, list, delete.
+
+The API never creates an Instance row. A boot writes a BuildRequest, a
+RequestSpec and an InstanceMapping (no cell yet) per instance in the API
+database and casts ``schedule_and_build_instances`` to the
+super-conductor; everything after that happens behind the bus.
+"""
+
+import logging
+import threading
+
+from oslo_utils import uuidutils
+
+from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split import rpc
+from scheduler_split.scheduler import client as scheduler_client
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+
+class ComputeAPI:
+
+    def __init__(self, transport=None):
+        self.transport = transport or rpc.get_transport()
+        self._conductor = None
+        self._scheduler = None
+        self._lock = threading.Lock()
+
+    @property
+    def conductor(self):
+        with self._lock:
+            if self._conductor is None:
+                self._conductor = conductor_rpcapi.ConductorAPI(
+                    self.transport)
+            return self._conductor
+
+    @property
+    def scheduler(self):
+        with self._lock:
+            if self._scheduler is None:
+                self._scheduler = scheduler_client.SchedulerClient(
+                    self.transport)
+            return self._scheduler
+
+    # --- boot ---------------------------------------------------------------
+
+    def create(self, ctx, name, flavor, image_ref, count=1,
+               availability_zone=None, metadata=None, key_name=None,
+               scheduler_hints=None, description=None):
+        """Accept a boot of ``count`` instances; return them (BUILD)."""
+        reservation_id = 'r-' + uuidutils.generate_uuid()[:8]
+        now = obj_base.utcnow()
+        build_requests, request_specs = [], []
+        for index in range(count):
+            uuid = uuidutils.generate_uuid()
+            display_name = name if count == 1 else '%s-%d' % (name,
+                                                               index + 1)
+            instance = objects.Instance(
+                uuid=uuid, display_name=display_name,
+                hostname=display_name, project_id=ctx.project_id,
+                user_id=ctx.user_id, host=None, node=None,
+                vm_state=instance_obj.BUILDING,
+                task_state=instance_obj.SCHEDULING,
+                power_state=instance_obj.NOSTATE, flavor=flavor,
+                image_ref=image_ref, availability_zone=availability_zone,
+                key_name=key_name, metadata=metadata or {},
+                reservation_id=reservation_id, launch_index=index,
+                launched_at=None, terminated_at=None, created_at=now,
+                updated_at=None, deleted_at=None, deleted=False, fault=None)
+            spec = objects.RequestSpec(
+                instance_uuid=uuid, project_id=ctx.project_id,
+                user_id=ctx.user_id, flavor=flavor, image_ref=image_ref,
+                num_instances=count, availability_zone=availability_zone,
+                scheduler_hints=scheduler_hints or {})
+            objects.InstanceMapping(instance_uuid=uuid,
+                                    project_id=ctx.project_id,
+                                    user_id=ctx.user_id).create(ctx)
+            spec.create(ctx)
+            build_request = objects.BuildRequest(
+                instance_uuid=uuid, project_id=ctx.project_id,
+                instance=instance, created_at=now)
+            build_request.create(ctx)
+            build_requests.append(build_request)
+            request_specs.append(spec)
+        self.conductor.schedule_and_build_instances(ctx, build_requests,
+                                                    request_specs)
+        return reservation_id, [br.instance for br in build_requests]
+
+    # --- read ---------------------------------------------------------------
+
+    def get(self, ctx, uuid):
+        """The server ``uuid`` if it exists and the caller may see it."""
+        instance = self._get(ctx, uuid)[0]
+        if not ctx.is_admin and instance.project_id != ctx.project_id:
+            raise exception.InstanceNotFound(instance_id=uuid)
+        return instance
+
+    def _get(self, ctx, uuid):
+        """``(instance, cell_mapping or None)``."""
+        try:
+            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+        except exception.InstanceMappingNotFound:
+            raise exception.InstanceNotFound(instance_id=uuid)
+        if mapping.cell_mapping is None:
+            try:
+                return (objects.BuildRequest.get_by_instance_uuid(
+                    ctx, uuid).instance, None)
+            except exception.BuildRequestNotFound:
+                # Scheduled meanwhile: the mapping has a cell by now.
+                mapping = objects.InstanceMapping.get_by_instance_uuid(
+                    ctx, uuid)
+                if mapping.cell_mapping is None:
+                    raise exception.InstanceNotFound(instance_id=uuid)
+        cctx = ss_context.target_cell(ctx, mapping.cell_mapping)
+        return (objects.Instance.get_by_uuid(cctx, uuid),
+                mapping.cell_mapping)
+
+    def list(self, ctx, all_tenants=False):
+        """Servers of the caller's project (every project for admins
+        asking ``all_tenants``), build requests and every cell, newest
+        first."""
+        project_id = None if (all_tenants and ctx.is_admin) else \
+            ctx.project_id
+        servers = {}
+        for br in objects.BuildRequest.get_all(ctx, project_id=project_id):
+            servers[br.instance_uuid] = br.instance
+        for cell in objects.CellMapping.get_all(ctx):
+            cctx = ss_context.target_cell(ctx, cell)
+            for instance in objects.Instance.get_all(cctx,
+                                                     project_id=project_id):
+                servers[instance.uuid] = instance
+        return sorted(servers.values(),
+                      key=lambda i: (i.created_at, i.uuid), reverse=True)
+
+    # --- delete -------------------------------------------------------------
+
+    def delete(self, ctx, uuid):
+        """Delete a server wherever it is in its life."""
+        self.get(ctx, uuid)
+        _, cell = self._get(ctx, uuid)
+        if cell is None:
+            try:
+                objects.BuildRequest(instance_uuid=uuid).destroy(ctx)
+                # Not scheduled yet: the conductor sees the build request
+                # gone, releases any claim and creates nothing.
+                return
+            except exception.BuildRequestNotFound:
+                _, cell = self._get(ctx, uuid)
+        cctx = ss_context.target_cell(ctx, cell)
+        instance = objects.Instance.get_by_uuid(cctx, uuid)
+        if cell.is_cell0 or not instance.host:
+            # Nothing runs anywhere: delete here and drop any claim.
+            instance.destroy(cctx)
+            self.scheduler.release_resources(ctx, uuid)
+            return
+        instance.task_state = instance_obj.DELETING
+        instance.save(cctx)
+        compute = compute_rpcapi.ComputeAPI(
+            rpc.get_transport(cell.transport_url))
+        compute.terminate_instance(ctx, instance.host, instance)

@@ -1,0 +1,282 @@
+"""``/v2.1/servers``."""
+
+import hashlib
+import re
+
+import jsonschema
+
+from scheduler_split.api import errors
+from scheduler_split.api import flavors as flavors_view
+from scheduler_split.api import images
+from scheduler_split.api import schemas
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import instance as instance_obj
+
+_STATUS = {
+    instance_obj.BUILDING: 'BUILD',
+    instance_obj.ACTIVE: 'ACTIVE',
+    instance_obj.ERROR: 'ERROR',
+    instance_obj.DELETED: 'DELETED',
+}
+_POWER = {instance_obj.NOSTATE: 0, instance_obj.RUNNING: 1,
+          instance_obj.SHUTDOWN: 4}
+
+
+def _time(value):
+    return value.strftime('%Y-%m-%dT%H:%M:%SZ') if value else None
+
+
+def _links(req, uuid):
+    return [{'rel': 'self',
+             'href': '%s/v2.1/servers/%s' % (req.application_url, uuid)},
+            {'rel': 'bookmark',
+             'href': '%s/servers/%s' % (req.application_url, uuid)}]
+
+
+def status_of(instance):
+    if instance.task_state == instance_obj.DELETING and \
+            instance.vm_state != instance_obj.ERROR:
+        return 'ACTIVE' if instance.vm_state == instance_obj.ACTIVE \
+            else _STATUS.get(instance.vm_state, 'UNKNOWN')
+    return _STATUS.get(instance.vm_state, 'UNKNOWN')
+
+
+def render_summary(req, instance):
+    return {'id': instance.uuid, 'name': instance.display_name,
+            'links': _links(req, instance.uuid)}
+
+
+def render(req, ctx, version, instance):
+    host_id = ''
+    if instance.host:
+        host_id = hashlib.sha224(('%s%s' % (
+            instance.project_id, instance.host)).encode()).hexdigest()
+    flavor = instance.flavor
+    if version >= (2, 47):
+        flavor_body = {'vcpus': flavor.vcpus, 'ram': flavor.memory_mb,
+                       'disk': flavor.root_gb,
+                       'ephemeral': flavor.ephemeral_gb,
+                       'swap': flavor.swap, 'original_name': flavor.name,
+                       'extra_specs': dict(flavor.extra_specs)}
+    else:
+        flavor_body = {'id': flavor.flavorid,
+                       'links': [{'rel': 'bookmark',
+                                  'href': '%s/flavors/%s' % (
+                                      req.application_url,
+                                      flavor.flavorid)}]}
+    image_body = ''
+    if instance.image_ref:
+        image_body = {'id': instance.image_ref,
+                      'links': [{'rel': 'bookmark',
+                                 'href': '%s/images/%s' % (
+                                     req.application_url,
+                                     instance.image_ref)}]}
+    body = {
+        'id': instance.uuid,
+        'name': instance.display_name,
+        'status': status_of(instance),
+        'tenant_id': instance.project_id,
+        'user_id': instance.user_id,
+        'metadata': dict(instance.metadata),
+        'hostId': host_id,
+        'image': image_body,
+        'flavor': flavor_body,
+        'created': _time(instance.created_at),
+        'updated': _time(instance.updated_at or instance.created_at),
+        'addresses': {},
+        'accessIPv4': '',
+        'accessIPv6': '',
+        'links': _links(req, instance.uuid),
+        'OS-DCF:diskConfig': 'MANUAL',
+        'progress': 0,
+        'OS-EXT-AZ:availability_zone': instance.availability_zone or '',
+        'config_drive': '',
+        'key_name': instance.key_name,
+        'OS-SRV-USG:launched_at': _time(instance.launched_at),
+        'OS-SRV-USG:terminated_at': _time(instance.terminated_at),
+        'OS-EXT-STS:task_state': instance.task_state,
+        'OS-EXT-STS:vm_state': instance.vm_state,
+        'OS-EXT-STS:power_state': _POWER.get(instance.power_state, 0),
+        'os-extended-volumes:volumes_attached': [],
+    }
+    if ctx.is_admin:
+        body['OS-EXT-SRV-ATTR:host'] = instance.host
+        body['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.node
+        body['OS-EXT-SRV-ATTR:instance_name'] = 'instance-%s' % \
+            instance.uuid[:8]
+    if version >= (2, 9):
+        body['locked'] = False
+    if version >= (2, 19):
+        body['description'] = None
+    if version >= (2, 26):
+        body['tags'] = []
+    if version >= (2, 63):
+        body['trusted_image_certificates'] = None
+    if version >= (2, 73):
+        body['locked_reason'] = None
+    if version >= (2, 96):
+        body['pinned_availability_zone'] = instance.availability_zone
+    fault = instance.get('fault')
+    if instance.vm_state == instance_obj.ERROR and fault is not None:
+        fault_body = {'code': fault.code, 'message': fault.message,
+                      'created': _time(fault.created_at)}
+        if ctx.is_admin or fault.code != 500:
+            fault_body['details'] = fault.details or ''
+        body['fault'] = fault_body
+    return body
+
+
+def _flavor_id(flavor_ref):
+    return str(flavor_ref).rstrip('/').rsplit('/', 1)[-1]
+
+
+def _image_ref(server):
+    """The image to boot from: imageRef, or the image block device."""
+    image_ref = server.get('imageRef') or ''
+    if not image_ref:
+        for bdm in server.get('block_device_mapping_v2', []):
+            if bdm.get('source_type') == 'image' and str(
+                    bdm.get('boot_index', 0)) in ('0', 'None'):
+                image_ref = bdm.get('uuid') or ''
+                if bdm.get('destination_type') == 'volume':
+                    raise errors.bad_request(
+                        'Booting from volume is not supported: there is no '
+                        'block storage service.')
+                break
+    if not image_ref:
+        raise errors.bad_request('Missing imageRef attribute')
+    image_ref = image_ref.rstrip('/').rsplit('/', 1)[-1]
+    entry = images.find(image_ref)
+    if entry is None:
+        raise errors.bad_request('Can not find requested image')
+    return entry[0]
+
+
+def _count(server, key, default):
+    value = server.get(key, default)
+    return int(value)
+
+
+def create(req, ctx, version):
+    compute_api = req.compute_api
+    body = req.json_body_or_error()
+    try:
+        jsonschema.validate(body, schemas.create_server)
+    except jsonschema.ValidationError as exc:
+        field = '/'.join(str(p) for p in exc.absolute_path) or 'body'
+        raise errors.bad_request(
+            'Invalid input for field/attribute %s. Value: %s. %s'
+            % (field, exc.instance, exc.message))
+    server = body['server']
+    if version >= (2, 37) and 'networks' not in server:
+        raise errors.bad_request(
+            "Invalid input for field/attribute server. Value: %s. "
+            "'networks' is a required property" % server)
+    networks = server.get('networks')
+    if isinstance(networks, list) and networks:
+        raise errors.bad_request(
+            'Requested networks are not available: there is no networking '
+            'service. Use "networks": "none".')
+    min_count = _count(server, 'min_count', 1)
+    max_count = _count(server, 'max_count', min_count)
+    if min_count > max_count:
+        raise errors.bad_request('min_count must be <= max_count')
+    try:
+        flavor = objects.Flavor.get_by_flavor_id(
+            ctx, _flavor_id(server['flavorRef']))
+    except exception.FlavorNotFound:
+        raise errors.bad_request('Flavor %s could not be found.'
+                                 % server['flavorRef'])
+    if flavor.disabled:
+        raise errors.bad_request('Flavor is disabled.')
+    image_ref = _image_ref(server)
+    hints = body.get('os:scheduler_hints') or body.get(
+        'OS-SCH-HNT:scheduler_hints') or {}
+    hints = {k: [str(x) for x in (v if isinstance(v, list) else [v])]
+             for k, v in hints.items()}
+    reservation_id, instances = compute_api.create(
+        ctx, server['name'], flavor, image_ref, count=max_count,
+        availability_zone=server.get('availability_zone'),
+        metadata=server.get('metadata'), key_name=server.get('key_name'),
+        scheduler_hints=hints)
+    if str(server.get('return_reservation_id', '')).lower() in ('true',
+                                                                 '1'):
+        return 202, {'reservation_id': reservation_id}
+    first = instances[0]
+    return 202, {'server': {
+        'id': first.uuid, 'links': _links(req, first.uuid),
+        'OS-DCF:diskConfig': 'MANUAL',
+        'adminPass': server.get('adminPass') or 'not-set',
+        'security_groups': [{'name': 'default'}],
+    }}
+
+
+def _matches(req, instance):
+    status = req.GET.get('status')
+    if status and status_of(instance) != status.upper():
+        return False
+    name = req.GET.get('name')
+    if name:
+        try:
+            if not re.search(name, instance.display_name or ''):
+                return False
+        except re.error:
+            raise errors.bad_request('Invalid name filter: %s' % name)
+    return True
+
+
+def _listed(req, ctx, compute_api):
+    all_tenants = req.GET.get('all_tenants', 'false').lower() not in (
+        'false', '0', 'no', 'f', 'off')
+    if 'all_tenants' in req.GET and req.GET['all_tenants'] == '':
+        all_tenants = True
+    if all_tenants and not ctx.is_admin:
+        raise errors.HTTPError(403, "Policy doesn't allow "
+                                    "os_compute_api:servers:index:"
+                                    "get_all_tenants to be performed.")
+    instances = [i for i in compute_api.list(ctx, all_tenants=all_tenants)
+                 if _matches(req, i)]
+    marker = req.GET.get('marker')
+    if marker:
+        uuids = [i.uuid for i in instances]
+        if marker not in uuids:
+            raise errors.bad_request('marker [%s] not found' % marker)
+        instances = instances[uuids.index(marker) + 1:]
+    limit = req.GET.get('limit')
+    if limit is not None:
+        try:
+            limit = int(limit)
+            if limit < 0:
+                raise ValueError
+        except ValueError:
+            raise errors.bad_request('limit must be a non-negative '
+                                     'integer')
+        instances = instances[:limit]
+    return instances
+
+
+def index(req, ctx, version):
+    return {'servers': [render_summary(req, i)
+                        for i in _listed(req, ctx, req.compute_api)]}
+
+
+def detail(req, ctx, version):
+    return {'servers': [render(req, ctx, version, i)
+                        for i in _listed(req, ctx, req.compute_api)]}
+
+
+def show(req, ctx, version, server_id):
+    try:
+        instance = req.compute_api.get(ctx, server_id)
+    except exception.InstanceNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    return {'server': render(req, ctx, version, instance)}
+
+
+def delete(req, ctx, version, server_id):
+    try:
+        req.compute_api.delete(ctx, server_id)
+    except exception.InstanceNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    return 204, None

@@ -1,0 +1,182 @@
+"""The API's WSGI application: one route table, one dispatcher.
+
+Every URL and method the API answers is in ``ROUTES``; a known path with
+another method answers 405 with an ``Allow`` header. Handlers are plain
+functions ``handler(req, ctx, version, **url_args)`` returning a body
+dict (200), a ``(status, body)`` pair, or a ``webob.Response``.
+"""
+
+import json
+import logging
+
+from oslo_utils import uuidutils
+import routes
+import webob
+import webob.dec
+
+from scheduler_split.api import auth
+from scheduler_split.api import errors
+from scheduler_split.api import flavors
+from scheduler_split.api import identity
+from scheduler_split.api import images
+from scheduler_split.api import manager
+from scheduler_split.api import microversion
+from scheduler_split.api import servers
+from scheduler_split.api import versions
+from scheduler_split import conf
+from scheduler_split import exception
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+ROUTES = {
+    '': {'GET': versions.root},
+    '/': {'GET': versions.root},
+    '/v2.1': {'GET': versions.v21},
+    '/v2.1/': {'GET': versions.v21},
+    '/v2.1/flavors': {'GET': flavors.index},
+    '/v2.1/flavors/detail': {'GET': flavors.detail},
+    '/v2.1/flavors/{flavor_id}': {'GET': flavors.show},
+    '/v2.1/servers': {'GET': servers.index, 'POST': servers.create},
+    '/v2.1/servers/detail': {'GET': servers.detail},
+    '/v2.1/servers/{server_id}': {'GET': servers.show,
+                                  'DELETE': servers.delete},
+    '/image': {'GET': images.versions},
+    '/image/': {'GET': images.versions},
+    '/image/v2/images': {'GET': images.list_images},
+    '/image/v2/images/{image_id}': {'GET': images.show_image},
+    '/identity': {'GET': identity.versions},
+    '/identity/': {'GET': identity.versions},
+    '/identity/v3': {'GET': identity.v3},
+    '/identity/v3/': {'GET': identity.v3},
+}
+
+# Paths that answer without authentication (version discovery).
+PUBLIC = {'', '/', '/v2.1', '/v2.1/', '/image', '/image/', '/identity',
+          '/identity/', '/identity/v3', '/identity/v3/'}
+
+
+class Request(webob.Request):
+
+    @property
+    def ctx(self):
+        return self.environ['scheduler_split.context']
+
+    @property
+    def compute_api(self):
+        return self.environ['scheduler_split.compute_api']
+
+    def json_body_or_error(self):
+        try:
+            body = json.loads(self.body or b'null')
+        except ValueError:
+            raise errors.bad_request('Malformed request body')
+        if not isinstance(body, dict):
+            raise errors.bad_request('Malformed request body: expected a '
+                                     'JSON object')
+        return body
+
+
+def _mapper():
+    mapper = routes.Mapper()
+    for path in ROUTES:
+        mapper.connect(path or '/', route=path)
+    return mapper
+
+
+class Router:
+    """Dispatches to the handler of ``ROUTES``; never leaks a traceback."""
+
+    def __init__(self, compute_api):
+        self.mapper = _mapper()
+        self.compute_api = compute_api
+
+    @webob.dec.wsgify(RequestClass=Request)
+    def __call__(self, req):
+        req.environ['scheduler_split.compute_api'] = self.compute_api
+        request_id = req.environ.setdefault(
+            'openstack.request_id', 'req-' + uuidutils.generate_uuid())
+        version = microversion.MIN_VERSION
+        try:
+            match = self.mapper.match(environ=req.environ)
+            if match is None:
+                raise errors.not_found('The resource could not be found.')
+            handlers = ROUTES[match['route']]
+            handler = handlers.get(req.method)
+            if handler is None:
+                response = errors.fault(405, 'The method %s is not allowed '
+                                             'for this resource.'
+                                        % req.method)
+                response.headers['Allow'] = ', '.join(
+                    sorted(handlers))
+                return self._finish(response, request_id, version)
+            if req.path_info.startswith('/v2.1/'):
+                version = microversion.parse(req)
+            args = {k: v for k, v in match.items() if k != 'route'}
+            ctx = req.environ.get('scheduler_split.context')
+            result = handler(req, ctx, version, **args)
+            response = self._to_response(result)
+        except errors.HTTPError as exc:
+            response = errors.fault(exc.status, exc.message)
+        except exception.SchedulerSplitException as exc:
+            if exc.code >= 500:
+                LOG.exception('Request %s failed', request_id)
+                response = errors.fault(500, 'Unexpected API Error. '
+                                             'Request %s.' % request_id)
+            else:
+                response = errors.fault(exc.code, exc.format_message())
+        except Exception:
+            LOG.exception('Request %s failed', request_id)
+            response = errors.fault(500, 'Unexpected API Error. Please '
+                                         'report this with request id %s.'
+                                    % request_id)
+        return self._finish(response, request_id, version)
+
+    @staticmethod
+    def _to_response(result):
+        if isinstance(result, webob.Response):
+            return result
+        status, body = (result if isinstance(result, tuple)
+                        else (200, result))
+        response = webob.Response(status=status)
+        if body is not None:
+            response.content_type = 'application/json'
+            response.charset = 'UTF-8'
+            response.text = json.dumps(body)
+        else:
+            response.content_type = None
+        return response
+
+    @staticmethod
+    def _finish(response, request_id, version):
+        response.headers['x-openstack-request-id'] = request_id
+        response.headers['x-compute-request-id'] = request_id
+        value = microversion.to_str(version)
+        response.headers['OpenStack-API-Version'] = 'compute %s' % value
+        response.headers['X-OpenStack-Nova-API-Version'] = value
+        response.headers['Vary'] = ('OpenStack-API-Version, '
+                                    'X-OpenStack-Nova-API-Version')
+        return response
+
+
+class _PublicOrAuth:
+    """Version documents answer without credentials; the rest are checked.
+    """
+
+    def __init__(self, router, authed):
+        self.router = router
+        self.authed = authed
+
+    def __call__(self, environ, start_response):
+        path = environ.get('PATH_INFO', '')
+        if path in PUBLIC:
+            return self.router(environ, start_response)
+        return self.authed(environ, start_response)
+
+
+def make_app(compute_api=None, auth_strategy=None):
+    """The whole API as one WSGI application."""
+    router = Router(compute_api or manager.ComputeAPI())
+    authed = auth.pipeline(router, auth_strategy or CONF.api.auth_strategy,
+                           CONF)
+    return _PublicOrAuth(router, authed)

@@ -1,0 +1,162 @@
+"""scheduler-split-all-in-one: every service in one process.
+
+The API, the super-conductor, one cell conductor per cell, the scheduler
+and the fake computes run as threads of this process, each on the bus it
+would use in a deployment: the API bus and one bus per cell, all in
+memory (``kombu+memory:////<vhost>``) through oslo.messaging's rabbit
+driver, with the same RPC APIs, serialization and dispatch. Databases are
+SQLite files in ``--state-dir``; restarting on the same directory keeps
+the servers.
+"""
+
+import argparse
+import logging
+import os
+import signal
+import socketserver
+import sys
+import threading
+from wsgiref import simple_server
+
+import yaml
+
+from scheduler_split import conf
+from scheduler_split import deployment
+from scheduler_split import rpc
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+
+def default_state_dir():
+    base = os.environ.get('XDG_STATE_HOME') or os.path.join(
+        os.path.expanduser('~'), '.local', 'state')
+    return os.path.join(base, 'scheduler-split')
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog='scheduler-split-all-in-one',
+        description='Run every scheduler-split service in one process on '
+                    'an in-memory bus and SQLite.')
+    parser.add_argument('--state-dir', default=default_state_dir(),
+                        help='Directory for the SQLite databases, the log '
+                             'and clouds.yaml (default: %(default)s).')
+    parser.add_argument('--cells', type=int, default=2,
+                        help='Number of cells (default: %(default)s).')
+    parser.add_argument('--hosts-per-cell', type=int, default=4,
+                        help='Fake compute hosts per cell '
+                             '(default: %(default)s).')
+    parser.add_argument('--host', default='127.0.0.1',
+                        help='Address the REST API listens on '
+                             '(default: %(default)s).')
+    parser.add_argument('--port', type=int, default=8774,
+                        help='Port of the REST API (default: %(default)s; '
+                             '0 picks a free one).')
+    parser.add_argument('--config-file', action='append', default=[],
+                        help='Extra oslo.config file, e.g. to set '
+                             '[fake_driver] options. May repeat.')
+    parser.add_argument('--debug', action='store_true',
+                        help='Log at DEBUG level.')
+    parser.add_argument('--verbose', action='store_true',
+                        help='Also log to standard error.')
+    args = parser.parse_args(argv)
+    if args.cells < 1:
+        parser.error('--cells must be at least 1')
+    if args.hosts_per_cell < 1:
+        parser.error('--hosts-per-cell must be at least 1')
+    if not 0 <= args.port <= 65535:
+        parser.error('--port must be between 0 and 65535')
+    return args
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
+                           simple_server.WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+
+    def log_message(self, fmt, *args):
+        LOG.info('%s %s', self.address_string(), fmt % args)
+
+
+def write_clouds_yaml(state_dir, base_url):
+    path = os.path.join(state_dir, 'clouds.yaml')
+    clouds = {'clouds': {'scheduler-split': {
+        'auth_type': 'none',
+        'compute_endpoint_override': base_url + '/v2.1',
+        'image_endpoint_override': base_url + '/image',
+        'identity_endpoint_override': base_url + '/identity',
+    }}}
+    with open(path, 'w') as f:
+        yaml.safe_dump(clouds, f, default_flow_style=False)
+    return path
+
+
+def _setup_logging(args):
+    handlers = [logging.FileHandler(os.path.join(args.state_dir,
+                                                 'scheduler-split.log'))]
+    if args.verbose:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.INFO,
+        format='%(asctime)s %(process)d %(levelname)s %(name)s %(message)s',
+        handlers=handlers, force=True)
+    if not args.debug:
+        for noisy in ('oslo.messaging', 'oslo_messaging', 'kombu', 'amqp',
+                      'alembic'):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    os.makedirs(args.state_dir, exist_ok=True)
+    _setup_logging(args)
+    CONF(project='scheduler-split', default_config_files=[],
+         args=[a for f in args.config_file for a in ('--config-file', f)])
+
+    print('Setting up %d cell(s) with %d host(s) each in %s ...'
+          % (args.cells, args.hosts_per_cell, args.state_dir), flush=True)
+    system = deployment.AllInOne(args.state_dir, args.cells,
+                                 args.hosts_per_cell)
+    system.setup(echo=lambda line: LOG.info('%s', line))
+    system.start()
+
+    server = simple_server.make_server(
+        args.host, args.port, system.wsgi_app(),
+        server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    host, port = server.server_address[:2]
+    base_url = 'http://%s:%d' % (host, port)
+    clouds = write_clouds_yaml(args.state_dir, base_url)
+    serving = threading.Thread(target=server.serve_forever,
+                               name='wsgi', daemon=True)
+    serving.start()
+
+    stop = threading.Event()
+
+    def _signal(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGINT, _signal)
+    signal.signal(signal.SIGTERM, _signal)
+    print('scheduler-split is running: compute API %s/v2.1, %d hosts in '
+          '%d cell(s). Press Ctrl-C to stop.'
+          % (base_url, args.cells * args.hosts_per_cell, args.cells),
+          flush=True)
+    print('export OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=scheduler-split'
+          % clouds, flush=True)
+    while not stop.is_set():
+        stop.wait(1)
+    print('Stopping ...', flush=True)
+    server.shutdown()
+    server.server_close()
+    system.stop()
+    rpc.cleanup()
+    print('Stopped.', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""The compute service: builds and deletes instances on one host."""
+
+import collections
+import logging
+import threading
+
+import oslo_messaging as messaging
+
+from scheduler_split.compute import resource_tracker
+from scheduler_split.compute.virt import fake
+from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split import rpc
+from scheduler_split.scheduler import client as scheduler_client
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+RPC_VERSION = '1.0'
+
+
+class _InstanceLocks:
+    """One lock per instance uuid, so a delete waits for a running build."""
+
+    def __init__(self):
+        self._locks = collections.defaultdict(threading.Lock)
+        self._guard = threading.Lock()
+
+    def __call__(self, uuid):
+        with self._guard:
+            return self._locks[uuid]
+
+
+class ComputeManager:
+
+    target = messaging.Target(version=RPC_VERSION)
+
+    def __init__(self, host, cell_db=None, transport=None, driver=None):
+        self.host = host
+        self.cell_db = cell_db or CONF.database.connection
+        self.transport = transport or rpc.get_transport()
+        self.driver = driver or fake.FakeDriver(host)
+        self.scheduler = scheduler_client.SchedulerClient(self.transport)
+        self.conductor = conductor_rpcapi.ConductorAPI(self.transport)
+        self.resource_tracker = resource_tracker.ResourceTracker(
+            host, self.driver, self.scheduler)
+        self._locks = _InstanceLocks()
+
+    def _ctx(self, ctx=None):
+        return ss_context.targeted(ctx or ss_context.get_admin_context(),
+                                   self.cell_db)
+
+    def report(self):
+        """Periodic: send capacity and liveness to the scheduler."""
+        self.resource_tracker.report(self._ctx())
+
+    def build_and_run_instance(self, ctx, instance, request_spec, host_list,
+                               retry, node):
+        """Cast from a conductor: spawn ``instance`` on this host.
+
+        The scheduler already claimed this host for the instance. A
+        reschedulable failure gives the claim back and casts
+        ``build_instances`` to this cell's conductor with the remaining
+        alternates; any other failure ends in ERROR with a fault.
+        """
+        ctx = self._ctx(ctx)
+        uuid = instance.uuid
+        with self._locks(uuid):
+            try:
+                instance = objects.Instance.get_by_uuid(ctx, uuid)
+                instance.host = self.host
+                instance.node = node
+                instance.task_state = instance_obj.SPAWNING
+                instance.save(ctx)
+            except exception.InstanceNotFound:
+                LOG.info('Instance %s was deleted before its build started',
+                         uuid, extra={'instance_uuid': uuid})
+                self.scheduler.release_resources(ctx, uuid)
+                return
+            try:
+                self.driver.spawn(instance)
+            except exception.RescheduledException as exc:
+                self._reschedule(ctx, instance, request_spec, host_list,
+                                 retry, exc)
+                return
+            except Exception as exc:
+                LOG.warning('Build of instance %s failed: %s', uuid, exc,
+                            extra={'instance_uuid': uuid})
+                self._fail(ctx, instance, exc)
+                return
+            instance.vm_state = instance_obj.ACTIVE
+            instance.task_state = None
+            instance.power_state = instance_obj.RUNNING
+            instance.launched_at = obj_base.utcnow()
+            try:
+                instance.save(ctx, expected_task_state=instance_obj.SPAWNING)
+            except (exception.InstanceNotFound, exception.Conflict):
+                LOG.info('Instance %s was deleted during its build',
+                         uuid, extra={'instance_uuid': uuid})
+                self.driver.destroy(instance)
+                self.scheduler.release_resources(ctx, uuid)
+                return
+            LOG.info('Instance %s is ACTIVE on %s', uuid, self.host,
+                     extra={'instance_uuid': uuid})
+
+    def _reschedule(self, ctx, instance, request_spec, host_list, retry,
+                    exc):
+        uuid = instance.uuid
+        LOG.warning('Build of instance %s on %s failed, rescheduling: %s',
+                    uuid, self.host, exc.format_message(),
+                    extra={'instance_uuid': uuid})
+        self.driver.destroy(instance)
+        self.scheduler.release_resources(ctx, uuid)
+        instance.host = None
+        instance.node = None
+        instance.task_state = instance_obj.SCHEDULING
+        try:
+            instance.save(ctx, expected_task_state=instance_obj.SPAWNING)
+        except (exception.InstanceNotFound, exception.Conflict):
+            return
+        self.conductor.build_instances(ctx, instance, request_spec,
+                                       host_list, retry)
+
+    def _fail(self, ctx, instance, exc):
+        self.driver.destroy(instance)
+        self.scheduler.release_resources(ctx, instance.uuid)
+        instance.vm_state = instance_obj.ERROR
+        instance.task_state = None
+        try:
+            instance.save(ctx)
+        except exception.InstanceNotFound:
+            return
+        objects.InstanceFault.create_for(ctx, instance.uuid, exc,
+                                         host=self.host)
+
+    def terminate_instance(self, ctx, instance):
+        """Cast from the API: destroy the instance and drop its claim."""
+        ctx = self._ctx(ctx)
+        uuid = instance.uuid
+        with self._locks(uuid):
+            self.driver.destroy(instance)
+            self.scheduler.release_resources(ctx, uuid)
+            try:
+                instance = objects.Instance.get_by_uuid(ctx, uuid)
+            except exception.InstanceNotFound:
+                return
+            instance.destroy(ctx)
+            LOG.info('Instance %s deleted from %s', uuid, self.host,
+                     extra={'instance_uuid': uuid})

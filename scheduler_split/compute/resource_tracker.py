@@ -1,0 +1,47 @@
+"""What this compute host has, told to the scheduler through its library.
+
+The resource tracker never touches the scheduler's tables: capacity,
+reserved amounts, allocation ratios, the availability zone and liveness go
+out as ``update_resource_stats`` every ``report_interval`` seconds.
+"""
+
+import logging
+
+from scheduler_split import conf
+from scheduler_split import objects
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+
+class ResourceTracker:
+
+    def __init__(self, host, driver, scheduler):
+        self.host = host
+        self.driver = driver
+        self.scheduler = scheduler
+        self.disabled = False
+
+    def stats(self):
+        resources = self.driver.get_available_resource()
+        opts = CONF.compute
+        return {
+            'vcpus': resources['vcpus'],
+            'memory_mb': resources['memory_mb'],
+            'local_gb': resources['local_gb'],
+            'reserved_vcpus': opts.reserved_host_cpus,
+            'reserved_memory_mb': opts.reserved_host_memory_mb,
+            'reserved_disk_gb': (opts.reserved_host_disk_mb + 1023) // 1024,
+            'cpu_allocation_ratio': opts.cpu_allocation_ratio,
+            'ram_allocation_ratio': opts.ram_allocation_ratio,
+            'disk_allocation_ratio': opts.disk_allocation_ratio,
+            'availability_zone': opts.availability_zone,
+            'disabled': self.disabled,
+        }
+
+    def report(self, ctx):
+        """Send one report; record the heartbeat in the cell database."""
+        objects.Service.heartbeat(ctx, self.host, 'scheduler-split-compute',
+                                  'compute')
+        self.scheduler.update_resource_stats(
+            ctx, (self.host, self.driver.nodename()), self.stats())

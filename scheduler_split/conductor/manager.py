@@ -1,0 +1,189 @@
+"""The conductors: the super-conductor (API level) and cell conductors.
+
+The super-conductor turns build requests into instances in the cell the
+scheduler chose; a cell conductor reschedules a failed build to the next
+same-cell alternate. Neither ever sends a build across cells.
+"""
+
+import logging
+import threading
+
+import oslo_messaging as messaging
+
+from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import cell_mapping as cell_mapping_obj
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split import rpc
+from scheduler_split.scheduler import client as scheduler_client
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+RPC_VERSION = '1.0'
+
+EXHAUSTED = ('Exhausted all hosts available for retrying build failures '
+             'for instance %s.')
+
+
+class SuperConductorManager:
+    """Runs on the API bus: schedules and creates instances in cells."""
+
+    target = messaging.Target(version=RPC_VERSION)
+
+    def __init__(self, transport=None):
+        self.scheduler = scheduler_client.SchedulerClient(transport)
+        self._cells = {}
+        self._cells_lock = threading.Lock()
+
+    def _cell(self, ctx, cell_uuid):
+        with self._cells_lock:
+            cell = self._cells.get(cell_uuid)
+        if cell is None:
+            cell = objects.CellMapping.get_by_uuid(ctx, cell_uuid)
+            with self._cells_lock:
+                self._cells[cell_uuid] = cell
+        return cell
+
+    def schedule_and_build_instances(self, ctx, build_requests,
+                                     request_specs):
+        """Cast from the API: place the instances of one boot request.
+
+        Calls the scheduler once for all of them, asking for
+        ``build_max_attempts - 1`` alternates each, then creates every
+        instance in its chosen cell and casts its build to the chosen
+        compute. Instances that cannot be placed go to cell0 in ERROR.
+        """
+        spec_obj = request_specs[0]
+        uuids = [br.instance_uuid for br in build_requests]
+        LOG.info('select_destinations.start for %s', uuids)
+        try:
+            host_lists = self.scheduler.select_destinations(
+                ctx, spec_obj, uuids, return_alternates=True,
+                num_alternates=CONF.conductor.build_max_attempts - 1)
+        except exception.NoValidHost as exc:
+            LOG.warning('No valid host for %s: %s', uuids,
+                        exc.format_message())
+            for build_request in build_requests:
+                self._bury_in_cell0(ctx, build_request, exc)
+            return
+        except Exception as exc:
+            LOG.exception('Scheduling %s failed', uuids)
+            for build_request in build_requests:
+                self._bury_in_cell0(ctx, build_request, exc)
+            return
+        LOG.info('select_destinations.end for %s', uuids)
+
+        for build_request, request_spec, host_list in zip(
+                build_requests, request_specs, host_lists):
+            try:
+                self._build_in_cell(ctx, build_request, request_spec,
+                                    host_list)
+            except Exception as exc:
+                LOG.exception('Creating instance %s in its cell failed',
+                              build_request.instance_uuid)
+                self.scheduler.release_resources(ctx,
+                                                 build_request.instance_uuid)
+                self._bury_in_cell0(ctx, build_request, exc)
+
+    def _build_in_cell(self, ctx, build_request, request_spec, host_list):
+        chosen, alternates = host_list[0], host_list[1:]
+        uuid = build_request.instance_uuid
+        cell = self._cell(ctx, chosen.cell_uuid)
+        cctx = ss_context.target_cell(ctx, cell)
+        instance = build_request.instance
+        instance.vm_state = instance_obj.BUILDING
+        instance.task_state = instance_obj.SCHEDULING
+        instance.create(cctx)
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+        mapping.set_cell(ctx, cell)
+        try:
+            build_request.destroy(ctx)
+        except exception.BuildRequestNotFound:
+            # The user deleted the server while it was being scheduled.
+            LOG.info('Instance %s was deleted while scheduling; releasing '
+                     'its claim', uuid, extra={'instance_uuid': uuid})
+            instance.destroy(cctx)
+            self.scheduler.release_resources(ctx, uuid)
+            return
+        retry = objects.SchedulerRetries(num_attempts=1,
+                                         hosts=[chosen.service_host])
+        compute = compute_rpcapi.ComputeAPI(
+            rpc.get_transport(cell.transport_url))
+        compute.build_and_run_instance(
+            ctx, chosen.service_host, chosen.nodename, instance,
+            request_spec, alternates, retry)
+
+    def _bury_in_cell0(self, ctx, build_request, exc):
+        """An instance that could not be scheduled: ERROR in cell0."""
+        uuid = build_request.instance_uuid
+        cell0 = self._cell(ctx, cell_mapping_obj.CELL0_UUID)
+        cctx = ss_context.target_cell(ctx, cell0)
+        instance = build_request.instance
+        instance.vm_state = instance_obj.ERROR
+        instance.task_state = None
+        instance.create(cctx)
+        objects.InstanceFault.create_for(cctx, uuid, exc)
+        objects.InstanceMapping.get_by_instance_uuid(ctx, uuid).set_cell(
+            ctx, cell0)
+        try:
+            build_request.destroy(ctx)
+        except exception.BuildRequestNotFound:
+            instance.destroy(cctx)
+
+
+class CellConductorManager:
+    """Runs on a cell bus: tries the alternates of a failed build."""
+
+    target = messaging.Target(version=RPC_VERSION)
+
+    def __init__(self, cell_db, transport=None):
+        self.cell_db = cell_db
+        self.transport = transport or rpc.get_transport()
+        self.scheduler = scheduler_client.SchedulerClient(self.transport)
+        self.compute = compute_rpcapi.ComputeAPI(self.transport)
+
+    def build_instances(self, ctx, instance, request_spec, host_list, retry):
+        """Cast from a compute whose build failed: try the next alternate.
+
+        Claims each alternate in order through the scheduler library and
+        casts the build to the first one that accepts. With none left the
+        instance ends in ERROR with the exhausted-hosts fault.
+        """
+        ctx = ss_context.targeted(ctx, self.cell_db)
+        uuid = instance.uuid
+        try:
+            instance = objects.Instance.get_by_uuid(ctx, uuid)
+        except exception.InstanceNotFound:
+            LOG.info('Instance %s was deleted before its reschedule',
+                     uuid, extra={'instance_uuid': uuid})
+            self.scheduler.release_resources(ctx, uuid)
+            return
+        for index, selection in enumerate(host_list):
+            if not self.scheduler.claim_resources(ctx, selection, uuid):
+                continue
+            retry.num_attempts += 1
+            retry.hosts = retry.hosts + [selection.service_host]
+            LOG.info('Rescheduling instance %s to %s (attempt %d)', uuid,
+                     selection.service_host, retry.num_attempts,
+                     extra={'instance_uuid': uuid})
+            self.compute.build_and_run_instance(
+                ctx, selection.service_host, selection.nodename, instance,
+                request_spec, host_list[index + 1:], retry)
+            return
+        exc = exception.MaxRetriesExceeded(reason=EXHAUSTED % uuid)
+        LOG.warning('Instance %s: %s', uuid, exc.format_message(),
+                    extra={'instance_uuid': uuid})
+        self.scheduler.release_resources(ctx, uuid)
+        instance.vm_state = instance_obj.ERROR
+        instance.task_state = None
+        instance.host = None
+        instance.node = None
+        try:
+            instance.save(ctx)
+        except exception.InstanceNotFound:
+            return
+        objects.InstanceFault.create_for(ctx, uuid, exc)

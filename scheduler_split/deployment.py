@@ -1,0 +1,161 @@
+"""How the services are put together: per process, or all in one.
+
+The builders here are what each console script runs; :class:`AllInOne`
+runs all of them in one process on in-memory buses and SQLite.
+"""
+
+import logging
+import os
+import time
+
+from scheduler_split.compute import manager as compute_manager
+from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor import manager as conductor_manager
+from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split import cells
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import objects
+from scheduler_split import rpc
+from scheduler_split.scheduler import manager as scheduler_manager
+from scheduler_split.scheduler import rpcapi as scheduler_rpcapi
+from scheduler_split import service
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+objects.register_all()
+
+
+def scheduler_service(cell_mappings):
+    """The scheduler: listens on the API bus and on every cell's bus."""
+    manager = scheduler_manager.SchedulerManager()
+    svc = service.Service('scheduler')
+    svc.listen(rpc.get_transport(), scheduler_rpcapi.TOPIC,
+               [manager.endpoint(None)], CONF.host)
+    for cell in cell_mappings:
+        if cell.is_cell0:
+            continue
+        svc.listen(rpc.get_transport(cell.transport_url),
+                   scheduler_rpcapi.TOPIC, [manager.endpoint(cell.uuid)],
+                   CONF.host)
+    svc.manager = manager
+    return svc
+
+
+def super_conductor_service():
+    manager = conductor_manager.SuperConductorManager(rpc.get_transport())
+    svc = service.Service('super-conductor')
+    svc.listen(rpc.get_transport(), conductor_rpcapi.TOPIC, [manager],
+               CONF.host)
+    svc.manager = manager
+    return svc
+
+
+def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
+    transport = rpc.get_transport(transport_url)
+    manager = conductor_manager.CellConductorManager(cell_db, transport)
+    svc = service.Service(name)
+    svc.listen(transport, conductor_rpcapi.TOPIC, [manager], CONF.host)
+    svc.manager = manager
+    return svc
+
+
+def compute_service(host, transport_url, cell_db):
+    transport = rpc.get_transport(transport_url)
+    manager = compute_manager.ComputeManager(host, cell_db, transport)
+    svc = service.Service('compute-%s' % host)
+    svc.listen(transport, compute_rpcapi.TOPIC, [manager], host)
+    svc.add_periodic(manager.report, CONF.report_interval)
+    svc.manager = manager
+    return svc
+
+
+class AllInOne:
+    """Every service in this process, on in-memory buses and SQLite."""
+
+    API_BUS = 'kombu+memory:////api'
+
+    def __init__(self, state_dir, num_cells=2, hosts_per_cell=4):
+        self.state_dir = os.path.abspath(state_dir)
+        self.num_cells = num_cells
+        self.hosts_per_cell = hosts_per_cell
+        self.services = []
+        self.cells = []
+
+    def _sqlite(self, name):
+        return 'sqlite:///' + os.path.join(self.state_dir, name + '.sqlite')
+
+    def configure(self):
+        CONF.set_override('transport_url', self.API_BUS)
+        CONF.set_override('connection', self._sqlite('api'),
+                          group='api_database')
+        CONF.set_override('connection', self._sqlite('scheduler'),
+                          group='scheduler_database')
+        CONF.set_override('auth_strategy', 'noauth2', group='api')
+        CONF.set_override('host', 'all-in-one')
+
+    def setup(self, echo=print):
+        """Create or upgrade the databases, cells and default flavors."""
+        self.configure()
+        cells.db_sync(echo=echo)
+        ctx = ss_context.get_admin_context()
+        existing = {c.name: c for c in objects.CellMapping.get_all(ctx)}
+        if 'cell0' not in existing:
+            cells.map_cell0(self._sqlite('cell0'), echo=echo)
+        for index in range(1, self.num_cells + 1):
+            name = 'cell%d' % index
+            if name not in existing:
+                cells.create_cell(name, 'kombu+memory:////%s' % name,
+                                  self._sqlite(name), echo=echo)
+        cells.create_default_flavors(echo=echo)
+        self.cells = objects.CellMapping.get_all(ctx)
+
+    def hosts_of(self, cell):
+        return ['%s-compute%d' % (cell.name, i)
+                for i in range(1, self.hosts_per_cell + 1)]
+
+    def start(self):
+        real_cells = [c for c in self.cells if not c.is_cell0]
+        self.services.append(scheduler_service(self.cells))
+        self.services.append(super_conductor_service())
+        self.computes = {}
+        for cell in real_cells:
+            self.services.append(cell_conductor_service(
+                cell.transport_url, cell.database_connection,
+                name='cell-conductor-%s' % cell.name))
+            for host in self.hosts_of(cell):
+                svc = compute_service(host, cell.transport_url,
+                                      cell.database_connection)
+                self.computes[host] = svc
+                self.services.append(svc)
+        for svc in self.services:
+            svc.start()
+        # Every compute reports once before the API opens, so that the
+        # first boot already finds every host.
+        for svc in self.computes.values():
+            svc.manager.report()
+        self._wait_for_hosts(self.services[0].manager)
+        cells.discover_hosts(echo=lambda line: LOG.info('%s', line))
+
+    def _wait_for_hosts(self, scheduler, timeout=60):
+        """Reports are casts: wait until the scheduler has every host."""
+        deadline = time.monotonic() + timeout
+        expected = set(self.computes)
+        while time.monotonic() < deadline:
+            known = {h.host for h in scheduler.host_manager.host_states()
+                     if h.is_up()}
+            if expected <= known:
+                return
+            time.sleep(0.05)
+        LOG.warning('The scheduler does not know hosts %s yet',
+                    sorted(expected - known))
+
+    def wsgi_app(self):
+        from scheduler_split.api import wsgi
+        return wsgi.make_app()
+
+    def stop(self):
+        for svc in reversed(self.services):
+            svc.stop()
+        self.services = []

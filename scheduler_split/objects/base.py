@@ -1,0 +1,69 @@
+"""The object base class, registry and serializer."""
+
+import copy
+import datetime
+
+from oslo_serialization import jsonutils
+from oslo_versionedobjects import base as ovo_base
+from oslo_versionedobjects import fields
+
+
+class ObjectRegistry(ovo_base.VersionedObjectRegistry):
+
+    def registration_hook(self, cls, index):
+        from scheduler_split import objects
+        version = tuple(int(p) for p in cls.VERSION.split('.'))
+        current = getattr(objects, cls.obj_name(), None)
+        if current is None or version >= tuple(
+                int(p) for p in current.VERSION.split('.')):
+            setattr(objects, cls.obj_name(), cls)
+
+
+class SchedulerSplitObject(ovo_base.VersionedObject):
+    OBJ_SERIAL_NAMESPACE = 'scheduler_split_object'
+    OBJ_PROJECT_NAMESPACE = 'scheduler_split'
+
+    def to_json(self):
+        return jsonutils.dumps(self.obj_to_primitive())
+
+    @classmethod
+    def from_json(cls, text):
+        return cls.obj_from_primitive(jsonutils.loads(text))
+
+    def obj_load_attr(self, name):
+        # An unset field that has a default reads as that default.
+        field = self.fields.get(name)
+        if field is not None and field.default != fields.UnspecifiedDefault:
+            setattr(self, name, copy.deepcopy(field.default))
+            return
+        super().obj_load_attr(name)
+
+    def get(self, name, default=None):
+        if self.obj_attr_is_set(name):
+            return getattr(self, name)
+        return default
+
+
+class ObjectSerializer(ovo_base.VersionedObjectSerializer):
+    OBJ_BASE_CLASS = SchedulerSplitObject
+
+
+def naive_utc(value):
+    """A datetime as the databases store it: UTC without tzinfo."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def utcnow():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def apply_row(obj, row, names):
+    """Copy columns ``names`` of a database row onto ``obj``."""
+    for name in names:
+        setattr(obj, name, getattr(row, name))
+    obj.obj_reset_changes()
+    return obj

@@ -1,0 +1,70 @@
+import sqlalchemy as sa
+from oslo_versionedobjects import fields
+
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split.objects import base
+from scheduler_split.objects import instance as instance_obj
+
+CONF = conf.CONF
+
+
+@base.ObjectRegistry.register
+class BuildRequest(base.SchedulerSplitObject):
+    """A server the API accepted that no cell holds yet."""
+    VERSION = '1.0'
+
+    fields = {
+        'instance_uuid': fields.UUIDField(),
+        'project_id': fields.StringField(),
+        'instance': fields.ObjectField('Instance'),
+        'created_at': fields.DateTimeField(nullable=True),
+    }
+
+    @classmethod
+    def _from_row(cls, row):
+        br = cls(instance_uuid=row.instance_uuid, project_id=row.project_id,
+                 instance=instance_obj.Instance.from_json(row.instance),
+                 created_at=row.created_at)
+        br.obj_reset_changes()
+        return br
+
+    def create(self, ctx):
+        with engines.writer(CONF.api_database.connection) as session:
+            session.add(models.BuildRequest(
+                instance_uuid=self.instance_uuid, project_id=self.project_id,
+                instance=self.instance.to_json()))
+        self.obj_reset_changes()
+
+    @classmethod
+    def get_by_instance_uuid(cls, ctx, instance_uuid):
+        with engines.reader(CONF.api_database.connection) as session:
+            row = session.scalars(sa.select(models.BuildRequest).where(
+                models.BuildRequest.instance_uuid == instance_uuid)).first()
+            if row is None:
+                raise exception.BuildRequestNotFound(uuid=instance_uuid)
+            return cls._from_row(row)
+
+    @classmethod
+    def get_all(cls, ctx, project_id=None):
+        with engines.reader(CONF.api_database.connection) as session:
+            query = sa.select(models.BuildRequest).order_by(
+                models.BuildRequest.id)
+            if project_id is not None:
+                query = query.where(
+                    models.BuildRequest.project_id == project_id)
+            return [cls._from_row(row) for row in session.scalars(query)]
+
+    def destroy(self, ctx):
+        """Delete it; ``BuildRequestNotFound`` if someone else did first.
+
+        The conductor and a user's DELETE race on this row: whoever deletes
+        it owns what happens to the instance next.
+        """
+        with engines.writer(CONF.api_database.connection) as session:
+            result = session.execute(sa.delete(models.BuildRequest).where(
+                models.BuildRequest.instance_uuid == self.instance_uuid))
+            if result.rowcount == 0:
+                raise exception.BuildRequestNotFound(uuid=self.instance_uuid)

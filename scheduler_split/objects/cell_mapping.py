@@ -1,0 +1,158 @@
+import sqlalchemy as sa
+from oslo_utils import uuidutils
+from oslo_versionedobjects import fields
+
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split.objects import base
+
+CONF = conf.CONF
+
+CELL0_UUID = '00000000-0000-0000-0000-000000000000'
+
+
+def _api_db():
+    return CONF.api_database.connection
+
+
+@base.ObjectRegistry.register
+class CellMapping(base.SchedulerSplitObject):
+    """Where a cell's bus and database are."""
+    VERSION = '1.0'
+
+    fields = {
+        'id': fields.IntegerField(nullable=True),
+        'uuid': fields.UUIDField(),
+        'name': fields.StringField(),
+        'transport_url': fields.StringField(),
+        'database_connection': fields.SensitiveStringField(),
+        'disabled': fields.BooleanField(default=False),
+    }
+
+    @property
+    def is_cell0(self):
+        return self.uuid == CELL0_UUID
+
+    @classmethod
+    def _from_row(cls, row):
+        return base.apply_row(cls(), row, ('id', 'uuid', 'name',
+                                           'transport_url',
+                                           'database_connection',
+                                           'disabled'))
+
+    def create(self, ctx):
+        if not self.obj_attr_is_set('uuid'):
+            self.uuid = uuidutils.generate_uuid()
+        with engines.writer(_api_db()) as session:
+            row = models.CellMapping(
+                uuid=self.uuid, name=self.name,
+                transport_url=self.transport_url,
+                database_connection=self.database_connection,
+                disabled=self.get('disabled', False))
+            session.add(row)
+            session.flush()
+            self.id = row.id
+        self.obj_reset_changes()
+
+    @classmethod
+    def get_by_uuid(cls, ctx, uuid):
+        with engines.reader(_api_db()) as session:
+            row = session.scalars(sa.select(models.CellMapping).where(
+                models.CellMapping.uuid == uuid)).first()
+            if row is None:
+                raise exception.CellMappingNotFound(uuid=uuid)
+            return cls._from_row(row)
+
+    @classmethod
+    def get_all(cls, ctx):
+        with engines.reader(_api_db()) as session:
+            return [cls._from_row(row) for row in session.scalars(
+                sa.select(models.CellMapping).order_by(
+                    models.CellMapping.id))]
+
+
+@base.ObjectRegistry.register
+class InstanceMapping(base.SchedulerSplitObject):
+    """Which cell holds an instance (none while it is a build request)."""
+    VERSION = '1.0'
+
+    fields = {
+        'instance_uuid': fields.UUIDField(),
+        'cell_mapping': fields.ObjectField('CellMapping', nullable=True),
+        'project_id': fields.StringField(),
+        'user_id': fields.StringField(nullable=True),
+    }
+
+    def create(self, ctx):
+        with engines.writer(_api_db()) as session:
+            session.add(models.InstanceMapping(
+                instance_uuid=self.instance_uuid, cell_id=None,
+                project_id=self.project_id, user_id=self.get('user_id')))
+        self.cell_mapping = None
+        self.obj_reset_changes()
+
+    def set_cell(self, ctx, cell_mapping):
+        with engines.writer(_api_db()) as session:
+            session.execute(sa.update(models.InstanceMapping).where(
+                models.InstanceMapping.instance_uuid == self.instance_uuid
+            ).values(cell_id=cell_mapping.id))
+        self.cell_mapping = cell_mapping
+        self.obj_reset_changes()
+
+    @classmethod
+    def get_by_instance_uuid(cls, ctx, instance_uuid):
+        with engines.reader(_api_db()) as session:
+            row = session.scalars(sa.select(models.InstanceMapping).where(
+                models.InstanceMapping.instance_uuid == instance_uuid)
+            ).first()
+            if row is None:
+                raise exception.InstanceMappingNotFound(uuid=instance_uuid)
+            cell = None
+            if row.cell_id is not None:
+                cell = CellMapping._from_row(session.get(models.CellMapping,
+                                                         row.cell_id))
+            mapping = cls(instance_uuid=row.instance_uuid, cell_mapping=cell,
+                          project_id=row.project_id, user_id=row.user_id)
+            mapping.obj_reset_changes()
+            return mapping
+
+    def destroy(self, ctx):
+        with engines.writer(_api_db()) as session:
+            session.execute(sa.delete(models.InstanceMapping).where(
+                models.InstanceMapping.instance_uuid == self.instance_uuid))
+
+
+@base.ObjectRegistry.register
+class HostMapping(base.SchedulerSplitObject):
+    """Which cell a compute host belongs to."""
+    VERSION = '1.0'
+
+    fields = {
+        'host': fields.StringField(),
+        'cell_mapping': fields.ObjectField('CellMapping'),
+    }
+
+    @classmethod
+    def get_all(cls, ctx):
+        with engines.reader(_api_db()) as session:
+            cells = {row.id: CellMapping._from_row(row) for row in
+                     session.scalars(sa.select(models.CellMapping))}
+            return [cls(host=row.host, cell_mapping=cells[row.cell_id])
+                    for row in session.scalars(
+                        sa.select(models.HostMapping).order_by(
+                            models.HostMapping.host))]
+
+    @classmethod
+    def map_new_hosts(cls, ctx, cell_mapping, hosts):
+        """Map those of ``hosts`` that are not mapped yet; return them."""
+        with engines.writer(_api_db()) as session:
+            known = set(session.scalars(sa.select(models.HostMapping.host)
+                                        .where(models.HostMapping.host.in_(
+                                            list(hosts)))))
+            new = sorted(set(hosts) - known)
+            for host in new:
+                session.add(models.HostMapping(host=host,
+                                               cell_id=cell_mapping.id))
+            return new

@@ -1,0 +1,243 @@
+import sqlalchemy as sa
+from oslo_serialization import jsonutils
+from oslo_versionedobjects import fields
+
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split.objects import base
+from scheduler_split.objects import flavor as flavor_obj
+
+# vm_state values (as Nova names them)
+BUILDING = 'building'
+ACTIVE = 'active'
+ERROR = 'error'
+DELETED = 'deleted'
+
+# task_state values
+SCHEDULING = 'scheduling'
+SPAWNING = 'spawning'
+DELETING = 'deleting'
+
+# power_state values
+NOSTATE = 0
+RUNNING = 1
+SHUTDOWN = 4
+
+_SIMPLE = ('uuid', 'display_name', 'hostname', 'project_id', 'user_id',
+           'host', 'node', 'vm_state', 'task_state', 'power_state',
+           'image_ref', 'availability_zone', 'key_name', 'reservation_id',
+           'launch_index', 'launched_at', 'terminated_at', 'created_at',
+           'updated_at', 'deleted_at', 'deleted')
+_DATETIMES = ('launched_at', 'terminated_at', 'created_at', 'updated_at',
+              'deleted_at')
+
+
+def _cell_db(ctx):
+    if not ctx.cell_db:
+        raise exception.CellsNotConfigured(
+            reason='no cell database targeted for this request')
+    return ctx.cell_db
+
+
+@base.ObjectRegistry.register
+class InstanceFault(base.SchedulerSplitObject):
+    VERSION = '1.0'
+
+    fields = {
+        'instance_uuid': fields.UUIDField(),
+        'code': fields.IntegerField(),
+        'message': fields.StringField(),
+        'details': fields.StringField(nullable=True),
+        'host': fields.StringField(nullable=True),
+        'created_at': fields.DateTimeField(nullable=True),
+    }
+
+    @classmethod
+    def create_for(cls, ctx, instance_uuid, exc, host=None, code=500):
+        """Record why ``instance_uuid`` failed, from the exception ``exc``."""
+        message = getattr(exc, 'format_message', lambda: str(exc))()
+        fault = cls(instance_uuid=instance_uuid,
+                    code=getattr(exc, 'code', code) or code,
+                    message=message[:255], details=message, host=host)
+        with engines.writer(_cell_db(ctx)) as session:
+            row = models.InstanceFault(
+                instance_uuid=instance_uuid, code=fault.code,
+                message=fault.message, details=fault.details, host=host)
+            session.add(row)
+            session.flush()
+            fault.created_at = row.created_at
+        fault.obj_reset_changes()
+        return fault
+
+    @classmethod
+    def get_latest(cls, session, uuids):
+        """The newest fault of each of ``uuids``, by instance uuid."""
+        if not uuids:
+            return {}
+        rows = session.scalars(
+            sa.select(models.InstanceFault)
+            .where(models.InstanceFault.instance_uuid.in_(list(uuids)))
+            .order_by(models.InstanceFault.id))
+        latest = {}
+        for row in rows:
+            latest[row.instance_uuid] = cls(
+                instance_uuid=row.instance_uuid, code=row.code,
+                message=row.message, details=row.details, host=row.host,
+                created_at=row.created_at)
+        return latest
+
+
+@base.ObjectRegistry.register
+class Instance(base.SchedulerSplitObject):
+    """A server. Lives in the database of its cell (or cell0)."""
+    VERSION = '1.0'
+
+    fields = {
+        'id': fields.IntegerField(nullable=True),
+        'uuid': fields.UUIDField(),
+        'display_name': fields.StringField(nullable=True),
+        'hostname': fields.StringField(nullable=True),
+        'project_id': fields.StringField(),
+        'user_id': fields.StringField(nullable=True),
+        'host': fields.StringField(nullable=True),
+        'node': fields.StringField(nullable=True),
+        'vm_state': fields.StringField(),
+        'task_state': fields.StringField(nullable=True),
+        'power_state': fields.IntegerField(default=NOSTATE),
+        'flavor': fields.ObjectField('Flavor'),
+        'image_ref': fields.StringField(nullable=True),
+        'availability_zone': fields.StringField(nullable=True),
+        'key_name': fields.StringField(nullable=True),
+        'metadata': fields.DictOfStringsField(default={}),
+        'reservation_id': fields.StringField(nullable=True),
+        'launch_index': fields.IntegerField(nullable=True),
+        'launched_at': fields.DateTimeField(nullable=True),
+        'terminated_at': fields.DateTimeField(nullable=True),
+        'created_at': fields.DateTimeField(nullable=True),
+        'updated_at': fields.DateTimeField(nullable=True),
+        'deleted_at': fields.DateTimeField(nullable=True),
+        'deleted': fields.BooleanField(default=False),
+        'fault': fields.ObjectField('InstanceFault', nullable=True),
+    }
+
+    @classmethod
+    def _from_row(cls, row, fault=None):
+        inst = cls()
+        for name in _SIMPLE:
+            setattr(inst, name, getattr(row, name))
+        inst.id = row.id
+        inst.flavor = flavor_obj.Flavor.from_json(row.flavor)
+        inst.metadata = jsonutils.loads(row.metadata_ or '{}')
+        inst.fault = fault
+        inst.obj_reset_changes()
+        return inst
+
+    def _values(self, names):
+        values = {}
+        for name in names:
+            if name in ('id', 'fault') or not self.obj_attr_is_set(name):
+                continue
+            value = getattr(self, name)
+            if name == 'flavor':
+                value = value.to_json()
+            elif name == 'metadata':
+                name, value = 'metadata_', jsonutils.dumps(value)
+            elif name in _DATETIMES:
+                value = base.naive_utc(value)
+            values[name] = value
+        return values
+
+    def create(self, ctx):
+        """Insert this instance into the targeted cell database."""
+        if not self.obj_attr_is_set('created_at') or not self.created_at:
+            self.created_at = base.utcnow()
+        values = self._values(self.fields)
+        with engines.writer(_cell_db(ctx)) as session:
+            row = models.Instance(**values)
+            session.add(row)
+            session.flush()
+            self.id = row.id
+        self.obj_reset_changes()
+
+    def save(self, ctx, expected_task_state=None):
+        """Write the changed fields back.
+
+        With ``expected_task_state`` the write only happens when the row
+        still has one of those task states (``InstanceNotFound`` if it was
+        deleted meanwhile, ``Conflict`` if it moved on).
+        """
+        changes = self._values(self.obj_what_changed())
+        if not changes:
+            return
+        changes['updated_at'] = base.naive_utc(base.utcnow())
+        with engines.writer(_cell_db(ctx)) as session:
+            query = sa.update(models.Instance).where(
+                models.Instance.uuid == self.uuid,
+                models.Instance.deleted.is_(False))
+            if expected_task_state is not None:
+                states = (expected_task_state
+                          if isinstance(expected_task_state, (list, tuple))
+                          else [expected_task_state])
+                query = query.where(sa.or_(*[
+                    models.Instance.task_state.is_(None) if s is None
+                    else models.Instance.task_state == s for s in states]))
+            result = session.execute(query.values(**changes))
+            if result.rowcount == 0:
+                row = session.scalars(sa.select(models.Instance).where(
+                    models.Instance.uuid == self.uuid)).first()
+                if row is None or row.deleted:
+                    raise exception.InstanceNotFound(instance_id=self.uuid)
+                raise exception.Conflict(
+                    reason='instance %s is in task state %s, not %s'
+                    % (self.uuid, row.task_state, expected_task_state))
+        self.updated_at = changes['updated_at']
+        self.obj_reset_changes()
+
+    def destroy(self, ctx):
+        """Mark the instance deleted; it disappears from the API."""
+        now = base.utcnow()
+        self.vm_state = DELETED
+        self.task_state = None
+        self.deleted = True
+        self.deleted_at = now
+        self.terminated_at = now
+        changes = self._values(self.obj_what_changed())
+        with engines.writer(_cell_db(ctx)) as session:
+            session.execute(sa.update(models.Instance).where(
+                models.Instance.uuid == self.uuid).values(**changes))
+        self.obj_reset_changes()
+
+    @classmethod
+    def get_by_uuid(cls, ctx, uuid, read_deleted=False):
+        with engines.reader(_cell_db(ctx)) as session:
+            query = sa.select(models.Instance).where(
+                models.Instance.uuid == uuid)
+            if not read_deleted:
+                query = query.where(models.Instance.deleted.is_(False))
+            row = session.scalars(query).first()
+            if row is None:
+                raise exception.InstanceNotFound(instance_id=uuid)
+            faults = InstanceFault.get_latest(session, [uuid])
+            return cls._from_row(row, faults.get(uuid))
+
+    @classmethod
+    def get_all(cls, ctx, project_id=None, uuids=None, host=None,
+                limit=None):
+        """Live instances of the targeted cell, oldest first."""
+        with engines.reader(_cell_db(ctx)) as session:
+            query = sa.select(models.Instance).where(
+                models.Instance.deleted.is_(False)).order_by(
+                models.Instance.created_at, models.Instance.id)
+            if project_id is not None:
+                query = query.where(models.Instance.project_id == project_id)
+            if uuids is not None:
+                query = query.where(models.Instance.uuid.in_(list(uuids)))
+            if host is not None:
+                query = query.where(models.Instance.host == host)
+            if limit is not None:
+                query = query.limit(limit)
+            rows = list(session.scalars(query))
+            faults = InstanceFault.get_latest(
+                session, [r.uuid for r in rows if r.vm_state == ERROR])
+            return [cls._from_row(r, faults.get(r.uuid)) for r in rows]

@@ -1,0 +1,69 @@
+import sqlalchemy as sa
+from oslo_versionedobjects import fields
+
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split.objects import base
+
+CONF = conf.CONF
+
+
+@base.ObjectRegistry.register
+class SchedulerRetries(base.SchedulerSplitObject):
+    """The retry record of a build: which attempt, which hosts so far."""
+    VERSION = '1.0'
+
+    fields = {
+        'num_attempts': fields.IntegerField(default=1),
+        'hosts': fields.ListOfStringsField(default=[]),
+    }
+
+
+@base.ObjectRegistry.register
+class RequestSpec(base.SchedulerSplitObject):
+    """What the scheduler needs to place the instances of one request."""
+    VERSION = '1.0'
+
+    fields = {
+        'instance_uuid': fields.UUIDField(),
+        'project_id': fields.StringField(),
+        'user_id': fields.StringField(nullable=True),
+        'flavor': fields.ObjectField('Flavor'),
+        'image_ref': fields.StringField(nullable=True),
+        'num_instances': fields.IntegerField(default=1),
+        'availability_zone': fields.StringField(nullable=True, default=None),
+        'scheduler_hints': fields.DictOfListOfStringsField(default={}),
+        'ignore_hosts': fields.ListOfStringsField(nullable=True,
+                                                  default=None),
+        'force_hosts': fields.ListOfStringsField(nullable=True,
+                                                 default=None),
+        'force_nodes': fields.ListOfStringsField(nullable=True,
+                                                 default=None),
+        'retry': fields.ObjectField('SchedulerRetries', nullable=True,
+                                    default=None),
+    }
+
+    @property
+    def resources(self):
+        """The resource amounts one instance of this request claims."""
+        return {'VCPU': self.flavor.vcpus,
+                'MEMORY_MB': self.flavor.memory_mb,
+                'DISK_GB': self.flavor.disk_gb}
+
+    def create(self, ctx):
+        with engines.writer(CONF.api_database.connection) as session:
+            session.add(models.RequestSpec(instance_uuid=self.instance_uuid,
+                                           spec=self.to_json()))
+        self.obj_reset_changes()
+
+    @classmethod
+    def get_by_instance_uuid(cls, ctx, instance_uuid):
+        with engines.reader(CONF.api_database.connection) as session:
+            row = session.scalars(sa.select(models.RequestSpec).where(
+                models.RequestSpec.instance_uuid == instance_uuid)).first()
+            if row is None:
+                raise exception.NotFound(
+                    'RequestSpec not found for instance %s' % instance_uuid)
+            return cls.from_json(row.spec)

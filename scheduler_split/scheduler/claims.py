@@ -1,0 +1,132 @@
+"""Claims against the scheduler database: the reserve phase and its undo.
+
+A claim is one transaction: read the provider's generation, inventory and
+usage, check that the request fits, write the allocations and bump the
+generation with ``... WHERE generation = :seen``. Zero rows updated means
+another writer (another scheduler worker, a release) changed the provider
+in between: that is a :class:`ClaimConflict`, rolled back, and the caller
+moves on to its next host. The database decides; no lock is held across
+processes.
+"""
+
+import logging
+
+import sqlalchemy as sa
+
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+
+LOG = logging.getLogger(__name__)
+
+RESOURCE_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
+
+
+def capacity(total, reserved, allocation_ratio):
+    return int((total - reserved) * allocation_ratio)
+
+
+def claim(url, provider_uuid, consumer_id, resources):
+    """Allocate ``resources`` of the provider to ``consumer_id``.
+
+    The consumer's allocations become exactly this claim: any it held on
+    other providers are released in the same transaction. Returns the
+    provider's new generation. Raises ``ClaimConflict`` when the provider
+    changed concurrently and ``ClaimCapacityExceeded`` when it is full.
+    """
+    rp = models.ResourceProvider
+    with engines.writer(url) as session:
+        provider = session.execute(
+            sa.select(rp.id, rp.host, rp.generation, rp.disabled)
+            .where(rp.uuid == provider_uuid)).first()
+        if provider is None:
+            raise exception.ComputeHostNotFound(host=provider_uuid)
+        seen = provider.generation
+
+        inventory = {row.resource_class: row for row in session.scalars(
+            sa.select(models.Inventory).where(
+                models.Inventory.resource_provider_id == provider.id))}
+        used = dict(session.execute(
+            sa.select(models.Allocation.resource_class,
+                      sa.func.sum(models.Allocation.used))
+            .where(models.Allocation.resource_provider_id == provider.id,
+                   models.Allocation.consumer_id != consumer_id)
+            .group_by(models.Allocation.resource_class)).all())
+        for rc, amount in resources.items():
+            if not amount:
+                continue
+            inv = inventory.get(rc)
+            cap = capacity(inv.total, inv.reserved,
+                           inv.allocation_ratio) if inv else 0
+            free = cap - (used.get(rc) or 0)
+            if amount > free:
+                raise exception.ClaimCapacityExceeded(
+                    host=provider.host, amount=amount, resource=rc,
+                    free=free)
+
+        _drop_allocations(session, consumer_id)
+        session.add_all(models.Allocation(
+            resource_provider_id=provider.id, consumer_id=consumer_id,
+            resource_class=rc, used=amount)
+            for rc, amount in resources.items() if amount)
+        result = session.execute(
+            sa.update(rp).where(rp.id == provider.id,
+                                rp.generation == seen)
+            .values(generation=seen + 1))
+        if result.rowcount != 1:
+            raise exception.ClaimConflict(provider=provider_uuid,
+                                          generation=seen)
+    return seen + 1
+
+
+def _drop_allocations(session, consumer_id):
+    """Delete the consumer's allocations; return {provider_id: resources}.
+    """
+    rows = list(session.scalars(sa.select(models.Allocation).where(
+        models.Allocation.consumer_id == consumer_id)))
+    dropped = {}
+    for row in rows:
+        dropped.setdefault(row.resource_provider_id, {})[
+            row.resource_class] = row.used
+    if rows:
+        session.execute(sa.delete(models.Allocation).where(
+            models.Allocation.consumer_id == consumer_id))
+        rp = models.ResourceProvider
+        session.execute(sa.update(rp).where(rp.id.in_(list(dropped)))
+                        .values(generation=rp.generation + 1))
+    return dropped
+
+
+def release(url, consumer_id):
+    """Drop every allocation of ``consumer_id``.
+
+    Returns ``{provider_uuid: resources}`` of what was released (empty when
+    the consumer held nothing, which is not an error: releases repeat
+    safely).
+    """
+    with engines.writer(url) as session:
+        dropped = _drop_allocations(session, consumer_id)
+        if not dropped:
+            return {}
+        uuids = dict(session.execute(
+            sa.select(models.ResourceProvider.id,
+                      models.ResourceProvider.uuid)
+            .where(models.ResourceProvider.id.in_(list(dropped)))).all())
+        return {uuids[pid]: res for pid, res in dropped.items()}
+
+
+def allocations_of(url, consumer_id):
+    """``{provider_uuid: {rc: used}}`` that ``consumer_id`` holds."""
+    with engines.reader(url) as session:
+        rows = session.execute(
+            sa.select(models.ResourceProvider.uuid,
+                      models.Allocation.resource_class,
+                      models.Allocation.used)
+            .join(models.ResourceProvider,
+                  models.ResourceProvider.id ==
+                  models.Allocation.resource_provider_id)
+            .where(models.Allocation.consumer_id == consumer_id))
+        result = {}
+        for uuid, rc, used in rows:
+            result.setdefault(uuid, {})[rc] = used
+        return result

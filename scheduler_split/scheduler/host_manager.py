@@ -1,0 +1,236 @@
+"""What the scheduler knows about every host of every cell, in memory.
+
+Loaded from the scheduler database at start and every
+``host_state_refresh_interval`` seconds, and kept current in between by
+the reports computes send and by this scheduler's own claims and releases.
+Memory only steers the choice; the claim in the database decides.
+"""
+
+import logging
+import threading
+import time
+
+import sqlalchemy as sa
+from oslo_utils import uuidutils
+
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split.objects import base as obj_base
+from scheduler_split.scheduler import claims
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+
+class HostState:
+    """One compute node as the filters and weighers see it."""
+
+    def __init__(self, uuid, host, nodename, cell_uuid):
+        self.uuid = uuid
+        self.host = host
+        self.nodename = nodename
+        self.cell_uuid = cell_uuid
+        self.availability_zone = None
+        self.disabled = False
+        self.last_report_at = None
+        # {resource class: (total, reserved, allocation_ratio)}
+        self.inventory = {}
+        # {resource class: amount allocated}
+        self.used = {}
+
+    def __repr__(self):
+        return '<HostState %s/%s cell=%s>' % (self.host, self.nodename,
+                                              self.cell_uuid)
+
+    def capacity(self, rc):
+        inv = self.inventory.get(rc)
+        return claims.capacity(*inv) if inv else 0
+
+    def free(self, rc):
+        return self.capacity(rc) - self.used.get(rc, 0)
+
+    def fits(self, resources):
+        return all(self.free(rc) >= amount
+                   for rc, amount in resources.items() if amount)
+
+    def consume(self, resources):
+        for rc, amount in resources.items():
+            self.used[rc] = self.used.get(rc, 0) + amount
+
+    def give_back(self, resources):
+        for rc, amount in resources.items():
+            self.used[rc] = max(0, self.used.get(rc, 0) - amount)
+
+    def is_up(self, now=None):
+        if self.last_report_at is None:
+            return False
+        now = now or obj_base.naive_utc(obj_base.utcnow())
+        return (now - self.last_report_at).total_seconds() <= \
+            CONF.service_down_time
+
+
+class HostManager:
+
+    def __init__(self, db_url=None):
+        self.db_url = db_url or CONF.scheduler_database.connection
+        self._hosts = {}
+        self._loaded_at = None
+        self._lock = threading.RLock()
+
+    # --- reading ------------------------------------------------------------
+
+    def host_states(self):
+        """Every known host, reloaded from the database when stale."""
+        with self._lock:
+            if (self._loaded_at is None or
+                    time.monotonic() - self._loaded_at >
+                    CONF.filter_scheduler.host_state_refresh_interval):
+                self._load_all()
+            return list(self._hosts.values())
+
+    def _load_all(self):
+        with engines.reader(self.db_url) as session:
+            hosts = {}
+            for row in session.scalars(sa.select(models.ResourceProvider)):
+                hosts[row.uuid] = self._state_from_row(row)
+            by_id = {row.id: row.uuid for row in session.execute(
+                sa.select(models.ResourceProvider.id,
+                          models.ResourceProvider.uuid))}
+            for inv in session.scalars(sa.select(models.Inventory)):
+                state = hosts.get(by_id.get(inv.resource_provider_id))
+                if state is not None:
+                    state.inventory[inv.resource_class] = (
+                        inv.total, inv.reserved, inv.allocation_ratio)
+            for rp_id, rc, used in session.execute(
+                    sa.select(models.Allocation.resource_provider_id,
+                              models.Allocation.resource_class,
+                              sa.func.sum(models.Allocation.used))
+                    .group_by(models.Allocation.resource_provider_id,
+                              models.Allocation.resource_class)):
+                state = hosts.get(by_id.get(rp_id))
+                if state is not None:
+                    state.used[rc] = int(used)
+        self._hosts = hosts
+        self._loaded_at = time.monotonic()
+        LOG.debug('Loaded %d host states', len(hosts))
+
+    @staticmethod
+    def _state_from_row(row):
+        state = HostState(row.uuid, row.host, row.name, row.cell_uuid)
+        state.availability_zone = row.availability_zone
+        state.disabled = row.disabled
+        state.last_report_at = row.last_report_at
+        return state
+
+    def refresh_host(self, uuid):
+        """Reload one host after the database disagreed with memory."""
+        with engines.reader(self.db_url) as session:
+            row = session.scalars(sa.select(models.ResourceProvider).where(
+                models.ResourceProvider.uuid == uuid)).first()
+            if row is None:
+                with self._lock:
+                    self._hosts.pop(uuid, None)
+                return None
+            state = self._state_from_row(row)
+            for inv in session.scalars(sa.select(models.Inventory).where(
+                    models.Inventory.resource_provider_id == row.id)):
+                state.inventory[inv.resource_class] = (
+                    inv.total, inv.reserved, inv.allocation_ratio)
+            for rc, used in session.execute(
+                    sa.select(models.Allocation.resource_class,
+                              sa.func.sum(models.Allocation.used))
+                    .where(models.Allocation.resource_provider_id == row.id)
+                    .group_by(models.Allocation.resource_class)):
+                state.used[rc] = int(used)
+        with self._lock:
+            existing = self._hosts.get(uuid)
+            if existing is None:
+                self._hosts[uuid] = state
+                return state
+            # Update in place: a request in flight holds this object.
+            existing.__dict__.update(state.__dict__)
+            return existing
+
+    def get(self, uuid):
+        with self._lock:
+            return self._hosts.get(uuid)
+
+    # --- writing ------------------------------------------------------------
+
+    def note_claim(self, uuid, resources):
+        with self._lock:
+            state = self._hosts.get(uuid)
+            if state is not None:
+                state.consume(resources)
+
+    def note_release(self, released):
+        """Apply ``{provider_uuid: resources}`` given back by a release."""
+        with self._lock:
+            for uuid, resources in released.items():
+                state = self._hosts.get(uuid)
+                if state is not None:
+                    state.give_back(resources)
+
+    def update_from_stats(self, cell_uuid, host, nodename, stats):
+        """Record a compute's report: capacity, zone, enabled, liveness.
+
+        Creates the compute node's resource provider on its first report.
+        Usage is not taken from the compute: allocations are the truth.
+        """
+        now = obj_base.naive_utc(obj_base.utcnow())
+        inventory = {
+            'VCPU': (stats['vcpus'], stats.get('reserved_vcpus', 0),
+                     stats.get('cpu_allocation_ratio', 1.0)),
+            'MEMORY_MB': (stats['memory_mb'],
+                          stats.get('reserved_memory_mb', 0),
+                          stats.get('ram_allocation_ratio', 1.0)),
+            'DISK_GB': (stats['local_gb'], stats.get('reserved_disk_gb', 0),
+                        stats.get('disk_allocation_ratio', 1.0)),
+        }
+        rp = models.ResourceProvider
+        with engines.writer(self.db_url) as session:
+            row = session.scalars(sa.select(rp).where(
+                rp.host == host, rp.name == nodename)).first()
+            if row is None:
+                row = rp(uuid=stats.get('uuid') or
+                         uuidutils.generate_uuid(), host=host, name=nodename,
+                         generation=0)
+                session.add(row)
+            row.cell_uuid = cell_uuid or row.cell_uuid
+            row.availability_zone = stats.get('availability_zone')
+            row.disabled = bool(stats.get('disabled', False))
+            row.last_report_at = now
+            session.flush()
+            current = {inv.resource_class: inv for inv in session.scalars(
+                sa.select(models.Inventory).where(
+                    models.Inventory.resource_provider_id == row.id))}
+            changed = False
+            for rc, (total, reserved, ratio) in inventory.items():
+                inv = current.get(rc)
+                if inv is None:
+                    session.add(models.Inventory(
+                        resource_provider_id=row.id, resource_class=rc,
+                        total=total, reserved=reserved,
+                        allocation_ratio=ratio))
+                    changed = True
+                elif (inv.total, inv.reserved, inv.allocation_ratio) != (
+                        total, reserved, ratio):
+                    inv.total, inv.reserved = total, reserved
+                    inv.allocation_ratio = ratio
+                    changed = True
+            if changed:
+                # An inventory change must fail claims that read the old one.
+                row.generation = row.generation + 1
+            uuid = row.uuid
+        with self._lock:
+            state = self._hosts.get(uuid)
+            if state is None:
+                state = self._hosts[uuid] = HostState(uuid, host, nodename,
+                                                      cell_uuid)
+            state.cell_uuid = cell_uuid or state.cell_uuid
+            state.availability_zone = stats.get('availability_zone')
+            state.disabled = bool(stats.get('disabled', False))
+            state.last_report_at = now
+            state.inventory = inventory
+        return uuid

@@ -1,0 +1,188 @@
+"""The scheduler service: filter, weigh, claim, pick same-cell alternates.
+
+One manager serves several buses: the API bus (``select_destinations``
+from the super-conductor, releases from the API) and every cell bus
+(reports and releases from computes, alternate claims from cell
+conductors). A bus endpoint knows which cell it listens for, which is how
+a compute's report gets its cell without the compute knowing the cell.
+"""
+
+import logging
+
+import oslo_messaging as messaging
+from oslo_serialization import jsonutils
+
+from scheduler_split import conf
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import filters
+from scheduler_split.scheduler import host_manager
+from scheduler_split.scheduler import weights
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+RPC_VERSION = '1.0'
+
+
+class SchedulerManager:
+
+    def __init__(self, db_url=None):
+        self.db_url = db_url or CONF.scheduler_database.connection
+        self.host_manager = host_manager.HostManager(self.db_url)
+        self.filters = filters.load(CONF.filter_scheduler.enabled_filters)
+        self.weighers = weights.load(CONF.filter_scheduler.weighers)
+
+    def endpoint(self, cell_uuid=None):
+        """The RPC endpoint for one bus: the API bus or a cell's bus."""
+        return SchedulerEndpoint(self, cell_uuid)
+
+    # --- the filter and weigh phases ---------------------------------------
+
+    def _candidates(self, host_states, spec_obj):
+        """Hosts that pass every enabled filter, best first."""
+        hosts = host_states
+        if spec_obj.get('force_hosts'):
+            hosts = [h for h in hosts if h.host in spec_obj.force_hosts]
+        if spec_obj.get('ignore_hosts'):
+            hosts = [h for h in hosts
+                     if h.host not in spec_obj.ignore_hosts]
+        for host_filter in self.filters:
+            hosts = host_filter.filter_all(hosts, spec_obj)
+            if not hosts:
+                LOG.debug('Filter %s returned no hosts',
+                          type(host_filter).__name__)
+                return []
+        return [h for _, h in weights.weigh(self.weighers, hosts, spec_obj)]
+
+    # --- the claim (reserve) phase -----------------------------------------
+
+    def _claim_first(self, ctx, candidates, instance_uuid, resources):
+        """Claim on the best candidate that accepts; return it or None.
+
+        A lost race or a full host is a normal outcome: that host is
+        dropped from the candidates and reloaded, the next one is tried.
+        """
+        while candidates:
+            host = candidates.pop(0)
+            try:
+                claims.claim(self.db_url, host.uuid, instance_uuid,
+                             resources)
+            except (exception.ClaimConflict,
+                    exception.ClaimCapacityExceeded) as exc:
+                LOG.info('Claim for instance %s on %s failed, trying the '
+                         'next host: %s', instance_uuid, host.host,
+                         exc.format_message(),
+                         extra={'instance_uuid': instance_uuid})
+                self.host_manager.refresh_host(host.uuid)
+                continue
+            self.host_manager.note_claim(host.uuid, resources)
+            return host
+        return None
+
+    def select_destinations(self, ctx, spec_obj, instance_uuids,
+                            return_alternates=False, num_alternates=0):
+        """Choose and claim a host per instance, plus same-cell alternates.
+
+        Returns one list per instance: the claimed Selection first, then up
+        to ``num_alternates`` unclaimed alternates from the same cell, best
+        first. If any instance finds no host, every claim made for this
+        request is released and ``NoValidHost`` is raised.
+        """
+        resources = spec_obj.resources
+        num_alternates = num_alternates if return_alternates else 0
+        host_states = self.host_manager.host_states()
+        result = []
+        claimed = []
+        try:
+            for instance_uuid in instance_uuids:
+                candidates = self._candidates(host_states, spec_obj)
+                chosen = self._claim_first(ctx, candidates, instance_uuid,
+                                           resources)
+                if chosen is None:
+                    raise exception.NoValidHost(
+                        reason='There are not enough hosts available.')
+                claimed.append(instance_uuid)
+                alternates = [h for h in candidates
+                              if h.cell_uuid == chosen.cell_uuid][
+                    :num_alternates]
+                result.append([self._selection(h, resources)
+                               for h in [chosen] + alternates])
+                LOG.info('Instance %s claimed on %s with alternates %s',
+                         instance_uuid, chosen.host,
+                         [h.host for h in alternates],
+                         extra={'instance_uuid': instance_uuid})
+        except exception.NoValidHost:
+            for instance_uuid in claimed:
+                self.release_resources(ctx, instance_uuid)
+            raise
+        return result
+
+    @staticmethod
+    def _selection(host, resources):
+        return objects.Selection(
+            compute_node_uuid=host.uuid, service_host=host.host,
+            nodename=host.nodename, cell_uuid=host.cell_uuid, limits=None,
+            allocation_request=jsonutils.dumps(resources),
+            allocation_request_version='1.0')
+
+    def claim_resources(self, ctx, selection, instance_uuid):
+        """Claim an alternate: True if claimed, False if it lost or is full.
+        """
+        resources = selection.resources
+        try:
+            claims.claim(self.db_url, selection.compute_node_uuid,
+                         instance_uuid, resources)
+        except (exception.ClaimConflict,
+                exception.ClaimCapacityExceeded,
+                exception.ComputeHostNotFound) as exc:
+            LOG.info('Claim for instance %s on alternate %s failed: %s',
+                     instance_uuid, selection.service_host,
+                     exc.format_message(),
+                     extra={'instance_uuid': instance_uuid})
+            self.host_manager.refresh_host(selection.compute_node_uuid)
+            return False
+        self.host_manager.note_claim(selection.compute_node_uuid, resources)
+        return True
+
+    def release_resources(self, ctx, instance_uuid):
+        released = claims.release(self.db_url, instance_uuid)
+        self.host_manager.note_release(released)
+        if released:
+            LOG.info('Released the claim of instance %s', instance_uuid,
+                     extra={'instance_uuid': instance_uuid})
+        return bool(released)
+
+    def update_resource_stats(self, ctx, cell_uuid, host, node, stats):
+        self.host_manager.update_from_stats(cell_uuid, host, node, stats)
+
+
+class SchedulerEndpoint:
+    """The scheduler's RPC methods as one bus sees them (topic scheduler).
+    """
+
+    target = messaging.Target(version=RPC_VERSION)
+
+    def __init__(self, manager, cell_uuid):
+        self.manager = manager
+        self.cell_uuid = cell_uuid
+
+    def select_destinations(self, ctx, spec_obj, instance_uuids,
+                            return_alternates, num_alternates):
+        """Call from the super-conductor: choose and claim hosts."""
+        return self.manager.select_destinations(
+            ctx, spec_obj, instance_uuids, return_alternates, num_alternates)
+
+    def update_resource_stats(self, ctx, host, node, stats):
+        """Cast from a compute: its capacity, zone and liveness."""
+        self.manager.update_resource_stats(ctx, self.cell_uuid, host, node,
+                                           stats)
+
+    def claim_resources(self, ctx, selection, instance_uuid):
+        """Call from a cell conductor: claim an alternate."""
+        return self.manager.claim_resources(ctx, selection, instance_uuid)
+
+    def release_resources(self, ctx, instance_uuid):
+        """Call from compute, conductors or the API: drop a claim."""
+        return self.manager.release_resources(ctx, instance_uuid)

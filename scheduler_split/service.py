@@ -1,0 +1,83 @@
+"""A running service: RPC servers on its buses plus periodic tasks."""
+
+import logging
+import threading
+
+from scheduler_split import rpc
+
+LOG = logging.getLogger(__name__)
+
+
+class PeriodicTask:
+    """Calls ``func`` every ``interval`` seconds until stopped."""
+
+    def __init__(self, name, func, interval, run_first=True):
+        self.name = name
+        self.func = func
+        self.interval = interval
+        self.run_first = run_first
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _loop(self):
+        if not self.run_first:
+            self._stop.wait(self.interval)
+        while not self._stop.is_set():
+            try:
+                self.func()
+            except Exception:
+                LOG.exception('Periodic task %s failed', self.name)
+            self._stop.wait(self.interval)
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, name=self.name,
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+class Service:
+    """One service: ``(transport, topic, server, endpoints)`` listeners.
+
+    A service listens on one or more buses (the scheduler on the API bus
+    and every cell bus) and runs periodic tasks beside them.
+    """
+
+    def __init__(self, name):
+        self.name = name
+        self._servers = []
+        self._listeners = []
+        self._periodic = []
+
+    def listen(self, transport, topic, endpoints, server):
+        self._listeners.append((transport, topic, endpoints, server))
+
+    def add_periodic(self, func, interval, run_first=True):
+        self._periodic.append(PeriodicTask('%s-%s' % (
+            self.name, getattr(func, '__name__', 'task')), func, interval,
+            run_first))
+
+    def start(self):
+        for transport, topic, endpoints, server in self._listeners:
+            rpc_server = rpc.get_server(transport, topic, endpoints, server)
+            rpc_server.start()
+            self._servers.append(rpc_server)
+        for task in self._periodic:
+            task.start()
+        LOG.info('%s started', self.name)
+
+    def stop(self, graceful=True):
+        """Stop consuming, let in-flight messages finish, close."""
+        for task in self._periodic:
+            task.stop()
+        for rpc_server in self._servers:
+            rpc_server.stop()
+        if graceful:
+            for rpc_server in self._servers:
+                rpc_server.wait()
+        self._servers = []
+        LOG.info('%s stopped', self.name)
