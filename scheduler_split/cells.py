@@ -1,6 +1,7 @@
 """Setting up databases and cells (``scheduler-split-manage``)."""
 
 import logging
+import re
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -101,12 +102,7 @@ def discover_hosts(echo=print):
 
 def _safe(url):
     """A URL with its password masked, for printing."""
-    from urllib import parse
-    parts = parse.urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(':%s@' % parts.password, ':****@')
-        parts = parts._replace(netloc=netloc)
-    return parse.urlunsplit(parts)
+    return re.sub(r'(://[^/@:]*:)[^/@]*@', r'\1****@', url)
 
 
 def list_cells(echo=print, verbose=False):

@@ -4,6 +4,7 @@ The builders here are what each console script runs; :class:`AllInOne`
 runs all of them in one process on in-memory buses and SQLite.
 """
 
+import importlib.metadata
 import logging
 import os
 import time
@@ -15,10 +16,10 @@ from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import cells
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split import rpc
-from scheduler_split.scheduler import manager as scheduler_manager
-from scheduler_split.scheduler import rpcapi as scheduler_rpcapi
+from scheduler_split.scheduler import client as scheduler_client
 from scheduler_split import service
 
 CONF = conf.CONF
@@ -27,20 +28,19 @@ LOG = logging.getLogger(__name__)
 objects.register_all()
 
 
+def _builder(name):
+    """The service builder registered as entry point ``name``."""
+    for entry_point in importlib.metadata.entry_points(
+            group='scheduler_split.services'):
+        if entry_point.name == name:
+            return entry_point.load()
+    raise RuntimeError('No service %r in the scheduler_split.services entry '
+                       'points: is scheduler-split installed?' % name)
+
+
 def scheduler_service(cell_mappings):
     """The scheduler: listens on the API bus and on every cell's bus."""
-    manager = scheduler_manager.SchedulerManager()
-    svc = service.Service('scheduler')
-    svc.listen(rpc.get_transport(), scheduler_rpcapi.TOPIC,
-               [manager.endpoint(None)], CONF.host)
-    for cell in cell_mappings:
-        if cell.is_cell0:
-            continue
-        svc.listen(rpc.get_transport(cell.transport_url),
-                   scheduler_rpcapi.TOPIC, [manager.endpoint(cell.uuid)],
-                   CONF.host)
-    svc.manager = manager
-    return svc
+    return _builder('scheduler')(cell_mappings)
 
 
 def super_conductor_service():
@@ -94,9 +94,13 @@ class AllInOne:
                           group='scheduler_database')
         CONF.set_override('auth_strategy', 'noauth2', group='api')
         CONF.set_override('host', 'all-in-one')
+        # The in-memory bus has no connection to keep alive.
+        CONF.set_override('heartbeat_timeout_threshold', 0,
+                          group='oslo_messaging_rabbit')
 
     def setup(self, echo=print):
         """Create or upgrade the databases, cells and default flavors."""
+        os.makedirs(self.state_dir, exist_ok=True)
         self.configure()
         cells.db_sync(echo=echo)
         ctx = ss_context.get_admin_context()
@@ -135,16 +139,56 @@ class AllInOne:
         # first boot already finds every host.
         for svc in self.computes.values():
             svc.manager.report()
-        self._wait_for_hosts(self.services[0].manager)
+        self._wait_for_hosts(self.services[0])
         cells.discover_hosts(echo=lambda line: LOG.info('%s', line))
+        self.recover()
+
+    def recover(self):
+        """Settle builds a previous run left in flight.
+
+        The in-memory bus loses every message when the process stops, so a
+        build request still in the API database is scheduled again, and an
+        instance caught between two hosts of a reschedule ends in ERROR
+        with a fault (computes settle the builds on their own hosts in
+        ``init_host``).
+        """
+        ctx = ss_context.get_admin_context()
+        transport = rpc.get_transport()
+        scheduler = scheduler_client.SchedulerClient(transport)
+        for cell in self.cells:
+            if cell.is_cell0:
+                continue
+            cctx = ss_context.target_cell(ctx, cell)
+            for instance in objects.Instance.get_all(cctx, host=None):
+                if instance.vm_state != 'building':
+                    continue
+                LOG.warning('Instance %s was being rescheduled when the '
+                            'system stopped; putting it in ERROR',
+                            instance.uuid)
+                scheduler.release_resources(cctx, instance.uuid)
+                instance.vm_state = 'error'
+                instance.task_state = None
+                instance.save(cctx)
+                objects.InstanceFault.create_for(
+                    cctx, instance.uuid, exception.BuildAbortException(
+                        instance_uuid=instance.uuid,
+                        reason='the system restarted during a reschedule'))
+        build_requests = objects.BuildRequest.get_all(ctx)
+        if build_requests:
+            LOG.info('Scheduling %d build request(s) left from the last '
+                     'run', len(build_requests))
+            conductor = conductor_rpcapi.ConductorAPI(transport)
+            for br in build_requests:
+                spec = objects.RequestSpec.get_by_instance_uuid(
+                    ctx, br.instance_uuid)
+                conductor.schedule_and_build_instances(ctx, [br], [spec])
 
     def _wait_for_hosts(self, scheduler, timeout=60):
         """Reports are casts: wait until the scheduler has every host."""
         deadline = time.monotonic() + timeout
         expected = set(self.computes)
         while time.monotonic() < deadline:
-            known = {h.host for h in scheduler.host_manager.host_states()
-                     if h.is_up()}
+            known = scheduler.known_hosts()
             if expected <= known:
                 return
             time.sleep(0.05)

@@ -1,14 +1,17 @@
 """The eventlet switch: SCHEDULER_SPLIT_EVENTLET=1, read before any import.
 
-Native threads are the default. A process started with the variable set
-monkey patches the standard library first thing (every console script
-imports ``scheduler_split.cmd``, which calls :func:`patch`), and
-oslo.messaging servers then use the eventlet executor.
+Native threads are the default: oslo.service gets its threading backend
+and oslo.messaging servers the threading executor. A process started with
+the variable set monkey patches the standard library first thing
+(``import scheduler_split`` calls :func:`patch`), and oslo.messaging
+servers then use the eventlet executor.
 """
 
 import os
+import warnings
 
 _patched = False
+_selected = False
 
 
 def wanted():
@@ -17,11 +20,21 @@ def wanted():
 
 
 def patch():
-    global _patched
-    if wanted() and not _patched:
+    global _patched, _selected
+    if _selected:
+        return
+    _selected = True
+    if wanted():
         import eventlet
         eventlet.monkey_patch()
         _patched = True
+        return
+    # oslo.utils imports eventlet whenever it is installed, which warns
+    # even though nothing here runs on it.
+    warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+    from oslo_service import backend
+    if backend.get_backend_type() is None:
+        backend.init_backend(backend.BackendType.THREADING)
 
 
 def is_patched():

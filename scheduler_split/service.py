@@ -62,6 +62,10 @@ class Service:
             run_first))
 
     def start(self):
+        init_host = getattr(getattr(self, 'manager', None), 'init_host',
+                            None)
+        if init_host is not None:
+            init_host()
         for transport, topic, endpoints, server in self._listeners:
             rpc_server = rpc.get_server(transport, topic, endpoints, server)
             rpc_server.start()

@@ -1,5 +1,2 @@
-# Every console script imports this package first: the eventlet switch has
-# to act before anything imports threading, socket or time.
-from scheduler_split import monkey_patch
-
-monkey_patch.patch()
+"""Console scripts. Importing ``scheduler_split`` already chose the
+concurrency mode (see ``scheduler_split.monkey_patch``)."""

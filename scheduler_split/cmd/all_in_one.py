@@ -105,9 +105,11 @@ def _setup_logging(args):
         format='%(asctime)s %(process)d %(levelname)s %(name)s %(message)s',
         handlers=handlers, force=True)
     if not args.debug:
-        for noisy in ('oslo.messaging', 'oslo_messaging', 'kombu', 'amqp',
-                      'alembic'):
+        for noisy in ('oslo.messaging', 'oslo_messaging', 'amqp', 'alembic',
+                      'oslo_service'):
             logging.getLogger(noisy).setLevel(logging.WARNING)
+        # kombu warns that memory:// names no host, on every connection.
+        logging.getLogger('kombu').setLevel(logging.ERROR)
 
 
 def main(argv=None):

@@ -55,6 +55,28 @@ class ComputeManager:
         return ss_context.targeted(ctx or ss_context.get_admin_context(),
                                    self.cell_db)
 
+    def init_host(self):
+        """At start: settle what a previous run of this host left behind.
+
+        A build that was spawning when the service stopped cannot be
+        resumed (its message was consumed), so it ends in ERROR with a
+        fault and gives its claim back; a delete that was in progress is
+        finished.
+        """
+        ctx = self._ctx()
+        for instance in objects.Instance.get_all(ctx, host=self.host):
+            if instance.task_state == instance_obj.DELETING:
+                self.terminate_instance(ctx, instance)
+            elif instance.vm_state == instance_obj.BUILDING:
+                LOG.warning('Instance %s was building on %s when it '
+                            'stopped; putting it in ERROR', instance.uuid,
+                            self.host,
+                            extra={'instance_uuid': instance.uuid})
+                self._fail(ctx, instance, exception.BuildAbortException(
+                    instance_uuid=instance.uuid,
+                    reason='the compute service restarted during the '
+                           'build'))
+
     def report(self):
         """Periodic: send capacity and liveness to the scheduler."""
         self.resource_tracker.report(self._ctx())

@@ -1,0 +1,40 @@
+import pytest
+
+from scheduler_split import conf
+from tests.functional import fixtures
+
+CONF = conf.CONF
+
+
+@pytest.fixture
+def fake_driver():
+    """Set [fake_driver] options for one test; spawns are fast by default.
+    """
+    overrides = []
+
+    def set_option(name, value):
+        CONF.set_override(name, value, group='fake_driver')
+        overrides.append(name)
+
+    set_option('spawn_delay', 0.05)
+    yield set_option
+    for name in overrides:
+        CONF.clear_override(name, group='fake_driver')
+
+
+@pytest.fixture
+def start_system(tmp_path, fake_driver):
+    """Start the whole system: ``start_system(cells=2, hosts_per_cell=2)``.
+    """
+    started = []
+
+    def start(cells=2, hosts_per_cell=2, state_dir=None):
+        system = fixtures.System(state_dir or tmp_path / 'state', cells,
+                                 hosts_per_cell).start()
+        started.append(system)
+        return system
+
+    yield start
+    for system in started:
+        system.stop()
+    CONF.reset()

@@ -1,0 +1,153 @@
+"""One fixture that starts the whole system in this process."""
+
+import threading
+import time
+from wsgiref import simple_server
+
+import requests
+import sqlalchemy as sa
+
+from scheduler_split.cmd import all_in_one
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split import deployment
+from scheduler_split import memory_bus
+from scheduler_split import rpc
+
+CONF = conf.CONF
+
+# The states a build may rest in; BUILD is not one of them.
+FINAL = ('ACTIVE', 'ERROR')
+
+
+class Api:
+    """A small REST client that speaks as one user of one project."""
+
+    def __init__(self, base_url, token='admin:admin', microversion='2.96'):
+        self.base_url = base_url
+        self.session = requests.Session()
+        self.session.headers['X-Auth-Token'] = token
+        self.session.headers['OpenStack-API-Version'] = (
+            'compute %s' % microversion)
+
+    def as_user(self, token):
+        return Api(self.base_url, token)
+
+    def request(self, method, path, **kwargs):
+        return self.session.request(method, self.base_url + path,
+                                    timeout=30, **kwargs)
+
+    def get(self, path, **kwargs):
+        return self.request('GET', path, **kwargs)
+
+    def post(self, path, body=None, **kwargs):
+        return self.request('POST', path, json=body, **kwargs)
+
+    def delete(self, path, **kwargs):
+        return self.request('DELETE', path, **kwargs)
+
+    def boot(self, name='vm', flavor='1', image='cirros', count=None,
+             **extra):
+        from scheduler_split.api import images
+        server = {'name': name, 'flavorRef': flavor,
+                  'imageRef': images.find(image)[0], 'networks': 'none'}
+        if count:
+            server['min_count'] = server['max_count'] = count
+        server.update(extra)
+        resp = self.post('/v2.1/servers', {'server': server})
+        assert resp.status_code == 202, resp.text
+        return resp.json()['server']['id']
+
+    def server(self, server_id):
+        resp = self.get('/v2.1/servers/%s' % server_id)
+        assert resp.status_code == 200, resp.text
+        return resp.json()['server']
+
+    def servers(self, **params):
+        resp = self.get('/v2.1/servers/detail', params=params)
+        assert resp.status_code == 200, resp.text
+        return resp.json()['servers']
+
+    def wait_for(self, server_id, statuses=FINAL, timeout=30):
+        deadline = time.monotonic() + timeout
+        while True:
+            server = self.server(server_id)
+            if server['status'] in statuses:
+                return server
+            if time.monotonic() > deadline:
+                raise AssertionError('server %s still %s after %ss'
+                                     % (server_id, server['status'],
+                                        timeout))
+            time.sleep(0.05)
+
+    def wait_gone(self, server_id, timeout=30):
+        deadline = time.monotonic() + timeout
+        while self.get('/v2.1/servers/%s' % server_id).status_code != 404:
+            if time.monotonic() > deadline:
+                raise AssertionError('server %s not gone' % server_id)
+            time.sleep(0.05)
+
+
+class System:
+    """The all-in-one, in this process, with the API on a free port."""
+
+    def __init__(self, state_dir, cells=2, hosts_per_cell=2):
+        self.state_dir = str(state_dir)
+        self.cells = cells
+        self.hosts_per_cell = hosts_per_cell
+        self.aio = None
+        self.server = None
+
+    def start(self):
+        self.aio = deployment.AllInOne(self.state_dir, self.cells,
+                                       self.hosts_per_cell)
+        self.aio.setup(echo=lambda line: None)
+        self.aio.start()
+        self.server = simple_server.make_server(
+            '127.0.0.1', 0, self.aio.wsgi_app(),
+            server_class=all_in_one._ThreadingWSGIServer,
+            handler_class=all_in_one._QuietHandler)
+        self.base_url = 'http://127.0.0.1:%d' % self.server.server_port
+        threading.Thread(target=self.server.serve_forever,
+                         daemon=True).start()
+        self.api = Api(self.base_url)
+        return self
+
+    def stop(self):
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+        if self.aio is not None:
+            self.aio.stop()
+            self.aio = None
+        rpc.cleanup()
+        engines.dispose_all()
+        memory_bus.reset()
+
+    # --- what an operator sees in the databases ----------------------------
+
+    def scheduler_db(self):
+        return CONF.scheduler_database.connection
+
+    def allocations(self):
+        """``{instance uuid: {host: {resource class: used}}}``."""
+        url = self.scheduler_db()
+        with engines.reader(url) as session:
+            rows = session.execute(sa.text(
+                'SELECT a.consumer_id, p.host, a.resource_class, a.used '
+                'FROM allocations a JOIN resource_providers p '
+                'ON p.id = a.resource_provider_id')).all()
+        result = {}
+        for consumer, host, rc, used in rows:
+            result.setdefault(consumer, {}).setdefault(host, {})[rc] = used
+        return result
+
+    def cell_of(self, server_id):
+        """The name of the cell whose instance mapping holds the server."""
+        with engines.reader(CONF.api_database.connection) as session:
+            row = session.execute(sa.text(
+                'SELECT c.name FROM instance_mappings m JOIN cell_mappings c '
+                'ON c.id = m.cell_id WHERE m.instance_uuid = :u'),
+                {'u': server_id}).first()
+        return row[0] if row else None

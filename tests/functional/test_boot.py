@@ -1,0 +1,135 @@
+"""Booting through the REST API with every service in one process."""
+
+import pytest
+
+
+pytestmark = pytest.mark.functional
+
+
+def test_boot_reaches_active_and_is_listed_shown_and_deleted(start_system):
+    system = start_system()
+    api = system.api
+    server_id = api.boot(name='vm1')
+
+    server = api.wait_for(server_id)
+    assert server['status'] == 'ACTIVE'
+    assert server['name'] == 'vm1'
+    assert server['OS-EXT-SRV-ATTR:host'].split('-')[0] == \
+        system.cell_of(server_id)
+    assert server['flavor']['original_name'] == 'm1.tiny'
+    assert [s['id'] for s in api.servers()] == [server_id]
+    assert set(system.allocations()[server_id]) == {
+        server['OS-EXT-SRV-ATTR:host']}
+
+    resp = api.delete('/v2.1/servers/%s' % server_id)
+    assert resp.status_code == 204
+    api.wait_gone(server_id)
+    assert api.servers() == []
+    assert server_id not in system.allocations()
+
+
+def test_multi_instance_boot_spreads_and_claims_each_instance(start_system):
+    system = start_system(cells=1, hosts_per_cell=3)
+    api = system.api
+    api.boot(name='many', count=3)
+    servers = api.servers()
+    assert len(servers) == 3
+    hosts = set()
+    for server in servers:
+        server = api.wait_for(server['id'])
+        assert server['status'] == 'ACTIVE'
+        hosts.add(server['OS-EXT-SRV-ATTR:host'])
+    assert len(hosts) == 3
+    allocations = system.allocations()
+    assert sorted(allocations) == sorted(s['id'] for s in servers)
+    assert all(alloc[host]['MEMORY_MB'] == 512
+               for alloc in allocations.values() for host in alloc)
+
+
+def test_reschedule_stays_in_the_cell_and_ends_active(start_system,
+                                                      fake_driver):
+    fake_driver('fail_hosts', ['cell1-compute1'])
+    system = start_system(cells=2, hosts_per_cell=2)
+    api = system.api
+    # Four instances on four equal hosts: the spreading weighers give each
+    # host one claim, so one of them is first claimed on the failing host.
+    api.boot(name='spread', count=4)
+    hosts = []
+    for server in api.servers():
+        server = api.wait_for(server['id'])
+        assert server['status'] == 'ACTIVE', server.get('fault')
+        hosts.append(server['OS-EXT-SRV-ATTR:host'])
+        assert system.cell_of(server['id']) == 'cell' + \
+            server['OS-EXT-SRV-ATTR:host'][4]
+    assert sorted(hosts) == ['cell1-compute2', 'cell1-compute2',
+                             'cell2-compute1', 'cell2-compute2']
+    claimed = [h for alloc in system.allocations().values() for h in alloc]
+    assert sorted(claimed) == sorted(hosts)
+
+
+def test_build_failing_on_every_host_of_the_cell_ends_in_error(
+        start_system, fake_driver):
+    fake_driver('fail_hosts', ['cell1-compute1', 'cell1-compute2'])
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.boot()
+    server = api.wait_for(server_id)
+    assert server['status'] == 'ERROR'
+    assert 'Exhausted all hosts available for retrying build failures' in \
+        server['fault']['message']
+    assert system.allocations() == {}
+
+
+def test_non_reschedulable_failure_ends_in_error_with_fault(start_system,
+                                                           fake_driver):
+    fake_driver('fail_hosts', ['cell1-compute1'])
+    fake_driver('failures_reschedulable', False)
+    system = start_system(cells=1, hosts_per_cell=1)
+    server = system.api.wait_for(system.api.boot())
+    assert server['status'] == 'ERROR'
+    assert 'injected spawn failure' in server['fault']['message']
+    assert system.allocations() == {}
+
+
+def test_boot_that_fits_nowhere_ends_in_error_in_cell0(start_system):
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    # m1.xlarge wants 16 GiB; a fake host has 16 GiB minus 512 MiB reserved.
+    server_id = api.boot(flavor='5')
+    server = api.wait_for(server_id)
+    assert server['status'] == 'ERROR'
+    assert 'No valid host was found' in server['fault']['message']
+    assert system.cell_of(server_id) == 'cell0'
+    assert system.allocations() == {}
+    # It can still be deleted.
+    assert api.delete('/v2.1/servers/%s' % server_id).status_code == 204
+    api.wait_gone(server_id)
+
+
+def test_servers_survive_a_restart_on_the_same_state_dir(start_system,
+                                                         tmp_path):
+    system = start_system(cells=1, hosts_per_cell=1)
+    server_id = system.api.boot(name='keeper')
+    assert system.api.wait_for(server_id)['status'] == 'ACTIVE'
+    system.stop()
+
+    system = start_system(cells=1, hosts_per_cell=1)
+    server = system.api.server(server_id)
+    assert server['status'] == 'ACTIVE'
+    assert server['name'] == 'keeper'
+    assert server_id in system.allocations()
+
+
+def test_projects_see_only_their_own_servers(start_system):
+    system = start_system(cells=1, hosts_per_cell=1)
+    alice = system.api.as_user('alice:project-a')
+    bob = system.api.as_user('bob:project-b')
+    server_id = alice.boot()
+    alice.wait_for(server_id)
+    assert [s['id'] for s in alice.servers()] == [server_id]
+    assert bob.servers() == []
+    resp = bob.get('/v2.1/servers/%s' % server_id)
+    assert resp.status_code == 404
+    assert resp.json()['itemNotFound']['code'] == 404
+    assert bob.delete('/v2.1/servers/%s' % server_id).status_code == 404
+    assert alice.server(server_id)['status'] == 'ACTIVE'

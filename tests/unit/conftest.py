@@ -1,0 +1,36 @@
+"""Shared fixtures of the unit tests."""
+
+import pytest
+
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split.db import migration
+from scheduler_split import objects
+
+objects.register_all()
+
+CONF = conf.CONF
+
+
+@pytest.fixture
+def override():
+    """``override(name, value, group=None)``: a CONF override undone after.
+    """
+    done = []
+
+    def _override(name, value, group=None):
+        CONF.set_override(name, value, group=group)
+        done.append((name, group))
+
+    yield _override
+    for name, group in reversed(done):
+        CONF.clear_override(name, group=group)
+
+
+@pytest.fixture
+def scheduler_db(tmp_path):
+    """URL of an empty scheduler database at head, in a file of tmp_path."""
+    url = 'sqlite:///' + str(tmp_path / 'scheduler.sqlite')
+    migration.upgrade('scheduler', url)
+    yield url
+    engines.dispose_all()

@@ -1,0 +1,34 @@
+"""Builders shared by the unit tests."""
+
+import datetime
+
+from scheduler_split import objects
+
+objects.register_all()
+
+
+def naive_utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def make_flavor(vcpus=1, memory_mb=512, root_gb=1, ephemeral_gb=0, swap=0,
+                flavorid='f1', name='small'):
+    return objects.Flavor(flavorid=flavorid, name=name, memory_mb=memory_mb,
+                          vcpus=vcpus, root_gb=root_gb,
+                          ephemeral_gb=ephemeral_gb, swap=swap)
+
+
+def make_spec(instance_uuid='9a3c4f52-6b1e-4a47-8a8e-2e0e5b1d7c11',
+              **flavor_kwargs):
+    return objects.RequestSpec(instance_uuid=instance_uuid,
+                               project_id='project',
+                               flavor=make_flavor(**flavor_kwargs))
+
+
+def host_stats(vcpus=4, memory_mb=4096, local_gb=100, **extra):
+    stats = {'vcpus': vcpus, 'memory_mb': memory_mb, 'local_gb': local_gb,
+             'reserved_memory_mb': 0, 'cpu_allocation_ratio': 1.0,
+             'ram_allocation_ratio': 1.0, 'disk_allocation_ratio': 1.0,
+             'availability_zone': 'nova', 'disabled': False}
+    stats.update(extra)
+    return stats

@@ -1,0 +1,297 @@
+"""Claims against a real SQLite scheduler database."""
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import host_manager
+from tests.unit import helpers
+
+CELL = '6f1d9c8e-1b4a-4a57-9d0e-3c2b1a0f9e01'
+SMALL = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10}
+
+
+def _provider(url, host='host1', **stats):
+    return host_manager.HostManager(url).update_from_stats(
+        CELL, host, host + '-node', helpers.host_stats(**stats))
+
+
+def _generation(url, uuid):
+    with engines.reader(url) as session:
+        return session.scalar(sa.select(models.ResourceProvider.generation)
+                              .where(models.ResourceProvider.uuid == uuid))
+
+
+def _usage(url, uuid):
+    """{rc: sum of used} on the provider, read straight from the table."""
+    rp = models.ResourceProvider
+    alloc = models.Allocation
+    with engines.reader(url) as session:
+        return dict(session.execute(
+            sa.select(alloc.resource_class, sa.func.sum(alloc.used))
+            .join(rp, rp.id == alloc.resource_provider_id)
+            .where(rp.uuid == uuid)
+            .group_by(alloc.resource_class)).all())
+
+
+def _allocation_count(url):
+    with engines.reader(url) as session:
+        return session.scalar(sa.select(sa.func.count())
+                              .select_from(models.Allocation))
+
+
+# --- claim ------------------------------------------------------------------
+
+def test_claim_that_fits_writes_allocations_and_bumps_generation(
+        scheduler_db):
+    rp = _provider(scheduler_db)
+    before = _generation(scheduler_db, rp)
+
+    new_generation = claims.claim(scheduler_db, rp, 'consumer-1', SMALL)
+
+    assert new_generation == before + 1
+    assert _generation(scheduler_db, rp) == before + 1
+    assert claims.allocations_of(scheduler_db, 'consumer-1') == {rp: SMALL}
+
+
+def test_claim_skips_zero_amounts(scheduler_db):
+    rp = _provider(scheduler_db)
+    claims.claim(scheduler_db, rp, 'consumer-1',
+                 {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 0})
+    assert claims.allocations_of(scheduler_db, 'consumer-1') == {
+        rp: {'VCPU': 1, 'MEMORY_MB': 512}}
+
+
+def test_claim_up_to_exact_capacity_with_ratio_and_reserved_succeeds(
+        scheduler_db):
+    # (2048 - 512) * 1.5 = 2304 MiB allocatable
+    rp = _provider(scheduler_db, memory_mb=2048, reserved_memory_mb=512,
+                   ram_allocation_ratio=1.5)
+    claims.claim(scheduler_db, rp, 'a', {'MEMORY_MB': 2304})
+    with pytest.raises(exception.ClaimCapacityExceeded):
+        claims.claim(scheduler_db, rp, 'b', {'MEMORY_MB': 1})
+
+
+def test_claim_beyond_capacity_raises_and_writes_nothing(scheduler_db):
+    rp = _provider(scheduler_db, vcpus=2, memory_mb=2048)
+    claims.claim(scheduler_db, rp, 'first', {'VCPU': 1, 'MEMORY_MB': 1024})
+    generation = _generation(scheduler_db, rp)
+
+    with pytest.raises(exception.ClaimCapacityExceeded) as info:
+        claims.claim(scheduler_db, rp, 'second',
+                     {'VCPU': 1, 'MEMORY_MB': 1025})
+
+    assert 'MEMORY_MB' in info.value.format_message()
+    assert claims.allocations_of(scheduler_db, 'second') == {}
+    assert _usage(scheduler_db, rp) == {'VCPU': 1, 'MEMORY_MB': 1024}
+    assert _generation(scheduler_db, rp) == generation
+
+
+def test_claim_of_resource_class_the_provider_lacks_is_capacity_exceeded(
+        scheduler_db):
+    rp = _provider(scheduler_db)
+    with pytest.raises(exception.ClaimCapacityExceeded):
+        claims.claim(scheduler_db, rp, 'c', {'VGPU': 1})
+    assert claims.allocations_of(scheduler_db, 'c') == {}
+
+
+def test_claim_on_unknown_provider_raises_compute_host_not_found(
+        scheduler_db):
+    with pytest.raises(exception.ComputeHostNotFound):
+        claims.claim(scheduler_db, 'e3c9a1f0-0000-4000-8000-000000000000',
+                     'c', SMALL)
+
+
+def test_failed_claim_keeps_the_consumers_existing_allocations(scheduler_db):
+    a = _provider(scheduler_db, 'a')
+    full = _provider(scheduler_db, 'full', vcpus=1)
+    claims.claim(scheduler_db, a, 'consumer', SMALL)
+
+    with pytest.raises(exception.ClaimCapacityExceeded):
+        claims.claim(scheduler_db, full, 'consumer', {'VCPU': 2})
+
+    assert claims.allocations_of(scheduler_db, 'consumer') == {a: SMALL}
+
+
+def test_second_claim_by_same_consumer_moves_its_allocations(scheduler_db):
+    a = _provider(scheduler_db, 'a', vcpus=1)
+    b = _provider(scheduler_db, 'b', vcpus=1)
+    claims.claim(scheduler_db, a, 'consumer', SMALL)
+    generation_a = _generation(scheduler_db, a)
+
+    claims.claim(scheduler_db, b, 'consumer', SMALL)
+
+    assert claims.allocations_of(scheduler_db, 'consumer') == {b: SMALL}
+    assert _usage(scheduler_db, a) == {}
+    # Releasing on a is a change of a: claims that read a before must fail.
+    assert _generation(scheduler_db, a) == generation_a + 1
+    # a's only vCPU is free again for somebody else.
+    claims.claim(scheduler_db, a, 'other', SMALL)
+
+
+def test_second_claim_by_same_consumer_on_same_provider_replaces_allocations(
+        scheduler_db):
+    rp = _provider(scheduler_db, vcpus=4)
+    claims.claim(scheduler_db, rp, 'consumer', SMALL)
+
+    bigger = {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 10}
+    claims.claim(scheduler_db, rp, 'consumer', bigger)
+
+    assert claims.allocations_of(scheduler_db, 'consumer') == {rp: bigger}
+    assert _usage(scheduler_db, rp) == bigger
+
+
+# --- release ----------------------------------------------------------------
+
+def test_release_returns_what_was_released_and_frees_the_capacity(
+        scheduler_db):
+    rp = _provider(scheduler_db, vcpus=1)
+    claims.claim(scheduler_db, rp, 'consumer', SMALL)
+    generation = _generation(scheduler_db, rp)
+
+    released = claims.release(scheduler_db, 'consumer')
+
+    assert released == {rp: SMALL}
+    assert claims.allocations_of(scheduler_db, 'consumer') == {}
+    assert _generation(scheduler_db, rp) == generation + 1
+    claims.claim(scheduler_db, rp, 'next', SMALL)
+
+
+def test_repeated_release_returns_empty_dict(scheduler_db):
+    rp = _provider(scheduler_db)
+    claims.claim(scheduler_db, rp, 'consumer', SMALL)
+    claims.release(scheduler_db, 'consumer')
+    generation = _generation(scheduler_db, rp)
+
+    assert claims.release(scheduler_db, 'consumer') == {}
+    assert _generation(scheduler_db, rp) == generation
+
+
+def test_release_only_drops_that_consumers_allocations(scheduler_db):
+    rp = _provider(scheduler_db)
+    claims.claim(scheduler_db, rp, 'keep', SMALL)
+    claims.claim(scheduler_db, rp, 'drop', SMALL)
+    claims.release(scheduler_db, 'drop')
+    assert claims.allocations_of(scheduler_db, 'keep') == {rp: SMALL}
+    assert _usage(scheduler_db, rp) == SMALL
+
+
+# --- the generation check ---------------------------------------------------
+
+@pytest.fixture
+def concurrent_bump(scheduler_db):
+    """Bump a provider's generation right before a claim's guarded UPDATE.
+
+    SQLite serializes writers (``BEGIN IMMEDIATE``), so no second
+    connection can write between the claim's read and its write; the other
+    writer's effect is injected instead on the claim's own connection, just
+    before ``UPDATE ... WHERE generation = :seen`` runs.
+    """
+    engine = engines.get_engine(scheduler_db, writer=True)
+    fired = []
+
+    def _before(conn, cursor, statement, parameters, context, executemany):
+        if (not fired and statement.lstrip().upper().startswith('UPDATE')
+                and 'resource_providers.generation = ' in statement):
+            cursor.connection.execute(
+                'UPDATE resource_providers SET generation = generation + 1')
+            fired.append(statement)
+
+    event.listen(engine, 'before_cursor_execute', _before)
+    yield fired
+    event.remove(engine, 'before_cursor_execute', _before)
+
+
+def test_claim_whose_generation_update_matches_no_row_raises_conflict(
+        scheduler_db, concurrent_bump):
+    rp = _provider(scheduler_db)
+    seen = _generation(scheduler_db, rp)
+
+    with pytest.raises(exception.ClaimConflict) as info:
+        claims.claim(scheduler_db, rp, 'consumer', SMALL)
+
+    assert concurrent_bump, 'the guarded generation UPDATE never ran'
+    assert str(seen) in info.value.format_message()
+    assert claims.allocations_of(scheduler_db, 'consumer') == {}
+    assert _allocation_count(scheduler_db) == 0
+
+
+def test_conflicting_claim_keeps_consumers_previous_allocations(
+        scheduler_db):
+    a = _provider(scheduler_db, 'a')
+    b = _provider(scheduler_db, 'b')
+    claims.claim(scheduler_db, a, 'consumer', SMALL)
+    engine = engines.get_engine(scheduler_db, writer=True)
+
+    def _before(conn, cursor, statement, parameters, context, executemany):
+        if 'resource_providers.generation = ' in statement:
+            cursor.connection.execute(
+                'UPDATE resource_providers SET generation = generation + 1')
+
+    event.listen(engine, 'before_cursor_execute', _before)
+    try:
+        with pytest.raises(exception.ClaimConflict):
+            claims.claim(scheduler_db, b, 'consumer', SMALL)
+    finally:
+        event.remove(engine, 'before_cursor_execute', _before)
+
+    assert claims.allocations_of(scheduler_db, 'consumer') == {a: SMALL}
+
+
+# --- a race -----------------------------------------------------------------
+
+def test_concurrent_claims_never_exceed_capacity(scheduler_db):
+    capacity_instances = 3
+    rp = _provider(scheduler_db, vcpus=capacity_instances,
+                   memory_mb=512 * capacity_instances,
+                   local_gb=10 * capacity_instances)
+    threads_count = 8
+    barrier = threading.Barrier(threads_count)
+    results = {}
+    done = threading.Event()
+    observed = []
+
+    def _claim(index):
+        consumer = 'consumer-%d' % index
+        barrier.wait()
+        try:
+            claims.claim(scheduler_db, rp, consumer, SMALL)
+            results[consumer] = 'claimed'
+        except (exception.ClaimCapacityExceeded,
+                exception.ClaimConflict) as exc:
+            results[consumer] = type(exc).__name__
+        except Exception as exc:   # reported by the assertion below
+            results[consumer] = repr(exc)
+
+    def _watch():
+        while not done.is_set():
+            observed.append(_usage(scheduler_db, rp).get('VCPU', 0))
+
+    workers = [threading.Thread(target=_claim, args=(i,))
+               for i in range(threads_count)]
+    watcher = threading.Thread(target=_watch)
+    watcher.start()
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(30)
+    done.set()
+    watcher.join(30)
+
+    assert len(results) == threads_count
+    claimed = [c for c, r in results.items() if r == 'claimed']
+    failed = {r for r in results.values() if r != 'claimed'}
+    assert len(claimed) == capacity_instances, results
+    assert failed <= {'ClaimCapacityExceeded', 'ClaimConflict'}, results
+    assert max(observed) <= capacity_instances
+    assert _usage(scheduler_db, rp) == {
+        rc: amount * capacity_instances for rc, amount in SMALL.items()}
+    for consumer in results:
+        expected = {rp: SMALL} if consumer in claimed else {}
+        assert claims.allocations_of(scheduler_db, consumer) == expected

@@ -1,0 +1,161 @@
+"""The host filters: liveness/enabled and the three resource filters."""
+
+import datetime
+
+import pytest
+
+from scheduler_split.scheduler import filters
+from scheduler_split.scheduler import host_manager
+from tests.unit import helpers
+
+
+def _host(inventory=None, used=None, disabled=False, age_seconds=0):
+    state = host_manager.HostState(
+        'b2b7c9a6-0d6f-4c1c-9a55-1f1f6f4f2a01', 'host1', 'node1',
+        'c0a1e6a4-1111-4d7e-8e44-2a1a5b6c7d01')
+    state.inventory = inventory or {}
+    state.used = used or {}
+    state.disabled = disabled
+    state.last_report_at = (helpers.naive_utcnow() -
+                            datetime.timedelta(seconds=age_seconds))
+    return state
+
+
+# --- ComputeFilter ----------------------------------------------------------
+
+def test_compute_filter_passes_enabled_host_that_reported_recently():
+    assert filters.ComputeFilter().host_passes(_host(age_seconds=5),
+                                               helpers.make_spec())
+
+
+def test_compute_filter_rejects_disabled_host():
+    host = _host(disabled=True, age_seconds=5)
+    assert not filters.ComputeFilter().host_passes(host, helpers.make_spec())
+
+
+def test_compute_filter_rejects_host_whose_last_report_is_older_than_service_down_time(  # noqa
+        override):
+    override('service_down_time', 30)
+    host = _host(age_seconds=31)
+    assert not filters.ComputeFilter().host_passes(host, helpers.make_spec())
+
+
+def test_compute_filter_uses_configured_service_down_time(override):
+    override('service_down_time', 120)
+    host = _host(age_seconds=90)
+    assert filters.ComputeFilter().host_passes(host, helpers.make_spec())
+
+
+def test_compute_filter_rejects_host_that_never_reported():
+    host = _host()
+    host.last_report_at = None
+    assert not filters.ComputeFilter().host_passes(host, helpers.make_spec())
+
+
+def test_compute_filter_filter_all_keeps_only_live_enabled_hosts(override):
+    override('service_down_time', 60)
+    up = _host(age_seconds=1)
+    disabled = _host(disabled=True, age_seconds=1)
+    down = _host(age_seconds=600)
+    passed = filters.ComputeFilter().filter_all([down, up, disabled],
+                                                helpers.make_spec())
+    assert passed == [up]
+
+
+# --- RamFilter --------------------------------------------------------------
+
+def test_ram_filter_rejects_host_without_enough_free_memory():
+    host = _host(inventory={'MEMORY_MB': (4096, 0, 1.0)},
+                 used={'MEMORY_MB': 3584})
+    assert not filters.RamFilter().host_passes(
+        host, helpers.make_spec(memory_mb=1024))
+
+
+def test_ram_filter_passes_host_with_exactly_enough_free_memory():
+    host = _host(inventory={'MEMORY_MB': (4096, 0, 1.0)},
+                 used={'MEMORY_MB': 3072})
+    assert filters.RamFilter().host_passes(
+        host, helpers.make_spec(memory_mb=1024))
+
+
+def test_ram_filter_counts_allocation_ratio_over_total_minus_reserved():
+    # capacity = (4096 - 512) * 1.5 = 5376; 5376 - 4352 = 1024 free
+    host = _host(inventory={'MEMORY_MB': (4096, 512, 1.5)},
+                 used={'MEMORY_MB': 4352})
+    assert filters.RamFilter().host_passes(
+        host, helpers.make_spec(memory_mb=1024))
+    assert not filters.RamFilter().host_passes(
+        host, helpers.make_spec(memory_mb=1025))
+
+
+def test_ram_filter_never_allocates_reserved_memory():
+    # 2048 physical, 512 reserved, nothing used: 1536 allocatable.
+    host = _host(inventory={'MEMORY_MB': (2048, 512, 1.0)})
+    assert filters.RamFilter().host_passes(
+        host, helpers.make_spec(memory_mb=1536))
+    assert not filters.RamFilter().host_passes(
+        host, helpers.make_spec(memory_mb=1537))
+
+
+def test_ram_filter_rejects_host_without_memory_inventory():
+    host = _host(inventory={'VCPU': (8, 0, 1.0)})
+    assert not filters.RamFilter().host_passes(
+        host, helpers.make_spec(memory_mb=1))
+
+
+# --- CoreFilter -------------------------------------------------------------
+
+def test_core_filter_overcommits_vcpus_by_cpu_allocation_ratio():
+    # 4 pCPUs at ratio 4.0 = 16 vCPUs; 14 used leaves 2.
+    host = _host(inventory={'VCPU': (4, 0, 4.0)}, used={'VCPU': 14})
+    assert filters.CoreFilter().host_passes(host, helpers.make_spec(vcpus=2))
+    assert not filters.CoreFilter().host_passes(host,
+                                                helpers.make_spec(vcpus=3))
+
+
+def test_core_filter_subtracts_reserved_vcpus_before_the_ratio():
+    # (4 - 1) * 2.0 = 6 vCPUs
+    host = _host(inventory={'VCPU': (4, 1, 2.0)})
+    assert filters.CoreFilter().host_passes(host, helpers.make_spec(vcpus=6))
+    assert not filters.CoreFilter().host_passes(host,
+                                                helpers.make_spec(vcpus=7))
+
+
+def test_core_filter_rejects_fully_used_host_at_ratio_one():
+    host = _host(inventory={'VCPU': (8, 0, 1.0)}, used={'VCPU': 8})
+    assert not filters.CoreFilter().host_passes(host,
+                                                helpers.make_spec(vcpus=1))
+
+
+# --- DiskFilter -------------------------------------------------------------
+
+def test_disk_filter_counts_root_ephemeral_and_swap():
+    # root 10 + ephemeral 5 + swap 1025 MiB (-> 2 GiB) = 17 GiB
+    spec = helpers.make_spec(root_gb=10, ephemeral_gb=5, swap=1025)
+    fits = _host(inventory={'DISK_GB': (100, 0, 1.0)}, used={'DISK_GB': 83})
+    short = _host(inventory={'DISK_GB': (100, 0, 1.0)}, used={'DISK_GB': 84})
+    assert filters.DiskFilter().host_passes(fits, spec)
+    assert not filters.DiskFilter().host_passes(short, spec)
+
+
+def test_disk_filter_counts_disk_allocation_ratio_and_reserved():
+    # (100 - 20) * 0.5 = 40 GiB allocatable
+    host = _host(inventory={'DISK_GB': (100, 20, 0.5)})
+    assert filters.DiskFilter().host_passes(host,
+                                            helpers.make_spec(root_gb=40))
+    assert not filters.DiskFilter().host_passes(
+        host, helpers.make_spec(root_gb=41))
+
+
+# --- loading ----------------------------------------------------------------
+
+def test_load_returns_instances_of_the_named_filters_in_order():
+    loaded = filters.load(['DiskFilter', 'ComputeFilter'])
+    assert [type(f) for f in loaded] == [filters.DiskFilter,
+                                        filters.ComputeFilter]
+
+
+def test_load_with_unknown_filter_name_raises_value_error_naming_it():
+    with pytest.raises(ValueError) as info:
+        filters.load(['RamFilter', 'NoSuchFilter'])
+    assert 'NoSuchFilter' in str(info.value)

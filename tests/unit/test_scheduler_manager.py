@@ -1,0 +1,335 @@
+"""SchedulerManager: filter, weigh, claim and same-cell alternates."""
+
+import collections
+import datetime
+
+import pytest
+import sqlalchemy as sa
+from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
+
+from scheduler_split import context
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import manager as scheduler_manager
+from tests.unit import helpers
+
+CELL_A = '0f5b3a3e-7a1d-4d2b-9a0c-aaaaaaaaaaaa'
+CELL_B = '5c9e2d71-3b8f-4e6a-8d1c-bbbbbbbbbbbb'
+
+# one instance: 1 vCPU, 512 MiB, 10 GiB
+FLAVOR = {'vcpus': 1, 'memory_mb': 512, 'root_gb': 10}
+RESOURCES = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10}
+
+
+@pytest.fixture
+def ctx():
+    return context.get_admin_context()
+
+
+@pytest.fixture
+def manager(scheduler_db):
+    return scheduler_manager.SchedulerManager(scheduler_db)
+
+
+def _add_host(manager, cell, host, instances, **extra):
+    """A host with room for exactly ``instances`` instances of FLAVOR."""
+    stats = helpers.host_stats(vcpus=instances, memory_mb=512 * instances,
+                               local_gb=10 * instances, **extra)
+    return manager.host_manager.update_from_stats(cell, host, host + '-node',
+                                                  stats)
+
+
+def _spec(**kwargs):
+    spec = helpers.make_spec(**FLAVOR)
+    for name, value in kwargs.items():
+        setattr(spec, name, value)
+    return spec
+
+
+def _uuids(count):
+    return [uuidutils.generate_uuid() for _ in range(count)]
+
+
+def _usage(url, provider_uuid):
+    rp, alloc = models.ResourceProvider, models.Allocation
+    with engines.reader(url) as session:
+        return dict(session.execute(
+            sa.select(alloc.resource_class, sa.func.sum(alloc.used))
+            .join(rp, rp.id == alloc.resource_provider_id)
+            .where(rp.uuid == provider_uuid)
+            .group_by(alloc.resource_class)).all())
+
+
+@pytest.fixture
+def two_cells(manager):
+    """Cell A: a1 (8), a2 (4), a3 (2); cell B: b1 (6), b2 (3) instances.
+
+    Spreading ranks them a1, b1, a2, b2, a3.
+    """
+    hosts = {}
+    for cell, host, size in ((CELL_A, 'a1', 8), (CELL_B, 'b1', 6),
+                             (CELL_A, 'a2', 4), (CELL_B, 'b2', 3),
+                             (CELL_A, 'a3', 2)):
+        hosts[host] = _add_host(manager, cell, host, size)
+    return hosts
+
+
+# --- one instance -----------------------------------------------------------
+
+def test_select_destinations_claims_the_best_host_for_the_instance(
+        manager, two_cells, ctx, scheduler_db):
+    [uuid] = _uuids(1)
+    [host_list] = manager.select_destinations(ctx, _spec(), [uuid],
+                                              return_alternates=True,
+                                              num_alternates=2)
+    chosen = host_list[0]
+    assert chosen.service_host == 'a1'
+    assert chosen.nodename == 'a1-node'
+    assert chosen.compute_node_uuid == two_cells['a1']
+    assert chosen.cell_uuid == CELL_A
+    assert jsonutils.loads(chosen.allocation_request) == RESOURCES
+    assert claims.allocations_of(scheduler_db, uuid) == {
+        two_cells['a1']: RESOURCES}
+
+
+def test_alternates_are_unclaimed_hosts_of_the_chosen_hosts_cell_best_first(
+        manager, two_cells, ctx, scheduler_db):
+    [uuid] = _uuids(1)
+    [host_list] = manager.select_destinations(ctx, _spec(), [uuid],
+                                              return_alternates=True,
+                                              num_alternates=5)
+    alternates = host_list[1:]
+    # b1 outranks a2 and a3 but lives in the other cell.
+    assert [s.service_host for s in alternates] == ['a2', 'a3']
+    assert {s.cell_uuid for s in alternates} == {CELL_A}
+    for selection in alternates:
+        assert _usage(scheduler_db, selection.compute_node_uuid) == {}
+    assert list(claims.allocations_of(scheduler_db, uuid)) == [
+        two_cells['a1']]
+
+
+def test_alternates_are_capped_at_num_alternates(manager, two_cells, ctx):
+    [host_list] = manager.select_destinations(ctx, _spec(), _uuids(1),
+                                              return_alternates=True,
+                                              num_alternates=1)
+    assert [s.service_host for s in host_list] == ['a1', 'a2']
+
+
+def test_without_return_alternates_each_list_holds_only_the_chosen_host(
+        manager, two_cells, ctx):
+    host_lists = manager.select_destinations(ctx, _spec(), _uuids(3),
+                                             return_alternates=False,
+                                             num_alternates=3)
+    assert len(host_lists) == 3
+    assert all(len(host_list) == 1 for host_list in host_lists)
+
+
+def test_chosen_host_of_other_cell_gets_alternates_of_that_cell(
+        manager, ctx, scheduler_db):
+    _add_host(manager, CELL_A, 'a1', 2)
+    b1 = _add_host(manager, CELL_B, 'b1', 8)
+    _add_host(manager, CELL_B, 'b2', 4)
+    [host_list] = manager.select_destinations(ctx, _spec(), _uuids(1),
+                                              return_alternates=True,
+                                              num_alternates=3)
+    assert [s.service_host for s in host_list] == ['b1', 'b2']
+    assert {s.cell_uuid for s in host_list} == {CELL_B}
+    assert host_list[0].compute_node_uuid == b1
+
+
+# --- several instances ------------------------------------------------------
+
+def test_select_destinations_returns_one_list_per_instance_each_claimed(
+        manager, two_cells, ctx, scheduler_db):
+    uuids = _uuids(4)
+    host_lists = manager.select_destinations(ctx, _spec(), uuids,
+                                             return_alternates=True,
+                                             num_alternates=2)
+    assert len(host_lists) == len(uuids)
+    for uuid, host_list in zip(uuids, host_lists):
+        chosen = host_list[0]
+        assert claims.allocations_of(scheduler_db, uuid) == {
+            chosen.compute_node_uuid: RESOURCES}
+        assert len(host_list) <= 3
+        assert {s.cell_uuid for s in host_list} == {chosen.cell_uuid}
+        assert chosen.compute_node_uuid not in [
+            s.compute_node_uuid for s in host_list[1:]]
+
+
+def test_instances_of_one_request_consume_capacity_and_spread(
+        manager, ctx, scheduler_db):
+    two = _add_host(manager, CELL_A, 'two', 2)
+    one = _add_host(manager, CELL_A, 'one', 1)
+    uuids = _uuids(3)
+    host_lists = manager.select_destinations(ctx, _spec(), uuids)
+
+    placed = collections.Counter(hl[0].service_host for hl in host_lists)
+    assert placed == {'two': 2, 'one': 1}
+    assert _usage(scheduler_db, two) == {
+        rc: 2 * amount for rc, amount in RESOURCES.items()}
+    assert _usage(scheduler_db, one) == RESOURCES
+
+
+def test_instances_with_equal_hosts_spread_one_per_host(manager, ctx):
+    for name in ('h1', 'h2', 'h3'):
+        _add_host(manager, CELL_A, name, 4)
+    host_lists = manager.select_destinations(ctx, _spec(), _uuids(3))
+    assert sorted(hl[0].service_host for hl in host_lists) == [
+        'h1', 'h2', 'h3']
+
+
+def test_when_one_instance_cannot_fit_no_valid_host_and_no_claims_left(
+        manager, ctx, scheduler_db):
+    a = _add_host(manager, CELL_A, 'a', 1)
+    b = _add_host(manager, CELL_B, 'b', 1)
+    uuids = _uuids(3)
+
+    with pytest.raises(exception.NoValidHost):
+        manager.select_destinations(ctx, _spec(), uuids,
+                                    return_alternates=True, num_alternates=1)
+
+    for uuid in uuids:
+        assert claims.allocations_of(scheduler_db, uuid) == {}
+    assert _usage(scheduler_db, a) == {}
+    assert _usage(scheduler_db, b) == {}
+    # Memory got the capacity back too: two instances still fit.
+    assert len(manager.select_destinations(ctx, _spec(), _uuids(2))) == 2
+
+
+def test_no_valid_host_when_no_host_is_known(manager, ctx):
+    with pytest.raises(exception.NoValidHost):
+        manager.select_destinations(ctx, _spec(), _uuids(1))
+
+
+# --- the claim decides --------------------------------------------------------
+
+def test_host_whose_claim_fails_is_skipped_and_next_host_is_claimed(
+        manager, ctx, scheduler_db):
+    big = _add_host(manager, CELL_A, 'big', 8)
+    small = _add_host(manager, CELL_A, 'small', 2)
+    manager.host_manager.host_states()      # memory: big is empty
+    # Somebody else fills big behind this scheduler's back.
+    claims.claim(scheduler_db, big, 'intruder',
+                 {rc: 8 * amount for rc, amount in RESOURCES.items()})
+
+    [uuid] = _uuids(1)
+    [host_list] = manager.select_destinations(ctx, _spec(), [uuid],
+                                              return_alternates=True,
+                                              num_alternates=2)
+
+    assert host_list[0].service_host == 'small'
+    assert claims.allocations_of(scheduler_db, uuid) == {small: RESOURCES}
+    assert 'big' not in [s.service_host for s in host_list]
+    # The failed claim refreshed big in memory.
+    assert manager.host_manager.get(big).free('VCPU') == 0
+
+
+def test_claim_failures_on_every_host_end_in_no_valid_host(
+        manager, ctx, scheduler_db):
+    a = _add_host(manager, CELL_A, 'a', 1)
+    manager.host_manager.host_states()
+    claims.claim(scheduler_db, a, 'intruder', RESOURCES)
+    [uuid] = _uuids(1)
+    with pytest.raises(exception.NoValidHost):
+        manager.select_destinations(ctx, _spec(), [uuid])
+    assert claims.allocations_of(scheduler_db, uuid) == {}
+
+
+# --- filters in the manager ---------------------------------------------------
+
+def test_disabled_host_is_not_chosen(manager, ctx):
+    _add_host(manager, CELL_A, 'big', 8, disabled=True)
+    _add_host(manager, CELL_A, 'small', 2)
+    [host_list] = manager.select_destinations(ctx, _spec(), _uuids(1),
+                                              return_alternates=True,
+                                              num_alternates=3)
+    assert [s.service_host for s in host_list] == ['small']
+
+
+def test_host_that_stopped_reporting_is_not_chosen(manager, ctx,
+                                                   scheduler_db):
+    big = _add_host(manager, CELL_A, 'big', 8)
+    _add_host(manager, CELL_A, 'small', 2)
+    old = helpers.naive_utcnow() - datetime.timedelta(hours=1)
+    with engines.writer(scheduler_db) as session:
+        session.execute(sa.update(models.ResourceProvider)
+                        .where(models.ResourceProvider.uuid == big)
+                        .values(last_report_at=old))
+    [host_list] = manager.select_destinations(ctx, _spec(), _uuids(1))
+    assert host_list[0].service_host == 'small'
+
+
+def test_ignore_hosts_are_never_chosen(manager, ctx):
+    _add_host(manager, CELL_A, 'big', 8)
+    _add_host(manager, CELL_A, 'small', 2)
+    [host_list] = manager.select_destinations(
+        ctx, _spec(ignore_hosts=['big']), _uuids(1),
+        return_alternates=True, num_alternates=3)
+    assert [s.service_host for s in host_list] == ['small']
+
+
+def test_force_hosts_restricts_the_choice(manager, ctx):
+    _add_host(manager, CELL_A, 'big', 8)
+    _add_host(manager, CELL_A, 'small', 2)
+    [host_list] = manager.select_destinations(
+        ctx, _spec(force_hosts=['small']), _uuids(1))
+    assert host_list[0].service_host == 'small'
+
+
+def test_requested_availability_zone_is_honoured(manager, ctx):
+    _add_host(manager, CELL_A, 'big', 8, availability_zone='az1')
+    _add_host(manager, CELL_A, 'small', 2, availability_zone='az2')
+    [host_list] = manager.select_destinations(
+        ctx, _spec(availability_zone='az2'), _uuids(1),
+        return_alternates=True, num_alternates=3)
+    assert [s.service_host for s in host_list] == ['small']
+
+
+# --- alternates and releases ------------------------------------------------
+
+def test_claim_resources_on_alternate_moves_the_instances_claim(
+        manager, two_cells, ctx, scheduler_db):
+    [uuid] = _uuids(1)
+    [host_list] = manager.select_destinations(ctx, _spec(), [uuid],
+                                              return_alternates=True,
+                                              num_alternates=1)
+    alternate = host_list[1]
+
+    assert manager.claim_resources(ctx, alternate, uuid) is True
+
+    assert claims.allocations_of(scheduler_db, uuid) == {
+        alternate.compute_node_uuid: RESOURCES}
+
+
+def test_claim_resources_on_full_alternate_returns_false(
+        manager, ctx, scheduler_db):
+    _add_host(manager, CELL_A, 'a1', 2)
+    a2 = _add_host(manager, CELL_A, 'a2', 1)
+    [uuid] = _uuids(1)
+    [host_list] = manager.select_destinations(ctx, _spec(), [uuid],
+                                              return_alternates=True,
+                                              num_alternates=1)
+    assert host_list[1].compute_node_uuid == a2
+    claims.claim(scheduler_db, a2, 'intruder', RESOURCES)
+
+    assert manager.claim_resources(ctx, host_list[1], uuid) is False
+    assert list(claims.allocations_of(scheduler_db, uuid)) == [
+        host_list[0].compute_node_uuid]
+
+
+def test_release_resources_frees_the_claim_once(manager, two_cells, ctx,
+                                                scheduler_db):
+    [uuid] = _uuids(1)
+    [host_list] = manager.select_destinations(ctx, _spec(), [uuid])
+    chosen = host_list[0].compute_node_uuid
+    free_after_claim = manager.host_manager.get(chosen).free('VCPU')
+
+    assert manager.release_resources(ctx, uuid) is True
+    assert manager.release_resources(ctx, uuid) is False
+
+    assert claims.allocations_of(scheduler_db, uuid) == {}
+    assert manager.host_manager.get(chosen).free('VCPU') == \
+        free_after_claim + 1

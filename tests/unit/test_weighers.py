@@ -1,0 +1,123 @@
+"""The weighers and the weighed ranking."""
+
+import pytest
+
+from scheduler_split import conf
+from scheduler_split.scheduler import host_manager
+from scheduler_split.scheduler import weights
+from tests.unit import helpers
+
+CONF = conf.CONF
+
+
+@pytest.fixture
+def multipliers():
+    """Set weigher multipliers for one test; always cleared after."""
+    names = []
+
+    def _set(**values):
+        for name, value in values.items():
+            CONF.set_override(name, value, group='filter_scheduler')
+            names.append(name)
+
+    yield _set
+    for name in names:
+        CONF.clear_override(name, group='filter_scheduler')
+
+
+def _host(name, free_ram=0, free_vcpus=0):
+    state = host_manager.HostState('uuid-' + name, name, name, 'cell')
+    state.inventory = {'MEMORY_MB': (free_ram, 0, 1.0),
+                       'VCPU': (free_vcpus, 0, 1.0)}
+    return state
+
+
+def _ranked_names(weighers, hosts):
+    return [h.host for _, h in weights.weigh(weighers, hosts,
+                                             helpers.make_spec())]
+
+
+def test_ram_weigher_spreads_by_default_host_with_more_free_memory_wins():
+    small = _host('small', free_ram=1024)
+    big = _host('big', free_ram=8192)
+    middle = _host('middle', free_ram=4096)
+    assert _ranked_names([weights.RAMWeigher()], [small, big, middle]) == [
+        'big', 'middle', 'small']
+
+
+def test_ram_weigher_counts_used_memory_not_only_total():
+    busy = _host('busy', free_ram=8192)
+    busy.used = {'MEMORY_MB': 7168}   # 1024 free
+    idle = _host('idle', free_ram=2048)
+    assert _ranked_names([weights.RAMWeigher()], [busy, idle]) == [
+        'idle', 'busy']
+
+
+def test_cpu_weigher_spreads_by_default_host_with_more_free_vcpus_wins():
+    few = _host('few', free_vcpus=2)
+    many = _host('many', free_vcpus=16)
+    assert _ranked_names([weights.CPUWeigher()], [few, many]) == [
+        'many', 'few']
+
+
+def test_negative_ram_weight_multiplier_packs_onto_host_with_least_free_memory(  # noqa
+        multipliers):
+    multipliers(ram_weight_multiplier=-1.0)
+    small = _host('small', free_ram=1024)
+    big = _host('big', free_ram=8192)
+    middle = _host('middle', free_ram=4096)
+    assert _ranked_names([weights.RAMWeigher()], [big, small, middle]) == [
+        'small', 'middle', 'big']
+
+
+def test_negative_cpu_weight_multiplier_packs_onto_host_with_fewest_free_vcpus(  # noqa
+        multipliers):
+    multipliers(cpu_weight_multiplier=-1.0)
+    few = _host('few', free_vcpus=2)
+    many = _host('many', free_vcpus=16)
+    assert _ranked_names([weights.CPUWeigher()], [many, few]) == [
+        'few', 'many']
+
+
+def test_zero_multiplier_disables_the_weigher(multipliers):
+    multipliers(ram_weight_multiplier=0.0)
+    small = _host('small', free_ram=1024)
+    big = _host('big', free_ram=8192)
+    assert _ranked_names([weights.RAMWeigher()], [small, big]) == [
+        'small', 'big']
+
+
+def test_equal_hosts_keep_their_order():
+    hosts = [_host(name, free_ram=2048, free_vcpus=4)
+             for name in ('c', 'a', 'd', 'b')]
+    ranked = weights.weigh([weights.RAMWeigher(), weights.CPUWeigher()],
+                           hosts, helpers.make_spec())
+    assert [h.host for _, h in ranked] == ['c', 'a', 'd', 'b']
+    assert [w for w, _ in ranked] == [0.0] * 4
+
+
+def test_weights_are_normalized_and_multiplied_then_summed(multipliers):
+    multipliers(ram_weight_multiplier=2.0, cpu_weight_multiplier=1.0)
+    # RAM: a is best (normalized 1), CPU: b is best (normalized 1).
+    a = _host('a', free_ram=8192, free_vcpus=2)
+    b = _host('b', free_ram=1024, free_vcpus=64)
+    ranked = weights.weigh([weights.RAMWeigher(), weights.CPUWeigher()],
+                           [b, a], helpers.make_spec())
+    assert [(w, h.host) for w, h in ranked] == [(2.0, 'a'), (1.0, 'b')]
+
+
+def test_weigh_with_no_hosts_returns_empty_list():
+    assert weights.weigh([weights.RAMWeigher()], [],
+                         helpers.make_spec()) == []
+
+
+def test_load_returns_the_named_weighers():
+    loaded = weights.load(['CPUWeigher', 'RAMWeigher'])
+    assert [type(w) for w in loaded] == [weights.CPUWeigher,
+                                        weights.RAMWeigher]
+
+
+def test_load_with_unknown_weigher_name_raises_value_error_naming_it():
+    with pytest.raises(ValueError) as info:
+        weights.load(['RAMWeigher', 'BogusWeigher'])
+    assert 'BogusWeigher' in str(info.value)
