@@ -166,13 +166,9 @@ class AllInOne:
                             'system stopped; putting it in ERROR',
                             instance.uuid)
                 scheduler.release_resources(cctx, instance.uuid)
-                instance.vm_state = 'error'
-                instance.task_state = None
-                instance.save(cctx)
-                objects.InstanceFault.create_for(
-                    cctx, instance.uuid, exception.BuildAbortException(
-                        instance_uuid=instance.uuid,
-                        reason='the system restarted during a reschedule'))
+                instance.save_error(cctx, exception.BuildAbortException(
+                    instance_uuid=instance.uuid,
+                    reason='the system restarted during a reschedule'))
         build_requests = objects.BuildRequest.get_all(ctx)
         if build_requests:
             LOG.info('Scheduling %d build request(s) left from the last '
@@ -200,6 +196,9 @@ class AllInOne:
         return wsgi.make_app()
 
     def stop(self):
+        """Stop consuming everywhere first, then let in-flight work end."""
         for svc in reversed(self.services):
-            svc.stop()
+            svc.stop(graceful=False)
+        for svc in reversed(self.services):
+            svc.wait()
         self.services = []

@@ -97,8 +97,10 @@ class Channel(memory.Channel):
 
 class Transport(memory.Transport):
     Channel = Channel
-    # Upper bound of a consumer's wait; a put wakes it sooner.
-    polling_interval = 0.5
+    # Upper bound of a consumer's wait; a put wakes it sooner. Not kombu's
+    # polling_interval: oslo.messaging sets that to 0 for memory:// URLs,
+    # which would turn every idle consumer into a busy loop.
+    idle_wait = 0.5
 
     def __init__(self, client, **kwargs):
         super().__init__(client, **kwargs)
@@ -114,7 +116,7 @@ class Transport(memory.Transport):
                 return
             except queue.Empty:
                 pass
-            wait = self.polling_interval
+            wait = self.idle_wait
             if timeout is not None:
                 left = timeout - (time.monotonic() - start)
                 if left <= 0:

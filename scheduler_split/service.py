@@ -75,13 +75,18 @@ class Service:
         LOG.info('%s started', self.name)
 
     def stop(self, graceful=True):
-        """Stop consuming, let in-flight messages finish, close."""
+        """Stop consuming; with ``graceful`` also wait for in-flight work.
+        """
         for task in self._periodic:
             task.stop()
         for rpc_server in self._servers:
             rpc_server.stop()
         if graceful:
-            for rpc_server in self._servers:
-                rpc_server.wait()
+            self.wait()
+
+    def wait(self):
+        """Wait until the messages being handled are done, then close."""
+        for rpc_server in self._servers:
+            rpc_server.wait()
         self._servers = []
         LOG.info('%s stopped', self.name)

@@ -6,7 +6,6 @@ import re
 import jsonschema
 
 from scheduler_split.api import errors
-from scheduler_split.api import flavors as flavors_view
 from scheduler_split.api import images
 from scheduler_split.api import schemas
 from scheduler_split import exception

@@ -19,7 +19,7 @@ from scheduler_split import cells
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import objects
-from scheduler_split import rpc  # noqa: F401  (registers transport_url)
+from scheduler_split import rpc  # noqa: F401  registers transport_url
 
 CONF = conf.CONF
 
@@ -90,9 +90,11 @@ def main(argv=None):
     objects.register_all()
     try:
         return _run(args)
-    except (exception.SchedulerSplitException, ValueError) as exc:
-        print('ERROR: %s' % getattr(exc, 'format_message',
-                                    lambda: str(exc))(), file=sys.stderr)
+    except exception.SchedulerSplitException as exc:
+        print('ERROR: %s' % exc.format_message(), file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print('ERROR: %s' % exc, file=sys.stderr)
         return 1
     except sqlalchemy.exc.SQLAlchemyError as exc:
         print('ERROR: database: %s' % exc, file=sys.stderr)

@@ -151,14 +151,10 @@ class ComputeManager:
     def _fail(self, ctx, instance, exc):
         self.driver.destroy(instance)
         self.scheduler.release_resources(ctx, instance.uuid)
-        instance.vm_state = instance_obj.ERROR
-        instance.task_state = None
         try:
-            instance.save(ctx)
+            instance.save_error(ctx, exc, host=self.host)
         except exception.InstanceNotFound:
-            return
-        objects.InstanceFault.create_for(ctx, instance.uuid, exc,
-                                         host=self.host)
+            pass
 
     def terminate_instance(self, ctx, instance):
         """Cast from the API: destroy the instance and drop its claim."""

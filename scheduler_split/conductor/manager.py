@@ -125,8 +125,8 @@ class SuperConductorManager:
         instance = build_request.instance
         instance.vm_state = instance_obj.ERROR
         instance.task_state = None
-        instance.create(cctx)
-        objects.InstanceFault.create_for(cctx, uuid, exc)
+        instance.create(cctx, fault=objects.InstanceFault.from_exception(
+            uuid, exc))
         objects.InstanceMapping.get_by_instance_uuid(ctx, uuid).set_cell(
             ctx, cell0)
         try:
@@ -178,12 +178,9 @@ class CellConductorManager:
         LOG.warning('Instance %s: %s', uuid, exc.format_message(),
                     extra={'instance_uuid': uuid})
         self.scheduler.release_resources(ctx, uuid)
-        instance.vm_state = instance_obj.ERROR
-        instance.task_state = None
         instance.host = None
         instance.node = None
         try:
-            instance.save(ctx)
+            instance.save_error(ctx, exc)
         except exception.InstanceNotFound:
-            return
-        objects.InstanceFault.create_for(ctx, uuid, exc)
+            pass

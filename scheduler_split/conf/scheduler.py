@@ -6,8 +6,8 @@ filter_scheduler_group = cfg.OptGroup(
 
 filter_scheduler_opts = [
     cfg.ListOpt('enabled_filters',
-                default=['ComputeFilter', 'RamFilter', 'CoreFilter',
-                         'DiskFilter'],
+                default=['ComputeFilter', 'AvailabilityZoneFilter',
+                         'RamFilter', 'CoreFilter', 'DiskFilter'],
                 help='Filters applied to every host, in this order. Each '
                      'name is a class in scheduler_split.scheduler.filters.'),
     cfg.ListOpt('weighers',

@@ -54,21 +54,22 @@ class InstanceFault(base.SchedulerSplitObject):
     }
 
     @classmethod
-    def create_for(cls, ctx, instance_uuid, exc, host=None, code=500):
-        """Record why ``instance_uuid`` failed, from the exception ``exc``."""
+    def from_exception(cls, instance_uuid, exc, host=None, code=500):
+        """The fault that says why ``instance_uuid`` failed."""
         message = getattr(exc, 'format_message', lambda: str(exc))()
-        fault = cls(instance_uuid=instance_uuid,
-                    code=getattr(exc, 'code', code) or code,
-                    message=message[:255], details=message, host=host)
-        with engines.writer(_cell_db(ctx)) as session:
-            row = models.InstanceFault(
-                instance_uuid=instance_uuid, code=fault.code,
-                message=fault.message, details=fault.details, host=host)
-            session.add(row)
-            session.flush()
-            fault.created_at = row.created_at
-        fault.obj_reset_changes()
-        return fault
+        return cls(instance_uuid=instance_uuid,
+                   code=getattr(exc, 'code', code) or code,
+                   message=message[:255], details=message, host=host)
+
+    def add_to(self, session):
+        """Insert this fault within the caller's transaction."""
+        row = models.InstanceFault(
+            instance_uuid=self.instance_uuid, code=self.code,
+            message=self.message, details=self.details, host=self.host)
+        session.add(row)
+        session.flush()
+        self.created_at = row.created_at
+        self.obj_reset_changes()
 
     @classmethod
     def get_latest(cls, session, uuids):
@@ -148,8 +149,9 @@ class Instance(base.SchedulerSplitObject):
             values[name] = value
         return values
 
-    def create(self, ctx):
-        """Insert this instance into the targeted cell database."""
+    def create(self, ctx, fault=None):
+        """Insert this instance (and its ``fault``) into the targeted cell.
+        """
         if not self.obj_attr_is_set('created_at') or not self.created_at:
             self.created_at = base.utcnow()
         values = self._values(self.fields)
@@ -158,10 +160,26 @@ class Instance(base.SchedulerSplitObject):
             session.add(row)
             session.flush()
             self.id = row.id
+            if fault is not None:
+                fault.add_to(session)
+                self.fault = fault
         self.obj_reset_changes()
 
-    def save(self, ctx, expected_task_state=None):
-        """Write the changed fields back.
+    def save_error(self, ctx, exc, host=None):
+        """Put the instance in ERROR with the fault ``exc``, atomically.
+
+        Nobody ever sees the ERROR state without the fault that explains
+        it. Raises ``InstanceNotFound`` if it was deleted meanwhile.
+        """
+        self.vm_state = ERROR
+        self.task_state = None
+        fault = InstanceFault.from_exception(self.uuid, exc, host=host)
+        self.save(ctx, fault=fault)
+        self.fault = fault
+        self.obj_reset_changes(['fault'])
+
+    def save(self, ctx, expected_task_state=None, fault=None):
+        """Write the changed fields back (and ``fault``, in one go).
 
         With ``expected_task_state`` the write only happens when the row
         still has one of those task states (``InstanceNotFound`` if it was
@@ -191,6 +209,8 @@ class Instance(base.SchedulerSplitObject):
                 raise exception.Conflict(
                     reason='instance %s is in task state %s, not %s'
                     % (self.uuid, row.task_state, expected_task_state))
+            if fault is not None:
+                fault.add_to(session)
         self.updated_at = changes['updated_at']
         self.obj_reset_changes()
 

@@ -64,7 +64,10 @@ def claim(url, provider_uuid, consumer_id, resources):
                     host=provider.host, amount=amount, resource=rc,
                     free=free)
 
-        _drop_allocations(session, consumer_id)
+        # The target's generation is bumped once, by the guarded update
+        # below; only the other providers the consumer leaves get theirs
+        # bumped here.
+        _drop_allocations(session, consumer_id, guarded=provider.id)
         session.add_all(models.Allocation(
             resource_provider_id=provider.id, consumer_id=consumer_id,
             resource_class=rc, used=amount)
@@ -79,8 +82,11 @@ def claim(url, provider_uuid, consumer_id, resources):
     return seen + 1
 
 
-def _drop_allocations(session, consumer_id):
+def _drop_allocations(session, consumer_id, guarded=None):
     """Delete the consumer's allocations; return {provider_id: resources}.
+
+    The generation of every provider that lost allocations is bumped,
+    except ``guarded``, whose bump the caller makes with its own check.
     """
     rows = list(session.scalars(sa.select(models.Allocation).where(
         models.Allocation.consumer_id == consumer_id)))
@@ -92,8 +98,10 @@ def _drop_allocations(session, consumer_id):
         session.execute(sa.delete(models.Allocation).where(
             models.Allocation.consumer_id == consumer_id))
         rp = models.ResourceProvider
-        session.execute(sa.update(rp).where(rp.id.in_(list(dropped)))
-                        .values(generation=rp.generation + 1))
+        bump = [pid for pid in dropped if pid != guarded]
+        if bump:
+            session.execute(sa.update(rp).where(rp.id.in_(bump))
+                            .values(generation=rp.generation + 1))
     return dropped
 
 

@@ -70,7 +70,8 @@ class SchedulerManager:
                 claims.claim(self.db_url, host.uuid, instance_uuid,
                              resources)
             except (exception.ClaimConflict,
-                    exception.ClaimCapacityExceeded) as exc:
+                    exception.ClaimCapacityExceeded,
+                    exception.ComputeHostNotFound) as exc:
                 LOG.info('Claim for instance %s on %s failed, trying the '
                          'next host: %s', instance_uuid, host.host,
                          exc.format_message(),
@@ -113,7 +114,8 @@ class SchedulerManager:
                          instance_uuid, chosen.host,
                          [h.host for h in alternates],
                          extra={'instance_uuid': instance_uuid})
-        except exception.NoValidHost:
+        except BaseException:
+            # All or nothing: a request that fails keeps no claim.
             for instance_uuid in claimed:
                 self.release_resources(ctx, instance_uuid)
             raise

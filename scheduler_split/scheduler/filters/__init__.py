@@ -23,6 +23,14 @@ class ComputeFilter(BaseHostFilter):
         return not host_state.disabled and host_state.is_up()
 
 
+class AvailabilityZoneFilter(BaseHostFilter):
+    """The host is in the availability zone the request asked for."""
+
+    def host_passes(self, host_state, spec_obj):
+        wanted = spec_obj.get('availability_zone')
+        return not wanted or host_state.availability_zone == wanted
+
+
 class _ResourceFilter(BaseHostFilter):
     resource_class = None
 
@@ -46,8 +54,9 @@ class DiskFilter(_ResourceFilter):
     resource_class = 'DISK_GB'
 
 
-ALL_FILTERS = {cls.__name__: cls for cls in (ComputeFilter, RamFilter,
-                                              CoreFilter, DiskFilter)}
+ALL_FILTERS = {cls.__name__: cls for cls in (
+    ComputeFilter, AvailabilityZoneFilter, RamFilter, CoreFilter,
+    DiskFilter)}
 
 
 def load(names):

@@ -1,0 +1,70 @@
+"""The unmodified openstack CLI and openstacksdk against the API."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import openstack
+import pytest
+
+from scheduler_split.cmd import all_in_one
+
+pytestmark = pytest.mark.functional
+
+
+def _openstack_cli():
+    found = shutil.which('openstack', path=os.path.dirname(sys.executable))
+    return found or shutil.which('openstack')
+
+
+def test_openstacksdk_boots_lists_shows_and_deletes(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    conn = openstack.connect(
+        auth_type='none',
+        compute_endpoint_override=system.base_url + '/v2.1',
+        image_endpoint_override=system.base_url + '/image',
+        identity_endpoint_override=system.base_url + '/identity')
+    flavor = conn.compute.find_flavor('m1.tiny', ignore_missing=False)
+    image = conn.image.find_image('cirros', ignore_missing=False)
+    server = conn.compute.create_server(name='sdk-vm', flavor_id=flavor.id,
+                                        image_id=image.id, networks='none')
+    server = conn.compute.wait_for_server(server, status='ACTIVE', wait=30,
+                                          interval=0.1)
+    assert server.status == 'ACTIVE'
+    assert server.name == 'sdk-vm'
+    assert [s.id for s in conn.compute.servers()] == [server.id]
+    conn.compute.delete_server(server)
+    conn.compute.wait_for_delete(server, wait=30, interval=0.1)
+    assert list(conn.compute.servers()) == []
+
+
+@pytest.mark.skipif(_openstack_cli() is None,
+                    reason='python-openstackclient is not installed')
+def test_openstack_cli_creates_lists_shows_and_deletes(start_system,
+                                                       tmp_path):
+    system = start_system(cells=1, hosts_per_cell=2)
+    clouds = all_in_one.write_clouds_yaml(str(tmp_path), system.base_url)
+    env = dict(os.environ, OS_CLIENT_CONFIG_FILE=clouds,
+               OS_CLOUD='scheduler-split')
+
+    def cli(*args):
+        result = subprocess.run([_openstack_cli(), *args], env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    created = json.loads(cli('server', 'create', '--flavor', 'm1.tiny',
+                             '--image', 'cirros', '--no-network', '--wait',
+                             '-f', 'json', 'vm1'))
+    assert created['status'] == 'ACTIVE'
+    listed = json.loads(cli('server', 'list', '-f', 'json'))
+    assert [(s['Name'], s['Status']) for s in listed] == [('vm1', 'ACTIVE')]
+    shown = json.loads(cli('server', 'show', 'vm1', '-f', 'json'))
+    assert shown['id'] == created['id']
+    assert shown['flavor']['original_name'] == 'm1.tiny' \
+        if isinstance(shown['flavor'], dict) else 'm1.tiny' in \
+        shown['flavor']
+    cli('server', 'delete', '--wait', 'vm1')
+    assert json.loads(cli('server', 'list', '-f', 'json')) == []

@@ -1,0 +1,250 @@
+"""Versioned objects: serialization, defaults, Flavor sizes, fingerprints."""
+
+import datetime
+
+import pytest
+from oslo_serialization import jsonutils
+
+from scheduler_split import context
+from scheduler_split import objects
+from scheduler_split.objects import base
+from tests.unit import helpers
+
+objects.register_all()
+
+INSTANCE_UUID = '3e5d1c2b-8a7f-4b6e-9d0c-1a2b3c4d5e6f'
+CELL_UUID = '0f5b3a3e-7a1d-4d2b-9a0c-aaaaaaaaaaaa'
+NODE_UUIDS = ['11111111-2222-4333-8444-%012d' % i for i in range(4)]
+
+# Fingerprints of every registered object. A change of an object's fields
+# (or remotable methods) changes its fingerprint: bump the object's VERSION
+# and update the line here in the same change.
+EXPECTED_FINGERPRINTS = {
+    'BuildRequest': '1.0-36b7017fd790efc21e6492097b8fdd3d',
+    'CellMapping': '1.0-4be932d51d6a4227b18f3a02ed872bd1',
+    'Flavor': '1.0-a6ae59e8f275ab1aef73df74fd2d7437',
+    'HostMapping': '1.0-9297466faf35f923d342b1558062fa3f',
+    'Instance': '1.0-3598ac557903a18656341d14fd615738',
+    'InstanceFault': '1.0-8bb771c7db1113ce1ccf587760b24f29',
+    'InstanceMapping': '1.0-b322f2a6866014af4084cd6b618bb348',
+    'RequestSpec': '1.0-b85b214f39da9007cbfa5ebc9ffbc3e6',
+    'SchedulerRetries': '1.0-7ac345807a200669b26324c34cdac6a1',
+    'Selection': '1.0-04eab45c9e5a6402f333b7c4f51c9757',
+    'Service': '1.0-c15a517c2240bfd3d8da2af48e26e878',
+}
+
+
+def _round_trip(entity):
+    """Through the serializer and JSON, as over the bus."""
+    serializer = base.ObjectSerializer()
+    ctx = context.get_admin_context()
+    primitive = serializer.serialize_entity(ctx, entity)
+    wire = jsonutils.loads(jsonutils.dumps(primitive))
+    return serializer.deserialize_entity(ctx, wire)
+
+
+def _comparable(value):
+    """A primitive with its ``changes`` lists (built from sets) sorted."""
+    if isinstance(value, dict):
+        return {k: sorted(v) if k.endswith('.changes') else _comparable(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return value
+
+
+def _same(first, second):
+    return (_comparable(first.obj_to_primitive()) ==
+            _comparable(second.obj_to_primitive()))
+
+
+def _selection(index, claimed=True):
+    return objects.Selection(
+        compute_node_uuid=NODE_UUIDS[index], service_host='host%d' % index,
+        nodename='node%d' % index, cell_uuid=CELL_UUID, limits=None,
+        allocation_request=jsonutils.dumps(
+            {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10}) if claimed
+        else None,
+        allocation_request_version='1.0')
+
+
+def _instance():
+    created = datetime.datetime(2024, 5, 6, 7, 8, 9,
+                                tzinfo=datetime.timezone.utc)
+    return objects.Instance(
+        uuid=INSTANCE_UUID, display_name='vm', hostname='vm',
+        project_id='project', user_id='user', host=None, node=None,
+        vm_state='building', task_state='scheduling', power_state=0,
+        flavor=helpers.make_flavor(vcpus=2, memory_mb=2048, root_gb=20,
+                                   swap=512),
+        image_ref='image', availability_zone='az1', key_name=None,
+        metadata={'role': 'db'}, reservation_id='r-1', launch_index=0,
+        launched_at=None, terminated_at=None, created_at=created,
+        updated_at=None, deleted_at=None, deleted=False, fault=None)
+
+
+# --- round trips ------------------------------------------------------------
+
+def test_request_spec_round_trips_through_the_serializer():
+    spec = objects.RequestSpec(
+        instance_uuid=INSTANCE_UUID, project_id='project', user_id='user',
+        flavor=helpers.make_flavor(vcpus=2, memory_mb=1024, root_gb=5,
+                                   ephemeral_gb=1, swap=1),
+        image_ref='image', num_instances=3, availability_zone='az1',
+        scheduler_hints={'group': ['g1']}, ignore_hosts=['bad'],
+        force_hosts=None, force_nodes=None,
+        retry=objects.SchedulerRetries(num_attempts=2, hosts=['h1']))
+
+    copy = _round_trip(spec)
+
+    assert isinstance(copy, objects.RequestSpec)
+    assert _same(copy, spec)
+    assert isinstance(copy.flavor, objects.Flavor)
+    assert copy.flavor.memory_mb == 1024
+    assert copy.retry.hosts == ['h1']
+    assert copy.scheduler_hints == {'group': ['g1']}
+    assert copy.resources == {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 7}
+
+
+def test_lists_of_lists_of_selections_round_trip():
+    host_lists = [[_selection(0), _selection(1, claimed=False)],
+                  [_selection(2), _selection(3, claimed=False)]]
+
+    copy = _round_trip(host_lists)
+
+    assert isinstance(copy, list) and len(copy) == 2
+    for original, restored in zip(host_lists, copy):
+        assert isinstance(restored, list)
+        assert [type(s) for s in restored] == [objects.Selection] * 2
+        assert all(_same(r, o) for r, o in zip(restored, original))
+    assert copy[1][0].compute_node_uuid == NODE_UUIDS[2]
+    assert copy[0][0].resources == {'VCPU': 1, 'MEMORY_MB': 512,
+                                    'DISK_GB': 10}
+    assert copy[0][1].resources == {}
+
+
+def test_instance_round_trips_with_nested_flavor_and_datetimes():
+    instance = _instance()
+
+    copy = _round_trip(instance)
+
+    assert isinstance(copy, objects.Instance)
+    assert _same(copy, instance)
+    assert copy.created_at == instance.created_at
+    assert copy.created_at.tzinfo is not None
+    assert copy.flavor.disk_gb == 21
+    assert copy.metadata == {'role': 'db'}
+    assert copy.fault is None
+
+
+def test_build_request_round_trips_with_its_instance():
+    build_request = objects.BuildRequest(
+        instance_uuid=INSTANCE_UUID, project_id='project',
+        instance=_instance(), created_at=None)
+
+    copy = _round_trip(build_request)
+
+    assert isinstance(copy, objects.BuildRequest)
+    assert isinstance(copy.instance, objects.Instance)
+    assert _same(copy, build_request)
+    assert copy.instance.flavor.name == 'small'
+
+
+def test_flavor_json_round_trip_keeps_extra_specs():
+    flavor = helpers.make_flavor()
+    flavor.extra_specs = {'hw:cpu_policy': 'dedicated'}
+    copy = objects.Flavor.from_json(flavor.to_json())
+    assert copy.extra_specs == {'hw:cpu_policy': 'dedicated'}
+    assert _same(copy, flavor)
+
+
+# --- defaults ---------------------------------------------------------------
+
+def test_unset_defaulted_fields_read_as_their_defaults():
+    spec = helpers.make_spec()
+    assert spec.num_instances == 1
+    assert spec.availability_zone is None
+    assert spec.scheduler_hints == {}
+    assert spec.ignore_hosts is None
+    assert spec.force_hosts is None
+    assert spec.retry is None
+    flavor = helpers.make_flavor()
+    del flavor.ephemeral_gb
+    assert flavor.ephemeral_gb == 0
+    assert flavor.rxtx_factor == 1.0
+    assert flavor.is_public is True
+
+
+def test_unset_defaulted_fields_stay_defaults_after_a_round_trip():
+    spec = helpers.make_spec()
+    copy = _round_trip(spec)
+    assert not copy.obj_attr_is_set('num_instances')
+    assert copy.num_instances == 1
+    assert copy.scheduler_hints == {}
+    assert copy.retry is None
+
+
+def test_mutable_defaults_are_not_shared_between_objects():
+    first = helpers.make_spec()
+    first.scheduler_hints['group'] = ['g1']
+    second = helpers.make_spec()
+    assert second.scheduler_hints == {}
+
+
+def test_unset_field_without_default_raises():
+    spec = objects.RequestSpec(instance_uuid=INSTANCE_UUID)
+    with pytest.raises(NotImplementedError):
+        spec.project_id
+
+
+def test_get_returns_given_default_for_unset_fields_and_value_when_set():
+    spec = helpers.make_spec()
+    assert spec.get('force_hosts', 'nothing') == 'nothing'
+    spec.force_hosts = ['h1']
+    assert spec.get('force_hosts') == ['h1']
+
+
+# --- Flavor.disk_gb ---------------------------------------------------------
+
+@pytest.mark.parametrize('root_gb, ephemeral_gb, swap_mb, expected', [
+    (10, 0, 0, 10),
+    (10, 5, 0, 15),
+    (10, 5, 1, 16),        # 1 MiB of swap takes a whole GiB
+    (10, 5, 1024, 16),
+    (10, 5, 1025, 17),
+    (0, 0, 2048, 2),
+])
+def test_flavor_disk_gb_counts_root_ephemeral_and_swap_rounded_up(
+        root_gb, ephemeral_gb, swap_mb, expected):
+    flavor = helpers.make_flavor(root_gb=root_gb, ephemeral_gb=ephemeral_gb,
+                                 swap=swap_mb)
+    assert flavor.disk_gb == expected
+
+
+def test_flavor_disk_gb_with_unset_ephemeral_and_swap_is_root_only():
+    flavor = objects.Flavor(flavorid='f', name='n', memory_mb=1, vcpus=1,
+                            root_gb=7)
+    assert flavor.disk_gb == 7
+
+
+# --- fingerprints -----------------------------------------------------------
+
+def _object_version_checker():
+    from oslo_versionedobjects import fixture
+    classes = {name: classes for name, classes in
+               base.ObjectRegistry.obj_classes().items()
+               if issubclass(classes[0], base.SchedulerSplitObject)}
+    return fixture.ObjectVersionChecker(classes)
+
+
+def test_object_fingerprints_match_their_versions():
+    checker = _object_version_checker()
+    expected, actual = checker.test_hashes(EXPECTED_FINGERPRINTS)
+    assert expected == actual, (
+        'Objects changed: bump their VERSION and update '
+        'EXPECTED_FINGERPRINTS: %s' % actual)
+
+
+def test_every_registered_object_has_a_pinned_fingerprint():
+    checker = _object_version_checker()
+    assert set(checker.get_hashes()) == set(EXPECTED_FINGERPRINTS)
