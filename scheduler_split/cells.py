@@ -33,7 +33,7 @@ def db_sync(echo=print):
                 reason='[%s_database] connection is not set' % kind)
         migration.upgrade(kind, url)
         echo('%s database: at revision %s' % (kind,
-                                               migration.current(kind, url)))
+                                              migration.current(kind, url)))
     cell_urls = {}
     ctx = ss_context.get_admin_context()
     for cell in objects.CellMapping.get_all(ctx):

@@ -25,10 +25,15 @@ _transports_lock = threading.Lock()
 
 memory_bus.register()
 
-# transport_url and the driver options, so that they can be set before
-# the first transport is made.
-for _group, _opts in messaging_opts.list_opts():
-    CONF.register_opts(_opts, group=_group)
+
+def register_opts(conf):
+    """transport_url and the driver options, settable before the first
+    transport is made."""
+    for group, opts in messaging_opts.list_opts():
+        conf.register_opts(opts, group=group)
+
+
+register_opts(CONF)
 
 
 def executor():

@@ -62,7 +62,7 @@ class ComputeAPI:
         for index in range(count):
             uuid = uuidutils.generate_uuid()
             display_name = name if count == 1 else '%s-%d' % (name,
-                                                               index + 1)
+                                                              index + 1)
             instance = objects.Instance(
                 uuid=uuid, display_name=display_name,
                 hostname=display_name, project_id=ctx.project_id,
@@ -80,14 +80,10 @@ class ComputeAPI:
                 user_id=ctx.user_id, flavor=flavor, image_ref=image_ref,
                 num_instances=count, availability_zone=availability_zone,
                 scheduler_hints=scheduler_hints or {})
-            objects.InstanceMapping(instance_uuid=uuid,
-                                    project_id=ctx.project_id,
-                                    user_id=ctx.user_id).create(ctx)
-            spec.create(ctx)
             build_request = objects.BuildRequest(
                 instance_uuid=uuid, project_id=ctx.project_id,
                 instance=instance, created_at=now)
-            build_request.create(ctx)
+            build_request.create(ctx, request_spec=spec)
             build_requests.append(build_request)
             request_specs.append(spec)
         self.conductor.schedule_and_build_instances(ctx, build_requests,

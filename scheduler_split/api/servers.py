@@ -34,10 +34,6 @@ def _links(req, uuid):
 
 
 def status_of(instance):
-    if instance.task_state == instance_obj.DELETING and \
-            instance.vm_state != instance_obj.ERROR:
-        return 'ACTIVE' if instance.vm_state == instance_obj.ACTIVE \
-            else _STATUS.get(instance.vm_state, 'UNKNOWN')
     return _STATUS.get(instance.vm_state, 'UNKNOWN')
 
 
@@ -200,7 +196,7 @@ def create(req, ctx, version):
         metadata=server.get('metadata'), key_name=server.get('key_name'),
         scheduler_hints=hints)
     if str(server.get('return_reservation_id', '')).lower() in ('true',
-                                                                 '1'):
+                                                                '1'):
         return 202, {'reservation_id': reservation_id}
     first = instances[0]
     return 202, {'server': {

@@ -19,7 +19,7 @@ from scheduler_split import cells
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import objects
-from scheduler_split import rpc  # noqa: F401  registers transport_url
+from scheduler_split import rpc
 
 CONF = conf.CONF
 
@@ -81,6 +81,7 @@ def _cell0_url(url):
 def main(argv=None):
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     oslo_logging.register_options(CONF)
+    rpc.register_opts(CONF)
     conf_args = []
     for path in args.config_file:
         conf_args += ['--config-file', path]

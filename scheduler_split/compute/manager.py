@@ -1,6 +1,6 @@
 """The compute service: builds and deletes instances on one host."""
 
-import collections
+import contextlib
 import logging
 import threading
 
@@ -25,15 +25,32 @@ RPC_VERSION = '1.0'
 
 
 class _InstanceLocks:
-    """One lock per instance uuid, so a delete waits for a running build."""
+    """One lock per instance uuid, so a delete waits for a running build.
+
+    A lock lives only while someone holds or waits for it.
+    """
 
     def __init__(self):
-        self._locks = collections.defaultdict(threading.Lock)
+        self._locks = {}
         self._guard = threading.Lock()
 
+    @contextlib.contextmanager
     def __call__(self, uuid):
         with self._guard:
-            return self._locks[uuid]
+            lock, users = self._locks.get(uuid, (None, 0))
+            if lock is None:
+                lock = threading.Lock()
+            self._locks[uuid] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[uuid]
+                if users == 1:
+                    del self._locks[uuid]
+                else:
+                    self._locks[uuid] = (lock, users - 1)
 
 
 class ComputeManager:

@@ -71,8 +71,10 @@ class SuperConductorManager:
                 self._bury_in_cell0(ctx, build_request, exc)
             return
         except Exception as exc:
+            # E.g. a timeout: the scheduler may have claimed anyway.
             LOG.exception('Scheduling %s failed', uuids)
             for build_request in build_requests:
+                self._release_quietly(ctx, build_request.instance_uuid)
                 self._bury_in_cell0(ctx, build_request, exc)
             return
         LOG.info('select_destinations.end for %s', uuids)
@@ -85,9 +87,16 @@ class SuperConductorManager:
             except Exception as exc:
                 LOG.exception('Creating instance %s in its cell failed',
                               build_request.instance_uuid)
-                self.scheduler.release_resources(ctx,
-                                                 build_request.instance_uuid)
+                self._release_quietly(ctx, build_request.instance_uuid)
                 self._bury_in_cell0(ctx, build_request, exc)
+
+    def _release_quietly(self, ctx, instance_uuid):
+        try:
+            self.scheduler.release_resources(ctx, instance_uuid)
+        except Exception:
+            LOG.exception('Releasing the claim of %s failed; the scheduler '
+                          'keeps it until the instance is deleted',
+                          instance_uuid)
 
     def _build_in_cell(self, ctx, build_request, request_spec, host_list):
         chosen, alternates = host_list[0], host_list[1:]

@@ -31,11 +31,21 @@ class BuildRequest(base.SchedulerSplitObject):
         br.obj_reset_changes()
         return br
 
-    def create(self, ctx):
+    def create(self, ctx, request_spec=None):
+        """Record the build request, its instance mapping (no cell yet) and
+        ``request_spec`` in one transaction: all of them or none."""
+        instance = self.instance
         with engines.writer(CONF.api_database.connection) as session:
+            session.add(models.InstanceMapping(
+                instance_uuid=self.instance_uuid, cell_id=None,
+                project_id=self.project_id, user_id=instance.user_id))
+            if request_spec is not None:
+                session.add(models.RequestSpec(
+                    instance_uuid=self.instance_uuid,
+                    spec=request_spec.to_json()))
             session.add(models.BuildRequest(
                 instance_uuid=self.instance_uuid, project_id=self.project_id,
-                instance=self.instance.to_json()))
+                instance=instance.to_json()))
         self.obj_reset_changes()
 
     @classmethod

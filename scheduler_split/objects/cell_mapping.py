@@ -85,14 +85,6 @@ class InstanceMapping(base.SchedulerSplitObject):
         'user_id': fields.StringField(nullable=True),
     }
 
-    def create(self, ctx):
-        with engines.writer(_api_db()) as session:
-            session.add(models.InstanceMapping(
-                instance_uuid=self.instance_uuid, cell_id=None,
-                project_id=self.project_id, user_id=self.get('user_id')))
-        self.cell_mapping = None
-        self.obj_reset_changes()
-
     def set_cell(self, ctx, cell_mapping):
         with engines.writer(_api_db()) as session:
             session.execute(sa.update(models.InstanceMapping).where(

@@ -52,12 +52,6 @@ class RequestSpec(base.SchedulerSplitObject):
                 'MEMORY_MB': self.flavor.memory_mb,
                 'DISK_GB': self.flavor.disk_gb}
 
-    def create(self, ctx):
-        with engines.writer(CONF.api_database.connection) as session:
-            session.add(models.RequestSpec(instance_uuid=self.instance_uuid,
-                                           spec=self.to_json()))
-        self.obj_reset_changes()
-
     @classmethod
     def get_by_instance_uuid(cls, ctx, instance_uuid):
         with engines.reader(CONF.api_database.connection) as session:

@@ -20,7 +20,7 @@ class Selection(base.SchedulerSplitObject):
         'nodename': fields.StringField(),
         'cell_uuid': fields.UUIDField(),
         'limits': fields.DictOfIntegersField(nullable=True,
-                                              default=None),
+                                             default=None),
         'allocation_request': fields.StringField(nullable=True),
         'allocation_request_version': fields.StringField(nullable=True),
     }

@@ -81,7 +81,7 @@ def test_build_failing_on_every_host_of_the_cell_ends_in_error(
 
 
 def test_non_reschedulable_failure_ends_in_error_with_fault(start_system,
-                                                           fake_driver):
+                                                            fake_driver):
     fake_driver('fail_hosts', ['cell1-compute1'])
     fake_driver('failures_reschedulable', False)
     system = start_system(cells=1, hosts_per_cell=1)

@@ -152,7 +152,7 @@ def test_disk_filter_counts_disk_allocation_ratio_and_reserved():
 def test_load_returns_instances_of_the_named_filters_in_order():
     loaded = filters.load(['DiskFilter', 'ComputeFilter'])
     assert [type(f) for f in loaded] == [filters.DiskFilter,
-                                        filters.ComputeFilter]
+                                         filters.ComputeFilter]
 
 
 def test_load_with_unknown_filter_name_raises_value_error_naming_it():

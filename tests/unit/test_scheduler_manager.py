@@ -204,7 +204,7 @@ def test_no_valid_host_when_no_host_is_known(manager, ctx):
         manager.select_destinations(ctx, _spec(), _uuids(1))
 
 
-# --- the claim decides --------------------------------------------------------
+# --- the claim decides ----------------------------------------------------
 
 def test_host_whose_claim_fails_is_skipped_and_next_host_is_claimed(
         manager, ctx, scheduler_db):
@@ -238,7 +238,7 @@ def test_claim_failures_on_every_host_end_in_no_valid_host(
     assert claims.allocations_of(scheduler_db, uuid) == {}
 
 
-# --- filters in the manager ---------------------------------------------------
+# --- filters in the manager -----------------------------------------------
 
 def test_disabled_host_is_not_chosen(manager, ctx):
     _add_host(manager, CELL_A, 'big', 8, disabled=True)

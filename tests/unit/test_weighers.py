@@ -114,7 +114,7 @@ def test_weigh_with_no_hosts_returns_empty_list():
 def test_load_returns_the_named_weighers():
     loaded = weights.load(['CPUWeigher', 'RAMWeigher'])
     assert [type(w) for w in loaded] == [weights.CPUWeigher,
-                                        weights.RAMWeigher]
+                                         weights.RAMWeigher]
 
 
 def test_load_with_unknown_weigher_name_raises_value_error_naming_it():

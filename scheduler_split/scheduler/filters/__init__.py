@@ -63,5 +63,6 @@ def load(names):
     unknown = [n for n in names if n not in ALL_FILTERS]
     if unknown:
         raise ValueError('Unknown scheduler filters: %s (known: %s)'
-                         % (', '.join(unknown), ', '.join(sorted(ALL_FILTERS))))
+                         % (', '.join(unknown),
+                            ', '.join(sorted(ALL_FILTERS))))
     return [ALL_FILTERS[n]() for n in names]
