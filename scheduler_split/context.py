@@ -14,7 +14,8 @@ class RequestContext(o_context.RequestContext):
     """
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault('overwrite', False)
+        # Every context made for a request or a received message becomes
+        # the thread's current one, so that log lines carry its request id.
         super().__init__(*args, **kwargs)
         if self.is_admin and 'admin' not in self.roles:
             self.roles = list(self.roles) + ['admin']
@@ -39,7 +40,9 @@ class RequestContext(o_context.RequestContext):
 
 
 def get_admin_context():
-    return RequestContext(is_admin=True)
+    """A context for the service's own work; it leaves the thread's
+    current request context alone."""
+    return RequestContext(is_admin=True, overwrite=False)
 
 
 def targeted(ctx, cell_db):

@@ -168,6 +168,10 @@ class _PublicOrAuth:
         self.authed = authed
 
     def __call__(self, environ, start_response):
+        # The request id exists before authentication, so that the context
+        # the auth middleware makes and the response carry the same one.
+        environ.setdefault('openstack.request_id',
+                           'req-' + uuidutils.generate_uuid())
         path = environ.get('PATH_INFO', '')
         if path in PUBLIC:
             return self.router(environ, start_response)

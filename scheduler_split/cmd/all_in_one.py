@@ -18,6 +18,7 @@ import sys
 import threading
 from wsgiref import simple_server
 
+from oslo_log import log as oslo_logging
 import yaml
 
 from scheduler_split import conf
@@ -26,6 +27,8 @@ from scheduler_split import rpc
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
+
+oslo_logging.register_options(CONF)
 
 
 def default_state_dir():
@@ -96,28 +99,26 @@ def write_clouds_yaml(state_dir, base_url):
 
 
 def _setup_logging(args):
-    handlers = [logging.FileHandler(os.path.join(args.state_dir,
-                                                 'scheduler-split.log'))]
-    if args.verbose:
-        handlers.append(logging.StreamHandler(sys.stderr))
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.INFO,
-        format='%(asctime)s %(process)d %(levelname)s %(name)s %(message)s',
-        handlers=handlers, force=True)
-    if not args.debug:
-        for noisy in ('oslo.messaging', 'oslo_messaging', 'amqp', 'alembic',
-                      'oslo_service'):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    """oslo.log to ``<state-dir>/scheduler-split.log`` (and stderr with
+    --verbose): every line carries its request id and instance uuid."""
+    oslo_logging.set_defaults(default_log_levels=[
+        'amqp=WARN', 'oslo.messaging=WARN', 'oslo_messaging=WARN',
+        'oslo_service=WARN', 'alembic=WARN', 'stevedore=WARN',
         # kombu warns that memory:// names no host, on every connection.
-        logging.getLogger('kombu').setLevel(logging.ERROR)
+        'kombu=ERROR', 'urllib3=WARN'])
+    CONF.set_override('log_file', os.path.join(args.state_dir,
+                                               'scheduler-split.log'))
+    CONF.set_override('use_stderr', args.verbose)
+    CONF.set_override('debug', args.debug)
+    oslo_logging.setup(CONF, 'scheduler-split')
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     os.makedirs(args.state_dir, exist_ok=True)
-    _setup_logging(args)
     CONF(project='scheduler-split', default_config_files=[],
          args=[a for f in args.config_file for a in ('--config-file', f)])
+    _setup_logging(args)
 
     print('Setting up %d cell(s) with %d host(s) each in %s ...'
           % (args.cells, args.hosts_per_cell, args.state_dir), flush=True)
