@@ -36,10 +36,11 @@ def register_opts(conf):
 register_opts(CONF)
 
 
-def executor():
-    """The oslo.messaging executor of this process's concurrency mode."""
+def _executor_args():
+    """eventlet mode names its executor; threading is oslo.messaging's
+    default (and naming it is deprecated)."""
     from scheduler_split import monkey_patch
-    return 'eventlet' if monkey_patch.is_patched() else 'threading'
+    return {'executor': 'eventlet'} if monkey_patch.is_patched() else {}
 
 
 def get_transport(url=None):
@@ -100,6 +101,6 @@ def get_server(transport, topic, endpoints, server):
     target = messaging.Target(exchange=EXCHANGE, topic=topic, server=server)
     access_policy = dispatcher.DefaultRPCAccessPolicy
     return messaging.get_rpc_server(transport, target, endpoints,
-                                    executor=executor(),
                                     serializer=RequestContextSerializer(),
-                                    access_policy=access_policy)
+                                    access_policy=access_policy,
+                                    **_executor_args())
