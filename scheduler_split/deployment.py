@@ -169,15 +169,26 @@ class AllInOne:
                 instance.save_error(cctx, exception.BuildAbortException(
                     instance_uuid=instance.uuid,
                     reason='the system restarted during a reschedule'))
-        build_requests = objects.BuildRequest.get_all(ctx)
-        if build_requests:
-            LOG.info('Scheduling %d build request(s) left from the last '
-                     'run', len(build_requests))
-            conductor = conductor_rpcapi.ConductorAPI(transport)
-            for br in build_requests:
-                spec = objects.RequestSpec.get_by_instance_uuid(
-                    ctx, br.instance_uuid)
-                conductor.schedule_and_build_instances(ctx, [br], [spec])
+        conductor = conductor_rpcapi.ConductorAPI(transport)
+        for br in objects.BuildRequest.get_all(ctx):
+            mapping = objects.InstanceMapping.get_by_instance_uuid(
+                ctx, br.instance_uuid)
+            if mapping.cell_mapping is not None:
+                # The instance reached its cell before the stop; that row
+                # is the server now (settled above or by its compute).
+                LOG.info('Build request of %s outlived its move to cell '
+                         '%s; deleting it', br.instance_uuid,
+                         mapping.cell_mapping.name)
+                try:
+                    br.destroy(ctx)
+                except exception.BuildRequestNotFound:
+                    pass
+                continue
+            LOG.info('Scheduling build request %s left from the last run',
+                     br.instance_uuid)
+            spec = objects.RequestSpec.get_by_instance_uuid(
+                ctx, br.instance_uuid)
+            conductor.schedule_and_build_instances(ctx, [br], [spec])
 
     def _wait_for_hosts(self, scheduler, timeout=60):
         """Reports are casts: wait until the scheduler has every host."""

@@ -98,6 +98,12 @@ class ClaimCapacityExceeded(SchedulerSplitException):
     code = 409
 
 
+class ComputeHostDisabled(SchedulerSplitException):
+    """The host's compute service is disabled: no new claims there."""
+    msg_fmt = 'Compute host %(host)s is disabled.'
+    code = 409
+
+
 class ComputeHostNotFound(NotFound):
     msg_fmt = 'Compute host %(host)s could not be found.'
 

@@ -29,6 +29,9 @@ class _Broker:
         self.queues = {}
         self.lock = threading.Lock()
         self.arrived = threading.Condition()
+        # Counts puts, so that a consumer that found nothing sleeps only if
+        # nothing arrived since it looked.
+        self.puts = 0
 
 
 _brokers = {}
@@ -85,6 +88,7 @@ class Channel(memory.Channel):
 
     def _notify(self):
         with self.broker.arrived:
+            self.broker.puts += 1
             self.broker.arrived.notify_all()
 
     def _delete(self, queue_name, *args, **kwargs):
@@ -111,6 +115,8 @@ class Transport(memory.Transport):
         start = time.monotonic()
         get = self.cycle.get
         while True:
+            with self.broker.arrived:
+                puts = self.broker.puts
             try:
                 get(self._deliver, timeout=timeout)
                 return
@@ -123,7 +129,8 @@ class Transport(memory.Transport):
                     raise TimeoutError()
                 wait = min(wait, left)
             with self.broker.arrived:
-                self.broker.arrived.wait(wait)
+                if self.broker.puts == puts:
+                    self.broker.arrived.wait(wait)
 
 
 def register():

@@ -22,7 +22,9 @@ def render(req, flavor, version, detail=True):
     body.update({
         'ram': flavor.memory_mb, 'vcpus': flavor.vcpus,
         'disk': flavor.root_gb, 'OS-FLV-EXT-DATA:ephemeral':
-        flavor.ephemeral_gb, 'swap': flavor.swap or '',
+        flavor.ephemeral_gb,
+        # Before 2.75 a flavor without swap said "".
+        'swap': flavor.swap if version >= (2, 75) else (flavor.swap or ''),
         'rxtx_factor': flavor.rxtx_factor,
         'os-flavor-access:is_public': flavor.is_public,
         'OS-FLV-DISABLED:disabled': flavor.disabled,

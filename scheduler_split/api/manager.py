@@ -65,6 +65,7 @@ class ComputeAPI:
                                                               index + 1)
             instance = objects.Instance(
                 uuid=uuid, display_name=display_name,
+                display_description=description,
                 hostname=display_name, project_id=ctx.project_id,
                 user_id=ctx.user_id, host=None, node=None,
                 vm_state=instance_obj.BUILDING,
@@ -139,26 +140,41 @@ class ComputeAPI:
     # --- delete -------------------------------------------------------------
 
     def delete(self, ctx, uuid):
-        """Delete a server wherever it is in its life."""
+        """Delete a server wherever it is in its life.
+
+        Each step is guarded by the task state it read, so a delete and a
+        build that move at the same time never both win: a compute starts
+        spawning only from SCHEDULING and finishes only from SPAWNING,
+        and the API marks DELETING only from the state it saw.
+        """
         self.get(ctx, uuid)
-        _, cell = self._get(ctx, uuid)
-        if cell is None:
+        for _ in range(10):
+            instance, cell = self._get(ctx, uuid)
+            if cell is None:
+                try:
+                    # Not scheduled yet: the conductor finds the build
+                    # request gone, releases the claim, builds nothing.
+                    objects.BuildRequest(instance_uuid=uuid).destroy(ctx)
+                    return
+                except exception.BuildRequestNotFound:
+                    continue
+            cctx = ss_context.target_cell(ctx, cell)
+            seen = instance.task_state
+            instance.task_state = instance_obj.DELETING
             try:
-                objects.BuildRequest(instance_uuid=uuid).destroy(ctx)
-                # Not scheduled yet: the conductor sees the build request
-                # gone, releases any claim and creates nothing.
+                instance.save(cctx, expected_task_state=seen)
+            except exception.Conflict:
+                continue
+            if (cell.is_cell0 or not instance.host or
+                    instance.vm_state == instance_obj.ERROR):
+                # Nothing runs anywhere (a failed build's VM is gone with
+                # the failure): delete here and drop any claim.
+                instance.destroy(cctx)
+                self.scheduler.try_release_resources(ctx, uuid)
                 return
-            except exception.BuildRequestNotFound:
-                _, cell = self._get(ctx, uuid)
-        cctx = ss_context.target_cell(ctx, cell)
-        instance = objects.Instance.get_by_uuid(cctx, uuid)
-        if cell.is_cell0 or not instance.host:
-            # Nothing runs anywhere: delete here and drop any claim.
-            instance.destroy(cctx)
-            self.scheduler.release_resources(ctx, uuid)
+            compute = compute_rpcapi.ComputeAPI(
+                rpc.get_transport(cell.transport_url))
+            compute.terminate_instance(ctx, instance.host, instance)
             return
-        instance.task_state = instance_obj.DELETING
-        instance.save(cctx)
-        compute = compute_rpcapi.ComputeAPI(
-            rpc.get_transport(cell.transport_url))
-        compute.terminate_instance(ctx, instance.host, instance)
+        raise exception.Conflict(
+            reason='server %s keeps changing state; try again' % uuid)

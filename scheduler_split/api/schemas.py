@@ -1,10 +1,11 @@
 """JSON schemas of request bodies."""
 
+# No leading or trailing whitespace, no control characters.
 _name = {'type': 'string', 'minLength': 1, 'maxLength': 255,
-         'pattern': r'^(?!\s)[\s\S]*(?<!\s)$'}
+         'pattern': r'^(?!\s)[^\x00-\x1f\x7f]*(?<!\s)$'}
 _uuid_or_empty = {'type': 'string', 'maxLength': 255}
-_positive_int = {'type': ['integer', 'string'],
-                 'pattern': '^[0-9]+$', 'minimum': 1}
+_positive_int = {'oneOf': [{'type': 'integer', 'minimum': 1},
+                           {'type': 'string', 'pattern': '^[1-9][0-9]*$'}]}
 
 block_device_mapping_v2 = {
     'type': 'object',

@@ -8,9 +8,12 @@ import jsonschema
 from scheduler_split.api import errors
 from scheduler_split.api import images
 from scheduler_split.api import schemas
+from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
+
+CONF = conf.CONF
 
 _STATUS = {
     instance_obj.BUILDING: 'BUILD',
@@ -103,7 +106,7 @@ def render(req, ctx, version, instance):
     if version >= (2, 9):
         body['locked'] = False
     if version >= (2, 19):
-        body['description'] = None
+        body['description'] = instance.display_description
     if version >= (2, 26):
         body['tags'] = []
     if version >= (2, 63):
@@ -127,18 +130,21 @@ def _flavor_id(flavor_ref):
 
 
 def _image_ref(server):
-    """The image to boot from: imageRef, or the image block device."""
+    """The image to boot from: imageRef, or the image block device.
+
+    There is no block storage service: a block device may only name an
+    image as the local boot disk.
+    """
     image_ref = server.get('imageRef') or ''
-    if not image_ref:
-        for bdm in server.get('block_device_mapping_v2', []):
-            if bdm.get('source_type') == 'image' and str(
-                    bdm.get('boot_index', 0)) in ('0', 'None'):
-                image_ref = bdm.get('uuid') or ''
-                if bdm.get('destination_type') == 'volume':
-                    raise errors.bad_request(
-                        'Booting from volume is not supported: there is no '
-                        'block storage service.')
-                break
+    for bdm in server.get('block_device_mapping_v2', []):
+        if (bdm.get('source_type') != 'image' or
+                bdm.get('destination_type', 'local') != 'local'):
+            raise errors.bad_request(
+                'Only an image as the local boot disk is supported in '
+                'block_device_mapping_v2: there is no block storage '
+                'service.')
+        if not image_ref:
+            image_ref = bdm.get('uuid') or ''
     if not image_ref:
         raise errors.bad_request('Missing imageRef attribute')
     image_ref = image_ref.rstrip('/').rsplit('/', 1)[-1]
@@ -169,14 +175,23 @@ def create(req, ctx, version):
             "Invalid input for field/attribute server. Value: %s. "
             "'networks' is a required property" % server)
     networks = server.get('networks')
-    if isinstance(networks, list) and networks:
+    if networks == 'auto' or (isinstance(networks, list) and networks):
         raise errors.bad_request(
             'Requested networks are not available: there is no networking '
             'service. Use "networks": "none".')
+    if 'description' in server and version < (2, 19):
+        raise errors.bad_request(
+            "Invalid input for field/attribute server. Additional "
+            "properties are not allowed ('description' was unexpected)")
     min_count = _count(server, 'min_count', 1)
     max_count = _count(server, 'max_count', min_count)
     if min_count > max_count:
         raise errors.bad_request('min_count must be <= max_count')
+    if max_count > CONF.api.max_servers_per_request:
+        raise errors.HTTPError(
+            413, 'Quota exceeded for instances: Requested %d, but at most '
+                 '%d may be created in one request.'
+            % (max_count, CONF.api.max_servers_per_request))
     try:
         flavor = objects.Flavor.get_by_flavor_id(
             ctx, _flavor_id(server['flavorRef']))
@@ -194,7 +209,7 @@ def create(req, ctx, version):
         ctx, server['name'], flavor, image_ref, count=max_count,
         availability_zone=server.get('availability_zone'),
         metadata=server.get('metadata'), key_name=server.get('key_name'),
-        scheduler_hints=hints)
+        scheduler_hints=hints, description=server.get('description'))
     if str(server.get('return_reservation_id', '')).lower() in ('true',
                                                                 '1'):
         return 202, {'reservation_id': reservation_id}

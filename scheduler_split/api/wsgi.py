@@ -8,6 +8,7 @@ dict (200), a ``(status, body)`` pair, or a ``webob.Response``.
 
 import json
 import logging
+import re
 
 from oslo_utils import uuidutils
 import routes
@@ -74,7 +75,30 @@ class Request(webob.Request):
         if not isinstance(body, dict):
             raise errors.bad_request('Malformed request body: expected a '
                                      'JSON object')
+        _check_strings(body)
         return body
+
+
+# Control characters and lone surrogates (which JSON can spell but no
+# database can store) are refused anywhere in a body.
+_BAD_CHARACTERS = re.compile('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f'
+                             '\ud800-\udfff]')
+
+
+def _check_strings(value, where='body'):
+    if isinstance(value, str):
+        if _BAD_CHARACTERS.search(value):
+            raise errors.bad_request(
+                'Invalid input for field/attribute %s: control characters '
+                'and unpaired surrogates are not allowed.' % where)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key, where)
+            _check_strings(item, '%s/%s' % (where, key) if where != 'body'
+                           else key)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, where)
 
 
 def _mapper():
@@ -118,6 +142,9 @@ class Router:
             response = self._to_response(result)
         except errors.HTTPError as exc:
             response = errors.fault(exc.status, exc.message)
+        except UnicodeDecodeError:
+            response = errors.fault(400, 'The request URL or query is not '
+                                         'valid UTF-8.')
         except exception.SchedulerSplitException as exc:
             if exc.code >= 500:
                 LOG.exception('Request %s failed', request_id)

@@ -111,41 +111,58 @@ class ComputeManager:
         uuid = instance.uuid
         with self._locks(uuid):
             try:
-                instance = objects.Instance.get_by_uuid(ctx, uuid)
-                instance.host = self.host
-                instance.node = node
-                instance.task_state = instance_obj.SPAWNING
-                instance.save(ctx)
-            except exception.InstanceNotFound:
-                LOG.info('Instance %s was deleted before its build started',
-                         uuid, extra={'instance_uuid': uuid})
-                self.scheduler.release_resources(ctx, uuid)
-                return
-            try:
-                self.driver.spawn(instance)
-            except exception.RescheduledException as exc:
-                self._reschedule(ctx, instance, request_spec, host_list,
-                                 retry, exc)
-                return
+                self._build(ctx, instance, request_spec, host_list, retry,
+                            node)
             except Exception as exc:
-                LOG.warning('Build of instance %s failed: %s', uuid, exc,
-                            extra={'instance_uuid': uuid})
+                # A cast has nobody to report to: whatever went wrong, the
+                # instance must not stay in BUILD.
+                LOG.exception('Build of instance %s failed unexpectedly',
+                              uuid, extra={'instance_uuid': uuid})
                 self._fail(ctx, instance, exc)
-                return
-            instance.vm_state = instance_obj.ACTIVE
-            instance.task_state = None
-            instance.power_state = instance_obj.RUNNING
-            instance.launched_at = obj_base.utcnow()
-            try:
-                instance.save(ctx, expected_task_state=instance_obj.SPAWNING)
-            except (exception.InstanceNotFound, exception.Conflict):
-                LOG.info('Instance %s was deleted during its build',
-                         uuid, extra={'instance_uuid': uuid})
-                self.driver.destroy(instance)
-                self.scheduler.release_resources(ctx, uuid)
-                return
-            LOG.info('Instance %s is ACTIVE on %s', uuid, self.host,
+
+    def _build(self, ctx, instance, request_spec, host_list, retry, node):
+        uuid = instance.uuid
+        try:
+            instance = objects.Instance.get_by_uuid(ctx, uuid)
+            instance.host = self.host
+            instance.node = node
+            instance.task_state = instance_obj.SPAWNING
+            # Only a build the conductor handed over (SCHEDULING) starts;
+            # a delete that came first (DELETING) wins.
+            instance.save(ctx, expected_task_state=instance_obj.SCHEDULING)
+        except (exception.InstanceNotFound, exception.Conflict):
+            LOG.info('Instance %s was deleted before its build started',
+                     uuid, extra={'instance_uuid': uuid})
+            self.scheduler.try_release_resources(ctx, uuid)
+            return
+        try:
+            self.driver.spawn(instance)
+        except exception.RescheduledException as exc:
+            self._reschedule(ctx, instance, request_spec, host_list, retry,
+                             exc)
+            return
+        except Exception as exc:
+            LOG.warning('Build of instance %s failed: %s', uuid, exc,
+                        extra={'instance_uuid': uuid})
+            self._fail(ctx, instance, exc)
+            return
+        instance.vm_state = instance_obj.ACTIVE
+        instance.task_state = None
+        instance.power_state = instance_obj.RUNNING
+        instance.launched_at = obj_base.utcnow()
+        try:
+            instance.save(ctx, expected_task_state=instance_obj.SPAWNING)
+        except (exception.InstanceNotFound, exception.Conflict):
+            # Deleted while spawning: the terminate queued behind this
+            # build finishes the delete; if the row is gone already, clean
+            # up here.
+            LOG.info('Instance %s was deleted during its build', uuid,
                      extra={'instance_uuid': uuid})
+            self.driver.destroy(instance)
+            self.scheduler.try_release_resources(ctx, uuid)
+            return
+        LOG.info('Instance %s is ACTIVE on %s', uuid, self.host,
+                 extra={'instance_uuid': uuid})
 
     def _reschedule(self, ctx, instance, request_spec, host_list, retry,
                     exc):
@@ -154,24 +171,29 @@ class ComputeManager:
                     uuid, self.host, exc.format_message(),
                     extra={'instance_uuid': uuid})
         self.driver.destroy(instance)
-        self.scheduler.release_resources(ctx, uuid)
         instance.host = None
         instance.node = None
         instance.task_state = instance_obj.SCHEDULING
         try:
             instance.save(ctx, expected_task_state=instance_obj.SPAWNING)
         except (exception.InstanceNotFound, exception.Conflict):
+            # Deleted meanwhile; the delete drops the claim too.
+            self.scheduler.try_release_resources(ctx, uuid)
             return
+        # Claiming an alternate moves the claim; this early release only
+        # frees the host sooner.
+        self.scheduler.try_release_resources(ctx, uuid)
         self.conductor.build_instances(ctx, instance, request_spec,
                                        host_list, retry)
 
     def _fail(self, ctx, instance, exc):
+        """ERROR with a fault first, then give the claim back."""
         self.driver.destroy(instance)
-        self.scheduler.release_resources(ctx, instance.uuid)
         try:
             instance.save_error(ctx, exc, host=self.host)
         except exception.InstanceNotFound:
             pass
+        self.scheduler.try_release_resources(ctx, instance.uuid)
 
     def terminate_instance(self, ctx, instance):
         """Cast from the API: destroy the instance and drop its claim."""
@@ -179,11 +201,11 @@ class ComputeManager:
         uuid = instance.uuid
         with self._locks(uuid):
             self.driver.destroy(instance)
-            self.scheduler.release_resources(ctx, uuid)
             try:
                 instance = objects.Instance.get_by_uuid(ctx, uuid)
+                instance.destroy(ctx)
             except exception.InstanceNotFound:
-                return
-            instance.destroy(ctx)
+                pass
+            self.scheduler.try_release_resources(ctx, uuid)
             LOG.info('Instance %s deleted from %s', uuid, self.host,
                      extra={'instance_uuid': uuid})

@@ -74,70 +74,98 @@ class SuperConductorManager:
             # E.g. a timeout: the scheduler may have claimed anyway.
             LOG.exception('Scheduling %s failed', uuids)
             for build_request in build_requests:
-                self._release_quietly(ctx, build_request.instance_uuid)
+                self.scheduler.try_release_resources(
+                    ctx, build_request.instance_uuid)
                 self._bury_in_cell0(ctx, build_request, exc)
             return
         LOG.info('select_destinations.end for %s', uuids)
 
         for build_request, request_spec, host_list in zip(
                 build_requests, request_specs, host_lists):
-            try:
-                self._build_in_cell(ctx, build_request, request_spec,
-                                    host_list)
-            except Exception as exc:
-                LOG.exception('Creating instance %s in its cell failed',
-                              build_request.instance_uuid)
-                self._release_quietly(ctx, build_request.instance_uuid)
-                self._bury_in_cell0(ctx, build_request, exc)
-
-    def _release_quietly(self, ctx, instance_uuid):
-        try:
-            self.scheduler.release_resources(ctx, instance_uuid)
-        except Exception:
-            LOG.exception('Releasing the claim of %s failed; the scheduler '
-                          'keeps it until the instance is deleted',
-                          instance_uuid)
+            self._build_in_cell(ctx, build_request, request_spec, host_list)
 
     def _build_in_cell(self, ctx, build_request, request_spec, host_list):
+        """Create the instance in the chosen cell and cast its build.
+
+        Until the cell holds the instance, a failure sends it to cell0;
+        after that, it fails where it is: ERROR in its cell.
+        """
         chosen, alternates = host_list[0], host_list[1:]
         uuid = build_request.instance_uuid
-        cell = self._cell(ctx, chosen.cell_uuid)
-        cctx = ss_context.target_cell(ctx, cell)
         instance = build_request.instance
-        instance.vm_state = instance_obj.BUILDING
-        instance.task_state = instance_obj.SCHEDULING
-        instance.create(cctx)
-        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
-        mapping.set_cell(ctx, cell)
+        try:
+            cell = self._cell(ctx, chosen.cell_uuid)
+            cctx = ss_context.target_cell(ctx, cell)
+            instance.vm_state = instance_obj.BUILDING
+            instance.task_state = instance_obj.SCHEDULING
+            instance.create(cctx)
+        except Exception as exc:
+            LOG.exception('Creating instance %s in cell %s failed', uuid,
+                          chosen.cell_uuid, extra={'instance_uuid': uuid})
+            self.scheduler.try_release_resources(ctx, uuid)
+            self._bury_in_cell0(ctx, build_request, exc)
+            return
+        try:
+            objects.InstanceMapping.get_by_instance_uuid(
+                ctx, uuid).set_cell(ctx, cell)
+            try:
+                build_request.destroy(ctx)
+            except exception.BuildRequestNotFound:
+                # The user deleted the server while it was being scheduled.
+                LOG.info('Instance %s was deleted while scheduling; '
+                         'releasing its claim', uuid,
+                         extra={'instance_uuid': uuid})
+                instance.destroy(cctx)
+                self.scheduler.try_release_resources(ctx, uuid)
+                return
+            retry = objects.SchedulerRetries(num_attempts=1,
+                                             hosts=[chosen.service_host])
+            compute = compute_rpcapi.ComputeAPI(
+                rpc.get_transport(cell.transport_url))
+            compute.build_and_run_instance(
+                ctx, chosen.service_host, chosen.nodename, instance,
+                request_spec, alternates, retry)
+        except Exception as exc:
+            LOG.exception('Handing instance %s to %s failed', uuid,
+                          chosen.service_host, extra={'instance_uuid': uuid})
+            self._fail_in_cell(ctx, cctx, build_request, instance, exc)
+
+    def _fail_in_cell(self, ctx, cctx, build_request, instance, exc):
+        try:
+            instance.save_error(cctx, exc)
+        except exception.InstanceNotFound:
+            pass
+        except Exception:
+            LOG.exception('Could not put instance %s in ERROR',
+                          instance.uuid)
+        self.scheduler.try_release_resources(ctx, instance.uuid)
         try:
             build_request.destroy(ctx)
         except exception.BuildRequestNotFound:
-            # The user deleted the server while it was being scheduled.
-            LOG.info('Instance %s was deleted while scheduling; releasing '
-                     'its claim', uuid, extra={'instance_uuid': uuid})
-            instance.destroy(cctx)
-            self.scheduler.release_resources(ctx, uuid)
-            return
-        retry = objects.SchedulerRetries(num_attempts=1,
-                                         hosts=[chosen.service_host])
-        compute = compute_rpcapi.ComputeAPI(
-            rpc.get_transport(cell.transport_url))
-        compute.build_and_run_instance(
-            ctx, chosen.service_host, chosen.nodename, instance,
-            request_spec, alternates, retry)
+            pass
+        except Exception:
+            LOG.exception('Could not delete the build request of %s',
+                          instance.uuid)
 
     def _bury_in_cell0(self, ctx, build_request, exc):
         """An instance that could not be scheduled: ERROR in cell0."""
         uuid = build_request.instance_uuid
-        cell0 = self._cell(ctx, cell_mapping_obj.CELL0_UUID)
-        cctx = ss_context.target_cell(ctx, cell0)
-        instance = build_request.instance
-        instance.vm_state = instance_obj.ERROR
-        instance.task_state = None
-        instance.create(cctx, fault=objects.InstanceFault.from_exception(
-            uuid, exc))
-        objects.InstanceMapping.get_by_instance_uuid(ctx, uuid).set_cell(
-            ctx, cell0)
+        try:
+            cell0 = self._cell(ctx, cell_mapping_obj.CELL0_UUID)
+            cctx = ss_context.target_cell(ctx, cell0)
+            instance = build_request.instance
+            instance.vm_state = instance_obj.ERROR
+            instance.task_state = None
+            instance.create(cctx, fault=objects.InstanceFault.from_exception(
+                uuid, exc))
+            objects.InstanceMapping.get_by_instance_uuid(ctx, uuid).set_cell(
+                ctx, cell0)
+        except Exception:
+            # The build request stays: the server shows BUILD until the
+            # databases answer again and a restart settles it.
+            LOG.exception('Could not record instance %s in cell0', uuid,
+                          extra={'instance_uuid': uuid})
+            return
         try:
             build_request.destroy(ctx)
         except exception.BuildRequestNotFound:
@@ -163,16 +191,33 @@ class CellConductorManager:
         instance ends in ERROR with the exhausted-hosts fault.
         """
         ctx = ss_context.targeted(ctx, self.cell_db)
+        try:
+            self._reschedule(ctx, instance, request_spec, host_list, retry)
+        except Exception as exc:
+            LOG.exception('Rescheduling instance %s failed', instance.uuid,
+                          extra={'instance_uuid': instance.uuid})
+            self._fail(ctx, instance, exc)
+
+    def _claim(self, ctx, selection, uuid):
+        try:
+            return self.scheduler.claim_resources(ctx, selection, uuid)
+        except Exception:
+            LOG.exception('Claiming %s for instance %s failed; trying the '
+                          'next alternate', selection.service_host, uuid,
+                          extra={'instance_uuid': uuid})
+            return False
+
+    def _reschedule(self, ctx, instance, request_spec, host_list, retry):
         uuid = instance.uuid
         try:
             instance = objects.Instance.get_by_uuid(ctx, uuid)
         except exception.InstanceNotFound:
             LOG.info('Instance %s was deleted before its reschedule',
                      uuid, extra={'instance_uuid': uuid})
-            self.scheduler.release_resources(ctx, uuid)
+            self.scheduler.try_release_resources(ctx, uuid)
             return
         for index, selection in enumerate(host_list):
-            if not self.scheduler.claim_resources(ctx, selection, uuid):
+            if not self._claim(ctx, selection, uuid):
                 continue
             retry.num_attempts += 1
             retry.hosts = retry.hosts + [selection.service_host]
@@ -186,10 +231,14 @@ class CellConductorManager:
         exc = exception.MaxRetriesExceeded(reason=EXHAUSTED % uuid)
         LOG.warning('Instance %s: %s', uuid, exc.format_message(),
                     extra={'instance_uuid': uuid})
-        self.scheduler.release_resources(ctx, uuid)
+        self._fail(ctx, instance, exc)
+
+    def _fail(self, ctx, instance, exc):
+        """ERROR with a fault first, then give the claim back."""
         instance.host = None
         instance.node = None
         try:
             instance.save_error(ctx, exc)
         except exception.InstanceNotFound:
             pass
+        self.scheduler.try_release_resources(ctx, instance.uuid)

@@ -12,6 +12,9 @@ api_opts = [
                help='How the API authenticates requests.'),
     cfg.IntOpt('max_limit', default=1000, min=1,
                help='Most items one list request returns.'),
+    cfg.IntOpt('max_servers_per_request', default=100, min=1,
+               help='Most servers one create request may ask for '
+                    '(max_count); more is answered with 413.'),
     cfg.StrOpt('image_endpoint',
                help='Public URL of the image catalog the API serves under '
                     '/image, advertised in clouds.yaml. Empty means not '

@@ -122,6 +122,7 @@ class Instance(_Timestamps, CellBase):
     id = sa.Column(sa.Integer, primary_key=True)
     uuid = sa.Column(sa.String(36), nullable=False, unique=True)
     display_name = sa.Column(sa.String(255))
+    display_description = sa.Column(sa.Text)
     hostname = sa.Column(sa.String(255))
     project_id = sa.Column(sa.String(255), nullable=False)
     user_id = sa.Column(sa.String(255))

@@ -1,5 +1,6 @@
 import sqlalchemy as sa
 from oslo_serialization import jsonutils
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from scheduler_split.db import engines
@@ -19,16 +20,20 @@ SCHEDULING = 'scheduling'
 SPAWNING = 'spawning'
 DELETING = 'deleting'
 
+# save() without a task state expectation.
+ANY_TASK_STATE = object()
+
 # power_state values
 NOSTATE = 0
 RUNNING = 1
 SHUTDOWN = 4
 
-_SIMPLE = ('uuid', 'display_name', 'hostname', 'project_id', 'user_id',
-           'host', 'node', 'vm_state', 'task_state', 'power_state',
-           'image_ref', 'availability_zone', 'key_name', 'reservation_id',
-           'launch_index', 'launched_at', 'terminated_at', 'created_at',
-           'updated_at', 'deleted_at', 'deleted')
+_SIMPLE = ('uuid', 'display_name', 'display_description', 'hostname',
+           'project_id', 'user_id', 'host', 'node', 'vm_state',
+           'task_state', 'power_state', 'image_ref', 'availability_zone',
+           'key_name', 'reservation_id', 'launch_index', 'launched_at',
+           'terminated_at', 'created_at', 'updated_at', 'deleted_at',
+           'deleted')
 _DATETIMES = ('launched_at', 'terminated_at', 'created_at', 'updated_at',
               'deleted_at')
 
@@ -57,8 +62,12 @@ class InstanceFault(base.SchedulerSplitObject):
     def from_exception(cls, instance_uuid, exc, host=None, code=500):
         """The fault that says why ``instance_uuid`` failed."""
         message = getattr(exc, 'format_message', lambda: str(exc))()
-        return cls(instance_uuid=instance_uuid,
-                   code=getattr(exc, 'code', code) or code,
+        exc_code = getattr(exc, 'code', None)
+        # Only our exceptions carry an HTTP status; others (SQLAlchemy's
+        # error codes, say) are internal errors.
+        if isinstance(exc_code, int) and 400 <= exc_code < 600:
+            code = exc_code
+        return cls(instance_uuid=instance_uuid, code=code,
                    message=message[:255], details=message, host=host)
 
     def add_to(self, session):
@@ -92,12 +101,16 @@ class InstanceFault(base.SchedulerSplitObject):
 @base.ObjectRegistry.register
 class Instance(base.SchedulerSplitObject):
     """A server. Lives in the database of its cell (or cell0)."""
-    VERSION = '1.0'
+    # 1.0: initial
+    # 1.1: display_description
+    VERSION = '1.1'
 
     fields = {
         'id': fields.IntegerField(nullable=True),
         'uuid': fields.UUIDField(),
         'display_name': fields.StringField(nullable=True),
+        'display_description': fields.StringField(nullable=True,
+                                                  default=None),
         'hostname': fields.StringField(nullable=True),
         'project_id': fields.StringField(),
         'user_id': fields.StringField(nullable=True),
@@ -121,6 +134,11 @@ class Instance(base.SchedulerSplitObject):
         'deleted': fields.BooleanField(default=False),
         'fault': fields.ObjectField('InstanceFault', nullable=True),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('display_description', None)
 
     @classmethod
     def _from_row(cls, row, fault=None):
@@ -178,12 +196,13 @@ class Instance(base.SchedulerSplitObject):
         self.fault = fault
         self.obj_reset_changes(['fault'])
 
-    def save(self, ctx, expected_task_state=None, fault=None):
+    def save(self, ctx, expected_task_state=ANY_TASK_STATE, fault=None):
         """Write the changed fields back (and ``fault``, in one go).
 
-        With ``expected_task_state`` the write only happens when the row
-        still has one of those task states (``InstanceNotFound`` if it was
-        deleted meanwhile, ``Conflict`` if it moved on).
+        With ``expected_task_state`` (a state, None included, or a list of
+        them) the write only happens when the row still has one of those
+        task states (``InstanceNotFound`` if it was deleted meanwhile,
+        ``Conflict`` if it moved on).
         """
         changes = self._values(self.obj_what_changed())
         if not changes:
@@ -193,7 +212,7 @@ class Instance(base.SchedulerSplitObject):
             query = sa.update(models.Instance).where(
                 models.Instance.uuid == self.uuid,
                 models.Instance.deleted.is_(False))
-            if expected_task_state is not None:
+            if expected_task_state is not ANY_TASK_STATE:
                 states = (expected_task_state
                           if isinstance(expected_task_state, (list, tuple))
                           else [expected_task_state])

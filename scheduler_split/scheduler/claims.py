@@ -32,7 +32,8 @@ def claim(url, provider_uuid, consumer_id, resources):
     The consumer's allocations become exactly this claim: any it held on
     other providers are released in the same transaction. Returns the
     provider's new generation. Raises ``ClaimConflict`` when the provider
-    changed concurrently and ``ClaimCapacityExceeded`` when it is full.
+    changed concurrently, ``ClaimCapacityExceeded`` when it is full and
+    ``ComputeHostDisabled`` when its service is disabled.
     """
     rp = models.ResourceProvider
     with engines.writer(url) as session:
@@ -41,6 +42,8 @@ def claim(url, provider_uuid, consumer_id, resources):
             .where(rp.uuid == provider_uuid)).first()
         if provider is None:
             raise exception.ComputeHostNotFound(host=provider_uuid)
+        if provider.disabled:
+            raise exception.ComputeHostDisabled(host=provider.host)
         seen = provider.generation
 
         inventory = {row.resource_class: row for row in session.scalars(

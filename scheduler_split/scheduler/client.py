@@ -7,9 +7,13 @@ caller lives on: the API bus for the api and the super-conductor, the cell
 bus for cell conductors and computes.
 """
 
+import logging
+
 from scheduler_split import exception
 from scheduler_split import rpc
 from scheduler_split.scheduler import rpcapi
+
+LOG = logging.getLogger(__name__)
 
 NoValidHost = exception.NoValidHost
 
@@ -51,3 +55,15 @@ class SchedulerClient:
     def release_resources(self, ctx, instance_uuid):
         """Drop whatever the instance holds; repeating it is harmless."""
         return self._api.release_resources(ctx, instance_uuid)
+
+    def try_release_resources(self, ctx, instance_uuid):
+        """``release_resources`` for failure paths: an error is logged and
+        False returned, so that the caller can still settle the instance.
+        Every later path (a claim elsewhere, a delete) releases again."""
+        try:
+            return self.release_resources(ctx, instance_uuid)
+        except Exception:
+            LOG.exception('Releasing the claim of instance %s failed',
+                          instance_uuid,
+                          extra={'instance_uuid': instance_uuid})
+            return False

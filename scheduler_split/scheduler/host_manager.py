@@ -219,10 +219,14 @@ class HostManager:
                     inv.total, inv.reserved = total, reserved
                     inv.allocation_ratio = ratio
                     changed = True
-            if changed:
-                # An inventory change must fail claims that read the old one.
-                row.generation = row.generation + 1
             uuid = row.uuid
+            if changed:
+                # An inventory change must fail claims that read the old
+                # one; the bump is computed by the database so that a
+                # concurrent claim's bump is never lost.
+                session.flush()
+                session.execute(sa.update(rp).where(rp.id == row.id).values(
+                    generation=rp.generation + 1))
         with self._lock:
             state = self._hosts.get(uuid)
             if state is None:

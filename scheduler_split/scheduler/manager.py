@@ -25,6 +25,11 @@ LOG = logging.getLogger(__name__)
 
 RPC_VERSION = '1.0'
 
+# The normal ways a claim on one host fails: the caller moves on.
+CLAIM_REFUSED = (exception.ClaimConflict, exception.ClaimCapacityExceeded,
+                 exception.ComputeHostDisabled,
+                 exception.ComputeHostNotFound)
+
 
 class SchedulerManager:
 
@@ -69,9 +74,7 @@ class SchedulerManager:
             try:
                 claims.claim(self.db_url, host.uuid, instance_uuid,
                              resources)
-            except (exception.ClaimConflict,
-                    exception.ClaimCapacityExceeded,
-                    exception.ComputeHostNotFound) as exc:
+            except CLAIM_REFUSED as exc:
                 LOG.info('Claim for instance %s on %s failed, trying the '
                          'next host: %s', instance_uuid, host.host,
                          exc.format_message(),
@@ -122,6 +125,12 @@ class SchedulerManager:
         return result
 
     @staticmethod
+    def _usable(host_state):
+        """Whether builds may go to the host at all (ComputeFilter's test,
+        whatever filters are enabled)."""
+        return not host_state.disabled and host_state.is_up()
+
+    @staticmethod
     def _selection(host, resources):
         return objects.Selection(
             compute_node_uuid=host.uuid, service_host=host.host,
@@ -133,12 +142,16 @@ class SchedulerManager:
         """Claim an alternate: True if claimed, False if it lost or is full.
         """
         resources = selection.resources
+        state = self.host_manager.get(selection.compute_node_uuid)
+        if state is not None and not self._usable(state):
+            LOG.info('Alternate %s for instance %s is down or disabled',
+                     selection.service_host, instance_uuid,
+                     extra={'instance_uuid': instance_uuid})
+            return False
         try:
             claims.claim(self.db_url, selection.compute_node_uuid,
                          instance_uuid, resources)
-        except (exception.ClaimConflict,
-                exception.ClaimCapacityExceeded,
-                exception.ComputeHostNotFound) as exc:
+        except CLAIM_REFUSED as exc:
             LOG.info('Claim for instance %s on alternate %s failed: %s',
                      instance_uuid, selection.service_host,
                      exc.format_message(),
@@ -170,6 +183,7 @@ class SchedulerEndpoint:
         self.manager = manager
         self.cell_uuid = cell_uuid
 
+    @messaging.expected_exceptions(exception.NoValidHost)
     def select_destinations(self, ctx, spec_obj, instance_uuids,
                             return_alternates, num_alternates):
         """Call from the super-conductor: choose and claim hosts."""

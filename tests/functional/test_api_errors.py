@@ -136,3 +136,52 @@ def test_flavors_list_the_nova_defaults(api):
             ('m1.medium', 4096, 2, 40), ('m1.large', 8192, 4, 80),
             ('m1.xlarge', 16384, 8, 160)]
     assert api.get('/v2.1/flavors/2').json()['flavor']['name'] == 'm1.small'
+
+
+@pytest.mark.parametrize('change', [
+    {'name': 'a\ud800b'},
+    {'name': 'tab\there'},
+    {'metadata': {'k': 'nul\x00'}},
+    {'min_count': '0', 'max_count': '0'},
+    {'max_count': '01'},
+    {'networks': 'auto'},
+    {'networks': [{'uuid': 'a8c3e2a6-0f4e-4c8a-9d1e-3c1b8f2a7e01'}]},
+    {'block_device_mapping_v2': [{'source_type': 'volume',
+                                  'destination_type': 'volume',
+                                  'uuid': 'x', 'boot_index': 1}]},
+    {'block_device_mapping_v2': [{'source_type': 'blank',
+                                  'destination_type': 'local'}]},
+])
+def test_input_the_system_cannot_honour_is_a_bad_request(api, change):
+    _error(_create(api, dict(GOOD, **change)), 400, 'badRequest')
+
+
+def test_asking_for_too_many_servers_at_once_is_over_limit(api):
+    _error(_create(api, dict(GOOD, min_count=1, max_count=101)), 413,
+           'overLimit')
+
+
+@pytest.mark.parametrize('path', [
+    '/v2.1/servers/%ff', '/v2.1/flavors/%ff', '/v2.1/servers?name=%ff',
+    '/v2.1/servers/detail?status=%ff', '/v2.1/flavors?is_public=%ff'])
+def test_undecodable_urls_are_bad_requests(api, path):
+    _error(api.get(path), 400, 'badRequest')
+
+
+def test_description_is_kept_from_microversion_2_19(api):
+    resp = _create(api, dict(GOOD, name='described',
+                             description='the web tier'))
+    assert resp.status_code == 202, resp.text
+    server = api.server(resp.json()['server']['id'])
+    assert server['description'] == 'the web tier'
+    old = api.as_user('admin:admin')
+    old.session.headers['OpenStack-API-Version'] = 'compute 2.18'
+    _error(_create(old, dict(GOOD, description='x')), 400, 'badRequest')
+
+
+def test_flavor_swap_is_a_number_from_microversion_2_75(api):
+    flavor = api.get('/v2.1/flavors/1').json()['flavor']
+    assert flavor['swap'] == 0
+    old = api.as_user('admin:admin')
+    old.session.headers['OpenStack-API-Version'] = 'compute 2.74'
+    assert old.get('/v2.1/flavors/1').json()['flavor']['swap'] == ''

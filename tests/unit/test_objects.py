@@ -24,7 +24,7 @@ EXPECTED_FINGERPRINTS = {
     'CellMapping': '1.0-4be932d51d6a4227b18f3a02ed872bd1',
     'Flavor': '1.0-a6ae59e8f275ab1aef73df74fd2d7437',
     'HostMapping': '1.0-9297466faf35f923d342b1558062fa3f',
-    'Instance': '1.0-3598ac557903a18656341d14fd615738',
+    'Instance': '1.1-6b6a059a078938c07d82f24da546738b',
     'InstanceFault': '1.0-8bb771c7db1113ce1ccf587760b24f29',
     'InstanceMapping': '1.0-b322f2a6866014af4084cd6b618bb348',
     'RequestSpec': '1.0-b85b214f39da9007cbfa5ebc9ffbc3e6',
@@ -248,3 +248,15 @@ def test_object_fingerprints_match_their_versions():
 def test_every_registered_object_has_a_pinned_fingerprint():
     checker = _object_version_checker()
     assert set(checker.get_hashes()) == set(EXPECTED_FINGERPRINTS)
+
+
+def test_instance_sent_to_a_1_0_peer_drops_the_description():
+    instance = objects.Instance(uuid='8f6b8e8e-4b4b-4b4b-8b8b-8b8b8b8b8b8b',
+                                project_id='p', vm_state='building',
+                                display_description='kept from 1.1')
+    current = instance.obj_to_primitive()
+    old = instance.obj_to_primitive(target_version='1.0')
+    assert current['scheduler_split_object.data']['display_description'] \
+        == 'kept from 1.1'
+    assert 'display_description' not in old['scheduler_split_object.data']
+    assert old['scheduler_split_object.version'] == '1.0'

@@ -43,6 +43,8 @@ def upgrade():
                     sa.Column(
                         'display_name', sa.String(
                             length=255), nullable=True),
+                    sa.Column('display_description', sa.Text(),
+                              nullable=True),
                     sa.Column(
                         'hostname', sa.String(
                             length=255), nullable=True),

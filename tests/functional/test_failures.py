@@ -1,0 +1,96 @@
+"""Failures inside the system end in a state a user can see and act on:
+ERROR with a fault, or gone. Nothing stays in BUILD."""
+
+import oslo_messaging as messaging
+import pytest
+
+from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor import manager as conductor_manager
+from scheduler_split import context as ss_context
+from scheduler_split import objects
+from scheduler_split.scheduler import client as scheduler_client
+
+pytestmark = pytest.mark.functional
+
+
+def test_failed_cast_to_the_compute_ends_in_error_in_its_cell(
+        start_system, monkeypatch):
+    system = start_system(cells=1, hosts_per_cell=2)
+
+    def broker_gone(self, *args, **kwargs):
+        raise messaging.MessageDeliveryFailure('broker unreachable')
+
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, 'build_and_run_instance',
+                        broker_gone)
+    server = system.api.wait_for(system.api.boot(name='castfail'))
+    assert server['status'] == 'ERROR'
+    assert 'broker unreachable' in server['fault']['message']
+    assert system.cell_of(server['id']) == 'cell1'
+    assert system.allocations() == {}
+    assert [s['id'] for s in system.api.servers()] == [server['id']]
+    assert system.api.delete('/v2.1/servers/%s' % server['id']) \
+        .status_code == 204
+    system.api.wait_gone(server['id'])
+    assert system.api.servers() == []
+
+
+def test_build_failure_while_the_scheduler_cannot_be_reached_ends_in_error(
+        start_system, fake_driver, monkeypatch):
+    fake_driver('fail_hosts', ['cell1-compute1'])
+    fake_driver('failures_reschedulable', False)
+    system = start_system(cells=1, hosts_per_cell=1)
+    release = scheduler_client.SchedulerClient.release_resources
+    calls = []
+
+    def scheduler_busy_once(self, ctx, instance_uuid):
+        calls.append(instance_uuid)
+        if len(calls) == 1:
+            raise messaging.MessagingTimeout('scheduler busy')
+        return release(self, ctx, instance_uuid)
+
+    monkeypatch.setattr(scheduler_client.SchedulerClient,
+                        'release_resources', scheduler_busy_once)
+    server = system.api.wait_for(system.api.boot())
+    assert server['status'] == 'ERROR'
+    assert 'injected spawn failure' in server['fault']['message']
+    assert calls
+    # The claim the failed release left is dropped by the delete.
+    assert system.api.delete('/v2.1/servers/%s' % server['id']) \
+        .status_code == 204
+    system.api.wait_gone(server['id'])
+    assert system.allocations() == {}
+
+
+def test_stop_between_cell_create_and_build_request_delete_settles(
+        start_system, monkeypatch, tmp_path):
+    system = start_system(cells=1, hosts_per_cell=1)
+
+    def stop_midway(self, ctx, build_request, request_spec, host_list):
+        # The process dies after the instance reached its cell and before
+        # the build request is deleted or the build is cast.
+        cell = self._cell(ctx, host_list[0].cell_uuid)
+        build_request.instance.create(ss_context.target_cell(ctx, cell))
+        objects.InstanceMapping.get_by_instance_uuid(
+            ctx, build_request.instance_uuid).set_cell(ctx, cell)
+
+    monkeypatch.setattr(conductor_manager.SuperConductorManager,
+                        '_build_in_cell', stop_midway)
+    server_id = system.api.boot(name='midway')
+    system.api.wait_for(server_id, statuses=('BUILD',))
+    import time
+    deadline = time.monotonic() + 10
+    while system.cell_of(server_id) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    system.stop()
+    monkeypatch.undo()
+
+    system = start_system(cells=1, hosts_per_cell=1)
+    server = system.api.wait_for(server_id)
+    assert server['status'] == 'ERROR'
+    assert 'restarted' in server['fault']['message']
+    assert [s['id'] for s in system.api.servers()] == [server_id]
+    assert system.allocations() == {}
+    assert system.api.delete('/v2.1/servers/%s' % server_id) \
+        .status_code == 204
+    system.api.wait_gone(server_id)
+    assert system.api.servers() == []
