@@ -7,7 +7,6 @@ super-conductor; everything after that happens behind the bus.
 """
 
 import logging
-import threading
 
 from oslo_utils import uuidutils
 
@@ -30,25 +29,8 @@ class ComputeAPI:
 
     def __init__(self, transport=None):
         self.transport = transport or rpc.get_transport()
-        self._conductor = None
-        self._scheduler = None
-        self._lock = threading.Lock()
-
-    @property
-    def conductor(self):
-        with self._lock:
-            if self._conductor is None:
-                self._conductor = conductor_rpcapi.ConductorAPI(
-                    self.transport)
-            return self._conductor
-
-    @property
-    def scheduler(self):
-        with self._lock:
-            if self._scheduler is None:
-                self._scheduler = scheduler_client.SchedulerClient(
-                    self.transport)
-            return self._scheduler
+        self.conductor = conductor_rpcapi.ConductorAPI(self.transport)
+        self.scheduler = scheduler_client.SchedulerClient(self.transport)
 
     # --- boot ---------------------------------------------------------------
 
