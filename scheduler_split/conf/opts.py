@@ -10,7 +10,12 @@ from scheduler_split.conf import service
 
 
 def list_opts():
-    merged = {}
+    # transport_url is oslo.messaging's option; every process needs it, so
+    # the sample documents it with ours.
+    from oslo_messaging import opts as messaging_opts
+    merged = {'DEFAULT': [opt for group, opts in messaging_opts.list_opts()
+                          if group is None for opt in opts
+                          if opt.name == 'transport_url']}
     for module in (service, api, compute, conductor, database, fake_driver,
                    scheduler):
         for group, opts in module.list_opts().items():

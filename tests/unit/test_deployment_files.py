@@ -1,0 +1,97 @@
+"""The files operators deploy with: systemd units and sample configs."""
+
+import configparser
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from oslo_config import generator
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+UNITS = ROOT / 'etc' / 'systemd'
+SAMPLE = ROOT / 'etc' / 'scheduler-split' / 'scheduler-split.conf.sample'
+MULTI_CELL = ROOT / 'etc' / 'scheduler-split' / 'multi-cell'
+
+# What a template unit is instantiated with in the multi-cell example.
+INSTANCES = {'scheduler-split-cell-conductor@.service': 'cell1',
+             'scheduler-split-compute@.service': 'cell1-compute1'}
+
+
+def _installed_copy(unit, tmp_path):
+    """The unit as installed in this environment: the scripts the units
+    name in /usr/local/bin live in this interpreter's bin directory."""
+    bindir = os.path.dirname(sys.executable)
+    name = unit.name
+    if name in INSTANCES:
+        name = name.replace('@.', '@%s.' % INSTANCES[name])
+    text = unit.read_text().replace('/usr/local/bin/', bindir + '/')
+    path = tmp_path / unit.name
+    path.write_text(text)
+    return path, name
+
+
+@pytest.mark.skipif(shutil.which('systemd-analyze') is None,
+                    reason='systemd-analyze is not installed')
+@pytest.mark.parametrize('unit', sorted(UNITS.glob('*.service')),
+                         ids=lambda p: p.name)
+def test_systemd_unit_passes_systemd_analyze_verify(unit, tmp_path):
+    path, name = _installed_copy(unit, tmp_path)
+    target = path.parent / name
+    if target != path:
+        target.symlink_to(path)
+    result = subprocess.run(['systemd-analyze', 'verify', str(target)],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # verify accepts a unit with warnings; a clean unit has none of its own.
+    own = [line for line in result.stderr.splitlines()
+           if unit.name.split('@')[0] in line]
+    assert own == []
+
+
+def test_every_service_has_a_unit():
+    names = {p.name for p in UNITS.glob('*.service')}
+    assert names == {'scheduler-split-api.service',
+                     'scheduler-split-conductor.service',
+                     'scheduler-split-cell-conductor@.service',
+                     'scheduler-split-scheduler.service',
+                     'scheduler-split-compute@.service'}
+
+
+def test_sample_config_is_generated_from_the_options_in_code(tmp_path):
+    fresh = tmp_path / 'sample.conf'
+    conf = generator.cfg.ConfigOpts()
+    generator.register_cli_opts(conf)
+    conf(['--namespace', 'scheduler_split', '--wrap-width', '79',
+          '--output-file', str(fresh)])
+    generator.generate(conf)
+    assert fresh.read_text() == SAMPLE.read_text(), (
+        'etc/scheduler-split/scheduler-split.conf.sample is stale: '
+        'run tox -e genconfig')
+
+
+def test_multi_cell_example_uses_only_options_the_sample_documents():
+    sample = configparser.ConfigParser(allow_no_value=True,
+                                       interpolation=None)
+    sample.read_string(
+        '\n'.join(line[1:] if line.startswith('#') and '=' in line
+                  else line for line in SAMPLE.read_text().splitlines()
+                  if not line.startswith('# ') and line != '#'))
+    for path in MULTI_CELL.rglob('*.conf'):
+        example = configparser.ConfigParser(interpolation=None)
+        example.read(path)
+        for section in example.sections():
+            assert sample.has_section(section) or section == 'DEFAULT', \
+                '%s: unknown section [%s]' % (path.name, section)
+            for option in example[section]:
+                if option in example.defaults() and section != 'DEFAULT':
+                    continue
+                assert sample.has_option(section, option), \
+                    '%s: [%s] %s is not an option' % (path.name, section,
+                                                      option)
+        for option in example.defaults():
+            assert option in sample.defaults(), \
+                '%s: [DEFAULT] %s is not an option' % (path.name, option)
