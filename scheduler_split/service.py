@@ -52,9 +52,21 @@ class Service:
         self._servers = []
         self._listeners = []
         self._periodic = []
+        self._started = False
 
     def listen(self, transport, topic, endpoints, server):
+        """Consume ``topic`` on a bus; at once if the service runs."""
         self._listeners.append((transport, topic, endpoints, server))
+        if self._started:
+            self._start_server(transport, topic, endpoints, server)
+
+    def _start_server(self, transport, topic, endpoints, server):
+        rpc_server = rpc.get_server(transport, topic, endpoints, server)
+        rpc_server.start()
+        self._servers.append(rpc_server)
+
+    def reload(self):
+        """SIGHUP: what the service re-reads besides mutable options."""
 
     def add_periodic(self, func, interval, run_first=True):
         self._periodic.append(PeriodicTask('%s-%s' % (
@@ -66,10 +78,9 @@ class Service:
                             None)
         if init_host is not None:
             init_host()
-        for transport, topic, endpoints, server in self._listeners:
-            rpc_server = rpc.get_server(transport, topic, endpoints, server)
-            rpc_server.start()
-            self._servers.append(rpc_server)
+        for listener in self._listeners:
+            self._start_server(*listener)
+        self._started = True
         for task in self._periodic:
             task.start()
         LOG.info('%s started', self.name)

@@ -24,20 +24,38 @@ def parse_args(argv, description=None):
 
 
 def run(svc):
-    """Run ``svc`` until SIGTERM or SIGINT, then stop it gracefully."""
-    stop = threading.Event()
+    """Run ``svc`` until SIGTERM or SIGINT, then stop it gracefully.
 
-    def _handler(signum, frame):
+    SIGTERM stops consuming, lets the messages being handled finish (a
+    spawn, a scheduling call) and closes the connections; messages not
+    taken yet stay on the bus for the next start. SIGHUP re-reads the
+    mutable options of the config files (log levels, say) and whatever
+    the service itself reloads (the scheduler: new cells).
+    """
+    stop = threading.Event()
+    hup = threading.Event()
+
+    def _stop(signum, frame):
         LOG.info('Caught signal %s, stopping', signum)
         stop.set()
 
-    signal.signal(signal.SIGTERM, _handler)
-    signal.signal(signal.SIGINT, _handler)
+    def _hup(signum, frame):
+        hup.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGHUP, _hup)
     svc.start()
     while not stop.is_set():
         stop.wait(1)
+        if hup.is_set():
+            hup.clear()
+            LOG.info('Caught SIGHUP, reloading')
+            CONF.mutate_config_files()
+            svc.reload()
     svc.stop(graceful=True)
     rpc.cleanup()
+    LOG.info('Stopped')
     return 0
 
 

@@ -32,10 +32,25 @@ filter_scheduler_opts = [
 ]
 
 
+scheduler_group = cfg.OptGroup(
+    'scheduler', help='Options of the scheduler service.')
+
+scheduler_opts = [
+    cfg.IntOpt('cell_discovery_interval',
+               default=60, min=1,
+               help='Seconds between two looks at the cell mappings for '
+                    'cells whose bus the scheduler does not listen on yet. '
+                    'SIGHUP looks at once.'),
+]
+
+
 def register_opts(conf):
     conf.register_group(filter_scheduler_group)
     conf.register_opts(filter_scheduler_opts, group=filter_scheduler_group)
+    conf.register_group(scheduler_group)
+    conf.register_opts(scheduler_opts, group=scheduler_group)
 
 
 def list_opts():
-    return {filter_scheduler_group: filter_scheduler_opts}
+    return {filter_scheduler_group: filter_scheduler_opts,
+            scheduler_group: scheduler_opts}

@@ -5,13 +5,18 @@ entry point named ``scheduler``, so that nothing outside this package
 imports scheduler code other than the client library.
 """
 
+import logging
+
 from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import objects
 from scheduler_split import rpc
 from scheduler_split.scheduler import manager as scheduler_manager
 from scheduler_split.scheduler import rpcapi as scheduler_rpcapi
 from scheduler_split import service
 
 CONF = conf.CONF
+LOG = logging.getLogger(__name__)
 
 
 class SchedulerService(service.Service):
@@ -19,11 +24,36 @@ class SchedulerService(service.Service):
     def __init__(self, manager):
         super().__init__('scheduler')
         self.manager = manager
+        self._cells = set()
+        self.add_periodic(self.discover_cells,
+                          CONF.scheduler.cell_discovery_interval,
+                          run_first=False)
 
     def known_hosts(self):
         """Hosts whose reports arrived and are recent."""
         return {h.host for h in self.manager.host_manager.host_states()
                 if h.is_up()}
+
+    def listen_on_cell(self, cell):
+        """Consume the scheduler topic on the bus of ``cell``."""
+        if cell.is_cell0 or cell.uuid in self._cells:
+            return False
+        self._cells.add(cell.uuid)
+        self.listen(rpc.get_transport(cell.transport_url),
+                    scheduler_rpcapi.TOPIC,
+                    [self.manager.endpoint(cell.uuid)], CONF.host)
+        LOG.info('Listening on the bus of cell %s (%s)', cell.name,
+                 cell.uuid)
+        return True
+
+    def discover_cells(self):
+        """Listen on the bus of every cell mapped since the last look."""
+        ctx = ss_context.get_admin_context()
+        for cell in objects.CellMapping.get_all(ctx):
+            self.listen_on_cell(cell)
+
+    def reload(self):
+        self.discover_cells()
 
 
 def build(cell_mappings):
@@ -33,9 +63,5 @@ def build(cell_mappings):
     svc.listen(rpc.get_transport(), scheduler_rpcapi.TOPIC,
                [manager.endpoint(None)], CONF.host)
     for cell in cell_mappings:
-        if cell.is_cell0:
-            continue
-        svc.listen(rpc.get_transport(cell.transport_url),
-                   scheduler_rpcapi.TOPIC, [manager.endpoint(cell.uuid)],
-                   CONF.host)
+        svc.listen_on_cell(cell)
     return svc
