@@ -48,6 +48,8 @@ def super_conductor_service():
     svc = service.Service('super-conductor')
     svc.listen(rpc.get_transport(), conductor_rpcapi.TOPIC, [manager],
                CONF.host)
+    svc.add_periodic(manager.fail_lost_builds,
+                     CONF.conductor.lost_build_check_interval)
     svc.manager = manager
     return svc
 
@@ -57,6 +59,8 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     manager = conductor_manager.CellConductorManager(cell_db, transport)
     svc = service.Service(name)
     svc.listen(transport, conductor_rpcapi.TOPIC, [manager], CONF.host)
+    svc.add_periodic(manager.fail_lost_builds,
+                     CONF.conductor.lost_build_check_interval)
     svc.manager = manager
     return svc
 

@@ -72,6 +72,11 @@ class Unauthorized(SchedulerSplitException):
     code = 401
 
 
+class ServiceUnavailable(SchedulerSplitException):
+    msg_fmt = 'Service unavailable: %(reason)s. Please try again.'
+    code = 503
+
+
 class NoValidHost(SchedulerSplitException):
     msg_fmt = 'No valid host was found. %(reason)s'
 

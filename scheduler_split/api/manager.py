@@ -69,8 +69,23 @@ class ComputeAPI:
             build_request.create(ctx, request_spec=spec)
             build_requests.append(build_request)
             request_specs.append(spec)
-        self.conductor.schedule_and_build_instances(ctx, build_requests,
-                                                    request_specs)
+        try:
+            self.conductor.schedule_and_build_instances(ctx, build_requests,
+                                                        request_specs)
+        except Exception:
+            # Nothing would ever build these servers: take them back. If
+            # the cast did get through, the conductor finds the build
+            # requests gone and builds nothing.
+            LOG.exception('Casting the boot of %s to the conductor failed',
+                          [br.instance_uuid for br in build_requests])
+            for build_request in build_requests:
+                try:
+                    build_request.destroy(ctx)
+                except exception.BuildRequestNotFound:
+                    pass
+            raise exception.ServiceUnavailable(
+                reason='the conductor could not be reached; no server was '
+                       'created')
         return reservation_id, [br.instance for br in build_requests]
 
     # --- read ---------------------------------------------------------------

@@ -146,7 +146,9 @@ class Router:
             response = errors.fault(400, 'The request URL or query is not '
                                          'valid UTF-8.')
         except exception.SchedulerSplitException as exc:
-            if exc.code >= 500:
+            if exc.code == 503:
+                response = errors.fault(503, exc.format_message())
+            elif exc.code >= 500:
                 LOG.exception('Request %s failed', request_id)
                 response = errors.fault(500, 'Unexpected API Error. '
                                              'Request %s.' % request_id)

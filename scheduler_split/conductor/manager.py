@@ -25,6 +25,11 @@ LOG = logging.getLogger(__name__)
 
 RPC_VERSION = '1.0'
 
+LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
+                          '[conductor] lost_build_timeout; the boot was lost')
+LOST_IN_CELL = ('no compute took the build within [conductor] '
+                'lost_build_timeout; the build was lost')
+
 EXHAUSTED = ('Exhausted all hosts available for retrying build failures '
              'for instance %s.')
 
@@ -57,6 +62,13 @@ class SuperConductorManager:
         instance in its chosen cell and casts its build to the chosen
         compute. Instances that cannot be placed go to cell0 in ERROR.
         """
+        pending = [(br, spec) for br, spec in zip(build_requests,
+                                                  request_specs)
+                   if self._still_pending(ctx, br)]
+        if not pending:
+            return
+        build_requests = [br for br, _ in pending]
+        request_specs = [spec for _, spec in pending]
         spec_obj = request_specs[0]
         uuids = [br.instance_uuid for br in build_requests]
         LOG.info('select_destinations.start for %s', uuids)
@@ -84,6 +96,48 @@ class SuperConductorManager:
                 build_requests, request_specs, host_lists):
             self._build_in_cell(ctx, build_request, request_spec, host_list)
 
+    def fail_lost_builds(self):
+        """Periodic: build requests nothing scheduled end in cell0.
+
+        Like every placement of an instance, this one only counts if it
+        is the first to give the instance mapping its cell, so a late
+        delivery of the original boot and this sweep never both win.
+        """
+        ctx = ss_context.get_admin_context()
+        for build_request in objects.BuildRequest.get_older_than(
+                ctx, CONF.conductor.lost_build_timeout):
+            uuid = build_request.instance_uuid
+            if not self._still_pending(ctx, build_request):
+                continue
+            LOG.warning('Build request of %s was never scheduled; putting '
+                        'the instance in ERROR', uuid,
+                        extra={'instance_uuid': uuid})
+            self._bury_in_cell0(ctx, build_request,
+                                exception.BuildAbortException(
+                                    instance_uuid=uuid,
+                                    reason=LOST_BEFORE_SCHEDULING))
+            self.scheduler.try_release_resources(ctx, uuid)
+
+    @staticmethod
+    def _still_pending(ctx, build_request):
+        """Whether the build request still waits for a cell.
+
+        A user's delete or the API taking back a boot it could not hand
+        over removes it; a second delivery of the same boot finds it
+        mapped. Either way there is nothing to schedule, and scheduling
+        anyway would move the claim of the instance.
+        """
+        uuid = build_request.instance_uuid
+        try:
+            objects.BuildRequest.get_by_instance_uuid(ctx, uuid)
+            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+        except (exception.BuildRequestNotFound,
+                exception.InstanceMappingNotFound):
+            LOG.info('Build request of %s is gone; nothing to build', uuid,
+                     extra={'instance_uuid': uuid})
+            return False
+        return mapping.cell_mapping is None
+
     def _build_in_cell(self, ctx, build_request, request_spec, host_list):
         """Create the instance in the chosen cell and cast its build.
 
@@ -106,8 +160,14 @@ class SuperConductorManager:
             self._bury_in_cell0(ctx, build_request, exc)
             return
         try:
-            objects.InstanceMapping.get_by_instance_uuid(
-                ctx, uuid).set_cell(ctx, cell)
+            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+            if not mapping.set_cell(ctx, cell):
+                # Someone placed it first (a sweep of lost builds).
+                LOG.info('Instance %s was settled elsewhere meanwhile',
+                         uuid, extra={'instance_uuid': uuid})
+                instance.destroy(cctx)
+                self.scheduler.try_release_resources(ctx, uuid)
+                return
             try:
                 build_request.destroy(ctx)
             except exception.BuildRequestNotFound:
@@ -148,7 +208,13 @@ class SuperConductorManager:
                           instance.uuid)
 
     def _bury_in_cell0(self, ctx, build_request, exc):
-        """An instance that could not be scheduled: ERROR in cell0."""
+        """An instance that could not be scheduled: ERROR in cell0.
+
+        The row comes first, then the mapping points at it (only if no
+        one placed the instance meanwhile), then the build request goes.
+        If cell0 cannot be written, the build request stays and
+        ``fail_lost_builds`` tries again later.
+        """
         uuid = build_request.instance_uuid
         try:
             cell0 = self._cell(ctx, cell_mapping_obj.CELL0_UUID)
@@ -158,17 +224,18 @@ class SuperConductorManager:
             instance.task_state = None
             instance.create(cctx, fault=objects.InstanceFault.from_exception(
                 uuid, exc))
-            objects.InstanceMapping.get_by_instance_uuid(ctx, uuid).set_cell(
-                ctx, cell0)
+            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+            if not mapping.set_cell(ctx, cell0):
+                instance.destroy(cctx)
+                return
         except Exception:
-            # The build request stays: the server shows BUILD until the
-            # databases answer again and a restart settles it.
             LOG.exception('Could not record instance %s in cell0', uuid,
                           extra={'instance_uuid': uuid})
             return
         try:
             build_request.destroy(ctx)
         except exception.BuildRequestNotFound:
+            # The user deleted the server meanwhile.
             instance.destroy(cctx)
 
 
@@ -182,6 +249,32 @@ class CellConductorManager:
         self.transport = transport or rpc.get_transport()
         self.scheduler = scheduler_client.SchedulerClient(self.transport)
         self.compute = compute_rpcapi.ComputeAPI(self.transport)
+
+    def fail_lost_builds(self):
+        """Periodic: builds handed to no compute end in ERROR.
+
+        A build waits in task state scheduling without a host only while
+        its cast to a compute is on the bus; a compute takes it only from
+        that state, so whichever of the two writes first wins.
+        """
+        ctx = ss_context.targeted(ss_context.get_admin_context(),
+                                  self.cell_db)
+        for instance in objects.Instance.get_unhandled_builds(
+                ctx, CONF.conductor.lost_build_timeout):
+            uuid = instance.uuid
+            instance.vm_state = instance_obj.ERROR
+            instance.task_state = None
+            fault = objects.InstanceFault.from_exception(
+                uuid, exception.BuildAbortException(
+                    instance_uuid=uuid, reason=LOST_IN_CELL))
+            try:
+                instance.save(ctx, expected_task_state=instance_obj.SCHEDULING,
+                              fault=fault)
+            except (exception.InstanceNotFound, exception.Conflict):
+                continue
+            LOG.warning('Build of instance %s reached no compute; it is in '
+                        'ERROR now', uuid, extra={'instance_uuid': uuid})
+            self.scheduler.try_release_resources(ctx, uuid)
 
     def build_instances(self, ctx, instance, request_spec, host_list, retry):
         """Cast from a compute whose build failed: try the next alternate.

@@ -17,6 +17,17 @@ conductor_opts = [
                     'host plus (build_max_attempts - 1) same-cell '
                     'alternates, which the conductor asks the scheduler '
                     'for.'),
+    cfg.IntOpt('lost_build_timeout',
+               default=600, min=10,
+               help='Seconds after which a build that no service is working '
+                    'on any more (a message lost with a crashed process) '
+                    'ends in ERROR with a fault: for the super-conductor a '
+                    'build request never scheduled, for a cell conductor '
+                    'an instance handed to no compute. Keep it well above '
+                    'rpc_response_timeout.'),
+    cfg.IntOpt('lost_build_check_interval',
+               default=60, min=1,
+               help='Seconds between two looks for lost builds.'),
 ]
 
 

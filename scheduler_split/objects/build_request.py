@@ -1,3 +1,5 @@
+import datetime
+
 import sqlalchemy as sa
 from oslo_versionedobjects import fields
 
@@ -56,6 +58,16 @@ class BuildRequest(base.SchedulerSplitObject):
             if row is None:
                 raise exception.BuildRequestNotFound(uuid=instance_uuid)
             return cls._from_row(row)
+
+    @classmethod
+    def get_older_than(cls, ctx, seconds):
+        """Build requests created more than ``seconds`` ago."""
+        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
+            seconds=seconds)
+        with engines.reader(CONF.api_database.connection) as session:
+            return [cls._from_row(row) for row in session.scalars(
+                sa.select(models.BuildRequest).where(
+                    models.BuildRequest.created_at < cutoff))]
 
     @classmethod
     def get_all(cls, ctx, project_id=None):

@@ -86,12 +86,21 @@ class InstanceMapping(base.SchedulerSplitObject):
     }
 
     def set_cell(self, ctx, cell_mapping):
+        """Place the instance in ``cell_mapping``, if nobody placed it yet.
+
+        Returns False when the mapping already had a cell: exactly one
+        placement of an instance wins.
+        """
         with engines.writer(_api_db()) as session:
-            session.execute(sa.update(models.InstanceMapping).where(
-                models.InstanceMapping.instance_uuid == self.instance_uuid
+            result = session.execute(sa.update(models.InstanceMapping).where(
+                models.InstanceMapping.instance_uuid == self.instance_uuid,
+                models.InstanceMapping.cell_id.is_(None)
             ).values(cell_id=cell_mapping.id))
+        if result.rowcount != 1:
+            return False
         self.cell_mapping = cell_mapping
         self.obj_reset_changes()
+        return True
 
     @classmethod
     def get_by_instance_uuid(cls, ctx, instance_uuid):

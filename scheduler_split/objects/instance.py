@@ -1,3 +1,5 @@
+import datetime
+
 import sqlalchemy as sa
 from oslo_serialization import jsonutils
 from oslo_utils import versionutils
@@ -259,6 +261,22 @@ class Instance(base.SchedulerSplitObject):
                 raise exception.InstanceNotFound(instance_id=uuid)
             faults = InstanceFault.get_latest(session, [uuid])
             return cls._from_row(row, faults.get(uuid))
+
+    @classmethod
+    def get_unhandled_builds(cls, ctx, seconds):
+        """Builds waiting for a compute (no host, task state scheduling)
+        that nothing touched for ``seconds``."""
+        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
+            seconds=seconds)
+        with engines.reader(_cell_db(ctx)) as session:
+            rows = session.scalars(sa.select(models.Instance).where(
+                models.Instance.deleted.is_(False),
+                models.Instance.vm_state == BUILDING,
+                models.Instance.task_state == SCHEDULING,
+                models.Instance.host.is_(None),
+                sa.func.coalesce(models.Instance.updated_at,
+                                 models.Instance.created_at) < cutoff))
+            return [cls._from_row(row) for row in rows]
 
     @classmethod
     def get_all(cls, ctx, project_id=None, uuids=None, host=None,

@@ -8,6 +8,7 @@ a compute's report gets its cell without the compute knowing the cell.
 """
 
 import logging
+import threading
 
 import oslo_messaging as messaging
 from oslo_serialization import jsonutils
@@ -25,10 +26,13 @@ LOG = logging.getLogger(__name__)
 
 RPC_VERSION = '1.0'
 
-# The normal ways a claim on one host fails: the caller moves on.
-CLAIM_REFUSED = (exception.ClaimConflict, exception.ClaimCapacityExceeded,
+# The ways a host refuses a claim for good: the caller moves on.
+CLAIM_REFUSED = (exception.ClaimCapacityExceeded,
                  exception.ComputeHostDisabled,
                  exception.ComputeHostNotFound)
+# How often one host is tried when claims of other processes keep
+# changing it under us.
+CLAIM_ATTEMPTS = 5
 
 
 class SchedulerManager:
@@ -38,6 +42,8 @@ class SchedulerManager:
         self.host_manager = host_manager.HostManager(self.db_url)
         self.filters = filters.load(CONF.filter_scheduler.enabled_filters)
         self.weighers = weights.load(CONF.filter_scheduler.weighers)
+        self._claim_locks = {}
+        self._claim_locks_guard = threading.Lock()
 
     def endpoint(self, cell_uuid=None):
         """The RPC endpoint for one bus: the API bus or a cell's bus."""
@@ -63,26 +69,55 @@ class SchedulerManager:
 
     # --- the claim (reserve) phase -----------------------------------------
 
+    def _claim(self, host_uuid, instance_uuid, resources):
+        """Claim on one host: True, or False once it is really refused.
+
+        A lost race (ClaimConflict) says only that someone else changed
+        the host meanwhile: reload it and try again while it still fits.
+        Claims of this process on one host queue on a lock, so that only
+        other processes' claims can make it lose.
+        """
+        for _ in range(CLAIM_ATTEMPTS):
+            try:
+                with self._claim_lock(host_uuid):
+                    claims.claim(self.db_url, host_uuid, instance_uuid,
+                                 resources)
+                self.host_manager.note_claim(host_uuid, resources)
+                return True
+            except exception.ClaimConflict as exc:
+                LOG.debug('Claim for instance %s lost a race: %s',
+                          instance_uuid, exc.format_message())
+                state = self.host_manager.refresh_host(host_uuid)
+                if state is None or not state.fits(resources):
+                    return False
+            except CLAIM_REFUSED as exc:
+                LOG.info('Claim for instance %s refused: %s', instance_uuid,
+                         exc.format_message(),
+                         extra={'instance_uuid': instance_uuid})
+                self.host_manager.refresh_host(host_uuid)
+                return False
+        return False
+
+    def _claim_lock(self, host_uuid):
+        with self._claim_locks_guard:
+            lock = self._claim_locks.get(host_uuid)
+            if lock is None:
+                lock = self._claim_locks[host_uuid] = threading.Lock()
+            return lock
+
     def _claim_first(self, ctx, candidates, instance_uuid, resources):
         """Claim on the best candidate that accepts; return it or None.
 
-        A lost race or a full host is a normal outcome: that host is
-        dropped from the candidates and reloaded, the next one is tried.
+        A host that refuses is dropped from the candidates and the next
+        one is tried.
         """
         while candidates:
             host = candidates.pop(0)
-            try:
-                claims.claim(self.db_url, host.uuid, instance_uuid,
-                             resources)
-            except CLAIM_REFUSED as exc:
-                LOG.info('Claim for instance %s on %s failed, trying the '
-                         'next host: %s', instance_uuid, host.host,
-                         exc.format_message(),
-                         extra={'instance_uuid': instance_uuid})
-                self.host_manager.refresh_host(host.uuid)
-                continue
-            self.host_manager.note_claim(host.uuid, resources)
-            return host
+            if self._claim(host.uuid, instance_uuid, resources):
+                return host
+            LOG.info('Instance %s: %s refused the claim, trying the next '
+                     'host', instance_uuid, host.host,
+                     extra={'instance_uuid': instance_uuid})
         return None
 
     def select_destinations(self, ctx, spec_obj, instance_uuids,
@@ -148,18 +183,8 @@ class SchedulerManager:
                      selection.service_host, instance_uuid,
                      extra={'instance_uuid': instance_uuid})
             return False
-        try:
-            claims.claim(self.db_url, selection.compute_node_uuid,
-                         instance_uuid, resources)
-        except CLAIM_REFUSED as exc:
-            LOG.info('Claim for instance %s on alternate %s failed: %s',
-                     instance_uuid, selection.service_host,
-                     exc.format_message(),
-                     extra={'instance_uuid': instance_uuid})
-            self.host_manager.refresh_host(selection.compute_node_uuid)
-            return False
-        self.host_manager.note_claim(selection.compute_node_uuid, resources)
-        return True
+        return self._claim(selection.compute_node_uuid, instance_uuid,
+                           resources)
 
     def release_resources(self, ctx, instance_uuid):
         released = claims.release(self.db_url, instance_uuid)

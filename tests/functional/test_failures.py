@@ -94,3 +94,53 @@ def test_stop_between_cell_create_and_build_request_delete_settles(
         .status_code == 204
     system.api.wait_gone(server_id)
     assert system.api.servers() == []
+
+
+def test_boot_the_conductor_cannot_be_told_about_is_a_503_and_no_server(
+        start_system, monkeypatch):
+    from scheduler_split.conductor import rpcapi as conductor_rpcapi
+    system = start_system(cells=1, hosts_per_cell=1)
+
+    def bus_down(self, *args, **kwargs):
+        raise messaging.MessageDeliveryFailure('broker unreachable')
+
+    monkeypatch.setattr(conductor_rpcapi.ConductorAPI,
+                        'schedule_and_build_instances', bus_down)
+    resp = system.api.post('/v2.1/servers', {'server': {
+        'name': 'lost', 'flavorRef': '1', 'networks': 'none',
+        'imageRef': 'a8c3e2a6-0f4e-4c8a-9d1e-3c1b8f2a7e01'}})
+    assert resp.status_code == 503, resp.text
+    assert resp.json()['serviceUnavailable']['code'] == 503
+    assert system.api.servers() == []
+
+
+def test_builds_whose_messages_were_lost_end_in_error(start_system,
+                                                      monkeypatch):
+    from scheduler_split.conductor import rpcapi as conductor_rpcapi
+    from scheduler_split import conf
+    conf.CONF.set_override('lost_build_timeout', 10, group='conductor')
+    conf.CONF.set_override('lost_build_check_interval', 1,
+                           group='conductor')
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+
+    # A build cast to a compute that never arrives...
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, 'build_and_run_instance',
+                        lambda self, *args, **kwargs: None)
+    in_cell = api.boot(name='lost-in-cell')
+    api.wait_for(in_cell, statuses=('BUILD',))
+    # ...and a boot cast to a super-conductor that never arrives.
+    monkeypatch.setattr(conductor_rpcapi.ConductorAPI,
+                        'schedule_and_build_instances',
+                        lambda self, *args, **kwargs: None)
+    never_scheduled = api.boot(name='never-scheduled')
+
+    first = api.wait_for(in_cell, timeout=40)
+    assert first['status'] == 'ERROR'
+    assert 'no compute took the build' in first['fault']['message']
+    assert system.cell_of(in_cell) == 'cell1'
+    second = api.wait_for(never_scheduled, timeout=40)
+    assert second['status'] == 'ERROR'
+    assert 'no conductor scheduled it' in second['fault']['message']
+    assert system.cell_of(never_scheduled) == 'cell0'
+    assert system.allocations() == {}

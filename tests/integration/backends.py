@@ -1,0 +1,189 @@
+"""RabbitMQ and PostgreSQL for the integration tests, private and local.
+
+Each is installed from Debian's packages if missing, then run from a
+temporary directory bound to 127.0.0.1 on free ports, and stopped (its
+directory removed) at the end. Nothing touches a system-wide instance.
+"""
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def apt_install(*packages):
+    """Install Debian packages that are missing (needs root and apt)."""
+    if os.geteuid() != 0 or shutil.which('apt-get') is None:
+        raise RuntimeError('%s missing and cannot be installed here (needs '
+                           'root and apt-get)' % ' '.join(packages))
+    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    subprocess.run(['apt-get', 'update', '-qq'], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run(['apt-get', 'install', '-y', '-qq', *packages],
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise RuntimeError('%s did not come up within %ss' % (what, timeout))
+
+
+class RabbitMQ:
+    BIN = '/usr/lib/rabbitmq/bin'
+
+    def __init__(self, base_dir):
+        self.base = os.path.join(base_dir, 'rabbitmq')
+        self.port = free_port()
+        self.proc = None
+
+    def _make_env(self):
+        os.makedirs(self.base, exist_ok=True)
+        return dict(
+            os.environ,
+            HOME=self.base,
+            RABBITMQ_NODENAME='scheduler-split-test-%d@localhost' % self.port,
+            RABBITMQ_NODE_IP_ADDRESS='127.0.0.1',
+            RABBITMQ_NODE_PORT=str(self.port),
+            RABBITMQ_DIST_PORT=str(free_port()),
+            ERL_EPMD_ADDRESS='127.0.0.1',
+            ERL_EPMD_PORT=str(free_port()),
+            RABBITMQ_MNESIA_BASE=os.path.join(self.base, 'mnesia'),
+            RABBITMQ_LOG_BASE=os.path.join(self.base, 'log'),
+            RABBITMQ_ENABLED_PLUGINS_FILE=os.path.join(self.base,
+                                                       'enabled_plugins'),
+            RABBITMQ_CONFIG_FILE=os.path.join(self.base, 'rabbitmq'),
+            RABBITMQ_ADVANCED_CONFIG_FILE=os.path.join(self.base,
+                                                       'advanced.config'),
+            RABBITMQ_CONF_ENV_FILE=os.path.join(self.base, 'env.conf'),
+        )
+
+    def ctl(self, *args):
+        return subprocess.run([os.path.join(self.BIN, 'rabbitmqctl'), *args],
+                              env=self.env, check=True, capture_output=True,
+                              text=True, timeout=120)
+
+    def start(self):
+        if not os.path.exists(os.path.join(self.BIN, 'rabbitmq-server')):
+            apt_install('rabbitmq-server')
+        self.env = self._make_env()
+        with open(os.path.join(self.base, 'enabled_plugins'), 'w') as f:
+            f.write('[].\n')
+        with open(os.path.join(self.base, 'rabbitmq.conf'), 'w') as f:
+            f.write('loopback_users = none\n'
+                    'listeners.tcp.default = 127.0.0.1:%d\n' % self.port)
+        with open(os.path.join(self.base, 'advanced.config'), 'w') as f:
+            f.write('[].\n')
+        open(os.path.join(self.base, 'env.conf'), 'w').close()
+        self.log = open(os.path.join(self.base, 'server.out'), 'w')
+        self.proc = subprocess.Popen(
+            [os.path.join(self.BIN, 'rabbitmq-server')], env=self.env,
+            stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        deadline = time.monotonic() + 180
+        while True:
+            # await_startup gives up at once while the node has not
+            # registered with epmd yet.
+            try:
+                self.ctl('await_startup', '--timeout', '60')
+                return self
+            except subprocess.CalledProcessError:
+                if self.proc.poll() is not None or \
+                        time.monotonic() > deadline:
+                    raise RuntimeError(
+                        'RabbitMQ did not start; see %s'
+                        % os.path.join(self.base, 'server.out'))
+                time.sleep(1)
+
+    def add_vhost(self, name):
+        self.ctl('add_vhost', name)
+        self.ctl('set_permissions', '-p', name, 'guest', '.*', '.*', '.*')
+        return 'rabbit://guest:guest@127.0.0.1:%d/%s' % (self.port, name)
+
+    def stop(self):
+        if self.proc is None:
+            return
+        try:
+            self.ctl('stop')
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+        # epmd is started by the node and outlives it.
+        subprocess.run(['epmd', '-kill'], env=self.env, check=False,
+                       capture_output=True)
+        self.proc = None
+        self.log.close()
+
+
+class PostgreSQL:
+
+    def __init__(self, base_dir=None):
+        # Its own directory: the server runs as postgres, which must be
+        # able to reach it (a test's tmp_path sits below a 0700 root).
+        self.base = tempfile.mkdtemp(prefix='scheduler-split-pg-')
+        os.chmod(self.base, 0o755)
+        self.data = os.path.join(self.base, 'data')
+        self.port = free_port()
+        self.started = False
+
+    @staticmethod
+    def _bindir():
+        found = sorted(glob.glob('/usr/lib/postgresql/*/bin/initdb'))
+        return os.path.dirname(found[-1]) if found else None
+
+    def _run(self, *cmd, **kwargs):
+        """Run as the postgres user when we are root (initdb refuses
+        root)."""
+        if os.geteuid() == 0:
+            cmd = ('runuser', '-u', 'postgres', '--', *cmd)
+        return subprocess.run(cmd, check=True, capture_output=True,
+                              text=True, timeout=120, **kwargs)
+
+    def start(self):
+        if self._bindir() is None:
+            apt_install('postgresql')
+        bindir = self._bindir()
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam('postgres')
+            os.chown(self.base, pw.pw_uid, pw.pw_gid)
+        self._run(os.path.join(bindir, 'initdb'), '-D', self.data, '-A',
+                  'trust', '-U', 'postgres', '--no-sync')
+        self._run(os.path.join(bindir, 'pg_ctl'), '-D', self.data, '-w',
+                  '-l', os.path.join(self.base, 'server.log'), '-o',
+                  '-h 127.0.0.1 -p %d -k %s -c fsync=off '
+                  '-c max_connections=300' % (self.port, self.base),
+                  'start')
+        self.started = True
+        self.bindir = bindir
+        return self
+
+    def create_database(self, name):
+        self._run(os.path.join(self.bindir, 'createdb'), '-h', '127.0.0.1',
+                  '-p', str(self.port), '-U', 'postgres', name)
+        return ('postgresql+psycopg2://postgres@127.0.0.1:%d/%s'
+                % (self.port, name))
+
+    def stop(self):
+        if not self.started:
+            return
+        self._run(os.path.join(self.bindir, 'pg_ctl'), '-D', self.data,
+                  '-m', 'fast', '-w', 'stop')
+        self.started = False
+        shutil.rmtree(self.base, ignore_errors=True)

@@ -1,0 +1,254 @@
+"""Every service as its own OS process over RabbitMQ and PostgreSQL."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import requests
+import sqlalchemy as sa
+
+from tests.integration import backends
+
+BIN = os.path.dirname(sys.executable)
+
+
+class Deployment:
+    """Two cells, each with its vhost, database, conductor and computes."""
+
+    CELLS = ('cell1', 'cell2')
+    HOSTS_PER_CELL = 2
+    # A host in its own availability zone, to tell when it can be chosen.
+    EDGE_HOST = 'cell1-compute1'
+
+    def __init__(self, base_dir):
+        self.base = str(base_dir)
+        self.conf_dir = os.path.join(self.base, 'etc')
+        self.log_dir = os.path.join(self.base, 'log')
+        os.makedirs(self.conf_dir, exist_ok=True)
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.rabbit = backends.RabbitMQ(self.base)
+        self.postgres = backends.PostgreSQL(self.base)
+        self.procs = {}
+        self.api_port = backends.free_port()
+        self.base_url = 'http://127.0.0.1:%d' % self.api_port
+
+    # --- set up -------------------------------------------------------------
+
+    def _write(self, name, text):
+        path = os.path.join(self.conf_dir, name)
+        with open(path, 'w') as f:
+            f.write(textwrap.dedent(text))
+        return path
+
+    def setup(self):
+        self.rabbit.start()
+        self.postgres.start()
+        api_bus = self.rabbit.add_vhost('api')
+        self.api_db = self.postgres.create_database('ss_api')
+        self.scheduler_db = self.postgres.create_database('ss_scheduler')
+        cell0_db = self.postgres.create_database('ss_cell0')
+        self.main_conf = self._write('scheduler-split.conf', """\
+            [DEFAULT]
+            transport_url = %s
+            report_interval = 1
+            service_down_time = 6
+            rpc_response_timeout = 10
+            [api_database]
+            connection = %s
+            [scheduler_database]
+            connection = %s
+            [api]
+            auth_strategy = noauth2
+            [scheduler]
+            cell_discovery_interval = 5
+            [conductor]
+            lost_build_timeout = 30
+            lost_build_check_interval = 2
+            [filter_scheduler]
+            host_state_refresh_interval = 5
+            [fake_driver]
+            spawn_delay = 0.2
+            """ % (api_bus, self.api_db, self.scheduler_db))
+        self.api_conf = self._write('api.conf', """\
+            [DEFAULT]
+            log_file = %s
+            """ % os.path.join(self.log_dir, 'api.log'))
+        self._write('super-conductor.conf', """\
+            [conductor]
+            role = super
+            """)
+        self.cells = {}
+        for cell in self.CELLS:
+            bus = self.rabbit.add_vhost(cell)
+            db = self.postgres.create_database('ss_%s' % cell)
+            self.cells[cell] = (bus, db)
+            self._write('%s.conf' % cell, """\
+                [DEFAULT]
+                transport_url = %s
+                [database]
+                connection = %s
+                [conductor]
+                role = cell
+                """ % (bus, db))
+            for host in self.hosts_of(cell):
+                zone = 'edge' if host == self.EDGE_HOST else 'nova'
+                self._write('%s.conf' % host, """\
+                    [DEFAULT]
+                    host = %s
+                    transport_url = %s
+                    [database]
+                    connection = %s
+                    [compute]
+                    availability_zone = %s
+                    """ % (host, bus, db, zone))
+        self.manage('db', 'sync')
+        self.manage('cell_v2', 'map_cell0', '--database_connection',
+                    cell0_db)
+        for cell, (bus, db) in self.cells.items():
+            self.manage('cell_v2', 'create_cell', '--name', cell,
+                        '--transport-url', bus, '--database-connection', db)
+        self.manage('flavor', 'create-defaults')
+        return self
+
+    def hosts_of(self, cell):
+        return ['%s-compute%d' % (cell, i)
+                for i in range(1, self.HOSTS_PER_CELL + 1)]
+
+    @property
+    def hosts(self):
+        return [h for cell in self.CELLS for h in self.hosts_of(cell)]
+
+    def manage(self, *args):
+        result = subprocess.run(
+            [os.path.join(BIN, 'scheduler-split-manage'), '--config-file',
+             self.main_conf, *args], capture_output=True, text=True,
+            timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    # --- processes ----------------------------------------------------------
+
+    def _commands(self):
+        conf = ['--config-file', self.main_conf]
+        commands = {
+            'scheduler': [os.path.join(BIN, 'scheduler-split-scheduler'),
+                          *conf],
+            'super-conductor': [
+                os.path.join(BIN, 'scheduler-split-conductor'), *conf,
+                '--config-file',
+                os.path.join(self.conf_dir, 'super-conductor.conf')],
+        }
+        for cell in self.CELLS:
+            commands['conductor-%s' % cell] = [
+                os.path.join(BIN, 'scheduler-split-conductor'), *conf,
+                '--config-file', os.path.join(self.conf_dir,
+                                              '%s.conf' % cell)]
+            for host in self.hosts_of(cell):
+                commands[host] = [
+                    os.path.join(BIN, 'scheduler-split-compute'), *conf,
+                    '--config-file', os.path.join(self.conf_dir,
+                                                  '%s.conf' % host)]
+        commands['api'] = [
+            os.path.join(BIN, 'gunicorn'), '--bind',
+            '127.0.0.1:%d' % self.api_port, '--worker-class', 'gthread',
+            '--workers', '1', '--threads', '16', '--graceful-timeout', '30',
+            'scheduler_split.api.wsgi_app:application']
+        return commands
+
+    def start(self, *names):
+        commands = self._commands()
+        for name in names or commands:
+            command = list(commands[name])
+            if name != 'api':
+                command += ['--log-file',
+                            os.path.join(self.log_dir, '%s.log' % name)]
+            env = dict(os.environ, SCHEDULER_SPLIT_CONFIG_FILES='%s,%s' % (
+                self.main_conf, self.api_conf))
+            out = open(os.path.join(self.log_dir, '%s.out' % name), 'a')
+            self.procs[name] = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True)
+        return self
+
+    def stop(self, *names, timeout=150):
+        """SIGTERM, then wait for a graceful exit."""
+        names = names or list(self.procs)
+        for name in names:
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        codes = {}
+        for name in names:
+            proc = self.procs.pop(name, None)
+            if proc is None:
+                continue
+            try:
+                codes[name] = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                codes[name] = proc.wait()
+        return codes
+
+    def teardown(self):
+        self.stop()
+        self.rabbit.stop()
+        self.postgres.stop()
+
+    # --- waiting and looking ------------------------------------------------
+
+    def wait_for_api(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(self.base_url + '/', timeout=2).ok:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        raise AssertionError('the API did not come up')
+
+    def reported_hosts(self, within=3):
+        """Hosts whose last report is at most ``within`` seconds old."""
+        engine = sa.create_engine(self.scheduler_db)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(sa.text(
+                    "SELECT host FROM resource_providers WHERE "
+                    "last_report_at > (now() at time zone 'utc') - "
+                    "make_interval(secs => :s)"), {'s': within}).all()
+        finally:
+            engine.dispose()
+        return {row[0] for row in rows}
+
+    def wait_for_hosts(self, hosts, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if set(hosts) <= self.reported_hosts():
+                return
+            time.sleep(0.2)
+        raise AssertionError('hosts %s did not report' % sorted(
+            set(hosts) - self.reported_hosts()))
+
+    def query(self, url, sql, **params):
+        engine = sa.create_engine(url)
+        try:
+            with engine.connect() as conn:
+                return conn.execute(sa.text(sql), params).all()
+        finally:
+            engine.dispose()
+
+    def cell_of(self, server_id):
+        rows = self.query(self.api_db,
+                          'SELECT c.name FROM instance_mappings m JOIN '
+                          'cell_mappings c ON c.id = m.cell_id WHERE '
+                          'm.instance_uuid = :u', u=server_id)
+        return rows[0][0] if rows else None
+
+    def allocations(self):
+        return self.query(self.scheduler_db,
+                          'SELECT a.consumer_id, p.host FROM allocations a '
+                          'JOIN resource_providers p ON '
+                          'p.id = a.resource_provider_id')
