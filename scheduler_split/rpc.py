@@ -99,7 +99,9 @@ def get_client(transport, topic, version, server=None, version_cap=None,
 
 def get_server(transport, topic, endpoints, server):
     target = messaging.Target(exchange=EXCHANGE, topic=topic, server=server)
-    access_policy = dispatcher.DefaultRPCAccessPolicy
+    # Only methods marked @messaging.expose answer on the bus; a manager's
+    # periodic and start-up methods do not.
+    access_policy = dispatcher.ExplicitRPCAccessPolicy
     return messaging.get_rpc_server(transport, target, endpoints,
                                     serializer=RequestContextSerializer(),
                                     access_policy=access_policy,

@@ -98,6 +98,7 @@ class ComputeManager:
         """Periodic: send capacity and liveness to the scheduler."""
         self.resource_tracker.report(self._ctx())
 
+    @messaging.expose
     def build_and_run_instance(self, ctx, instance, request_spec, host_list,
                                retry, node):
         """Cast from a conductor: spawn ``instance`` on this host.
@@ -195,6 +196,7 @@ class ComputeManager:
             pass
         self.scheduler.try_release_resources(ctx, instance.uuid)
 
+    @messaging.expose
     def terminate_instance(self, ctx, instance):
         """Cast from the API: destroy the instance and drop its claim."""
         ctx = self._ctx(ctx)

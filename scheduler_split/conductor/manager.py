@@ -53,6 +53,7 @@ class SuperConductorManager:
                 self._cells[cell_uuid] = cell
         return cell
 
+    @messaging.expose
     def schedule_and_build_instances(self, ctx, build_requests,
                                      request_specs):
         """Cast from the API: place the instances of one boot request.
@@ -276,6 +277,7 @@ class CellConductorManager:
                         'ERROR now', uuid, extra={'instance_uuid': uuid})
             self.scheduler.try_release_resources(ctx, uuid)
 
+    @messaging.expose
     def build_instances(self, ctx, instance, request_spec, host_list, retry):
         """Cast from a compute whose build failed: try the next alternate.
 

@@ -208,6 +208,7 @@ class SchedulerEndpoint:
         self.manager = manager
         self.cell_uuid = cell_uuid
 
+    @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost)
     def select_destinations(self, ctx, spec_obj, instance_uuids,
                             return_alternates, num_alternates):
@@ -215,15 +216,18 @@ class SchedulerEndpoint:
         return self.manager.select_destinations(
             ctx, spec_obj, instance_uuids, return_alternates, num_alternates)
 
+    @messaging.expose
     def update_resource_stats(self, ctx, host, node, stats):
         """Cast from a compute: its capacity, zone and liveness."""
         self.manager.update_resource_stats(ctx, self.cell_uuid, host, node,
                                            stats)
 
+    @messaging.expose
     def claim_resources(self, ctx, selection, instance_uuid):
         """Call from a cell conductor: claim an alternate."""
         return self.manager.claim_resources(ctx, selection, instance_uuid)
 
+    @messaging.expose
     def release_resources(self, ctx, instance_uuid):
         """Call from compute, conductors or the API: drop a claim."""
         return self.manager.release_resources(ctx, instance_uuid)

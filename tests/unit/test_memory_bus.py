@@ -24,10 +24,12 @@ class RecordingEndpoint:
         self.calls = []
         self.cast_arrived = threading.Event()
 
+    @messaging.expose
     def whoami(self, ctx, value):
         self.calls.append(('whoami', value))
         return {'cell': self.name, 'value': value}
 
+    @messaging.expose
     def notify(self, ctx, value):
         self.calls.append(('notify', value))
         self.cast_arrived.set()
@@ -115,3 +117,34 @@ def test_call_on_a_bus_without_conductor_is_not_answered_by_another_bus(
 def test_transports_are_shared_per_url(bus):
     assert rpc.get_transport(URL_A) is rpc.get_transport(URL_A)
     assert rpc.get_transport(URL_A) is not rpc.get_transport(URL_B)
+
+
+def test_only_exposed_methods_answer_on_the_bus():
+    import oslo_messaging as messaging
+
+    from scheduler_split import context
+    from scheduler_split import rpc
+
+    class Endpoint:
+        target = messaging.Target(version='1.0')
+
+        @messaging.expose
+        def ping(self, ctx):
+            return 'pong'
+
+        def housekeeping(self, ctx):
+            return 'should not run'
+
+    transport = rpc.get_transport('kombu+memory:////exposure')
+    server = rpc.get_server(transport, 'exposed', [Endpoint()], 'h')
+    server.start()
+    try:
+        client = rpc.get_client(transport, 'exposed', '1.0', timeout=5)
+        ctx = context.get_admin_context()
+        assert client.call(ctx, 'ping') == 'pong'
+        with pytest.raises(Exception) as raised:
+            client.call(ctx, 'housekeeping')
+        assert 'housekeeping' in str(raised.value)
+    finally:
+        server.stop()
+        server.wait()
