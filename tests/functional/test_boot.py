@@ -133,3 +133,40 @@ def test_projects_see_only_their_own_servers(start_system):
     assert resp.json()['itemNotFound']['code'] == 404
     assert bob.delete('/v2.1/servers/%s' % server_id).status_code == 404
     assert alice.server(server_id)['status'] == 'ACTIVE'
+
+
+def test_scheduler_takes_up_a_cell_mapped_while_it_runs(start_system):
+    import time
+
+    from scheduler_split import cells
+    from scheduler_split import deployment
+
+    system = start_system(cells=1, hosts_per_cell=1)
+    aio = system.aio
+    cell = cells.create_cell('cell9', 'kombu+memory:////cell9',
+                             aio._sqlite('cell9'), echo=lambda line: None)
+    conductor = deployment.cell_conductor_service(
+        cell.transport_url, cell.database_connection)
+    compute = deployment.compute_service('cell9-compute1',
+                                         cell.transport_url,
+                                         cell.database_connection)
+    aio.services += [conductor, compute]
+    conductor.start()
+    compute.start()
+    scheduler = aio.services[0]
+    # Nothing listens on cell9's scheduler topic yet: its report is lost.
+    compute.manager.report()
+    time.sleep(0.5)
+    assert 'cell9-compute1' not in scheduler.known_hosts()
+
+    scheduler.reload()          # what SIGHUP does
+    compute.manager.report()
+    deadline = time.monotonic() + 10
+    while 'cell9-compute1' not in scheduler.known_hosts():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    system.api.boot(name='two', count=2)
+    hosts = sorted(system.api.wait_for(s['id'])['OS-EXT-SRV-ATTR:host']
+                   for s in system.api.servers())
+    assert hosts == ['cell1-compute1', 'cell9-compute1']
