@@ -131,10 +131,22 @@ class ComputeManager:
             # Only a build the conductor handed over (SCHEDULING) starts;
             # a delete that came first (DELETING) wins.
             instance.save(ctx, expected_task_state=instance_obj.SCHEDULING)
-        except (exception.InstanceNotFound, exception.Conflict):
+        except exception.InstanceNotFound:
             LOG.info('Instance %s was deleted before its build started',
                      uuid, extra={'instance_uuid': uuid})
             self.scheduler.try_release_resources(ctx, uuid)
+            return
+        except exception.Conflict:
+            # Deleted, or settled as lost, before the build started - or
+            # this is a second delivery of a build some host already runs,
+            # whose claim must stay.
+            current = objects.Instance.get_by_uuid(ctx, uuid,
+                                                   read_deleted=True)
+            LOG.info('Build of instance %s not started: it is %s/%s',
+                     uuid, current.vm_state, current.task_state,
+                     extra={'instance_uuid': uuid})
+            if not current.host:
+                self.scheduler.try_release_resources(ctx, uuid)
             return
         try:
             self.driver.spawn(instance)

@@ -113,11 +113,12 @@ class SuperConductorManager:
             LOG.warning('Build request of %s was never scheduled; putting '
                         'the instance in ERROR', uuid,
                         extra={'instance_uuid': uuid})
-            self._bury_in_cell0(ctx, build_request,
-                                exception.BuildAbortException(
-                                    instance_uuid=uuid,
-                                    reason=LOST_BEFORE_SCHEDULING))
-            self.scheduler.try_release_resources(ctx, uuid)
+            if self._bury_in_cell0(ctx, build_request,
+                                   exception.BuildAbortException(
+                                       instance_uuid=uuid,
+                                       reason=LOST_BEFORE_SCHEDULING)):
+                # A run that died after claiming leaves its claim behind.
+                self.scheduler.try_release_resources(ctx, uuid)
 
     @staticmethod
     def _still_pending(ctx, build_request):
@@ -214,7 +215,8 @@ class SuperConductorManager:
         The row comes first, then the mapping points at it (only if no
         one placed the instance meanwhile), then the build request goes.
         If cell0 cannot be written, the build request stays and
-        ``fail_lost_builds`` tries again later.
+        ``fail_lost_builds`` tries again later. Returns whether this call
+        placed the instance (the claims are then its to release).
         """
         uuid = build_request.instance_uuid
         try:
@@ -228,16 +230,17 @@ class SuperConductorManager:
             mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
             if not mapping.set_cell(ctx, cell0):
                 instance.destroy(cctx)
-                return
+                return False
         except Exception:
             LOG.exception('Could not record instance %s in cell0', uuid,
                           extra={'instance_uuid': uuid})
-            return
+            return False
         try:
             build_request.destroy(ctx)
         except exception.BuildRequestNotFound:
             # The user deleted the server meanwhile.
             instance.destroy(cctx)
+        return True
 
 
 class CellConductorManager:
