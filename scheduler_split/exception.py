@@ -1,6 +1,13 @@
 """Exceptions with a message and the HTTP status the API answers with."""
 
 
+def describe(exc):
+    """What a user should read about ``exc``."""
+    if isinstance(exc, SchedulerSplitException):
+        return exc.format_message()
+    return str(exc) or type(exc).__name__
+
+
 class SchedulerSplitException(Exception):
     msg_fmt = 'An unknown error occurred.'
     code = 500

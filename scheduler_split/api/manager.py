@@ -92,13 +92,14 @@ class ComputeAPI:
 
     def get(self, ctx, uuid):
         """The server ``uuid`` if it exists and the caller may see it."""
-        instance = self._get(ctx, uuid)[0]
+        instance = self.locate(ctx, uuid)[0]
         if not ctx.is_admin and instance.project_id != ctx.project_id:
             raise exception.InstanceNotFound(instance_id=uuid)
         return instance
 
-    def _get(self, ctx, uuid):
-        """``(instance, cell_mapping or None)``."""
+    def locate(self, ctx, uuid):
+        """``(instance, cell_mapping or None)``: None while the server is
+        a build request. No visibility check: see ``get``."""
         try:
             mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
         except exception.InstanceMappingNotFound:
@@ -146,7 +147,7 @@ class ComputeAPI:
         """
         self.get(ctx, uuid)
         for _ in range(10):
-            instance, cell = self._get(ctx, uuid)
+            instance, cell = self.locate(ctx, uuid)
             if cell is None:
                 try:
                     # Not scheduled yet: the conductor finds the build

@@ -19,6 +19,7 @@ from scheduler_split.api import auth
 from scheduler_split.api import errors
 from scheduler_split.api import flavors
 from scheduler_split.api import identity
+from scheduler_split.api import instance_actions
 from scheduler_split.api import images
 from scheduler_split.api import manager
 from scheduler_split.api import microversion
@@ -42,6 +43,10 @@ ROUTES = {
     '/v2.1/servers/detail': {'GET': servers.detail},
     '/v2.1/servers/{server_id}': {'GET': servers.show,
                                   'DELETE': servers.delete},
+    '/v2.1/servers/{server_id}/os-instance-actions': {
+        'GET': instance_actions.index},
+    '/v2.1/servers/{server_id}/os-instance-actions/{request_id}': {
+        'GET': instance_actions.show},
     '/image': {'GET': images.versions},
     '/image/': {'GET': images.versions},
     '/image/v2/images': {'GET': images.list_images},

@@ -15,6 +15,7 @@ from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import instance_action
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 
@@ -151,14 +152,20 @@ class ComputeManager:
         try:
             self.driver.spawn(instance)
         except exception.RescheduledException as exc:
+            self._record(ctx, uuid, instance_action.ERROR,
+                         '%s; rescheduling' % exc.format_message())
             self._reschedule(ctx, instance, request_spec, host_list, retry,
                              exc)
             return
         except Exception as exc:
             LOG.warning('Build of instance %s failed: %s', uuid, exc,
                         extra={'instance_uuid': uuid})
+            self._record(ctx, uuid, instance_action.ERROR,
+                         exception.describe(exc))
             self._fail(ctx, instance, exc)
             return
+        self._record(ctx, uuid, instance_action.SUCCESS,
+                     'spawned on %s' % self.host)
         instance.vm_state = instance_obj.ACTIVE
         instance.task_state = None
         instance.power_state = instance_obj.RUNNING
@@ -176,6 +183,12 @@ class ComputeManager:
             return
         LOG.info('Instance %s is ACTIVE on %s', uuid, self.host,
                  extra={'instance_uuid': uuid})
+
+    def _record(self, ctx, uuid, result, details):
+        instance_action.record_event(ctx, uuid,
+                                     'compute_build_and_run_instance',
+                                     host=self.host, result=result,
+                                     details=details)
 
     def _reschedule(self, ctx, instance, request_spec, host_list, retry,
                     exc):

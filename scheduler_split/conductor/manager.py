@@ -17,6 +17,7 @@ from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import instance_action
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 
@@ -180,6 +181,13 @@ class SuperConductorManager:
                 instance.destroy(cctx)
                 self.scheduler.try_release_resources(ctx, uuid)
                 return
+            instance_action.record_event(
+                cctx, uuid, 'conductor_schedule_and_build_instances',
+                host=chosen.service_host,
+                details='claimed on %s; alternates: %s' % (
+                    chosen.service_host,
+                    ', '.join(s.service_host for s in alternates) or
+                    'none'))
             retry = objects.SchedulerRetries(num_attempts=1,
                                              hosts=[chosen.service_host])
             compute = compute_rpcapi.ComputeAPI(
@@ -231,6 +239,10 @@ class SuperConductorManager:
             if not mapping.set_cell(ctx, cell0):
                 instance.destroy(cctx)
                 return False
+            instance_action.record_event(
+                cctx, uuid, 'conductor_schedule_and_build_instances',
+                result=instance_action.ERROR,
+                details=exception.describe(exc))
         except Exception:
             LOG.exception('Could not record instance %s in cell0', uuid,
                           extra={'instance_uuid': uuid})
@@ -319,6 +331,12 @@ class CellConductorManager:
                 continue
             retry.num_attempts += 1
             retry.hosts = retry.hosts + [selection.service_host]
+            instance_action.record_event(
+                ctx, uuid, 'conductor_build_instances',
+                host=selection.service_host,
+                details='rescheduled to %s (attempt %d; hosts tried: %s)' % (
+                    selection.service_host, retry.num_attempts,
+                    ', '.join(retry.hosts)))
             LOG.info('Rescheduling instance %s to %s (attempt %d)', uuid,
                      selection.service_host, retry.num_attempts,
                      extra={'instance_uuid': uuid})
@@ -329,6 +347,11 @@ class CellConductorManager:
         exc = exception.MaxRetriesExceeded(reason=EXHAUSTED % uuid)
         LOG.warning('Instance %s: %s', uuid, exc.format_message(),
                     extra={'instance_uuid': uuid})
+        instance_action.record_event(
+            ctx, uuid, 'conductor_build_instances',
+            result=instance_action.ERROR,
+            details='%s (hosts tried: %s)' % (exc.format_message(),
+                                              ', '.join(retry.hosts)))
         self._fail(ctx, instance, exc)
 
     def _fail(self, ctx, instance, exc):

@@ -156,6 +156,38 @@ class InstanceFault(_Timestamps, CellBase):
     host = sa.Column(sa.String(255))
 
 
+class InstanceAction(_Timestamps, CellBase):
+    """One user-visible operation on an instance (a create, a delete)."""
+    __tablename__ = 'instance_actions'
+    __table_args__ = (sa.Index('instance_actions_instance_uuid_idx',
+                               'instance_uuid'),
+                      sa.UniqueConstraint('instance_uuid', 'request_id'))
+    id = sa.Column(sa.Integer, primary_key=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False)
+    request_id = sa.Column(sa.String(255), nullable=False)
+    action = sa.Column(sa.String(255), nullable=False)
+    project_id = sa.Column(sa.String(255))
+    user_id = sa.Column(sa.String(255))
+    start_time = sa.Column(sa.DateTime, nullable=False)
+    message = sa.Column(sa.String(255))
+
+
+class InstanceActionEvent(_Timestamps, CellBase):
+    """A step of an action: scheduling, a build attempt on a host, ..."""
+    __tablename__ = 'instance_actions_events'
+    __table_args__ = (sa.Index('instance_actions_events_action_id_idx',
+                               'action_id'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    action_id = sa.Column(sa.Integer, sa.ForeignKey('instance_actions.id'),
+                          nullable=False)
+    event = sa.Column(sa.String(255), nullable=False)
+    start_time = sa.Column(sa.DateTime, nullable=False)
+    finish_time = sa.Column(sa.DateTime)
+    result = sa.Column(sa.String(255))
+    host = sa.Column(sa.String(255))
+    details = sa.Column(sa.Text)
+
+
 class Service(_Timestamps, CellBase):
     __tablename__ = 'services'
     __table_args__ = (sa.UniqueConstraint('host', 'binary'),)

@@ -63,7 +63,7 @@ class InstanceFault(base.SchedulerSplitObject):
     @classmethod
     def from_exception(cls, instance_uuid, exc, host=None, code=500):
         """The fault that says why ``instance_uuid`` failed."""
-        message = getattr(exc, 'format_message', lambda: str(exc))()
+        message = exception.describe(exc)
         exc_code = getattr(exc, 'code', None)
         # Only our exceptions carry an HTTP status; others (SQLAlchemy's
         # error codes, say) are internal errors.

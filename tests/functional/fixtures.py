@@ -68,6 +68,17 @@ class Api:
         assert resp.status_code == 200, resp.text
         return resp.json()['servers']
 
+    def events(self, server_id):
+        """The events of the server's create action, oldest first."""
+        resp = self.get('/v2.1/servers/%s/os-instance-actions' % server_id)
+        assert resp.status_code == 200, resp.text
+        actions = resp.json()['instanceActions']
+        assert [a['action'] for a in actions] == ['create']
+        resp = self.get('/v2.1/servers/%s/os-instance-actions/%s'
+                        % (server_id, actions[0]['request_id']))
+        assert resp.status_code == 200, resp.text
+        return resp.json()['instanceAction']['events']
+
     def wait_for(self, server_id, statuses=FINAL, timeout=30):
         deadline = time.monotonic() + timeout
         while True:

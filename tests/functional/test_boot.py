@@ -66,6 +66,22 @@ def test_reschedule_stays_in_the_cell_and_ends_active(start_system,
     claimed = [h for alloc in system.allocations().values() for h in alloc]
     assert sorted(claimed) == sorted(hosts)
 
+    # The instance first claimed on the failing host tells its story.
+    rescheduled = []
+    for server in api.servers():
+        steps = [(e['event'], e['host'], e['result'])
+                 for e in api.events(server['id'])]
+        if ('compute_build_and_run_instance', 'cell1-compute1',
+                'Error') in steps:
+            rescheduled.append(steps)
+    assert rescheduled == [[
+        ('conductor_schedule_and_build_instances', 'cell1-compute1',
+         'Success'),
+        ('compute_build_and_run_instance', 'cell1-compute1', 'Error'),
+        ('conductor_build_instances', 'cell1-compute2', 'Success'),
+        ('compute_build_and_run_instance', 'cell1-compute2', 'Success'),
+    ]]
+
 
 def test_build_failing_on_every_host_of_the_cell_ends_in_error(
         start_system, fake_driver):
@@ -78,6 +94,17 @@ def test_build_failing_on_every_host_of_the_cell_ends_in_error(
     assert 'Exhausted all hosts available for retrying build failures' in \
         server['fault']['message']
     assert system.allocations() == {}
+    events = api.events(server_id)
+    assert [(e['event'], e['result']) for e in events] == [
+        ('conductor_schedule_and_build_instances', 'Success'),
+        ('compute_build_and_run_instance', 'Error'),
+        ('conductor_build_instances', 'Success'),
+        ('compute_build_and_run_instance', 'Error'),
+        ('conductor_build_instances', 'Error')]
+    assert sorted(e['host'] for e in events
+                  if e['event'] == 'compute_build_and_run_instance') == [
+        'cell1-compute1', 'cell1-compute2']
+    assert 'hosts tried: cell1-compute' in events[-1]['details']
 
 
 def test_non_reschedulable_failure_ends_in_error_with_fault(start_system,
@@ -100,6 +127,8 @@ def test_boot_that_fits_nowhere_ends_in_error_in_cell0(start_system):
     assert server['status'] == 'ERROR'
     assert 'No valid host was found' in server['fault']['message']
     assert system.cell_of(server_id) == 'cell0'
+    assert [(e['event'], e['result']) for e in api.events(server_id)] == [
+        ('conductor_schedule_and_build_instances', 'Error')]
     assert system.allocations() == {}
     # It can still be deleted.
     assert api.delete('/v2.1/servers/%s' % server_id).status_code == 204

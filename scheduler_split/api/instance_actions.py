@@ -1,0 +1,67 @@
+"""``/v2.1/servers/{server_id}/os-instance-actions``."""
+
+from scheduler_split.api import errors
+from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split.objects import instance_action
+
+
+def _time(value):
+    return value.strftime('%Y-%m-%dT%H:%M:%S.%f') if value else None
+
+
+def _cell_context(req, ctx, server_id):
+    """The context targeting the server's cell, or None before it has
+    one (a build request has no actions yet)."""
+    try:
+        req.compute_api.get(ctx, server_id)
+        _, cell = req.compute_api.locate(ctx, server_id)
+    except exception.InstanceNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    return ss_context.target_cell(ctx, cell) if cell else None
+
+
+def _render(action, version):
+    body = {'action': action['action'],
+            'instance_uuid': action['instance_uuid'],
+            'request_id': action['request_id'],
+            'user_id': action['user_id'],
+            'project_id': action['project_id'],
+            'start_time': _time(action['start_time']),
+            'message': action['message']}
+    if version >= (2, 58):
+        body['updated_at'] = _time(action['updated_at'])
+    return body
+
+
+def index(req, ctx, version, server_id):
+    cctx = _cell_context(req, ctx, server_id)
+    actions = instance_action.get_actions(cctx, server_id) if cctx else []
+    return {'instanceActions': [_render(a, version) for a in actions]}
+
+
+def show(req, ctx, version, server_id, request_id):
+    cctx = _cell_context(req, ctx, server_id)
+    action = cctx and instance_action.get_action(cctx, server_id,
+                                                 request_id)
+    if not action:
+        raise errors.not_found('Action %s not found' % request_id)
+    body = _render(action, version)
+    if ctx.is_admin or version >= (2, 51):
+        events = []
+        for event in action['events']:
+            shown = {'event': event['event'],
+                     'start_time': _time(event['start_time']),
+                     'finish_time': _time(event['finish_time']),
+                     'result': event['result']}
+            if ctx.is_admin:
+                shown['traceback'] = None
+            if version >= (2, 62):
+                shown['hostId'] = ''
+                if ctx.is_admin:
+                    shown['host'] = event['host']
+            if version >= (2, 84) or ctx.is_admin:
+                shown['details'] = event['details']
+            events.append(shown)
+        body['events'] = events
+    return {'instanceAction': body}

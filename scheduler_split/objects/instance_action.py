@@ -1,0 +1,101 @@
+"""Instance actions: what happened to an instance, step by step.
+
+An action is one user request (``create``) identified by its request id,
+which travels with the context over every RPC hop; its events are the
+steps services took for it, each with the host it ran on and its result.
+They live in the instance's cell database.
+"""
+
+import logging
+
+import sqlalchemy as sa
+
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split.objects import base
+
+LOG = logging.getLogger(__name__)
+
+SUCCESS = 'Success'
+ERROR = 'Error'
+
+
+def _action_id(session, ctx, instance_uuid, action):
+    """The id of the action of ``ctx``'s request, created if needed."""
+    ia = models.InstanceAction
+    row = session.scalars(sa.select(ia).where(
+        ia.instance_uuid == instance_uuid,
+        ia.request_id == ctx.request_id)).first()
+    if row is None:
+        row = ia(instance_uuid=instance_uuid, request_id=ctx.request_id,
+                 action=action, project_id=ctx.project_id,
+                 user_id=ctx.user_id,
+                 start_time=base.naive_utc(base.utcnow()))
+        session.add(row)
+        session.flush()
+    return row.id
+
+
+def record_event(ctx, instance_uuid, event, host=None, result=SUCCESS,
+                 details=None, action='create'):
+    """Record a finished step of the action of ``ctx``'s request.
+
+    The record is an audit trail: failing to write it is logged and never
+    fails the step itself.
+    """
+    try:
+        _record_event(ctx, instance_uuid, event, host, result, details,
+                      action)
+    except Exception:
+        LOG.exception('Could not record event %s of instance %s', event,
+                      instance_uuid, extra={'instance_uuid': instance_uuid})
+
+
+def _record_event(ctx, instance_uuid, event, host, result, details, action):
+    now = base.naive_utc(base.utcnow())
+    with engines.writer(ctx.cell_db) as session:
+        action_id = _action_id(session, ctx, instance_uuid, action)
+        session.add(models.InstanceActionEvent(
+            action_id=action_id, event=event, start_time=now,
+            finish_time=now, result=result, host=host, details=details))
+        if result == ERROR:
+            session.execute(sa.update(models.InstanceAction).where(
+                models.InstanceAction.id == action_id).values(
+                message=ERROR))
+
+
+def get_actions(ctx, instance_uuid):
+    with engines.reader(ctx.cell_db) as session:
+        rows = session.scalars(sa.select(models.InstanceAction).where(
+            models.InstanceAction.instance_uuid == instance_uuid).order_by(
+            models.InstanceAction.start_time.desc(),
+            models.InstanceAction.id.desc()))
+        return [_action(row) for row in rows]
+
+
+def get_action(ctx, instance_uuid, request_id):
+    """The action with its events (oldest first), or None."""
+    with engines.reader(ctx.cell_db) as session:
+        row = session.scalars(sa.select(models.InstanceAction).where(
+            models.InstanceAction.instance_uuid == instance_uuid,
+            models.InstanceAction.request_id == request_id)).first()
+        if row is None:
+            return None
+        action = _action(row)
+        action['events'] = [
+            {'event': e.event, 'start_time': e.start_time,
+             'finish_time': e.finish_time, 'result': e.result,
+             'host': e.host, 'details': e.details}
+            for e in session.scalars(
+                sa.select(models.InstanceActionEvent).where(
+                    models.InstanceActionEvent.action_id == row.id)
+                .order_by(models.InstanceActionEvent.id))]
+        return action
+
+
+def _action(row):
+    return {'action': row.action, 'instance_uuid': row.instance_uuid,
+            'request_id': row.request_id, 'user_id': row.user_id,
+            'project_id': row.project_id, 'start_time': row.start_time,
+            'updated_at': row.updated_at or row.created_at,
+            'message': row.message}
