@@ -23,7 +23,9 @@ class Deployment:
     # A host in its own availability zone, to tell when it can be chosen.
     EDGE_HOST = 'cell1-compute1'
 
-    def __init__(self, base_dir):
+    def __init__(self, base_dir, schedulers=1, host_memory_mb=16384):
+        self.schedulers = schedulers
+        self.host_memory_mb = host_memory_mb
         self.base = str(base_dir)
         self.conf_dir = os.path.join(self.base, 'etc')
         self.log_dir = os.path.join(self.base, 'log')
@@ -71,11 +73,19 @@ class Deployment:
             host_state_refresh_interval = 5
             [fake_driver]
             spawn_delay = 0.2
-            """ % (api_bus, self.api_db, self.scheduler_db))
+            memory_mb = %d
+            """ % (api_bus, self.api_db, self.scheduler_db,
+                   self.host_memory_mb))
         self.api_conf = self._write('api.conf', """\
             [DEFAULT]
             log_file = %s
             """ % os.path.join(self.log_dir, 'api.log'))
+        for index in range(1, self.schedulers + 1):
+            name = 'scheduler' if index == 1 else 'scheduler-%d' % index
+            self._write('%s.conf' % name, """\
+                [DEFAULT]
+                host = %s
+                """ % name)
         self._write('super-conductor.conf', """\
             [conductor]
             role = super
@@ -134,13 +144,17 @@ class Deployment:
     def _commands(self):
         conf = ['--config-file', self.main_conf]
         commands = {
-            'scheduler': [os.path.join(BIN, 'scheduler-split-scheduler'),
-                          *conf],
             'super-conductor': [
                 os.path.join(BIN, 'scheduler-split-conductor'), *conf,
                 '--config-file',
                 os.path.join(self.conf_dir, 'super-conductor.conf')],
         }
+        for index in range(1, self.schedulers + 1):
+            name = 'scheduler' if index == 1 else 'scheduler-%d' % index
+            # Workers of one topic share its queue, each with its own name.
+            commands[name] = [os.path.join(BIN, 'scheduler-split-scheduler'),
+                              *conf, '--config-file',
+                              os.path.join(self.conf_dir, '%s.conf' % name)]
         for cell in self.CELLS:
             commands['conductor-%s' % cell] = [
                 os.path.join(BIN, 'scheduler-split-conductor'), *conf,
