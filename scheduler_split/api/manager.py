@@ -167,8 +167,8 @@ class ComputeAPI:
                     instance.vm_state == instance_obj.ERROR):
                 # Nothing runs anywhere (a failed build's VM is gone with
                 # the failure): delete here and drop any claim.
-                instance.destroy(cctx)
                 self.scheduler.try_release_resources(ctx, uuid)
+                instance.destroy(cctx)
                 return
             compute = compute_rpcapi.ComputeAPI(
                 rpc.get_transport(cell.transport_url))

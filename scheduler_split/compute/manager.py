@@ -228,11 +228,13 @@ class ComputeManager:
         uuid = instance.uuid
         with self._locks(uuid):
             self.driver.destroy(instance)
+            # The claim goes before the row, so that no claim outlives the
+            # server a user sees; a release that fails is healed later.
+            self.scheduler.try_release_resources(ctx, uuid)
             try:
                 instance = objects.Instance.get_by_uuid(ctx, uuid)
                 instance.destroy(ctx)
             except exception.InstanceNotFound:
                 pass
-            self.scheduler.try_release_resources(ctx, uuid)
             LOG.info('Instance %s deleted from %s', uuid, self.host,
                      extra={'instance_uuid': uuid})

@@ -9,6 +9,7 @@ moves on to its next host. The database decides; no lock is held across
 processes.
 """
 
+import datetime
 import logging
 
 import sqlalchemy as sa
@@ -124,6 +125,16 @@ def release(url, consumer_id):
                       models.ResourceProvider.uuid)
             .where(models.ResourceProvider.id.in_(list(dropped)))).all())
         return {uuids[pid]: res for pid, res in dropped.items()}
+
+
+def consumers_older_than(url, seconds):
+    """Consumers holding an allocation made more than ``seconds`` ago."""
+    cutoff = datetime.datetime.now(datetime.timezone.utc).replace(
+        tzinfo=None) - datetime.timedelta(seconds=seconds)
+    with engines.reader(url) as session:
+        return set(session.scalars(
+            sa.select(models.Allocation.consumer_id).where(
+                models.Allocation.created_at < cutoff).distinct()))
 
 
 def allocations_of(url, consumer_id):

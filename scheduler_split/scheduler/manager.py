@@ -14,6 +14,7 @@ import oslo_messaging as messaging
 from oslo_serialization import jsonutils
 
 from scheduler_split import conf
+from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.scheduler import claims
@@ -196,6 +197,49 @@ class SchedulerManager:
 
     def update_resource_stats(self, ctx, cell_uuid, host, node, stats):
         self.host_manager.update_from_stats(cell_uuid, host, node, stats)
+
+    def heal_allocations(self, grace=None):
+        """Periodic: release allocations no live instance needs.
+
+        Every path that ends an instance's need releases its claim; this
+        catches the ones whose release could not reach the database (a
+        crash, an outage). Returns the consumers healed.
+        """
+        ctx = ss_context.get_admin_context()
+        if grace is None:
+            grace = CONF.scheduler.heal_allocations_grace
+        healed = []
+        for consumer in claims.consumers_older_than(self.db_url, grace):
+            why = self._unneeded(ctx, consumer)
+            if why:
+                LOG.warning('Healing the allocation of %s: %s', consumer,
+                            why, extra={'instance_uuid': consumer})
+                self.release_resources(ctx, consumer)
+                healed.append(consumer)
+        return healed
+
+    @staticmethod
+    def _unneeded(ctx, instance_uuid):
+        """Why the instance needs no allocation, or None if it does."""
+        try:
+            mapping = objects.InstanceMapping.get_by_instance_uuid(
+                ctx, instance_uuid)
+        except exception.InstanceMappingNotFound:
+            return 'no such instance'
+        if mapping.cell_mapping is None:
+            try:
+                objects.BuildRequest.get_by_instance_uuid(ctx, instance_uuid)
+                return None
+            except exception.BuildRequestNotFound:
+                return 'deleted before it was scheduled'
+        cctx = ss_context.target_cell(ctx, mapping.cell_mapping)
+        try:
+            instance = objects.Instance.get_by_uuid(cctx, instance_uuid)
+        except exception.InstanceNotFound:
+            return 'instance deleted'
+        if instance.vm_state == 'error':
+            return 'instance in ERROR'
+        return None
 
 
 class SchedulerEndpoint:

@@ -28,6 +28,9 @@ class SchedulerService(service.Service):
         self.add_periodic(self.discover_cells,
                           CONF.scheduler.cell_discovery_interval,
                           run_first=False)
+        self.add_periodic(manager.heal_allocations,
+                          CONF.scheduler.heal_allocations_interval,
+                          run_first=False)
 
     def known_hosts(self):
         """Hosts whose reports arrived and are recent."""

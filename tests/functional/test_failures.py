@@ -144,3 +144,32 @@ def test_builds_whose_messages_were_lost_end_in_error(start_system,
     assert 'no conductor scheduled it' in second['fault']['message']
     assert system.cell_of(never_scheduled) == 'cell0'
     assert system.allocations() == {}
+
+
+def test_heal_releases_allocations_that_no_instance_needs(start_system):
+    import uuid as uuidlib
+
+    from scheduler_split.scheduler import claims
+
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    keep = api.wait_for(api.boot(name='keep'))['id']
+    gone = api.wait_for(api.boot(name='gone'))['id']
+    assert api.delete('/v2.1/servers/%s' % gone).status_code == 204
+    api.wait_gone(gone)
+    assert set(system.allocations()) == {keep}
+
+    # Allocations whose releases never reached the scheduler database.
+    url = system.scheduler_db()
+    provider = claims.allocations_of(url, keep).popitem()[0]
+    ghost = str(uuidlib.uuid4())
+    tiny = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+    claims.claim(url, provider, gone, tiny)
+    claims.claim(url, provider, ghost, tiny)
+    assert set(system.allocations()) == {keep, gone, ghost}
+
+    scheduler = system.aio.services[0].manager
+    assert sorted(scheduler.heal_allocations(grace=0)) == sorted(
+        [gone, ghost])
+    assert set(system.allocations()) == {keep}
+    assert scheduler.heal_allocations(grace=0) == []
