@@ -1,6 +1,7 @@
 """The compute service: builds and deletes instances on one host."""
 
 import contextlib
+import functools
 import logging
 import threading
 
@@ -12,6 +13,7 @@ from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
@@ -122,6 +124,14 @@ class ComputeManager:
                               uuid, extra={'instance_uuid': uuid})
                 self._fail(ctx, instance, exc)
 
+    def _notify(self, ctx, instance, phase, exc=None):
+        notifications.emit(
+            ctx, 'scheduler-split-compute:%s' % self.host,
+            'instance.create.%s' % phase,
+            functools.partial(notifications.InstanceCreatePayload
+                              .from_instance, instance, exc),
+            error=exc is not None)
+
     def _build(self, ctx, instance, request_spec, host_list, retry, node):
         uuid = instance.uuid
         try:
@@ -149,9 +159,11 @@ class ComputeManager:
             if not current.host:
                 self.scheduler.try_release_resources(ctx, uuid)
             return
+        self._notify(ctx, instance, 'start')
         try:
             self.driver.spawn(instance)
         except exception.RescheduledException as exc:
+            self._notify(ctx, instance, 'error', exc)
             self._record(ctx, uuid, instance_action.ERROR,
                          '%s; rescheduling' % exc.format_message())
             self._reschedule(ctx, instance, request_spec, host_list, retry,
@@ -160,6 +172,7 @@ class ComputeManager:
         except Exception as exc:
             LOG.warning('Build of instance %s failed: %s', uuid, exc,
                         extra={'instance_uuid': uuid})
+            self._notify(ctx, instance, 'error', exc)
             self._record(ctx, uuid, instance_action.ERROR,
                          exception.describe(exc))
             self._fail(ctx, instance, exc)
@@ -181,6 +194,7 @@ class ComputeManager:
             self.driver.destroy(instance)
             self.scheduler.try_release_resources(ctx, uuid)
             return
+        self._notify(ctx, instance, 'end')
         LOG.info('Instance %s is ACTIVE on %s', uuid, self.host,
                  extra={'instance_uuid': uuid})
 

@@ -5,6 +5,7 @@ scheduler chose; a cell conductor reschedules a failed build to the next
 same-cell alternate. Neither ever sends a build across cells.
 """
 
+import functools
 import logging
 import threading
 
@@ -14,6 +15,7 @@ from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
@@ -73,30 +75,46 @@ class SuperConductorManager:
         request_specs = [spec for _, spec in pending]
         spec_obj = request_specs[0]
         uuids = [br.instance_uuid for br in build_requests]
-        LOG.info('select_destinations.start for %s', uuids)
+        num_alternates = CONF.conductor.build_max_attempts - 1
+
+        def payload(exc=None):
+            return notifications.SelectDestinationsPayload(
+                instance_uuids=uuids, flavor_name=spec_obj.flavor.name,
+                num_alternates=num_alternates,
+                fault_message=exception.describe(exc) if exc else None)
+
+        publisher = 'scheduler-split-conductor:%s' % CONF.host
+        notifications.emit(ctx, publisher, 'select_destinations.start',
+                           payload)
         try:
             host_lists = self.scheduler.select_destinations(
                 ctx, spec_obj, uuids, return_alternates=True,
-                num_alternates=CONF.conductor.build_max_attempts - 1)
-        except exception.NoValidHost as exc:
-            LOG.warning('No valid host for %s: %s', uuids,
-                        exc.format_message())
-            for build_request in build_requests:
-                self._bury_in_cell0(ctx, build_request, exc)
-            return
+                num_alternates=num_alternates)
         except Exception as exc:
-            # E.g. a timeout: the scheduler may have claimed anyway.
-            LOG.exception('Scheduling %s failed', uuids)
-            for build_request in build_requests:
-                self.scheduler.try_release_resources(
-                    ctx, build_request.instance_uuid)
-                self._bury_in_cell0(ctx, build_request, exc)
+            notifications.emit(ctx, publisher, 'select_destinations.error',
+                               functools.partial(payload, exc), error=True)
+            self._scheduling_failed(ctx, build_requests, uuids, exc)
             return
-        LOG.info('select_destinations.end for %s', uuids)
+        notifications.emit(ctx, publisher, 'select_destinations.end',
+                           payload)
 
         for build_request, request_spec, host_list in zip(
                 build_requests, request_specs, host_lists):
             self._build_in_cell(ctx, build_request, request_spec, host_list)
+
+    def _scheduling_failed(self, ctx, build_requests, uuids, exc):
+        """The instances of a request the scheduler did not place go to
+        cell0 in ERROR with the reason."""
+        if isinstance(exc, exception.NoValidHost):
+            LOG.warning('No valid host for %s: %s', uuids,
+                        exc.format_message())
+        else:
+            # A timeout, say: the scheduler may have claimed anyway.
+            LOG.error('Scheduling %s failed', uuids, exc_info=exc)
+            for uuid in uuids:
+                self.scheduler.try_release_resources(ctx, uuid)
+        for build_request in build_requests:
+            self._bury_in_cell0(ctx, build_request, exc)
 
     def fail_lost_builds(self):
         """Periodic: build requests nothing scheduled end in cell0.

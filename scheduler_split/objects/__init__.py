@@ -13,3 +13,4 @@ def register_all():
     __import__('scheduler_split.objects.build_request')
     __import__('scheduler_split.objects.cell_mapping')
     __import__('scheduler_split.objects.service')
+    __import__('scheduler_split.notifications')

@@ -199,3 +199,49 @@ def test_scheduler_takes_up_a_cell_mapped_while_it_runs(start_system):
     hosts = sorted(system.api.wait_for(s['id'])['OS-EXT-SRV-ATTR:host']
                    for s in system.api.servers())
     assert hosts == ['cell1-compute1', 'cell9-compute1']
+
+
+def test_versioned_notifications_tell_scheduling_and_builds(start_system,
+                                                            fake_driver):
+    from oslo_messaging.notify import _impl_test
+
+    from scheduler_split import conf
+    from scheduler_split import notifications
+
+    conf.CONF.set_override('driver', ['test'],
+                           group='oslo_messaging_notifications')
+    notifications.reset()
+    _impl_test.reset()
+    fake_driver('fail_hosts', ['cell1-compute1'])
+    system = start_system(cells=1, hosts_per_cell=2)
+    try:
+        system.api.boot(name='told', count=2)
+        for server in system.api.servers():
+            assert system.api.wait_for(server['id'])['status'] == 'ACTIVE'
+        sent = [(message['event_type'], message['publisher_id'],
+                 message['payload']['scheduler_split_object.name'],
+                 message['payload']['scheduler_split_object.data'])
+                for _, message, _, _ in _impl_test.NOTIFICATIONS]
+    finally:
+        notifications.reset()
+
+    events = [(event, publisher) for event, publisher, _, _ in sent]
+    assert events[:2] == [
+        ('select_destinations.start', 'scheduler-split-conductor:all-in-one'),
+        ('select_destinations.end', 'scheduler-split-conductor:all-in-one')]
+    assert sent[0][2] == 'SelectDestinationsPayload'
+    assert sent[0][3]['num_alternates'] == 2
+    assert len(sent[0][3]['instance_uuids']) == 2
+    creates = [(event, publisher) for event, publisher, _, _ in sent[2:]]
+    # One build failed on cell1-compute1 and went to the alternate; the
+    # other built on cell1-compute2 at once.
+    assert sorted(creates) == sorted([
+        ('instance.create.start', 'scheduler-split-compute:cell1-compute1'),
+        ('instance.create.error', 'scheduler-split-compute:cell1-compute1'),
+        ('instance.create.start', 'scheduler-split-compute:cell1-compute2'),
+        ('instance.create.end', 'scheduler-split-compute:cell1-compute2'),
+        ('instance.create.start', 'scheduler-split-compute:cell1-compute2'),
+        ('instance.create.end', 'scheduler-split-compute:cell1-compute2')])
+    error = [data for event, _, _, data in sent
+             if event == 'instance.create.error'][0]
+    assert 'injected spawn failure' in error['fault_message']

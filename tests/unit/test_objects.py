@@ -20,6 +20,8 @@ NODE_UUIDS = ['11111111-2222-4333-8444-%012d' % i for i in range(4)]
 # (or remotable methods) changes its fingerprint: bump the object's VERSION
 # and update the line here in the same change.
 EXPECTED_FINGERPRINTS = {
+    'InstanceCreatePayload': '1.0-39abb3bded1f589e0df854928494b59b',
+    'SelectDestinationsPayload': '1.0-310ae6b1adecb0da58c2da4bba84ff49',
     'BuildRequest': '1.0-36b7017fd790efc21e6492097b8fdd3d',
     'CellMapping': '1.0-4be932d51d6a4227b18f3a02ed872bd1',
     'Flavor': '1.0-a6ae59e8f275ab1aef73df74fd2d7437',

@@ -1,0 +1,105 @@
+"""Versioned notifications through the oslo.messaging notifier.
+
+Off unless ``[oslo_messaging_notifications] driver`` is set (e.g.
+``messagingv2``). Payloads are versioned objects, sent as their
+primitives, so a consumer can tell what version of a payload it reads:
+
+- ``select_destinations.start`` / ``.end`` / ``.error``: from the
+  super-conductor around its one call to the scheduler.
+- ``instance.create.start`` / ``.end`` / ``.error``: from the compute a
+  build runs on.
+"""
+
+import logging
+import threading
+
+import oslo_messaging as messaging
+from oslo_versionedobjects import fields
+
+from scheduler_split import conf
+from scheduler_split import exception
+from scheduler_split.objects import base
+from scheduler_split import rpc
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+_notifier = None
+_lock = threading.Lock()
+
+
+@base.ObjectRegistry.register
+class SelectDestinationsPayload(base.SchedulerSplitObject):
+    VERSION = '1.0'
+
+    fields = {
+        'instance_uuids': fields.ListOfStringsField(),
+        'flavor_name': fields.StringField(),
+        'num_alternates': fields.IntegerField(),
+        'fault_message': fields.StringField(nullable=True, default=None),
+    }
+
+
+@base.ObjectRegistry.register
+class InstanceCreatePayload(base.SchedulerSplitObject):
+    VERSION = '1.0'
+
+    fields = {
+        'uuid': fields.UUIDField(),
+        'display_name': fields.StringField(nullable=True),
+        'project_id': fields.StringField(),
+        'user_id': fields.StringField(nullable=True),
+        'host': fields.StringField(nullable=True),
+        'node': fields.StringField(nullable=True),
+        'state': fields.StringField(),
+        'task_state': fields.StringField(nullable=True),
+        'flavor_name': fields.StringField(),
+        'image_ref': fields.StringField(nullable=True),
+        'availability_zone': fields.StringField(nullable=True),
+        'fault_message': fields.StringField(nullable=True, default=None),
+    }
+
+    @classmethod
+    def from_instance(cls, instance, exc=None):
+        return cls(uuid=instance.uuid, display_name=instance.display_name,
+                   project_id=instance.project_id, user_id=instance.user_id,
+                   host=instance.host, node=instance.node,
+                   state=instance.vm_state, task_state=instance.task_state,
+                   flavor_name=instance.flavor.name,
+                   image_ref=instance.image_ref,
+                   availability_zone=instance.availability_zone,
+                   fault_message=exception.describe(exc) if exc else None)
+
+
+def _get_notifier():
+    global _notifier
+    with _lock:
+        if _notifier is None:
+            transport = messaging.get_notification_transport(CONF)
+            _notifier = messaging.Notifier(
+                transport, serializer=rpc.RequestContextSerializer())
+        return _notifier
+
+
+def reset():
+    """Forget the notifier (tests change the driver between runs)."""
+    global _notifier
+    with _lock:
+        _notifier = None
+
+
+def emit(ctx, publisher, event_type, make_payload, error=False):
+    """Send ``event_type`` from ``publisher`` if notifications are on.
+
+    ``make_payload`` builds the payload only when something will be sent.
+    Failing to notify is logged; it never fails the work it reports on.
+    """
+    try:
+        notifier = _get_notifier()
+        if not notifier.is_enabled():
+            return
+        notifier = notifier.prepare(publisher_id=publisher)
+        send = notifier.error if error else notifier.info
+        send(ctx, event_type, make_payload().obj_to_primitive())
+    except Exception:
+        LOG.exception('Could not send notification %s', event_type)
