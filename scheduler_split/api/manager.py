@@ -35,8 +35,8 @@ class ComputeAPI:
     # --- boot ---------------------------------------------------------------
 
     def create(self, ctx, name, flavor, image_ref, count=1,
-               availability_zone=None, metadata=None, key_name=None,
-               scheduler_hints=None, description=None):
+               availability_zone=None, force_hosts=None, metadata=None,
+               key_name=None, scheduler_hints=None, description=None):
         """Accept a boot of ``count`` instances; return them (BUILD)."""
         reservation_id = 'r-' + uuidutils.generate_uuid()[:8]
         now = obj_base.utcnow()
@@ -62,6 +62,7 @@ class ComputeAPI:
                 instance_uuid=uuid, project_id=ctx.project_id,
                 user_id=ctx.user_id, flavor=flavor, image_ref=image_ref,
                 num_instances=count, availability_zone=availability_zone,
+                force_hosts=force_hosts,
                 scheduler_hints=scheduler_hints or {})
             build_request = objects.BuildRequest(
                 instance_uuid=uuid, project_id=ctx.project_id,

@@ -154,6 +154,23 @@ def _image_ref(server):
     return entry[0]
 
 
+def _zone_and_host(ctx, value):
+    """``zone``, ``zone:host`` or ``:host``: a host may be forced by
+    admins only, as in Nova."""
+    if not value or ':' not in value:
+        return value or None, None
+    zone, _, host = value.partition(':')
+    host = host.partition(':')[0]
+    if not ctx.is_admin:
+        raise errors.HTTPError(
+            403, "Policy doesn't allow os_compute_api:servers:create:"
+                 "forced_host to be performed.")
+    if not host:
+        raise errors.bad_request('Invalid availability_zone %s: no host '
+                                 'after the colon' % value)
+    return zone or None, [host]
+
+
 def _count(server, key, default):
     value = server.get(key, default)
     return int(value)
@@ -205,9 +222,10 @@ def create(req, ctx, version):
         'OS-SCH-HNT:scheduler_hints') or {}
     hints = {k: [str(x) for x in (v if isinstance(v, list) else [v])]
              for k, v in hints.items()}
+    zone, force_hosts = _zone_and_host(ctx, server.get('availability_zone'))
     reservation_id, instances = compute_api.create(
         ctx, server['name'], flavor, image_ref, count=max_count,
-        availability_zone=server.get('availability_zone'),
+        availability_zone=zone, force_hosts=force_hosts,
         metadata=server.get('metadata'), key_name=server.get('key_name'),
         scheduler_hints=hints, description=server.get('description'))
     if str(server.get('return_reservation_id', '')).lower() in ('true',

@@ -245,3 +245,27 @@ def test_versioned_notifications_tell_scheduling_and_builds(start_system,
     error = [data for event, _, _, data in sent
              if event == 'instance.create.error'][0]
     assert 'injected spawn failure' in error['fault_message']
+
+
+def test_admins_can_force_a_host_and_others_cannot(start_system):
+    system = start_system(cells=2, hosts_per_cell=2)
+    api = system.api
+    for host in ('cell2-compute2', 'cell1-compute1'):
+        server = api.wait_for(api.boot(name='forced',
+                                       availability_zone='nova:' + host))
+        assert server['status'] == 'ACTIVE'
+        assert server['OS-EXT-SRV-ATTR:host'] == host
+        assert server['OS-EXT-AZ:availability_zone'] == 'nova'
+
+    user = api.as_user('alice:project-a')
+    resp = user.post('/v2.1/servers', {'server': {
+        'name': 'nope', 'flavorRef': '1', 'networks': 'none',
+        'imageRef': 'a8c3e2a6-0f4e-4c8a-9d1e-3c1b8f2a7e01',
+        'availability_zone': 'nova:cell1-compute1'}})
+    assert resp.status_code == 403
+    assert resp.json()['forbidden']['code'] == 403
+
+    missing = api.wait_for(api.boot(name='nowhere',
+                                    availability_zone=':no-such-host'))
+    assert missing['status'] == 'ERROR'
+    assert 'No valid host' in missing['fault']['message']
