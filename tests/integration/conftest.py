@@ -8,11 +8,6 @@ def deployment(tmp_path_factory):
     """Two cells of separate processes over RabbitMQ and PostgreSQL."""
     dep = deployment_mod.Deployment(tmp_path_factory.mktemp('deployment'))
     try:
-        dep.setup()
-        dep.start()
-        dep.wait_for_api()
-        dep.wait_for_hosts(dep.hosts)
-        dep.manage('cell_v2', 'discover_hosts')
-        yield dep
+        yield dep.bring_up()
     finally:
         dep.teardown()

@@ -123,6 +123,16 @@ class Deployment:
         self.manage('flavor', 'create-defaults')
         return self
 
+    def bring_up(self):
+        """Set everything up, start every process, wait until the API
+        answers and every compute has reported, and map the hosts."""
+        self.setup()
+        self.start()
+        self.wait_for_api()
+        self.wait_for_hosts(self.hosts)
+        self.manage('cell_v2', 'discover_hosts')
+        return self
+
     def hosts_of(self, cell):
         return ['%s-compute%d' % (cell, i)
                 for i in range(1, self.HOSTS_PER_CELL + 1)]

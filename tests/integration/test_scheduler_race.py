@@ -22,12 +22,7 @@ def crowded(tmp_path_factory):
         tmp_path_factory.mktemp('race'), schedulers=3,
         host_memory_mb=512 * (PER_HOST + 1))
     try:
-        dep.setup()
-        dep.start()
-        dep.wait_for_api()
-        dep.wait_for_hosts(dep.hosts)
-        dep.manage('cell_v2', 'discover_hosts')
-        yield dep
+        yield dep.bring_up()
     finally:
         dep.teardown()
 
