@@ -116,6 +116,17 @@ class ComputeHostDisabled(SchedulerSplitException):
     code = 409
 
 
+class ClaimGroupPolicyViolation(SchedulerSplitException):
+    """The claim would break the hard policy of the instance's group."""
+    msg_fmt = ('Host %(host)s would break the %(policy)s policy of server '
+               'group %(group)s.')
+    code = 409
+
+
+class InstanceGroupNotFound(NotFound):
+    msg_fmt = 'Instance group %(group_uuid)s could not be found.'
+
+
 class ComputeHostNotFound(NotFound):
     msg_fmt = 'Compute host %(host)s could not be found.'
 

@@ -10,12 +10,15 @@ def _time(value):
     return value.strftime('%Y-%m-%dT%H:%M:%S.%f') if value else None
 
 
-def _cell_context(req, ctx, server_id):
+def _cell_context(req, ctx, version, server_id):
     """The context targeting the server's cell, or None before it has
-    one (a build request has no actions yet)."""
+    one (a build request has no actions yet). From 2.21 the actions of a
+    deleted server can be read too."""
+    read_deleted = version >= (2, 21)
     try:
-        req.compute_api.get(ctx, server_id)
-        _, cell = req.compute_api.locate(ctx, server_id)
+        req.compute_api.get(ctx, server_id, read_deleted=read_deleted)
+        _, cell = req.compute_api.locate(ctx, server_id,
+                                         read_deleted=read_deleted)
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())
     return ss_context.target_cell(ctx, cell) if cell else None
@@ -35,13 +38,13 @@ def _render(action, version):
 
 
 def index(req, ctx, version, server_id):
-    cctx = _cell_context(req, ctx, server_id)
+    cctx = _cell_context(req, ctx, version, server_id)
     actions = instance_action.get_actions(cctx, server_id) if cctx else []
     return {'instanceActions': [_render(a, version) for a in actions]}
 
 
 def show(req, ctx, version, server_id, request_id):
-    cctx = _cell_context(req, ctx, server_id)
+    cctx = _cell_context(req, ctx, version, server_id)
     action = cctx and instance_action.get_action(cctx, server_id,
                                                  request_id)
     if not action:

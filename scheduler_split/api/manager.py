@@ -18,6 +18,7 @@ from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import instance_action
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 
@@ -36,8 +37,13 @@ class ComputeAPI:
 
     def create(self, ctx, name, flavor, image_ref, count=1,
                availability_zone=None, force_hosts=None, metadata=None,
-               key_name=None, scheduler_hints=None, description=None):
-        """Accept a boot of ``count`` instances; return them (BUILD)."""
+               key_name=None, scheduler_hints=None, description=None,
+               group=None):
+        """Accept a boot of ``count`` instances; return them (BUILD).
+
+        With ``group`` (an InstanceGroup) every instance joins that server
+        group in the transaction that records it.
+        """
         reservation_id = 'r-' + uuidutils.generate_uuid()[:8]
         now = obj_base.utcnow()
         build_requests, request_specs = [], []
@@ -63,7 +69,8 @@ class ComputeAPI:
                 user_id=ctx.user_id, flavor=flavor, image_ref=image_ref,
                 num_instances=count, availability_zone=availability_zone,
                 force_hosts=force_hosts,
-                scheduler_hints=scheduler_hints or {})
+                scheduler_hints=scheduler_hints or {},
+                instance_group=group and group.for_request())
             build_request = objects.BuildRequest(
                 instance_uuid=uuid, project_id=ctx.project_id,
                 instance=instance, created_at=now)
@@ -91,14 +98,14 @@ class ComputeAPI:
 
     # --- read ---------------------------------------------------------------
 
-    def get(self, ctx, uuid):
+    def get(self, ctx, uuid, read_deleted=False):
         """The server ``uuid`` if it exists and the caller may see it."""
-        instance = self.locate(ctx, uuid)[0]
+        instance = self.locate(ctx, uuid, read_deleted=read_deleted)[0]
         if not ctx.is_admin and instance.project_id != ctx.project_id:
             raise exception.InstanceNotFound(instance_id=uuid)
         return instance
 
-    def locate(self, ctx, uuid):
+    def locate(self, ctx, uuid, read_deleted=False):
         """``(instance, cell_mapping or None)``: None while the server is
         a build request. No visibility check: see ``get``."""
         try:
@@ -116,7 +123,8 @@ class ComputeAPI:
                 if mapping.cell_mapping is None:
                     raise exception.InstanceNotFound(instance_id=uuid)
         cctx = ss_context.target_cell(ctx, mapping.cell_mapping)
-        return (objects.Instance.get_by_uuid(cctx, uuid),
+        return (objects.Instance.get_by_uuid(cctx, uuid,
+                                             read_deleted=read_deleted),
                 mapping.cell_mapping)
 
     def list(self, ctx, all_tenants=False):
@@ -147,6 +155,13 @@ class ComputeAPI:
         and the API marks DELETING only from the state it saw.
         """
         self.get(ctx, uuid)
+        self._delete(ctx, uuid)
+        # A server being deleted is no member of its group any more; the
+        # scheduler keeps enforcing the policy on its claim until that is
+        # released.
+        objects.InstanceGroup.remove_instance(ctx, uuid)
+
+    def _delete(self, ctx, uuid):
         for _ in range(10):
             instance, cell = self.locate(ctx, uuid)
             if cell is None:
@@ -164,6 +179,7 @@ class ComputeAPI:
                 instance.save(cctx, expected_task_state=seen)
             except exception.Conflict:
                 continue
+            instance_action.start_action(cctx, uuid, 'delete')
             if (cell.is_cell0 or not instance.host or
                     instance.vm_state == instance_obj.ERROR):
                 # Nothing runs anywhere (a failed build's VM is gone with

@@ -1,4 +1,8 @@
-"""JSON schemas of request bodies."""
+"""JSON schemas of request bodies, and the check that applies them."""
+
+import jsonschema
+
+from scheduler_split.api import errors
 
 # No leading or trailing whitespace, no control characters.
 _name = {'type': 'string', 'minLength': 1, 'maxLength': 255,
@@ -85,9 +89,80 @@ create_server = {
             'required': ['name', 'flavorRef'],
             'additionalProperties': False,
         },
-        'os:scheduler_hints': {'type': 'object'},
-        'OS-SCH-HNT:scheduler_hints': {'type': 'object'},
+        'os:scheduler_hints': {'$ref': '#/$defs/scheduler_hints'},
+        'OS-SCH-HNT:scheduler_hints': {'$ref': '#/$defs/scheduler_hints'},
     },
     'required': ['server'],
     'additionalProperties': False,
+    '$defs': {
+        'scheduler_hints': {
+            'type': 'object',
+            'properties': {
+                'group': {'type': 'string', 'format': 'uuid'},
+            },
+        },
+    },
 }
+
+_server_group = {
+    'type': 'object',
+    'properties': {
+        'name': _name,
+        'policies': {
+            'type': 'array',
+            'items': {'type': 'string',
+                      'enum': ['affinity', 'anti-affinity']},
+            'minItems': 1, 'maxItems': 1,
+        },
+    },
+    'required': ['name', 'policies'],
+    'additionalProperties': False,
+}
+
+
+def _server_group_schema(group):
+    return {'type': 'object',
+            'properties': {'server_group': group},
+            'required': ['server_group'],
+            'additionalProperties': False}
+
+
+# 2.1: "policies": [one of affinity, anti-affinity].
+create_server_group = _server_group_schema(_server_group)
+# 2.15: the soft policies too.
+create_server_group_v215 = _server_group_schema(dict(
+    _server_group, properties=dict(_server_group['properties'], policies=dict(
+        _server_group['properties']['policies'],
+        items={'type': 'string', 'enum': ['affinity', 'anti-affinity',
+                                          'soft-affinity',
+                                          'soft-anti-affinity']}))))
+# 2.64: "policy" (one string) and "rules".
+create_server_group_v264 = _server_group_schema({
+    'type': 'object',
+    'properties': {
+        'name': _name,
+        'policy': {'type': 'string',
+                   'enum': ['affinity', 'anti-affinity', 'soft-affinity',
+                            'soft-anti-affinity']},
+        'rules': {
+            'type': 'object',
+            'properties': {'max_server_per_host': _positive_int},
+            'additionalProperties': False,
+        },
+    },
+    'required': ['name', 'policy'],
+    'additionalProperties': False,
+})
+
+_FORMATS = jsonschema.FormatChecker(['uuid'])
+
+
+def validate(body, schema):
+    """400 in Nova's words unless ``body`` matches ``schema``."""
+    try:
+        jsonschema.validate(body, schema, format_checker=_FORMATS)
+    except jsonschema.ValidationError as exc:
+        field = '/'.join(str(p) for p in exc.absolute_path) or 'body'
+        raise errors.bad_request(
+            'Invalid input for field/attribute %s. Value: %s. %s'
+            % (field, exc.instance, exc.message))

@@ -3,11 +3,10 @@
 import hashlib
 import re
 
-import jsonschema
-
 from scheduler_split.api import errors
 from scheduler_split.api import images
 from scheduler_split.api import schemas
+from scheduler_split.api import server_groups
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import objects
@@ -179,13 +178,7 @@ def _count(server, key, default):
 def create(req, ctx, version):
     compute_api = req.compute_api
     body = req.json_body_or_error()
-    try:
-        jsonschema.validate(body, schemas.create_server)
-    except jsonschema.ValidationError as exc:
-        field = '/'.join(str(p) for p in exc.absolute_path) or 'body'
-        raise errors.bad_request(
-            'Invalid input for field/attribute %s. Value: %s. %s'
-            % (field, exc.instance, exc.message))
+    schemas.validate(body, schemas.create_server)
     server = body['server']
     if version >= (2, 37) and 'networks' not in server:
         raise errors.bad_request(
@@ -223,11 +216,18 @@ def create(req, ctx, version):
     hints = {k: [str(x) for x in (v if isinstance(v, list) else [v])]
              for k, v in hints.items()}
     zone, force_hosts = _zone_and_host(ctx, server.get('availability_zone'))
+    group = None
+    if hints.get('group'):
+        try:
+            group = server_groups.get_visible(ctx, hints['group'][0])
+        except exception.InstanceGroupNotFound as exc:
+            raise errors.bad_request(exc.format_message())
     reservation_id, instances = compute_api.create(
         ctx, server['name'], flavor, image_ref, count=max_count,
         availability_zone=zone, force_hosts=force_hosts,
         metadata=server.get('metadata'), key_name=server.get('key_name'),
-        scheduler_hints=hints, description=server.get('description'))
+        scheduler_hints=hints, description=server.get('description'),
+        group=group)
     if str(server.get('return_reservation_id', '')).lower() in ('true',
                                                                 '1'):
         return 202, {'reservation_id': reservation_id}
@@ -299,7 +299,11 @@ def show(req, ctx, version, server_id):
         instance = req.compute_api.get(ctx, server_id)
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())
-    return {'server': render(req, ctx, version, instance)}
+    body = render(req, ctx, version, instance)
+    if version >= (2, 71):
+        group = objects.InstanceGroup.get_by_instance_uuid(ctx, server_id)
+        body['server_groups'] = [group.uuid] if group else []
+    return {'server': body}
 
 
 def delete(req, ctx, version, server_id):

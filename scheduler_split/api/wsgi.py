@@ -23,6 +23,7 @@ from scheduler_split.api import instance_actions
 from scheduler_split.api import images
 from scheduler_split.api import manager
 from scheduler_split.api import microversion
+from scheduler_split.api import server_groups
 from scheduler_split.api import servers
 from scheduler_split.api import versions
 from scheduler_split import conf
@@ -47,6 +48,10 @@ ROUTES = {
         'GET': instance_actions.index},
     '/v2.1/servers/{server_id}/os-instance-actions/{request_id}': {
         'GET': instance_actions.show},
+    '/v2.1/os-server-groups': {'GET': server_groups.index,
+                               'POST': server_groups.create},
+    '/v2.1/os-server-groups/{group_id}': {'GET': server_groups.show,
+                                          'DELETE': server_groups.delete},
     '/image': {'GET': images.versions},
     '/image/': {'GET': images.versions},
     '/image/v2/images': {'GET': images.list_images},

@@ -250,5 +250,8 @@ class ComputeManager:
                 instance.destroy(ctx)
             except exception.InstanceNotFound:
                 pass
+            instance_action.record_event(
+                ctx, uuid, 'compute_terminate_instance', host=self.host,
+                action='delete')
             LOG.info('Instance %s deleted from %s', uuid, self.host,
                      extra={'instance_uuid': uuid})

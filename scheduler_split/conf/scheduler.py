@@ -7,13 +7,29 @@ filter_scheduler_group = cfg.OptGroup(
 filter_scheduler_opts = [
     cfg.ListOpt('enabled_filters',
                 default=['ComputeFilter', 'AvailabilityZoneFilter',
-                         'RamFilter', 'CoreFilter', 'DiskFilter'],
+                         'RamFilter', 'CoreFilter', 'DiskFilter',
+                         'ServerGroupAntiAffinityFilter',
+                         'ServerGroupAffinityFilter'],
                 help='Filters applied to every host, in this order. Each '
-                     'name is a class in scheduler_split.scheduler.filters.'),
+                     'name is a class in scheduler_split.scheduler.filters. '
+                     'The affinity and anti-affinity policies of server '
+                     'groups are enforced by the claim even without their '
+                     'filters; the filters spare claims that would be '
+                     'refused.'),
     cfg.ListOpt('weighers',
-                default=['RAMWeigher', 'CPUWeigher'],
+                default=['RAMWeigher', 'CPUWeigher',
+                         'ServerGroupSoftAffinityWeigher',
+                         'ServerGroupSoftAntiAffinityWeigher'],
                 help='Weighers whose weighted sum ranks the hosts that '
                      'passed the filters.'),
+    cfg.FloatOpt('soft_affinity_weight_multiplier',
+                 default=1.0, min=0,
+                 help='How strongly members of a soft-affinity server group '
+                      'prefer hosts holding more of its members.'),
+    cfg.FloatOpt('soft_anti_affinity_weight_multiplier',
+                 default=1.0, min=0,
+                 help='How strongly members of a soft-anti-affinity server '
+                      'group prefer hosts holding fewer of its members.'),
     cfg.FloatOpt('ram_weight_multiplier',
                  default=1.0,
                  help='Positive spreads instances over hosts by free RAM, '

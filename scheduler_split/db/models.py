@@ -111,6 +111,35 @@ class FlavorExtraSpec(_Timestamps, ApiBase):
     value = sa.Column(sa.String(255), nullable=True)
 
 
+class InstanceGroup(_Timestamps, ApiBase):
+    """A server group: instances placed together or apart by policy."""
+    __tablename__ = 'instance_groups'
+    __table_args__ = (sa.Index('instance_groups_project_id_idx',
+                               'project_id'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    name = sa.Column(sa.String(255), nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255))
+    policy = sa.Column(sa.String(255), nullable=False)
+    # JSON object, e.g. {"max_server_per_host": 2}.
+    rules = sa.Column(sa.Text, nullable=False, default='{}')
+    members = orm.relationship('InstanceGroupMember', lazy='selectin',
+                               cascade='all, delete-orphan',
+                               order_by='InstanceGroupMember.id')
+
+
+class InstanceGroupMember(_Timestamps, ApiBase):
+    __tablename__ = 'instance_group_members'
+    __table_args__ = (sa.UniqueConstraint('group_id', 'instance_uuid'),
+                      sa.Index('instance_group_members_instance_uuid_idx',
+                               'instance_uuid'))
+    id = sa.Column(sa.Integer, primary_key=True)
+    group_id = sa.Column(sa.Integer, sa.ForeignKey('instance_groups.id'),
+                         nullable=False)
+    instance_uuid = sa.Column(sa.String(36), nullable=False)
+
+
 # --- cell database ----------------------------------------------------------
 
 class Instance(_Timestamps, CellBase):
@@ -246,3 +275,29 @@ class Allocation(_Timestamps, SchedulerBase):
     consumer_id = sa.Column(sa.String(36), nullable=False)
     resource_class = sa.Column(sa.String(255), nullable=False)
     used = sa.Column(sa.Integer, nullable=False)
+
+
+class ConsumerGroup(_Timestamps, SchedulerBase):
+    """A server group as claims enforce it: a hard policy and a generation.
+
+    Every claim of a member bumps the generation with the same guarded
+    update as a provider's, so two members' claims never both decide on
+    what they read before the other wrote.
+    """
+    __tablename__ = 'consumer_groups'
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    policy = sa.Column(sa.String(255), nullable=False)
+    max_per_host = sa.Column(sa.Integer, nullable=False, default=1)
+    generation = sa.Column(sa.Integer, nullable=False, default=0)
+
+
+class ConsumerGroupMember(_Timestamps, SchedulerBase):
+    __tablename__ = 'consumer_group_members'
+    __table_args__ = (
+        sa.UniqueConstraint('group_id', 'consumer_id'),
+        sa.Index('consumer_group_members_consumer_id_idx', 'consumer_id'))
+    id = sa.Column(sa.Integer, primary_key=True)
+    group_id = sa.Column(sa.Integer, sa.ForeignKey('consumer_groups.id'),
+                         nullable=False)
+    consumer_id = sa.Column(sa.String(36), nullable=False)

@@ -23,6 +23,16 @@ class SchedulerSplitObject(ovo_base.VersionedObject):
     OBJ_SERIAL_NAMESPACE = 'scheduler_split_object'
     OBJ_PROJECT_NAMESPACE = 'scheduler_split'
 
+    def obj_to_primitive(self, target_version=None, version_manifest=None):
+        # A backport without a peer's manifest keeps child objects at the
+        # versions this process has (oslo's default wants a hand-kept
+        # ``obj_relationships`` table instead).
+        if target_version is not None and version_manifest is None:
+            version_manifest = ovo_base.obj_tree_get_versions(
+                self.obj_name())
+        return super().obj_to_primitive(target_version=target_version,
+                                        version_manifest=version_manifest)
+
     def to_json(self):
         return jsonutils.dumps(self.obj_to_primitive())
 

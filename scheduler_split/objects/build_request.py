@@ -34,8 +34,9 @@ class BuildRequest(base.SchedulerSplitObject):
         return br
 
     def create(self, ctx, request_spec=None):
-        """Record the build request, its instance mapping (no cell yet) and
-        ``request_spec`` in one transaction: all of them or none."""
+        """Record the build request, its instance mapping (no cell yet),
+        ``request_spec`` and the instance's membership of the spec's server
+        group in one transaction: all of them or none."""
         instance = self.instance
         with engines.writer(CONF.api_database.connection) as session:
             session.add(models.InstanceMapping(
@@ -45,6 +46,9 @@ class BuildRequest(base.SchedulerSplitObject):
                 session.add(models.RequestSpec(
                     instance_uuid=self.instance_uuid,
                     spec=request_spec.to_json()))
+                group = request_spec.instance_group
+                if group is not None:
+                    group.add_member_in(session, self.instance_uuid)
             session.add(models.BuildRequest(
                 instance_uuid=self.instance_uuid, project_id=self.project_id,
                 instance=instance.to_json()))

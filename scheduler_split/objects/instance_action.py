@@ -1,6 +1,7 @@
 """Instance actions: what happened to an instance, step by step.
 
-An action is one user request (``create``) identified by its request id,
+An action is one user request (``create``, ``delete``) identified by its
+request id,
 which travels with the context over every RPC hop; its events are the
 steps services took for it, each with the host it ran on and its result.
 They live in the instance's cell database.
@@ -34,6 +35,17 @@ def _action_id(session, ctx, instance_uuid, action):
         session.add(row)
         session.flush()
     return row.id
+
+
+def start_action(ctx, instance_uuid, action):
+    """Record that ``ctx``'s request started ``action`` on the instance
+    (an audit trail: a failure is logged, never raised)."""
+    try:
+        with engines.writer(ctx.cell_db) as session:
+            _action_id(session, ctx, instance_uuid, action)
+    except Exception:
+        LOG.exception('Could not record action %s of instance %s', action,
+                      instance_uuid, extra={'instance_uuid': instance_uuid})
 
 
 def record_event(ctx, instance_uuid, event, host=None, result=SUCCESS,

@@ -24,7 +24,8 @@ class SchedulerRetries(base.SchedulerSplitObject):
 @base.ObjectRegistry.register
 class RequestSpec(base.SchedulerSplitObject):
     """What the scheduler needs to place the instances of one request."""
-    VERSION = '1.0'
+    # 1.1: instance_group
+    VERSION = '1.1'
 
     fields = {
         'instance_uuid': fields.UUIDField(),
@@ -43,7 +44,14 @@ class RequestSpec(base.SchedulerSplitObject):
                                                  default=None),
         'retry': fields.ObjectField('SchedulerRetries', nullable=True,
                                     default=None),
+        'instance_group': fields.ObjectField('InstanceGroup', nullable=True,
+                                             default=None),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if tuple(int(p) for p in target_version.split('.')) < (1, 1):
+            primitive.pop('instance_group', None)
 
     @property
     def resources(self):

@@ -8,9 +8,12 @@ from scheduler_split.objects import base
 class Selection(base.SchedulerSplitObject):
     """One host the scheduler chose, claimed or as an alternate.
 
-    ``allocation_request`` is the JSON of the resources to claim there
-    (``{"VCPU": 1, ...}``): the chosen host of a list is already claimed,
-    an alternate is claimed by the cell conductor when it is tried.
+    ``allocation_request`` is the JSON of what to claim there: the chosen
+    host of a list is already claimed, an alternate is claimed by the cell
+    conductor when it is tried. Version ``1.0`` is the resources
+    (``{"VCPU": 1, ...}``); version ``1.1`` is ``{"resources": {...},
+    "group": {"uuid", "policy", "max_per_host"}}`` for a member of a server
+    group whose policy the claim must enforce.
     """
     VERSION = '1.0'
 
@@ -25,6 +28,29 @@ class Selection(base.SchedulerSplitObject):
         'allocation_request_version': fields.StringField(nullable=True),
     }
 
+    @classmethod
+    def for_claim(cls, resources, group=None, **kwargs):
+        """A Selection whose allocation request claims ``resources`` (as a
+        member of ``group`` if given)."""
+        if group:
+            request = {'resources': resources, 'group': group}
+            version = '1.1'
+        else:
+            request, version = resources, '1.0'
+        return cls(allocation_request=jsonutils.dumps(request),
+                   allocation_request_version=version, **kwargs)
+
+    def _request(self):
+        request = jsonutils.loads(self.allocation_request or '{}')
+        if self.get('allocation_request_version') == '1.1':
+            return request
+        return {'resources': request}
+
     @property
     def resources(self):
-        return jsonutils.loads(self.allocation_request or '{}')
+        return self._request()['resources']
+
+    @property
+    def group(self):
+        """The server group the claim enforces, or None."""
+        return self._request().get('group')

@@ -7,16 +7,24 @@ another writer (another scheduler worker, a release) changed the provider
 in between: that is a :class:`ClaimConflict`, rolled back, and the caller
 moves on to its next host. The database decides; no lock is held across
 processes.
+
+A member of a server group with a hard policy (``affinity``,
+``anti-affinity``) is checked against the group's other members in the
+same transaction, and the group's own generation is bumped with the same
+guarded update: of two members claiming at once, on any hosts, one
+decides first and the other re-reads.
 """
 
 import datetime
 import logging
 
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 
 from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split import exception
+from scheduler_split.objects import instance_group
 
 LOG = logging.getLogger(__name__)
 
@@ -27,15 +35,23 @@ def capacity(total, reserved, allocation_ratio):
     return int((total - reserved) * allocation_ratio)
 
 
-def claim(url, provider_uuid, consumer_id, resources):
+def claim(url, provider_uuid, consumer_id, resources, group=None):
     """Allocate ``resources`` of the provider to ``consumer_id``.
 
     The consumer's allocations become exactly this claim: any it held on
     other providers are released in the same transaction. Returns the
     provider's new generation. Raises ``ClaimConflict`` when the provider
-    changed concurrently, ``ClaimCapacityExceeded`` when it is full and
-    ``ComputeHostDisabled`` when its service is disabled.
+    (or the group) changed concurrently, ``ClaimCapacityExceeded`` when it
+    is full and ``ComputeHostDisabled`` when its service is disabled.
+
+    ``group`` (``{"uuid", "policy", "max_per_host"}``) makes the consumer a
+    member of that server group; with a hard policy the claim raises
+    ``ClaimGroupPolicyViolation`` where the policy forbids the provider.
     """
+    if group and group['policy'] not in instance_group.HARD_POLICIES:
+        group = None
+    if group:
+        _ensure_group(url, group)
     rp = models.ResourceProvider
     with engines.writer(url) as session:
         provider = session.execute(
@@ -68,6 +84,11 @@ def claim(url, provider_uuid, consumer_id, resources):
                     host=provider.host, amount=amount, resource=rc,
                     free=free)
 
+        member_of = None
+        if group:
+            member_of = _check_group(session, group['uuid'], provider,
+                                     consumer_id)
+
         # The target's generation is bumped once, by the guarded update
         # below; only the other providers the consumer leaves get theirs
         # bumped here.
@@ -83,7 +104,84 @@ def claim(url, provider_uuid, consumer_id, resources):
         if result.rowcount != 1:
             raise exception.ClaimConflict(provider=provider_uuid,
                                           generation=seen)
+        if member_of is not None:
+            _join_group(session, member_of, consumer_id)
     return seen + 1
+
+
+def _ensure_group(url, group):
+    """Create the group's row on the first claim of any member."""
+    cg = models.ConsumerGroup
+    try:
+        with engines.writer(url) as session:
+            if session.scalar(sa.select(cg.id).where(
+                    cg.uuid == group['uuid'])) is None:
+                session.add(cg(uuid=group['uuid'], policy=group['policy'],
+                               max_per_host=group.get('max_per_host') or 1,
+                               generation=0))
+    except sa_exc.IntegrityError:
+        # Another member's claim created it first.
+        pass
+
+
+def _check_group(session, group_uuid, provider, consumer_id):
+    """Refuse ``provider`` if the group's policy forbids it; return the
+    group row the claim must bump."""
+    cg = models.ConsumerGroup
+    member = models.ConsumerGroupMember
+    alloc = models.Allocation
+    group = session.execute(
+        sa.select(cg.id, cg.uuid, cg.policy, cg.max_per_host,
+                  cg.generation).where(cg.uuid == group_uuid)).one()
+    # Where the other members are, and how many on each provider.
+    placed = dict(session.execute(
+        sa.select(alloc.resource_provider_id,
+                  sa.func.count(sa.distinct(alloc.consumer_id)))
+        .join(member, member.consumer_id == alloc.consumer_id)
+        .where(member.group_id == group.id,
+               alloc.consumer_id != consumer_id)
+        .group_by(alloc.resource_provider_id)).all())
+    if group.policy == 'anti-affinity':
+        refused = placed.get(provider.id, 0) >= group.max_per_host
+    else:
+        refused = bool(placed) and provider.id not in placed
+    if refused:
+        raise exception.ClaimGroupPolicyViolation(
+            host=provider.host, policy=group.policy, group=group.uuid)
+    return group
+
+
+def _join_group(session, group, consumer_id):
+    member = models.ConsumerGroupMember
+    if session.scalar(sa.select(member.id).where(
+            member.group_id == group.id,
+            member.consumer_id == consumer_id)) is None:
+        session.add(member(group_id=group.id, consumer_id=consumer_id))
+    cg = models.ConsumerGroup
+    result = session.execute(
+        sa.update(cg).where(cg.id == group.id,
+                            cg.generation == group.generation)
+        .values(generation=group.generation + 1))
+    if result.rowcount != 1:
+        raise exception.ClaimConflict(provider='of group %s' % group.uuid,
+                                      generation=group.generation)
+
+
+def group_hosts(url, group_uuid):
+    """Host names of the group's members with allocations, one entry per
+    member (a host holding two members is listed twice)."""
+    member = models.ConsumerGroupMember
+    alloc = models.Allocation
+    rp = models.ResourceProvider
+    with engines.reader(url) as session:
+        rows = session.execute(
+            sa.select(alloc.consumer_id, rp.host).distinct()
+            .join(rp, rp.id == alloc.resource_provider_id)
+            .join(member, member.consumer_id == alloc.consumer_id)
+            .join(models.ConsumerGroup,
+                  models.ConsumerGroup.id == member.group_id)
+            .where(models.ConsumerGroup.uuid == group_uuid))
+        return sorted(host for _, host in rows)
 
 
 def _drop_allocations(session, consumer_id, guarded=None):
@@ -118,6 +216,8 @@ def release(url, consumer_id):
     """
     with engines.writer(url) as session:
         dropped = _drop_allocations(session, consumer_id)
+        session.execute(sa.delete(models.ConsumerGroupMember).where(
+            models.ConsumerGroupMember.consumer_id == consumer_id))
         if not dropped:
             return {}
         uuids = dict(session.execute(

@@ -7,11 +7,11 @@ conductors). A bus endpoint knows which cell it listens for, which is how
 a compute's report gets its cell without the compute knowing the cell.
 """
 
+import contextlib
 import logging
 import threading
 
 import oslo_messaging as messaging
-from oslo_serialization import jsonutils
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -70,19 +70,27 @@ class SchedulerManager:
 
     # --- the claim (reserve) phase -----------------------------------------
 
-    def _claim(self, host_uuid, instance_uuid, resources):
+    def _claim(self, host_uuid, instance_uuid, resources, group=None):
         """Claim on one host: True, or False once it is really refused.
 
         A lost race (ClaimConflict) says only that someone else changed
-        the host meanwhile: reload it and try again while it still fits.
-        Claims of this process on one host queue on a lock, so that only
-        other processes' claims can make it lose.
+        the host (or the group) meanwhile: reload it and try again while
+        it still fits. Claims of this process on one host, or for one
+        group, queue on a lock, so that only other processes' claims can
+        make it lose.
+        ``ClaimGroupPolicyViolation`` is raised to the caller, who knows
+        the request's group.
         """
         for _ in range(CLAIM_ATTEMPTS):
             try:
-                with self._claim_lock(host_uuid):
+                # Group before host, always: members of one group claim
+                # one at a time here, on whatever hosts.
+                with contextlib.ExitStack() as locks:
+                    if group:
+                        locks.enter_context(self._claim_lock(group['uuid']))
+                    locks.enter_context(self._claim_lock(host_uuid))
                     claims.claim(self.db_url, host_uuid, instance_uuid,
-                                 resources)
+                                 resources, group=group)
                 self.host_manager.note_claim(host_uuid, resources)
                 return True
             except exception.ClaimConflict as exc:
@@ -99,23 +107,39 @@ class SchedulerManager:
                 return False
         return False
 
-    def _claim_lock(self, host_uuid):
+    def _claim_lock(self, uuid):
+        """The lock of one host or one group."""
         with self._claim_locks_guard:
-            lock = self._claim_locks.get(host_uuid)
+            lock = self._claim_locks.get(uuid)
             if lock is None:
-                lock = self._claim_locks[host_uuid] = threading.Lock()
+                lock = self._claim_locks[uuid] = threading.Lock()
             return lock
 
-    def _claim_first(self, ctx, candidates, instance_uuid, resources):
+    def _claim_first(self, ctx, candidates, instance_uuid, spec_obj):
         """Claim on the best candidate that accepts; return it or None.
 
         A host that refuses is dropped from the candidates and the next
-        one is tried.
+        one is tried. A refusal for the server group's policy means other
+        members landed meanwhile: the candidates are filtered again
+        against where the members are now.
         """
+        resources = spec_obj.resources
+        group = spec_obj.get('instance_group')
+        claim_group = group.claim_group if group is not None else None
         while candidates:
             host = candidates.pop(0)
-            if self._claim(host.uuid, instance_uuid, resources):
-                return host
+            try:
+                if self._claim(host.uuid, instance_uuid, resources,
+                               group=claim_group):
+                    return host
+            except exception.ClaimGroupPolicyViolation as exc:
+                LOG.info('Claim for instance %s refused: %s', instance_uuid,
+                         exc.format_message(),
+                         extra={'instance_uuid': instance_uuid})
+                group.hosts = claims.group_hosts(self.db_url, group.uuid)
+                for group_filter in filters.GROUP_FILTERS:
+                    candidates = group_filter().filter_all(candidates,
+                                                           spec_obj)
             LOG.info('Instance %s: %s refused the claim, trying the next '
                      'host', instance_uuid, host.host,
                      extra={'instance_uuid': instance_uuid})
@@ -133,21 +157,30 @@ class SchedulerManager:
         resources = spec_obj.resources
         num_alternates = num_alternates if return_alternates else 0
         host_states = self.host_manager.host_states()
+        group = spec_obj.get('instance_group')
+        claim_group = None
+        if group is not None:
+            # Where the members are now, whatever the caller sent.
+            group.hosts = claims.group_hosts(self.db_url, group.uuid)
+            claim_group = group.claim_group
         result = []
         claimed = []
         try:
             for instance_uuid in instance_uuids:
                 candidates = self._candidates(host_states, spec_obj)
                 chosen = self._claim_first(ctx, candidates, instance_uuid,
-                                           resources)
+                                           spec_obj)
                 if chosen is None:
                     raise exception.NoValidHost(
                         reason='There are not enough hosts available.')
                 claimed.append(instance_uuid)
+                if group is not None:
+                    # Later instances of the request see this one placed.
+                    group.hosts = group.hosts + [chosen.host]
                 alternates = [h for h in candidates
                               if h.cell_uuid == chosen.cell_uuid][
                     :num_alternates]
-                result.append([self._selection(h, resources)
+                result.append([self._selection(h, resources, claim_group)
                                for h in [chosen] + alternates])
                 LOG.info('Instance %s claimed on %s with alternates %s',
                          instance_uuid, chosen.host,
@@ -167,12 +200,11 @@ class SchedulerManager:
         return not host_state.disabled and host_state.is_up()
 
     @staticmethod
-    def _selection(host, resources):
-        return objects.Selection(
-            compute_node_uuid=host.uuid, service_host=host.host,
-            nodename=host.nodename, cell_uuid=host.cell_uuid, limits=None,
-            allocation_request=jsonutils.dumps(resources),
-            allocation_request_version='1.0')
+    def _selection(host, resources, group=None):
+        return objects.Selection.for_claim(
+            resources, group=group, compute_node_uuid=host.uuid,
+            service_host=host.host, nodename=host.nodename,
+            cell_uuid=host.cell_uuid, limits=None)
 
     def claim_resources(self, ctx, selection, instance_uuid):
         """Claim an alternate: True if claimed, False if it lost or is full.
@@ -184,8 +216,14 @@ class SchedulerManager:
                      selection.service_host, instance_uuid,
                      extra={'instance_uuid': instance_uuid})
             return False
-        return self._claim(selection.compute_node_uuid, instance_uuid,
-                           resources)
+        try:
+            return self._claim(selection.compute_node_uuid, instance_uuid,
+                               resources, group=selection.group)
+        except exception.ClaimGroupPolicyViolation as exc:
+            LOG.info('Alternate refused for instance %s: %s', instance_uuid,
+                     exc.format_message(),
+                     extra={'instance_uuid': instance_uuid})
+            return False
 
     def release_resources(self, ctx, instance_uuid):
         released = claims.release(self.db_url, instance_uuid)

@@ -25,6 +25,7 @@ class Api:
 
     def __init__(self, base_url, token='admin:admin', microversion='2.96'):
         self.base_url = base_url
+        self.token = token
         self.session = requests.Session()
         self.session.headers['X-Auth-Token'] = token
         self.session.headers['OpenStack-API-Version'] = (
@@ -32,6 +33,10 @@ class Api:
 
     def as_user(self, token):
         return Api(self.base_url, token)
+
+    def at(self, microversion):
+        """The same user speaking another microversion."""
+        return Api(self.base_url, self.token, microversion)
 
     def request(self, method, path, **kwargs):
         return self.session.request(method, self.base_url + path,
@@ -47,14 +52,17 @@ class Api:
         return self.request('DELETE', path, **kwargs)
 
     def boot(self, name='vm', flavor='1', image='cirros', count=None,
-             **extra):
+             hints=None, **extra):
         from scheduler_split.api import images
         server = {'name': name, 'flavorRef': flavor,
                   'imageRef': images.find(image)[0], 'networks': 'none'}
         if count:
             server['min_count'] = server['max_count'] = count
         server.update(extra)
-        resp = self.post('/v2.1/servers', {'server': server})
+        body = {'server': server}
+        if hints:
+            body['os:scheduler_hints'] = hints
+        resp = self.post('/v2.1/servers', body)
         assert resp.status_code == 202, resp.text
         return resp.json()['server']['id']
 

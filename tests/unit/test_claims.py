@@ -295,3 +295,147 @@ def test_concurrent_claims_never_exceed_capacity(scheduler_db):
     for consumer in results:
         expected = {rp: SMALL} if consumer in claimed else {}
         assert claims.allocations_of(scheduler_db, consumer) == expected
+
+
+# --- server group policies --------------------------------------------------
+
+ANTI = {'uuid': '0c5f0e1a-3b7d-4e49-8f2a-6d1c9b8a7e01',
+        'policy': 'anti-affinity', 'max_per_host': 1}
+AFFINITY = {'uuid': '1d6a1f2b-4c8e-4f5a-9a3b-7e2d0c9b8f02',
+            'policy': 'affinity', 'max_per_host': 1}
+
+
+def test_anti_affinity_member_is_refused_where_another_member_is(
+        scheduler_db):
+    a = _provider(scheduler_db, 'a')
+    b = _provider(scheduler_db, 'b')
+    claims.claim(scheduler_db, a, 'm1', SMALL, group=ANTI)
+
+    with pytest.raises(exception.ClaimGroupPolicyViolation) as info:
+        claims.claim(scheduler_db, a, 'm2', SMALL, group=ANTI)
+    claims.claim(scheduler_db, b, 'm2', SMALL, group=ANTI)
+    # Anybody outside the group still fits beside m1.
+    claims.claim(scheduler_db, a, 'outsider', SMALL)
+
+    assert 'anti-affinity' in info.value.format_message()
+    assert claims.group_hosts(scheduler_db, ANTI['uuid']) == ['a', 'b']
+
+
+def test_anti_affinity_rule_allows_max_per_host_members(scheduler_db):
+    a = _provider(scheduler_db, 'a')
+    two = dict(ANTI, max_per_host=2)
+    claims.claim(scheduler_db, a, 'm1', SMALL, group=two)
+    claims.claim(scheduler_db, a, 'm2', SMALL, group=two)
+    with pytest.raises(exception.ClaimGroupPolicyViolation):
+        claims.claim(scheduler_db, a, 'm3', SMALL, group=two)
+    assert claims.group_hosts(scheduler_db, two['uuid']) == ['a', 'a']
+
+
+def test_affinity_members_follow_the_first_one(scheduler_db):
+    a = _provider(scheduler_db, 'a')
+    b = _provider(scheduler_db, 'b')
+    claims.claim(scheduler_db, b, 'm1', SMALL, group=AFFINITY)
+
+    with pytest.raises(exception.ClaimGroupPolicyViolation):
+        claims.claim(scheduler_db, a, 'm2', SMALL, group=AFFINITY)
+    claims.claim(scheduler_db, b, 'm2', SMALL, group=AFFINITY)
+
+    assert claims.allocations_of(scheduler_db, 'm2') == {b: SMALL}
+
+
+def test_a_member_can_move_its_own_claim(scheduler_db):
+    a = _provider(scheduler_db, 'a')
+    b = _provider(scheduler_db, 'b')
+    claims.claim(scheduler_db, a, 'only', SMALL, group=AFFINITY)
+    # Its own allocation does not pin the only member of an affinity group
+    # (a reschedule to an alternate moves it).
+    claims.claim(scheduler_db, b, 'only', SMALL, group=AFFINITY)
+    assert claims.allocations_of(scheduler_db, 'only') == {b: SMALL}
+
+
+def test_released_member_no_longer_counts(scheduler_db):
+    a = _provider(scheduler_db, 'a')
+    claims.claim(scheduler_db, a, 'm1', SMALL, group=ANTI)
+    claims.release(scheduler_db, 'm1')
+    claims.claim(scheduler_db, a, 'm2', SMALL, group=ANTI)
+    assert claims.group_hosts(scheduler_db, ANTI['uuid']) == ['a']
+
+
+def test_soft_policies_are_not_enforced_by_claims(scheduler_db):
+    a = _provider(scheduler_db, 'a')
+    soft = dict(ANTI, policy='soft-anti-affinity')
+    claims.claim(scheduler_db, a, 'm1', SMALL, group=soft)
+    claims.claim(scheduler_db, a, 'm2', SMALL, group=soft)
+    assert _usage(scheduler_db, a)['VCPU'] == 2
+
+
+def test_member_claim_losing_the_group_generation_raises_conflict(
+        scheduler_db):
+    a = _provider(scheduler_db, 'a')
+    claims.claim(scheduler_db, a, 'm1', SMALL, group=AFFINITY)
+    engine = engines.get_engine(scheduler_db, writer=True)
+    fired = []
+
+    def _before(conn, cursor, statement, parameters, context, executemany):
+        if (not fired and statement.lstrip().upper().startswith('UPDATE')
+                and 'consumer_groups.generation = ' in statement):
+            cursor.connection.execute(
+                'UPDATE consumer_groups SET generation = generation + 1')
+            fired.append(statement)
+
+    event.listen(engine, 'before_cursor_execute', _before)
+    try:
+        with pytest.raises(exception.ClaimConflict):
+            claims.claim(scheduler_db, a, 'm2', SMALL, group=AFFINITY)
+    finally:
+        event.remove(engine, 'before_cursor_execute', _before)
+
+    assert fired
+    assert claims.allocations_of(scheduler_db, 'm2') == {}
+    assert claims.group_hosts(scheduler_db, AFFINITY['uuid']) == ['a']
+
+
+@pytest.mark.parametrize('group', [ANTI, AFFINITY],
+                         ids=['anti-affinity', 'affinity'])
+def test_members_racing_on_every_host_never_break_the_policy(scheduler_db,
+                                                             group):
+    members = 8
+    # Room for every member on any one host: only the policy limits.
+    hosts = {_provider(scheduler_db, 'host%d' % i, vcpus=members,
+                       memory_mb=512 * members): 'host%d' % i
+             for i in range(4)}
+    barrier = threading.Barrier(members)
+    results = {}
+
+    def _claim(index):
+        consumer = 'member-%d' % index
+        barrier.wait()
+        # Each member tries every host, starting from a different one.
+        order = list(hosts)[index % 4:] + list(hosts)[:index % 4]
+        for rp in order:
+            for _ in range(20):
+                try:
+                    claims.claim(scheduler_db, rp, consumer, SMALL,
+                                 group=group)
+                    results[consumer] = hosts[rp]
+                    return
+                except exception.ClaimConflict:
+                    continue
+                except exception.ClaimGroupPolicyViolation:
+                    break
+        results[consumer] = None
+
+    workers = [threading.Thread(target=_claim, args=(i,))
+               for i in range(members)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(30)
+
+    placed = sorted(h for h in results.values() if h)
+    assert len(results) == members
+    assert placed == claims.group_hosts(scheduler_db, group['uuid'])
+    if group['policy'] == 'anti-affinity':
+        assert placed == sorted(hosts.values())
+    else:
+        assert len(placed) == members and len(set(placed)) == 1

@@ -4,6 +4,7 @@ import datetime
 
 import pytest
 
+from scheduler_split import objects
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler import host_manager
 from tests.unit import helpers
@@ -159,3 +160,49 @@ def test_load_with_unknown_filter_name_raises_value_error_naming_it():
     with pytest.raises(ValueError) as info:
         filters.load(['RamFilter', 'NoSuchFilter'])
     assert 'NoSuchFilter' in str(info.value)
+
+
+# --- server group filters ---------------------------------------------------
+
+def _member_spec(policy, hosts, rules=None):
+    spec = helpers.make_spec()
+    spec.instance_group = objects.InstanceGroup(
+        uuid='5b0e4c7a-1d2e-4f3a-9b8c-7d6e5f4a3b2c', name='g',
+        project_id='project', user_id='user', policy=policy,
+        rules=rules or {}, members=[], hosts=hosts)
+    return spec
+
+
+def test_anti_affinity_filter_rejects_a_host_holding_a_member():
+    anti = filters.ServerGroupAntiAffinityFilter()
+    assert not anti.host_passes(_host(), _member_spec('anti-affinity',
+                                                      ['host1']))
+    assert anti.host_passes(_host(), _member_spec('anti-affinity',
+                                                  ['host2']))
+
+
+def test_anti_affinity_filter_honours_max_server_per_host():
+    anti = filters.ServerGroupAntiAffinityFilter()
+    rules = {'max_server_per_host': 2}
+    assert anti.host_passes(_host(), _member_spec(
+        'anti-affinity', ['host1'], rules))
+    assert not anti.host_passes(_host(), _member_spec(
+        'anti-affinity', ['host1', 'host1'], rules))
+
+
+def test_affinity_filter_passes_any_host_for_the_first_member_only():
+    affinity = filters.ServerGroupAffinityFilter()
+    assert affinity.host_passes(_host(), _member_spec('affinity', []))
+    assert affinity.host_passes(_host(), _member_spec('affinity',
+                                                      ['host1']))
+    assert not affinity.host_passes(_host(), _member_spec('affinity',
+                                                          ['host2']))
+
+
+@pytest.mark.parametrize('policy', ['soft-affinity', 'soft-anti-affinity'])
+def test_group_filters_ignore_soft_policies_and_specs_without_group(policy):
+    for host_filter in (filters.ServerGroupAntiAffinityFilter(),
+                        filters.ServerGroupAffinityFilter()):
+        assert host_filter.host_passes(_host(), _member_spec(policy,
+                                                             ['host2']))
+        assert host_filter.host_passes(_host(), helpers.make_spec())

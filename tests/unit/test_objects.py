@@ -27,9 +27,10 @@ EXPECTED_FINGERPRINTS = {
     'Flavor': '1.0-a6ae59e8f275ab1aef73df74fd2d7437',
     'HostMapping': '1.0-9297466faf35f923d342b1558062fa3f',
     'Instance': '1.1-6b6a059a078938c07d82f24da546738b',
+    'InstanceGroup': '1.0-9c6a2990888ccc706eb25461a01e166b',
     'InstanceFault': '1.0-8bb771c7db1113ce1ccf587760b24f29',
     'InstanceMapping': '1.0-b322f2a6866014af4084cd6b618bb348',
-    'RequestSpec': '1.0-b85b214f39da9007cbfa5ebc9ffbc3e6',
+    'RequestSpec': '1.1-4bee04cf3754efce3400e8284e8695e2',
     'SchedulerRetries': '1.0-7ac345807a200669b26324c34cdac6a1',
     'Selection': '1.0-04eab45c9e5a6402f333b7c4f51c9757',
     'Service': '1.0-c15a517c2240bfd3d8da2af48e26e878',
@@ -262,3 +263,57 @@ def test_instance_sent_to_a_1_0_peer_drops_the_description():
         == 'kept from 1.1'
     assert 'display_description' not in old['scheduler_split_object.data']
     assert old['scheduler_split_object.version'] == '1.0'
+
+
+def _group(policy='anti-affinity', rules=None):
+    return objects.InstanceGroup(
+        uuid='5b0e4c7a-1d2e-4f3a-9b8c-7d6e5f4a3b2c', name='g',
+        project_id='project', user_id='user', policy=policy,
+        rules=rules or {}, members=[], hosts=[])
+
+
+def test_request_spec_carries_its_group_and_a_1_0_peer_gets_none():
+    spec = helpers.make_spec()
+    spec.instance_group = _group(rules={'max_server_per_host': 2})
+
+    copy = _round_trip(spec)
+    old = spec.obj_to_primitive(target_version='1.0')
+
+    assert copy.instance_group.policy == 'anti-affinity'
+    assert copy.instance_group.max_server_per_host == 2
+    assert 'instance_group' not in old['scheduler_split_object.data']
+
+
+def test_hard_policies_give_claims_a_group_and_soft_ones_do_not():
+    assert _group().claim_group == {
+        'uuid': _group().uuid, 'policy': 'anti-affinity', 'max_per_host': 1}
+    assert _group('affinity').claim_group['policy'] == 'affinity'
+    assert _group('soft-anti-affinity').claim_group is None
+    assert _group('soft-affinity').claim_group is None
+
+
+def test_selection_of_a_group_member_carries_resources_and_group():
+    resources = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10}
+    group = _group().claim_group
+    member = objects.Selection.for_claim(
+        resources, group=group, compute_node_uuid=NODE_UUIDS[0],
+        service_host='host0', nodename='node0', cell_uuid=CELL_UUID)
+    plain = objects.Selection.for_claim(
+        resources, compute_node_uuid=NODE_UUIDS[1], service_host='host1',
+        nodename='node1', cell_uuid=CELL_UUID)
+
+    member, plain = _round_trip([member, plain])
+
+    assert member.allocation_request_version == '1.1'
+    assert (member.resources, member.group) == (resources, group)
+    # Without a group the request stays in the 1.0 shape older peers read.
+    assert plain.allocation_request_version == '1.0'
+    assert jsonutils.loads(plain.allocation_request) == resources
+    assert (plain.resources, plain.group) == (resources, None)
+
+
+def test_instance_with_its_flavor_backports_to_a_1_0_peer():
+    old = _instance().obj_to_primitive(target_version='1.0')
+    assert old['scheduler_split_object.version'] == '1.0'
+    assert old['scheduler_split_object.data']['flavor'][
+        'scheduler_split_object.data']['memory_mb'] == 2048

@@ -12,6 +12,7 @@ from scheduler_split import context
 from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split import exception
+from scheduler_split import objects
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import manager as scheduler_manager
 from tests.unit import helpers
@@ -333,3 +334,96 @@ def test_release_resources_frees_the_claim_once(manager, two_cells, ctx,
     assert claims.allocations_of(scheduler_db, uuid) == {}
     assert manager.host_manager.get(chosen).free('VCPU') == \
         free_after_claim + 1
+
+
+# --- server groups ----------------------------------------------------------
+
+def _group(policy, rules=None):
+    return objects.InstanceGroup(
+        uuid=uuidutils.generate_uuid(), name='g', project_id='project',
+        user_id='user', policy=policy, rules=rules or {}, members=[],
+        hosts=[])
+
+
+def test_anti_affinity_request_puts_each_instance_on_its_own_host(
+        manager, two_cells, ctx, scheduler_db):
+    spec = _spec(instance_group=_group('anti-affinity'))
+    uuids = _uuids(3)
+    host_lists = manager.select_destinations(ctx, spec, uuids,
+                                             return_alternates=True,
+                                             num_alternates=5)
+    chosen = [hl[0].service_host for hl in host_lists]
+    assert len(set(chosen)) == 3
+    # An alternate never holds a member placed before its instance.
+    for index, host_list in enumerate(host_lists):
+        assert not {s.service_host for s in host_list[1:]} & set(
+            chosen[:index])
+        assert host_list[0].group['policy'] == 'anti-affinity'
+    # A fourth member, in a later request, avoids all three.
+    [later] = manager.select_destinations(
+        ctx, _spec(instance_group=spec.instance_group), _uuids(1))
+    assert later[0].service_host not in chosen
+
+
+def test_anti_affinity_request_with_more_instances_than_hosts_fails_whole(
+        manager, ctx, scheduler_db):
+    for host in ('h1', 'h2'):
+        _add_host(manager, CELL_A, host, 8)
+    uuids = _uuids(3)
+    with pytest.raises(exception.NoValidHost):
+        manager.select_destinations(
+            ctx, _spec(instance_group=_group('anti-affinity')), uuids)
+    assert all(claims.allocations_of(scheduler_db, u) == {} for u in uuids)
+
+
+def test_affinity_request_puts_every_instance_with_the_first(
+        manager, two_cells, ctx, scheduler_db):
+    group = _group('affinity')
+    host_lists = manager.select_destinations(
+        ctx, _spec(instance_group=group), _uuids(3))
+    [later] = manager.select_destinations(
+        ctx, _spec(instance_group=group), _uuids(1))
+    assert {hl[0].service_host for hl in host_lists + [later]} == {'a1'}
+
+
+@pytest.mark.parametrize('policy, count, expected', [
+    ('affinity', 2, {'b2'}),      # b2 has room for two more
+    ('anti-affinity', 4, {'a1', 'b1', 'a2', 'a3'})])
+def test_claims_enforce_the_policy_even_with_the_group_filters_disabled(
+        override, scheduler_db, ctx, policy, count, expected):
+    override('enabled_filters', ['ComputeFilter', 'RamFilter'],
+             group='filter_scheduler')
+    manager = scheduler_manager.SchedulerManager(scheduler_db)
+    hosts = {}
+    for cell, host, size in ((CELL_A, 'a1', 8), (CELL_B, 'b1', 6),
+                             (CELL_A, 'a2', 4), (CELL_B, 'b2', 3),
+                             (CELL_A, 'a3', 2)):
+        hosts[host] = _add_host(manager, cell, host, size)
+    group = _group(policy)
+    # A member already runs on b2, the host spreading ranks last.
+    claims.claim(scheduler_db, hosts['b2'], 'first-member', RESOURCES,
+                 group=group.claim_group)
+
+    host_lists = manager.select_destinations(
+        ctx, _spec(instance_group=group), _uuids(count))
+
+    placed = [hl[0].service_host for hl in host_lists]
+    assert set(placed) == expected
+    if policy == 'anti-affinity':
+        assert len(placed) == len(set(placed))
+
+
+def test_alternate_claim_that_would_break_the_policy_returns_false(
+        manager, two_cells, ctx, scheduler_db):
+    group = _group('anti-affinity')
+    [uuid] = _uuids(1)
+    [host_list] = manager.select_destinations(
+        ctx, _spec(instance_group=group), [uuid], return_alternates=True,
+        num_alternates=1)
+    alternate = host_list[1]
+    claims.claim(scheduler_db, alternate.compute_node_uuid, 'other-member',
+                 RESOURCES, group=group.claim_group)
+
+    assert manager.claim_resources(ctx, alternate, uuid) is False
+    assert list(claims.allocations_of(scheduler_db, uuid)) == [
+        host_list[0].compute_node_uuid]

@@ -3,6 +3,7 @@
 import pytest
 
 from scheduler_split import conf
+from scheduler_split import objects
 from scheduler_split.scheduler import host_manager
 from scheduler_split.scheduler import weights
 from tests.unit import helpers
@@ -121,3 +122,29 @@ def test_load_with_unknown_weigher_name_raises_value_error_naming_it():
     with pytest.raises(ValueError) as info:
         weights.load(['RAMWeigher', 'BogusWeigher'])
     assert 'BogusWeigher' in str(info.value)
+
+
+def _group_spec(policy, hosts):
+    spec = helpers.make_spec()
+    spec.instance_group = objects.InstanceGroup(
+        uuid='5b0e4c7a-1d2e-4f3a-9b8c-7d6e5f4a3b2c', name='g',
+        project_id='project', user_id='user', policy=policy, rules={},
+        members=[], hosts=hosts)
+    return spec
+
+
+def test_soft_affinity_prefers_the_host_with_most_members_then_soft_anti():
+    hosts = [_host('a'), _host('b'), _host('c')]
+    members = ['b', 'b', 'c']
+    soft = weights.load(['ServerGroupSoftAffinityWeigher'])
+    soft_anti = weights.load(['ServerGroupSoftAntiAffinityWeigher'])
+
+    def ranked(weighers, policy):
+        return [h.host for _, h in weights.weigh(
+            weighers, hosts, _group_spec(policy, members))]
+
+    assert ranked(soft, 'soft-affinity') == ['b', 'c', 'a']
+    assert ranked(soft_anti, 'soft-anti-affinity') == ['a', 'c', 'b']
+    # Each weigher leaves other policies alone.
+    assert ranked(soft, 'soft-anti-affinity') == ['a', 'b', 'c']
+    assert ranked(soft_anti, 'anti-affinity') == ['a', 'b', 'c']

@@ -31,6 +31,32 @@ class AvailabilityZoneFilter(BaseHostFilter):
         return not wanted or host_state.availability_zone == wanted
 
 
+def _group(spec_obj, policy):
+    group = spec_obj.get('instance_group')
+    return group if group is not None and group.policy == policy else None
+
+
+class ServerGroupAntiAffinityFilter(BaseHostFilter):
+    """A member of an anti-affinity group goes where fewer than the
+    group's ``max_server_per_host`` (1 unless its rules say more) members
+    are already."""
+
+    def host_passes(self, host_state, spec_obj):
+        group = _group(spec_obj, 'anti-affinity')
+        return group is None or (
+            group.hosts.count(host_state.host) < group.max_server_per_host)
+
+
+class ServerGroupAffinityFilter(BaseHostFilter):
+    """A member of an affinity group goes where the other members are
+    (anywhere for the first one)."""
+
+    def host_passes(self, host_state, spec_obj):
+        group = _group(spec_obj, 'affinity')
+        return group is None or not group.hosts or \
+            host_state.host in group.hosts
+
+
 class _ResourceFilter(BaseHostFilter):
     resource_class = None
 
@@ -56,7 +82,12 @@ class DiskFilter(_ResourceFilter):
 
 ALL_FILTERS = {cls.__name__: cls for cls in (
     ComputeFilter, AvailabilityZoneFilter, RamFilter, CoreFilter,
-    DiskFilter)}
+    DiskFilter, ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter)}
+
+# The policies claims enforce, whatever filters are enabled: the scheduler
+# runs these again over its candidates when a claim refuses a host for
+# its group.
+GROUP_FILTERS = (ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter)
 
 
 def load(names):

@@ -40,7 +40,39 @@ class CPUWeigher(BaseHostWeigher):
         return host_state.free('VCPU')
 
 
-ALL_WEIGHERS = {cls.__name__: cls for cls in (RAMWeigher, CPUWeigher)}
+class _SoftGroupWeigher(BaseHostWeigher):
+    policy = None
+
+    def raw_weight(self, host_state, spec_obj):
+        group = spec_obj.get('instance_group')
+        if group is None or group.policy != self.policy:
+            return 0
+        return self.sign * group.hosts.count(host_state.host)
+
+
+class ServerGroupSoftAffinityWeigher(_SoftGroupWeigher):
+    """Members of a soft-affinity group prefer hosts holding more members.
+    """
+    policy = 'soft-affinity'
+    sign = 1
+
+    def weight_multiplier(self):
+        return CONF.filter_scheduler.soft_affinity_weight_multiplier
+
+
+class ServerGroupSoftAntiAffinityWeigher(_SoftGroupWeigher):
+    """Members of a soft-anti-affinity group prefer hosts holding fewer
+    members."""
+    policy = 'soft-anti-affinity'
+    sign = -1
+
+    def weight_multiplier(self):
+        return CONF.filter_scheduler.soft_anti_affinity_weight_multiplier
+
+
+ALL_WEIGHERS = {cls.__name__: cls for cls in (
+    RAMWeigher, CPUWeigher, ServerGroupSoftAffinityWeigher,
+    ServerGroupSoftAntiAffinityWeigher)}
 
 
 def load(names):

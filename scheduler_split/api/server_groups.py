@@ -1,0 +1,106 @@
+"""``/v2.1/os-server-groups``.
+
+A group's policy says where its members may run. ``affinity`` and
+``anti-affinity`` are enforced by the scheduler's claims, so concurrent
+boots cannot break them; ``soft-affinity`` and ``soft-anti-affinity``
+(2.15) only weigh hosts. From 2.64 a group has one ``policy`` string and
+``rules`` (``max_server_per_host`` for anti-affinity) instead of a
+``policies`` list.
+"""
+
+from scheduler_split.api import errors
+from scheduler_split.api import schemas
+from scheduler_split import exception
+from scheduler_split import objects
+
+
+def render(group, version):
+    body = {'id': group.uuid, 'name': group.name,
+            'members': list(group.members)}
+    if version >= (2, 64):
+        body['policy'] = group.policy
+        body['rules'] = dict(group.rules)
+    else:
+        body['policies'] = [group.policy]
+        body['metadata'] = {}
+    if version >= (2, 13):
+        body['project_id'] = group.project_id
+        body['user_id'] = group.user_id
+    return body
+
+
+def _non_negative(req, name):
+    raw = req.GET.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit():
+        raise errors.bad_request(
+            "Invalid input for query parameters %s. Value: %s. '%s' does "
+            "not match '^[0-9]*$'" % (name, raw, raw))
+    return int(raw)
+
+
+def index(req, ctx, version):
+    all_projects = 'all_projects' in req.GET and ctx.is_admin
+    groups = objects.InstanceGroup.get_all(
+        ctx, project_id=None if all_projects else ctx.project_id)
+    offset = _non_negative(req, 'offset') or 0
+    limit = _non_negative(req, 'limit')
+    groups = groups[offset:]
+    if limit is not None:
+        groups = groups[:limit]
+    return {'server_groups': [render(g, version) for g in groups]}
+
+
+def get_visible(ctx, group_id):
+    """The group if the caller may see it (its project's, or admin)."""
+    try:
+        group = objects.InstanceGroup.get_by_uuid(ctx, group_id)
+    except exception.InstanceGroupNotFound:
+        group = None
+    if group is None or not (ctx.is_admin or
+                             group.project_id == ctx.project_id):
+        raise exception.InstanceGroupNotFound(group_uuid=group_id)
+    return group
+
+
+def show(req, ctx, version, group_id):
+    try:
+        group = get_visible(ctx, group_id)
+    except exception.InstanceGroupNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    return {'server_group': render(group, version)}
+
+
+def create(req, ctx, version):
+    body = req.json_body_or_error()
+    if version >= (2, 64):
+        schemas.validate(body, schemas.create_server_group_v264)
+    elif version >= (2, 15):
+        schemas.validate(body, schemas.create_server_group_v215)
+    else:
+        schemas.validate(body, schemas.create_server_group)
+    values = body['server_group']
+    if version >= (2, 64):
+        policy = values['policy']
+        rules = {k: int(v) for k, v in (values.get('rules') or {}).items()}
+        if rules and policy != 'anti-affinity':
+            raise errors.bad_request(
+                'Only anti-affinity policy supports rules.')
+    else:
+        policy, rules = values['policies'][0], {}
+    group = objects.InstanceGroup(
+        name=values['name'], project_id=ctx.project_id,
+        user_id=ctx.user_id, policy=policy, rules=rules)
+    group.create(ctx)
+    return {'server_group': render(group, version)}
+
+
+def delete(req, ctx, version, group_id):
+    """Members keep running. The group takes no new members; builds of
+    members already under way still honour its policy."""
+    try:
+        get_visible(ctx, group_id).destroy(ctx)
+    except exception.InstanceGroupNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    return 204, None
