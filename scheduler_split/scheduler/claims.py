@@ -10,9 +10,12 @@ processes.
 
 A member of a server group with a hard policy (``affinity``,
 ``anti-affinity``) is checked against the group's other members in the
-same transaction, and the group's own generation is bumped with the same
-guarded update: of two members claiming at once, on any hosts, one
-decides first and the other re-reads.
+same transaction. Members of one group claim one at a time: the
+transaction starts by locking the group's row (``SELECT ... FOR UPDATE``;
+SQLite serializes every writer anyway), so a member waits for the one
+before it instead of losing a race to it, and reads the providers only
+once it holds the lock. The group's generation is still bumped with the
+guarded update, as a check that holds even where no row lock is taken.
 """
 
 import datetime
@@ -54,6 +57,7 @@ def claim(url, provider_uuid, consumer_id, resources, group=None):
         _ensure_group(url, group)
     rp = models.ResourceProvider
     with engines.writer(url) as session:
+        group_row = _lock_group(session, group['uuid']) if group else None
         provider = session.execute(
             sa.select(rp.id, rp.host, rp.generation, rp.disabled)
             .where(rp.uuid == provider_uuid)).first()
@@ -84,10 +88,8 @@ def claim(url, provider_uuid, consumer_id, resources, group=None):
                     host=provider.host, amount=amount, resource=rc,
                     free=free)
 
-        member_of = None
-        if group:
-            member_of = _check_group(session, group['uuid'], provider,
-                                     consumer_id)
+        if group_row is not None:
+            _check_group(session, group_row, provider, consumer_id)
 
         # The target's generation is bumped once, by the guarded update
         # below; only the other providers the consumer leaves get theirs
@@ -104,8 +106,8 @@ def claim(url, provider_uuid, consumer_id, resources, group=None):
         if result.rowcount != 1:
             raise exception.ClaimConflict(provider=provider_uuid,
                                           generation=seen)
-        if member_of is not None:
-            _join_group(session, member_of, consumer_id)
+        if group_row is not None:
+            _join_group(session, group_row, consumer_id)
     return seen + 1
 
 
@@ -124,15 +126,19 @@ def _ensure_group(url, group):
         pass
 
 
-def _check_group(session, group_uuid, provider, consumer_id):
-    """Refuse ``provider`` if the group's policy forbids it; return the
-    group row the claim must bump."""
+def _lock_group(session, group_uuid):
+    """The group's row, locked until the transaction ends."""
     cg = models.ConsumerGroup
+    return session.execute(
+        sa.select(cg.id, cg.uuid, cg.policy, cg.max_per_host,
+                  cg.generation).where(cg.uuid == group_uuid)
+        .with_for_update()).one()
+
+
+def _check_group(session, group, provider, consumer_id):
+    """Refuse ``provider`` if the group's policy forbids it."""
     member = models.ConsumerGroupMember
     alloc = models.Allocation
-    group = session.execute(
-        sa.select(cg.id, cg.uuid, cg.policy, cg.max_per_host,
-                  cg.generation).where(cg.uuid == group_uuid)).one()
     # Where the other members are, and how many on each provider.
     placed = dict(session.execute(
         sa.select(alloc.resource_provider_id,
@@ -148,7 +154,6 @@ def _check_group(session, group_uuid, provider, consumer_id):
     if refused:
         raise exception.ClaimGroupPolicyViolation(
             host=provider.host, policy=group.policy, group=group.uuid)
-    return group
 
 
 def _join_group(session, group, consumer_id):

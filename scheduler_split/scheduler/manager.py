@@ -105,6 +105,9 @@ class SchedulerManager:
                          extra={'instance_uuid': instance_uuid})
                 self.host_manager.refresh_host(host_uuid)
                 return False
+        LOG.info('Claim for instance %s lost %d races in a row on %s; '
+                 'giving up on that host', instance_uuid, CLAIM_ATTEMPTS,
+                 host_uuid, extra={'instance_uuid': instance_uuid})
         return False
 
     def _claim_lock(self, uuid):

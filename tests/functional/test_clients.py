@@ -68,3 +68,37 @@ def test_openstack_cli_creates_lists_shows_and_deletes(start_system,
         shown['flavor']
     cli('server', 'delete', '--wait', 'vm1')
     assert json.loads(cli('server', 'list', '-f', 'json')) == []
+
+
+@pytest.mark.skipif(_openstack_cli() is None,
+                    reason='python-openstackclient is not installed')
+def test_openstack_cli_boots_anti_affinity_members_apart(start_system,  # noqa
+                                                          tmp_path):
+    system = start_system(cells=1, hosts_per_cell=2)
+    clouds = all_in_one.write_clouds_yaml(str(tmp_path), system.base_url)
+    env = dict(os.environ, OS_CLIENT_CONFIG_FILE=clouds,
+               OS_CLOUD='scheduler-split')
+
+    def cli(*args):
+        result = subprocess.run([_openstack_cli(), *args], env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    group = json.loads(cli('server', 'group', 'create', '--policy',
+                           'anti-affinity', '-f', 'json', 'apart'))
+    ids, hosts = [], []
+    for name in ('a', 'b'):
+        cli('server', 'create', '--flavor', 'm1.tiny', '--image', 'cirros',
+            '--no-network', '--hint', 'group=%s' % group['id'], '--wait',
+            name)
+        server_id = json.loads(cli('server', 'show', name, '-f',
+                                   'json'))['id']
+        ids.append(server_id)
+        hosts.append(system.api.server(server_id)['OS-EXT-SRV-ATTR:host'])
+    assert sorted(hosts) == ['cell1-compute1', 'cell1-compute2']
+    shown = json.loads(cli('server', 'group', 'show', 'apart', '-f', 'json'))
+    assert shown['policy'] == 'anti-affinity'
+    assert sorted(shown['members']) == sorted(ids)
+    cli('server', 'group', 'delete', 'apart')
+    assert json.loads(cli('server', 'group', 'list', '-f', 'json')) == []
