@@ -72,8 +72,8 @@ def test_openstack_cli_creates_lists_shows_and_deletes(start_system,
 
 @pytest.mark.skipif(_openstack_cli() is None,
                     reason='python-openstackclient is not installed')
-def test_openstack_cli_boots_anti_affinity_members_apart(start_system,  # noqa
-                                                          tmp_path):
+def test_openstack_cli_keeps_anti_affinity_members_apart(start_system,
+                                                         tmp_path):
     system = start_system(cells=1, hosts_per_cell=2)
     clouds = all_in_one.write_clouds_yaml(str(tmp_path), system.base_url)
     env = dict(os.environ, OS_CLIENT_CONFIG_FILE=clouds,

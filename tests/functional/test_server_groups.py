@@ -232,8 +232,8 @@ def test_deleted_member_leaves_the_group_and_frees_its_host(start_system):
         ('compute_terminate_instance', 'cell1-compute1', 'Success')]
 
 
-def test_rescheduled_member_skips_hosts_holding_members(start_system,
-                                                        fake_driver):
+def test_rescheduled_members_never_join_another_member(start_system,
+                                                       fake_driver):
     fake_driver('fail_hosts', ['cell1-compute1'])
     system = start_system(cells=1, hosts_per_cell=3)
     api = system.api
@@ -247,15 +247,21 @@ def test_rescheduled_member_skips_hosts_holding_members(start_system,
     hosts = {first['OS-EXT-SRV-ATTR:host'], second['OS-EXT-SRV-ATTR:host']}
     assert hosts == {'cell1-compute2', 'cell1-compute3'}
     for server in (first, second):
-        steps = [(e['event'], e['host'], e['result'])
-                 for e in api.events(server['id'])]
-        # Every build went to the failing host first (equal hosts rank in
-        # order), and the reschedule went to a host without a member.
-        assert steps == [
-            ('conductor_schedule_and_build_instances', 'cell1-compute1',
-             'Success'),
-            ('compute_build_and_run_instance', 'cell1-compute1', 'Error'),
-            ('conductor_build_instances', server['OS-EXT-SRV-ATTR:host'],
-             'Success'),
-            ('compute_build_and_run_instance',
-             server['OS-EXT-SRV-ATTR:host'], 'Success')]
+        failed = [e['host'] for e in api.events(server['id'])
+                  if e['result'] == 'Error']
+        assert set(failed) <= {'cell1-compute1'}
+
+    # Only the failing host holds no member: the third member is built
+    # there, fails, and has no alternate left that the policy allows.
+    third = api.wait_for(api.boot(name='third', hints={'group': group_id}))
+    assert third['status'] == 'ERROR'
+    assert 'Exhausted all hosts' in third['fault']['message']
+    steps = [(e['event'], e['host'], e['result'])
+             for e in api.events(third['id'])]
+    assert steps[:2] == [
+        ('conductor_schedule_and_build_instances', 'cell1-compute1',
+         'Success'),
+        ('compute_build_and_run_instance', 'cell1-compute1', 'Error')]
+    assert third['id'] not in system.allocations()
+    assert sorted(_member_hosts(system, [first['id'], second['id']])) == \
+        sorted(hosts)
