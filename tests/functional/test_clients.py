@@ -19,6 +19,29 @@ def _openstack_cli():
     return found or shutil.which('openstack')
 
 
+@pytest.fixture
+def openstack_cli(tmp_path):
+    """``cli = openstack_cli(system)``; ``cli('server', 'list', ...)`` runs
+    the unmodified CLI against ``system`` and returns what it printed."""
+    if _openstack_cli() is None:
+        pytest.skip('python-openstackclient is not installed')
+
+    def bind(system):
+        clouds = all_in_one.write_clouds_yaml(str(tmp_path),
+                                              system.base_url)
+        env = dict(os.environ, OS_CLIENT_CONFIG_FILE=clouds,
+                   OS_CLOUD='scheduler-split')
+
+        def cli(*args):
+            result = subprocess.run([_openstack_cli(), *args], env=env,
+                                    capture_output=True, text=True,
+                                    timeout=120)
+            assert result.returncode == 0, result.stderr
+            return result.stdout
+        return cli
+    return bind
+
+
 def test_openstacksdk_boots_lists_shows_and_deletes(start_system):
     system = start_system(cells=1, hosts_per_cell=2)
     conn = openstack.connect(
@@ -40,20 +63,9 @@ def test_openstacksdk_boots_lists_shows_and_deletes(start_system):
     assert list(conn.compute.servers()) == []
 
 
-@pytest.mark.skipif(_openstack_cli() is None,
-                    reason='python-openstackclient is not installed')
 def test_openstack_cli_creates_lists_shows_and_deletes(start_system,
-                                                       tmp_path):
-    system = start_system(cells=1, hosts_per_cell=2)
-    clouds = all_in_one.write_clouds_yaml(str(tmp_path), system.base_url)
-    env = dict(os.environ, OS_CLIENT_CONFIG_FILE=clouds,
-               OS_CLOUD='scheduler-split')
-
-    def cli(*args):
-        result = subprocess.run([_openstack_cli(), *args], env=env,
-                                capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, result.stderr
-        return result.stdout
+                                                       openstack_cli):
+    cli = openstack_cli(start_system(cells=1, hosts_per_cell=2))
 
     created = json.loads(cli('server', 'create', '--flavor', 'm1.tiny',
                              '--image', 'cirros', '--no-network', '--wait',
@@ -70,20 +82,10 @@ def test_openstack_cli_creates_lists_shows_and_deletes(start_system,
     assert json.loads(cli('server', 'list', '-f', 'json')) == []
 
 
-@pytest.mark.skipif(_openstack_cli() is None,
-                    reason='python-openstackclient is not installed')
 def test_openstack_cli_keeps_anti_affinity_members_apart(start_system,
-                                                         tmp_path):
+                                                         openstack_cli):
     system = start_system(cells=1, hosts_per_cell=2)
-    clouds = all_in_one.write_clouds_yaml(str(tmp_path), system.base_url)
-    env = dict(os.environ, OS_CLIENT_CONFIG_FILE=clouds,
-               OS_CLOUD='scheduler-split')
-
-    def cli(*args):
-        result = subprocess.run([_openstack_cli(), *args], env=env,
-                                capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, result.stderr
-        return result.stdout
+    cli = openstack_cli(system)
 
     group = json.loads(cli('server', 'group', 'create', '--policy',
                            'anti-affinity', '-f', 'json', 'apart'))

@@ -186,7 +186,9 @@ def test_release_only_drops_that_consumers_allocations(scheduler_db):
 
 @pytest.fixture
 def concurrent_bump(scheduler_db):
-    """Bump a provider's generation right before a claim's guarded UPDATE.
+    """``concurrent_bump(table)``: another writer bumps the generation of
+    ``table`` right before a claim's guarded UPDATE of it; returns the
+    statements it fired before (one at most).
 
     SQLite serializes writers (``BEGIN IMMEDIATE``), so no second
     connection can write between the claim's read and its write; the other
@@ -194,17 +196,23 @@ def concurrent_bump(scheduler_db):
     before ``UPDATE ... WHERE generation = :seen`` runs.
     """
     engine = engines.get_engine(scheduler_db, writer=True)
+    armed = []
     fired = []
 
     def _before(conn, cursor, statement, parameters, context, executemany):
-        if (not fired and statement.lstrip().upper().startswith('UPDATE')
-                and 'resource_providers.generation = ' in statement):
+        if (armed and not fired
+                and statement.lstrip().upper().startswith('UPDATE')
+                and '%s.generation = ' % armed[0] in statement):
             cursor.connection.execute(
-                'UPDATE resource_providers SET generation = generation + 1')
+                'UPDATE %s SET generation = generation + 1' % armed[0])
             fired.append(statement)
 
+    def arm(table='resource_providers'):
+        armed.append(table)
+        return fired
+
     event.listen(engine, 'before_cursor_execute', _before)
-    yield fired
+    yield arm
     event.remove(engine, 'before_cursor_execute', _before)
 
 
@@ -212,35 +220,28 @@ def test_claim_whose_generation_update_matches_no_row_raises_conflict(
         scheduler_db, concurrent_bump):
     rp = _provider(scheduler_db)
     seen = _generation(scheduler_db, rp)
+    fired = concurrent_bump()
 
     with pytest.raises(exception.ClaimConflict) as info:
         claims.claim(scheduler_db, rp, 'consumer', SMALL)
 
-    assert concurrent_bump, 'the guarded generation UPDATE never ran'
+    assert fired, 'the guarded generation UPDATE never ran'
     assert str(seen) in info.value.format_message()
     assert claims.allocations_of(scheduler_db, 'consumer') == {}
     assert _allocation_count(scheduler_db) == 0
 
 
 def test_conflicting_claim_keeps_consumers_previous_allocations(
-        scheduler_db):
+        scheduler_db, concurrent_bump):
     a = _provider(scheduler_db, 'a')
     b = _provider(scheduler_db, 'b')
     claims.claim(scheduler_db, a, 'consumer', SMALL)
-    engine = engines.get_engine(scheduler_db, writer=True)
+    fired = concurrent_bump()
 
-    def _before(conn, cursor, statement, parameters, context, executemany):
-        if 'resource_providers.generation = ' in statement:
-            cursor.connection.execute(
-                'UPDATE resource_providers SET generation = generation + 1')
+    with pytest.raises(exception.ClaimConflict):
+        claims.claim(scheduler_db, b, 'consumer', SMALL)
 
-    event.listen(engine, 'before_cursor_execute', _before)
-    try:
-        with pytest.raises(exception.ClaimConflict):
-            claims.claim(scheduler_db, b, 'consumer', SMALL)
-    finally:
-        event.remove(engine, 'before_cursor_execute', _before)
-
+    assert fired
     assert claims.allocations_of(scheduler_db, 'consumer') == {a: SMALL}
 
 
@@ -370,25 +371,13 @@ def test_soft_policies_are_not_enforced_by_claims(scheduler_db):
 
 
 def test_member_claim_losing_the_group_generation_raises_conflict(
-        scheduler_db):
+        scheduler_db, concurrent_bump):
     a = _provider(scheduler_db, 'a')
     claims.claim(scheduler_db, a, 'm1', SMALL, group=AFFINITY)
-    engine = engines.get_engine(scheduler_db, writer=True)
-    fired = []
+    fired = concurrent_bump('consumer_groups')
 
-    def _before(conn, cursor, statement, parameters, context, executemany):
-        if (not fired and statement.lstrip().upper().startswith('UPDATE')
-                and 'consumer_groups.generation = ' in statement):
-            cursor.connection.execute(
-                'UPDATE consumer_groups SET generation = generation + 1')
-            fired.append(statement)
-
-    event.listen(engine, 'before_cursor_execute', _before)
-    try:
-        with pytest.raises(exception.ClaimConflict):
-            claims.claim(scheduler_db, a, 'm2', SMALL, group=AFFINITY)
-    finally:
-        event.remove(engine, 'before_cursor_execute', _before)
+    with pytest.raises(exception.ClaimConflict):
+        claims.claim(scheduler_db, a, 'm2', SMALL, group=AFFINITY)
 
     assert fired
     assert claims.allocations_of(scheduler_db, 'm2') == {}
