@@ -103,6 +103,12 @@ class ClaimConflict(SchedulerSplitException):
     code = 409
 
 
+class ClaimDeadlock(ClaimConflict):
+    """The database aborted the claim to break a deadlock with another."""
+    msg_fmt = ('Claim on resource provider %(provider)s was aborted by the '
+               'database to break a deadlock with another claim.')
+
+
 class ClaimCapacityExceeded(SchedulerSplitException):
     """The host does not have room for the request any more."""
     msg_fmt = ('Host %(host)s cannot fit %(amount)s %(resource)s: '

@@ -5,8 +5,8 @@ usage, check that the request fits, write the allocations and bump the
 generation with ``... WHERE generation = :seen``. Zero rows updated means
 another writer (another scheduler worker, a release) changed the provider
 in between: that is a :class:`ClaimConflict`, rolled back, and the caller
-moves on to its next host. The database decides; no lock is held across
-processes.
+moves on to its next host. The database decides; no lock on a provider
+is held across processes.
 
 A member of a server group with a hard policy (``affinity``,
 ``anti-affinity``) is checked against the group's other members in the
@@ -55,6 +55,22 @@ def claim(url, provider_uuid, consumer_id, resources, group=None):
         group = None
     if group:
         _ensure_group(url, group)
+    try:
+        return _claim(url, provider_uuid, consumer_id, resources, group)
+    except sa_exc.DBAPIError as exc:
+        # Two claims that move consumers between the same providers in
+        # opposite directions can each hold a row the other updates; the
+        # database then aborts one of them. That is a lost race too.
+        if getattr(exc.orig, 'pgcode', None) not in RETRYABLE_PGCODES:
+            raise
+        raise exception.ClaimDeadlock(provider=provider_uuid) from exc
+
+
+# deadlock_detected, serialization_failure
+RETRYABLE_PGCODES = ('40P01', '40001')
+
+
+def _claim(url, provider_uuid, consumer_id, resources, group):
     rp = models.ResourceProvider
     with engines.writer(url) as session:
         group_row = _lock_group(session, group['uuid']) if group else None

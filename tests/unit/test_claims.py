@@ -1,5 +1,6 @@
 """Claims against a real SQLite scheduler database."""
 
+import sqlite3
 import threading
 
 import pytest
@@ -428,3 +429,28 @@ def test_members_racing_on_every_host_never_break_the_policy(scheduler_db,
         assert placed == sorted(hosts.values())
     else:
         assert len(placed) == members and len(set(placed)) == 1
+
+
+def test_claim_the_database_aborts_for_a_deadlock_is_a_conflict(
+        scheduler_db):
+    """PostgreSQL breaks a deadlock between two claims moving consumers in
+    opposite directions by aborting one; that one lost a race."""
+    rp = _provider(scheduler_db)
+    engine = engines.get_engine(scheduler_db, writer=True)
+
+    class Deadlock(sqlite3.OperationalError):
+        pgcode = '40P01'     # what psycopg2 says of PostgreSQL's abort
+
+    def _execute(cursor, statement, parameters, context):
+        if 'resource_providers.generation = ' in statement:
+            raise Deadlock('deadlock detected')
+
+    event.listen(engine, 'do_execute', _execute)
+    try:
+        with pytest.raises(exception.ClaimConflict) as info:
+            claims.claim(scheduler_db, rp, 'consumer', SMALL)
+    finally:
+        event.remove(engine, 'do_execute', _execute)
+
+    assert 'deadlock' in info.value.format_message()
+    assert claims.allocations_of(scheduler_db, 'consumer') == {}
