@@ -5,6 +5,8 @@ A filter is a small class with ``host_passes(host_state, spec_obj)``;
 first. Adding a filter is adding a class here and its name to that option.
 """
 
+from scheduler_split import scheduler
+
 
 class BaseHostFilter:
     """Base class of every filter."""
@@ -91,9 +93,4 @@ GROUP_FILTERS = (ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter)
 
 
 def load(names):
-    unknown = [n for n in names if n not in ALL_FILTERS]
-    if unknown:
-        raise ValueError('Unknown scheduler filters: %s (known: %s)'
-                         % (', '.join(unknown),
-                            ', '.join(sorted(ALL_FILTERS))))
-    return [ALL_FILTERS[n]() for n in names]
+    return scheduler.load_named('filters', ALL_FILTERS, names)

@@ -7,6 +7,7 @@ negative one packs.
 """
 
 from scheduler_split import conf
+from scheduler_split import scheduler
 
 CONF = conf.CONF
 
@@ -76,12 +77,7 @@ ALL_WEIGHERS = {cls.__name__: cls for cls in (
 
 
 def load(names):
-    unknown = [n for n in names if n not in ALL_WEIGHERS]
-    if unknown:
-        raise ValueError('Unknown scheduler weighers: %s (known: %s)'
-                         % (', '.join(unknown),
-                            ', '.join(sorted(ALL_WEIGHERS))))
-    return [ALL_WEIGHERS[n]() for n in names]
+    return scheduler.load_named('weighers', ALL_WEIGHERS, names)
 
 
 def weigh(weighers, host_states, spec_obj):
