@@ -1,7 +1,11 @@
-"""Builders shared by the unit tests."""
+"""Builders and readers shared by the unit tests."""
 
 import datetime
 
+import sqlalchemy as sa
+
+from scheduler_split.db import engines
+from scheduler_split.db import models
 from scheduler_split import objects
 
 objects.register_all()
@@ -32,3 +36,14 @@ def host_stats(vcpus=4, memory_mb=4096, local_gb=100, **extra):
              'availability_zone': 'nova', 'disabled': False}
     stats.update(extra)
     return stats
+
+
+def provider_usage(url, provider_uuid):
+    """{rc: sum of used} on the provider, read straight from the table."""
+    rp, alloc = models.ResourceProvider, models.Allocation
+    with engines.reader(url) as session:
+        return dict(session.execute(
+            sa.select(alloc.resource_class, sa.func.sum(alloc.used))
+            .join(rp, rp.id == alloc.resource_provider_id)
+            .where(rp.uuid == provider_uuid)
+            .group_by(alloc.resource_class)).all())

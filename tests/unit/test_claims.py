@@ -29,18 +29,6 @@ def _generation(url, uuid):
                               .where(models.ResourceProvider.uuid == uuid))
 
 
-def _usage(url, uuid):
-    """{rc: sum of used} on the provider, read straight from the table."""
-    rp = models.ResourceProvider
-    alloc = models.Allocation
-    with engines.reader(url) as session:
-        return dict(session.execute(
-            sa.select(alloc.resource_class, sa.func.sum(alloc.used))
-            .join(rp, rp.id == alloc.resource_provider_id)
-            .where(rp.uuid == uuid)
-            .group_by(alloc.resource_class)).all())
-
-
 def _allocation_count(url):
     with engines.reader(url) as session:
         return session.scalar(sa.select(sa.func.count())
@@ -90,7 +78,8 @@ def test_claim_beyond_capacity_raises_and_writes_nothing(scheduler_db):
 
     assert 'MEMORY_MB' in info.value.format_message()
     assert claims.allocations_of(scheduler_db, 'second') == {}
-    assert _usage(scheduler_db, rp) == {'VCPU': 1, 'MEMORY_MB': 1024}
+    assert helpers.provider_usage(scheduler_db, rp) == {
+        'VCPU': 1, 'MEMORY_MB': 1024}
     assert _generation(scheduler_db, rp) == generation
 
 
@@ -129,7 +118,7 @@ def test_second_claim_by_same_consumer_moves_its_allocations(scheduler_db):
     claims.claim(scheduler_db, b, 'consumer', SMALL)
 
     assert claims.allocations_of(scheduler_db, 'consumer') == {b: SMALL}
-    assert _usage(scheduler_db, a) == {}
+    assert helpers.provider_usage(scheduler_db, a) == {}
     # Releasing on a is a change of a: claims that read a before must fail.
     assert _generation(scheduler_db, a) == generation_a + 1
     # a's only vCPU is free again for somebody else.
@@ -145,7 +134,7 @@ def test_second_claim_by_same_consumer_on_same_provider_replaces_allocations(
     claims.claim(scheduler_db, rp, 'consumer', bigger)
 
     assert claims.allocations_of(scheduler_db, 'consumer') == {rp: bigger}
-    assert _usage(scheduler_db, rp) == bigger
+    assert helpers.provider_usage(scheduler_db, rp) == bigger
 
 
 # --- release ----------------------------------------------------------------
@@ -180,7 +169,7 @@ def test_release_only_drops_that_consumers_allocations(scheduler_db):
     claims.claim(scheduler_db, rp, 'drop', SMALL)
     claims.release(scheduler_db, 'drop')
     assert claims.allocations_of(scheduler_db, 'keep') == {rp: SMALL}
-    assert _usage(scheduler_db, rp) == SMALL
+    assert helpers.provider_usage(scheduler_db, rp) == SMALL
 
 
 # --- the generation check ---------------------------------------------------
@@ -273,7 +262,8 @@ def test_concurrent_claims_never_exceed_capacity(scheduler_db):
 
     def _watch():
         while not done.is_set():
-            observed.append(_usage(scheduler_db, rp).get('VCPU', 0))
+            observed.append(
+                helpers.provider_usage(scheduler_db, rp).get('VCPU', 0))
 
     workers = [threading.Thread(target=_claim, args=(i,))
                for i in range(threads_count)]
@@ -292,7 +282,7 @@ def test_concurrent_claims_never_exceed_capacity(scheduler_db):
     assert len(claimed) == capacity_instances, results
     assert failed <= {'ClaimCapacityExceeded', 'ClaimConflict'}, results
     assert max(observed) <= capacity_instances
-    assert _usage(scheduler_db, rp) == {
+    assert helpers.provider_usage(scheduler_db, rp) == {
         rc: amount * capacity_instances for rc, amount in SMALL.items()}
     for consumer in results:
         expected = {rp: SMALL} if consumer in claimed else {}
@@ -368,7 +358,7 @@ def test_soft_policies_are_not_enforced_by_claims(scheduler_db):
     soft = dict(ANTI, policy='soft-anti-affinity')
     claims.claim(scheduler_db, a, 'm1', SMALL, group=soft)
     claims.claim(scheduler_db, a, 'm2', SMALL, group=soft)
-    assert _usage(scheduler_db, a)['VCPU'] == 2
+    assert helpers.provider_usage(scheduler_db, a)['VCPU'] == 2
 
 
 def test_member_claim_losing_the_group_generation_raises_conflict(

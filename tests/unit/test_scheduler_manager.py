@@ -54,16 +54,6 @@ def _uuids(count):
     return [uuidutils.generate_uuid() for _ in range(count)]
 
 
-def _usage(url, provider_uuid):
-    rp, alloc = models.ResourceProvider, models.Allocation
-    with engines.reader(url) as session:
-        return dict(session.execute(
-            sa.select(alloc.resource_class, sa.func.sum(alloc.used))
-            .join(rp, rp.id == alloc.resource_provider_id)
-            .where(rp.uuid == provider_uuid)
-            .group_by(alloc.resource_class)).all())
-
-
 @pytest.fixture
 def two_cells(manager):
     """Cell A: a1 (8), a2 (4), a3 (2); cell B: b1 (6), b2 (3) instances.
@@ -107,7 +97,8 @@ def test_alternates_are_unclaimed_hosts_of_the_chosen_hosts_cell_best_first(
     assert [s.service_host for s in alternates] == ['a2', 'a3']
     assert {s.cell_uuid for s in alternates} == {CELL_A}
     for selection in alternates:
-        assert _usage(scheduler_db, selection.compute_node_uuid) == {}
+        assert helpers.provider_usage(
+            scheduler_db, selection.compute_node_uuid) == {}
     assert list(claims.allocations_of(scheduler_db, uuid)) == [
         two_cells['a1']]
 
@@ -169,9 +160,9 @@ def test_instances_of_one_request_consume_capacity_and_spread(
 
     placed = collections.Counter(hl[0].service_host for hl in host_lists)
     assert placed == {'two': 2, 'one': 1}
-    assert _usage(scheduler_db, two) == {
+    assert helpers.provider_usage(scheduler_db, two) == {
         rc: 2 * amount for rc, amount in RESOURCES.items()}
-    assert _usage(scheduler_db, one) == RESOURCES
+    assert helpers.provider_usage(scheduler_db, one) == RESOURCES
 
 
 def test_instances_with_equal_hosts_spread_one_per_host(manager, ctx):
@@ -194,8 +185,8 @@ def test_when_one_instance_cannot_fit_no_valid_host_and_no_claims_left(
 
     for uuid in uuids:
         assert claims.allocations_of(scheduler_db, uuid) == {}
-    assert _usage(scheduler_db, a) == {}
-    assert _usage(scheduler_db, b) == {}
+    assert helpers.provider_usage(scheduler_db, a) == {}
+    assert helpers.provider_usage(scheduler_db, b) == {}
     # Memory got the capacity back too: two instances still fit.
     assert len(manager.select_destinations(ctx, _spec(), _uuids(2))) == 2
 
