@@ -90,30 +90,43 @@ class HostManager:
             return list(self._hosts.values())
 
     def _load_all(self):
-        with engines.reader(self.db_url) as session:
-            hosts = {}
-            for row in session.scalars(sa.select(models.ResourceProvider)):
-                hosts[row.uuid] = self._state_from_row(row)
-            by_id = {row.id: row.uuid for row in session.execute(
-                sa.select(models.ResourceProvider.id,
-                          models.ResourceProvider.uuid))}
-            for inv in session.scalars(sa.select(models.Inventory)):
-                state = hosts.get(by_id.get(inv.resource_provider_id))
-                if state is not None:
-                    state.inventory[inv.resource_class] = (
-                        inv.total, inv.reserved, inv.allocation_ratio)
-            for rp_id, rc, used in session.execute(
-                    sa.select(models.Allocation.resource_provider_id,
-                              models.Allocation.resource_class,
-                              sa.func.sum(models.Allocation.used))
-                    .group_by(models.Allocation.resource_provider_id,
-                              models.Allocation.resource_class)):
-                state = hosts.get(by_id.get(rp_id))
-                if state is not None:
-                    state.used[rc] = int(used)
+        hosts = self._read_states()
         self._hosts = hosts
         self._loaded_at = time.monotonic()
         LOG.debug('Loaded %d host states', len(hosts))
+
+    def _read_states(self, uuid=None):
+        """``{uuid: HostState}`` from the database: every provider, or
+        only ``uuid``."""
+        rp, inv_t = models.ResourceProvider, models.Inventory
+        alloc = models.Allocation
+        inventories = sa.select(inv_t)
+        usage = sa.select(alloc.resource_provider_id, alloc.resource_class,
+                          sa.func.sum(alloc.used)).group_by(
+            alloc.resource_provider_id, alloc.resource_class)
+        providers = sa.select(rp)
+        with engines.reader(self.db_url) as session:
+            if uuid is not None:
+                providers = providers.where(rp.uuid == uuid)
+            by_id = {row.id: self._state_from_row(row)
+                     for row in session.scalars(providers)}
+            if uuid is not None:
+                if not by_id:
+                    return {}
+                inventories = inventories.where(
+                    inv_t.resource_provider_id.in_(list(by_id)))
+                usage = usage.where(
+                    alloc.resource_provider_id.in_(list(by_id)))
+            for inv in session.scalars(inventories):
+                state = by_id.get(inv.resource_provider_id)
+                if state is not None:
+                    state.inventory[inv.resource_class] = (
+                        inv.total, inv.reserved, inv.allocation_ratio)
+            for rp_id, rc, used in session.execute(usage):
+                state = by_id.get(rp_id)
+                if state is not None:
+                    state.used[rc] = int(used)
+        return {state.uuid: state for state in by_id.values()}
 
     @staticmethod
     def _state_from_row(row):
@@ -125,24 +138,11 @@ class HostManager:
 
     def refresh_host(self, uuid):
         """Reload one host after the database disagreed with memory."""
-        with engines.reader(self.db_url) as session:
-            row = session.scalars(sa.select(models.ResourceProvider).where(
-                models.ResourceProvider.uuid == uuid)).first()
-            if row is None:
-                with self._lock:
-                    self._hosts.pop(uuid, None)
-                return None
-            state = self._state_from_row(row)
-            for inv in session.scalars(sa.select(models.Inventory).where(
-                    models.Inventory.resource_provider_id == row.id)):
-                state.inventory[inv.resource_class] = (
-                    inv.total, inv.reserved, inv.allocation_ratio)
-            for rc, used in session.execute(
-                    sa.select(models.Allocation.resource_class,
-                              sa.func.sum(models.Allocation.used))
-                    .where(models.Allocation.resource_provider_id == row.id)
-                    .group_by(models.Allocation.resource_class)):
-                state.used[rc] = int(used)
+        state = self._read_states(uuid).get(uuid)
+        if state is None:
+            with self._lock:
+                self._hosts.pop(uuid, None)
+            return None
         with self._lock:
             existing = self._hosts.get(uuid)
             if existing is None:
