@@ -4,12 +4,47 @@
 # Enable it in local.conf:
 #     enable_plugin scheduler-split <git url of scheduler-split> main
 #
-# It installs the package; the services are not configured or started by
-# this plugin yet.
+# The settings are in devstack/settings, the functions in
+# devstack/lib/scheduler-split.
 
-SCHEDULER_SPLIT_DIR=${SCHEDULER_SPLIT_DIR:-$DEST/scheduler-split}
+# Save trace setting
+_XTRACE_SCHEDULER_SPLIT_PLUGIN=$(set +o | grep xtrace)
+set -o xtrace
+
+source $SCHEDULER_SPLIT_DIR/devstack/lib/scheduler-split
 
 if [[ "$1" == "stack" && "$2" == "install" ]]; then
     echo_summary "Installing scheduler-split"
-    setup_develop "$SCHEDULER_SPLIT_DIR"
+    install_scheduler_split
+
+elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
+    echo_summary "Configuring scheduler-split"
+    configure_scheduler_split
+    if [[ "$SCHEDULER_SPLIT_AUTH_STRATEGY" == "keystone" ]]; then
+        echo_summary "Creating scheduler-split Keystone accounts"
+        create_scheduler_split_accounts
+    fi
+
+elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
+    echo_summary "Initializing scheduler-split"
+    init_scheduler_split
+    echo_summary "Starting scheduler-split"
+    start_scheduler_split
+
+elif [[ "$1" == "stack" && "$2" == "test-config" ]]; then
+    if is_service_enabled tempest; then
+        echo_summary "Configuring Tempest for scheduler-split"
+        configure_scheduler_split_tempest
+    fi
 fi
+
+if [[ "$1" == "unstack" ]]; then
+    stop_scheduler_split
+fi
+
+if [[ "$1" == "clean" ]]; then
+    cleanup_scheduler_split
+fi
+
+# Restore xtrace
+$_XTRACE_SCHEDULER_SPLIT_PLUGIN

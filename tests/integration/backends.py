@@ -45,9 +45,9 @@ def _wait(predicate, timeout, what):
 class RabbitMQ:
     BIN = '/usr/lib/rabbitmq/bin'
 
-    def __init__(self, base_dir):
+    def __init__(self, base_dir, port=None):
         self.base = os.path.join(base_dir, 'rabbitmq')
-        self.port = free_port()
+        self.port = port or free_port()
         self.proc = None
 
     def _make_env(self):
@@ -134,13 +134,13 @@ class RabbitMQ:
 
 class PostgreSQL:
 
-    def __init__(self, base_dir=None):
+    def __init__(self, base_dir=None, port=None):
         # Its own directory: the server runs as postgres, which must be
         # able to reach it (a test's tmp_path sits below a 0700 root).
         self.base = tempfile.mkdtemp(prefix='scheduler-split-pg-')
         os.chmod(self.base, 0o755)
         self.data = os.path.join(self.base, 'data')
-        self.port = free_port()
+        self.port = port or free_port()
         self.started = False
 
     @staticmethod

@@ -1,0 +1,275 @@
+"""The devstack plugin, driven through devstack's real libraries.
+
+``run_plugin.sh`` sources devstack and runs the plugin's phases as
+stack.sh, unstack.sh and clean.sh would. Devstack's own functions create
+the RabbitMQ vhosts and PostgreSQL databases on private instances that
+listen on the ports devstack assumes (5672, 5432), write the
+``devstack@`` units and start them with systemctl3. Then a server boots
+through the REST API, and after unstack and clean nothing is left running.
+"""
+
+import configparser
+import os
+import pathlib
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from tests.devstack import locate
+from tests.integration import backends
+
+DEVSTACK_DIR = locate.devstack_dir()
+BIN = pathlib.Path(sys.executable).parent
+DRIVER = pathlib.Path(__file__).with_name('run_plugin.sh')
+RABBIT_PORT = 5672
+POSTGRES_PORT = 5432
+
+pytestmark = [
+    pytest.mark.devstack,
+    pytest.mark.skipif(DEVSTACK_DIR is None, reason=locate.SKIP_REASON),
+]
+
+CELLS = ('cell1', 'cell2')
+HOSTS = ['%s-compute%d' % (cell, i) for cell in CELLS for i in (1, 2)]
+UNITS = {'devstack@%s.service' % name for name in
+         ['ss-api', 'ss-sched', 'ss-super-cond', 'ss-cond-cell1',
+          'ss-cond-cell2'] + ['ss-cpu-%s' % host for host in HOSTS]}
+
+
+def _port_taken(port):
+    with socket.socket() as sock:
+        return sock.connect_ex(('127.0.0.1', port)) == 0
+
+
+def _tools():
+    """What the driver needs besides devstack: gawk (mawk breaks
+    devstack's merge_config_file) and systemctl3 (the test extra
+    docker-systemctl-replacement)."""
+    if shutil.which('gawk') is None:
+        backends.apt_install('gawk')
+    if not (BIN / 'systemctl3').exists():
+        pytest.fail('systemctl3 is missing: install the test extra '
+                    "(pip install -e '.[test]')")
+
+
+def _rabbitmqctl_on_path(bin_dir, rabbit):
+    """A ``rabbitmqctl`` that reaches the private RabbitMQ, for devstack's
+    ``sudo rabbitmqctl`` calls."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / 'rabbitmqctl'
+    exports = ''.join('export %s=%s\n' % (key, _quote(rabbit.env[key]))
+                      for key in sorted(rabbit.env)
+                      if key == 'HOME' or key.startswith(('RABBITMQ_',
+                                                          'ERL_')))
+    path.write_text('#!/bin/sh\n%sexec %s/rabbitmqctl "$@"\n'
+                    % (exports, backends.RabbitMQ.BIN))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def _quote(value):
+    return "'%s'" % value.replace("'", "'\\''")
+
+
+class Devstack:
+    """One run of the plugin under a scratch root."""
+
+    def __init__(self, base, api_port, keystone=None):
+        self.root = base / 'root'
+        self.log_dir = base / 'logs'
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.api_url = 'http://127.0.0.1:%d' % api_port
+        self.conf_dir = self.root / 'etc' / 'scheduler-split'
+        self.env = dict(
+            os.environ,
+            DEVSTACK_DIR=str(DEVSTACK_DIR), SS_REPO=str(locate.ROOT),
+            SS_ROOT=str(self.root), SS_VENV=sys.prefix,
+            SS_API_PORT=str(api_port),
+            PATH='%s:%s:%s' % (base / 'bin', BIN, os.environ['PATH']))
+        self.keystone = keystone
+        if keystone is not None:
+            self.env.update(SS_KEYSTONE_URL=keystone.url,
+                            SS_ADMIN_PASSWORD=keystone.admin_password)
+
+    def run(self, mode, timeout=240):
+        log = self.log_dir / ('%s.log' % mode)
+        with open(log, 'w') as out:
+            result = subprocess.run(
+                ['bash', str(DRIVER), mode], env=self.env, stdout=out,
+                stderr=subprocess.STDOUT, timeout=timeout,
+                start_new_session=True)
+        assert result.returncode == 0, (
+            '%s failed (%s); the last lines of %s:\n%s' % (
+                mode, result.returncode, log,
+                '\n'.join(log.read_text().splitlines()[-40:])))
+        return log.read_text()
+
+    def systemctl(self, *args):
+        return subprocess.run(
+            [str(BIN / 'systemctl3'), '--root=%s' % self.root, *args],
+            capture_output=True, text=True, timeout=120)
+
+    def units(self):
+        """{unit: (active, sub)} of every devstack@ unit written."""
+        out = self.systemctl('list-units', '--all', '--no-legend').stdout
+        units = {}
+        for line in out.splitlines():
+            fields = line.split()
+            if fields and fields[0].startswith('devstack@'):
+                units[fields[0]] = (fields[2], fields[3])
+        return units
+
+    def processes(self):
+        """Pids of processes started for this run: their command line or
+        environment names its scratch root."""
+        marker = str(self.root).encode()
+        pids = []
+        for entry in pathlib.Path('/proc').iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if marker in (entry / 'cmdline').read_bytes() or \
+                        marker in (entry / 'environ').read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+        return pids
+
+    def kill_everything(self):
+        """Whatever a failed run left behind."""
+        for unit in self.units():
+            self.systemctl('stop', unit)
+        for pid in self.processes():
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+
+
+def _boot(api_url, headers):
+    images = requests.get(api_url + '/image/v2/images', headers=headers,
+                          timeout=30)
+    assert images.status_code == 200, images.text
+    image = next(i['id'] for i in images.json()['images']
+                 if i['name'] == 'cirros')
+    headers = dict(headers, **{'OpenStack-API-Version': 'compute 2.96'})
+    created = requests.post(api_url + '/v2.1/servers', headers=headers,
+                            timeout=30, json={'server': {
+                                'name': 'devstack-vm1', 'flavorRef': '1',
+                                'imageRef': image, 'networks': 'none'}})
+    assert created.status_code == 202, created.text
+    server_id = created.json()['server']['id']
+    deadline = time.monotonic() + 60
+    while True:
+        server = requests.get(api_url + '/v2.1/servers/' + server_id,
+                              headers=headers, timeout=30).json()['server']
+        if server['status'] != 'BUILD' or time.monotonic() > deadline:
+            return server
+        time.sleep(0.5)
+
+
+def _ini(path):
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(path)
+    return {s: dict(parser.items(s, raw=True)) for s in parser.sections()} \
+        | {'DEFAULT': dict(parser.defaults())}
+
+
+@pytest.fixture
+def backing_services(tmp_path):
+    """RabbitMQ and PostgreSQL on the ports devstack's libraries assume."""
+    for port in (RABBIT_PORT, POSTGRES_PORT):
+        if _port_taken(port):
+            pytest.skip('port %d of 127.0.0.1 is in use: devstack assumes '
+                        'it for its own RabbitMQ or PostgreSQL' % port)
+    _tools()
+    rabbit = backends.RabbitMQ(str(tmp_path), port=RABBIT_PORT)
+    postgres = backends.PostgreSQL(port=POSTGRES_PORT)
+    try:
+        rabbit.start()
+        postgres.start()
+        _rabbitmqctl_on_path(tmp_path / 'bin', rabbit)
+        yield rabbit, postgres
+    finally:
+        rabbit.stop()
+        postgres.stop()
+
+
+def _stack_boot_unstack(tmp_path, keystone=None):
+    stack = Devstack(tmp_path, backends.free_port(), keystone)
+    try:
+        stack.run('stack')
+
+        # Every service is its own devstack@ unit, and each one runs.
+        units = stack.units()
+        assert set(units) == UNITS
+        assert all(state == ('active', 'running')
+                   for state in units.values()), units
+
+        # Cell services are given their own cell's bus and database only.
+        main = _ini(stack.conf_dir / 'scheduler-split.conf')
+        api_bus = main['DEFAULT']['transport_url']
+        api_db = main['api_database']['connection']
+        for cell in CELLS:
+            for path in [stack.conf_dir / 'cells' / ('%s.conf' % cell)] + [
+                    stack.conf_dir / 'computes' / ('%s.conf' % host)
+                    for host in HOSTS if host.startswith(cell + '-')]:
+                conf = _ini(path)
+                assert conf['DEFAULT']['transport_url'].endswith(
+                    '/scheduler_split_%s' % cell)
+                assert conf['database']['connection'].startswith(
+                    api_db.rsplit('/', 1)[0] + '/scheduler_split_%s?'
+                    % cell)
+                assert 'api_database' not in conf
+                assert 'scheduler_database' not in conf
+                assert api_bus not in path.read_text()
+        for cell in CELLS:
+            unit = (stack.root / 'etc' / 'systemd' / 'system' /
+                    ('devstack@ss-cond-%s.service' % cell)).read_text()
+            assert 'scheduler-split.conf' not in unit
+
+        if keystone is None:
+            headers = {}
+        else:
+            headers = {'X-Auth-Token': keystone.token(
+                'admin', keystone.admin_password, 'admin')}
+            # Without a token the API refuses.
+            denied = requests.get(stack.api_url + '/v2.1/servers',
+                                  timeout=30)
+            assert denied.status_code == 401, denied.text
+        server = _boot(stack.api_url, headers)
+        assert server['status'] == 'ACTIVE', server
+        assert server['OS-EXT-SRV-ATTR:host'] in HOSTS
+
+        # Tempest is told what this compute API offers.
+        tempest = _ini(stack.root / 'tempest' / 'etc' / 'tempest.conf')
+        assert tempest['compute']['flavor_ref'] == '1'
+        assert tempest['compute']['max_microversion'] == '2.96'
+        assert tempest['compute-feature-enabled']['resize'] == 'False'
+        assert tempest['compute-feature-enabled']['console_output'] == \
+            'False'
+
+        stack.run('unstack')
+        units = stack.units()
+        assert set(units) == UNITS
+        assert all(state[0] != 'active' for state in units.values()), units
+        assert stack.processes() == []
+        with pytest.raises(requests.ConnectionError):
+            requests.get(stack.api_url + '/', timeout=5)
+
+        stack.run('clean')
+        assert stack.units() == {}
+        assert not stack.conf_dir.exists()
+    finally:
+        stack.kill_everything()
+    assert stack.processes() == []
+
+
+def test_plugin_stacks_boots_a_server_and_unstacks_noauth2(
+        tmp_path, backing_services):
+    _stack_boot_unstack(tmp_path)
