@@ -96,7 +96,8 @@ class AllInOne:
                           group='api_database')
         CONF.set_override('connection', self._sqlite('scheduler'),
                           group='scheduler_database')
-        CONF.set_override('auth_strategy', 'noauth2', group='api')
+        # noauth2 unless the configuration files ask for keystone.
+        CONF.set_default('auth_strategy', 'noauth2', group='api')
         CONF.set_override('host', 'all-in-one')
         # The in-memory bus has no connection to keep alive.
         CONF.set_override('heartbeat_timeout_threshold', 0,

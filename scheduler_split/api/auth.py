@@ -42,7 +42,12 @@ class NoAuth2:
 
 
 class KeystoneContext:
-    """Builds the context from keystonemiddleware's identity headers."""
+    """Builds the context from the identity headers keystonemiddleware set.
+
+    keystonemiddleware has already refused a missing or invalid user token
+    (401); what arrives here is confirmed, with the user's roles and, when
+    the caller also sent a valid ``X-Service-Token``, the service's.
+    """
 
     def __init__(self, application):
         self.application = application
@@ -52,18 +57,16 @@ class KeystoneContext:
         if req.headers.get('X-Identity-Status', 'Invalid') != 'Confirmed':
             return errors.fault(401, 'The request you have made requires '
                                      'authentication.')
-        roles = [r.strip() for r in req.headers.get('X-Roles', '').split(',')
-                 if r.strip()]
-        req.environ['scheduler_split.context'] = ss_context.RequestContext(
-            user_id=req.headers.get('X-User-Id'),
-            project_id=req.headers.get('X-Project-Id'),
-            roles=roles, is_admin='admin' in roles,
-            auth_token=req.headers.get('X-Auth-Token'),
+        ctx = ss_context.RequestContext.from_environ(
+            req.environ,
             request_id=req.environ.get('openstack.request_id'))
+        ctx.is_admin = 'admin' in ctx.roles
+        req.environ['scheduler_split.context'] = ctx
         return self.application
 
 
 def pipeline(application, strategy, conf):
+    """``application`` behind the authentication ``strategy`` names."""
     if strategy == 'noauth2':
         return NoAuth2(application)
     try:
@@ -71,5 +74,8 @@ def pipeline(application, strategy, conf):
     except ImportError as exc:
         raise RuntimeError(
             '[api] auth_strategy = keystone needs keystonemiddleware '
-            '(pip install keystonemiddleware): %s' % exc)
-    return auth_token.AuthProtocol(KeystoneContext(application), {})
+            "(pip install 'scheduler-split[keystone]'): %s" % exc)
+    # The [keystone_authtoken] options are read from this process's own
+    # configuration files, like every other option.
+    return auth_token.AuthProtocol(KeystoneContext(application),
+                                   {'oslo_config_config': conf})

@@ -18,6 +18,7 @@ import sys
 import threading
 from wsgiref import simple_server
 
+from oslo_config import cfg
 from oslo_log import log as oslo_logging
 import yaml
 
@@ -85,17 +86,40 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
         LOG.info('%s %s', self.address_string(), fmt % args)
 
 
-def write_clouds_yaml(state_dir, base_url):
+def write_clouds_yaml(state_dir, base_url, keystone_url=None):
+    """A clouds.yaml for the openstack CLI and openstacksdk.
+
+    With noauth2 it needs nothing more; behind Keystone it names the
+    Keystone to log in to, and the user adds their own credentials
+    (``OS_USERNAME``, ``OS_PASSWORD``, ``OS_PROJECT_NAME``).
+    """
     path = os.path.join(state_dir, 'clouds.yaml')
-    clouds = {'clouds': {'scheduler-split': {
-        'auth_type': 'none',
+    cloud = {
         'compute_endpoint_override': base_url + '/v2.1',
         'image_endpoint_override': base_url + '/image',
-        'identity_endpoint_override': base_url + '/identity',
-    }}}
+    }
+    if keystone_url:
+        cloud.update(auth_type='password', auth={
+            'auth_url': keystone_url, 'user_domain_name': 'Default',
+            'project_domain_name': 'Default'})
+    else:
+        cloud.update(auth_type='none',
+                     identity_endpoint_override=base_url + '/identity')
     with open(path, 'w') as f:
-        yaml.safe_dump(clouds, f, default_flow_style=False)
+        yaml.safe_dump({'clouds': {'scheduler-split': cloud}}, f,
+                       default_flow_style=False)
     return path
+
+
+def _keystone_url():
+    """The Keystone that validates tokens, or None with noauth2."""
+    if CONF.api.auth_strategy != 'keystone':
+        return None
+    group = CONF.keystone_authtoken
+    try:
+        return group.www_authenticate_uri or group.auth_url
+    except cfg.NoSuchOptError:
+        return group.www_authenticate_uri
 
 
 def _setup_logging(args):
@@ -132,7 +156,8 @@ def main(argv=None):
         server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
     host, port = server.server_address[:2]
     base_url = 'http://%s:%d' % (host, port)
-    clouds = write_clouds_yaml(args.state_dir, base_url)
+    keystone_url = _keystone_url()
+    clouds = write_clouds_yaml(args.state_dir, base_url, keystone_url)
     serving = threading.Thread(target=server.serve_forever,
                                name='wsgi', daemon=True)
     serving.start()
@@ -148,6 +173,9 @@ def main(argv=None):
           '%d cell(s). Press Ctrl-C to stop.'
           % (base_url, args.cells * args.hosts_per_cell, args.cells),
           flush=True)
+    if keystone_url:
+        print('Requests need a Keystone token from %s: add OS_USERNAME, '
+              'OS_PASSWORD and OS_PROJECT_NAME.' % keystone_url, flush=True)
     print('export OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=scheduler-split'
           % clouds, flush=True)
     while not stop.is_set():

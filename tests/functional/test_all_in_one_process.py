@@ -15,7 +15,9 @@ from tests.functional import fixtures
 pytestmark = pytest.mark.functional
 
 
-def _start(state_dir, eventlet):
+def start_all_in_one(state_dir, eventlet=False, config_files=()):
+    """Run ``scheduler-split-all-in-one`` as a child process; returns the
+    process, the API's base URL and the lines it printed."""
     env = dict(os.environ)
     env.pop('SCHEDULER_SPLIT_EVENTLET', None)
     if eventlet:
@@ -23,7 +25,8 @@ def _start(state_dir, eventlet):
     proc = subprocess.Popen(
         [sys.executable, '-m', 'scheduler_split.cmd.all_in_one',
          '--state-dir', str(state_dir), '--port', '0', '--cells', '2',
-         '--hosts-per-cell', '2'],
+         '--hosts-per-cell', '2',
+         *[a for f in config_files for a in ('--config-file', str(f))]],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines = []
     deadline = time.monotonic() + 120
@@ -44,7 +47,7 @@ def _start(state_dir, eventlet):
 @pytest.mark.parametrize('eventlet', [False, True],
                          ids=['native-threads', 'eventlet'])
 def test_all_in_one_boots_a_server_and_stops_on_ctrl_c(tmp_path, eventlet):
-    proc, url, lines = _start(tmp_path, eventlet)
+    proc, url, lines = start_all_in_one(tmp_path, eventlet)
     try:
         clouds = lines[-1].split('=', 1)[1].split()[0]
         assert os.path.exists(clouds)
