@@ -23,6 +23,7 @@ import requests
 
 from tests.devstack import locate
 from tests.integration import backends
+from tests import keystone as keystone_mod
 
 DEVSTACK_DIR = locate.devstack_dir()
 BIN = pathlib.Path(sys.executable).parent
@@ -236,12 +237,30 @@ def _stack_boot_unstack(tmp_path, keystone=None):
         if keystone is None:
             headers = {}
         else:
-            headers = {'X-Auth-Token': keystone.token(
-                'admin', keystone.admin_password, 'admin')}
-            # Without a token the API refuses.
+            # The compute service is in the catalog, and the API checks
+            # tokens with its own service user.
+            admin = {'X-Auth-Token': keystone.token()}
+            services = requests.get(
+                keystone.auth_url + '/services', headers=admin,
+                params={'type': 'compute'}, timeout=30).json()['services']
+            assert [s['name'] for s in services] == ['scheduler-split']
+            endpoints = requests.get(
+                keystone.auth_url + '/endpoints', headers=admin,
+                params={'service_id': services[0]['id'],
+                        'interface': 'public'}, timeout=30).json()
+            assert [e['url'] for e in endpoints['endpoints']] == [
+                stack.api_url + '/v2.1']
+            api_conf = _ini(stack.conf_dir / 'api.conf')
+            assert api_conf['api']['auth_strategy'] == 'keystone'
+            assert api_conf['keystone_authtoken']['username'] == \
+                'scheduler-split'
+            for path in stack.conf_dir.rglob('*.conf'):
+                if path.name != 'api.conf':
+                    assert 'keystone_authtoken' not in path.read_text()
             denied = requests.get(stack.api_url + '/v2.1/servers',
                                   timeout=30)
             assert denied.status_code == 401, denied.text
+            headers = admin
         server = _boot(stack.api_url, headers)
         assert server['status'] == 'ACTIVE', server
         assert server['OS-EXT-SRV-ATTR:host'] in HOSTS
@@ -273,3 +292,19 @@ def _stack_boot_unstack(tmp_path, keystone=None):
 def test_plugin_stacks_boots_a_server_and_unstacks_noauth2(
         tmp_path, backing_services):
     _stack_boot_unstack(tmp_path)
+
+
+@pytest.fixture
+def keystone(tmp_path):
+    """A real Keystone (PyPI's, installed on first use)."""
+    ks = keystone_mod.Keystone(str(tmp_path))
+    ks.start()
+    try:
+        yield ks
+    finally:
+        ks.stop()
+
+
+def test_plugin_stacks_boots_a_server_with_keystone_tokens_and_unstacks(
+        tmp_path, backing_services, keystone):
+    _stack_boot_unstack(tmp_path, keystone)

@@ -90,7 +90,7 @@ def test_every_function_the_plugin_calls_exists_in_devstack_or_the_plugin():
             'get_or_add_user_project_role', 'get_or_create_service',
             'get_or_create_endpoint',
             'configure_keystone_authtoken_middleware', 'setup_develop',
-            'pip_install', 'wait_for_service', 'die', 'enable_service',
+            'wait_for_service', 'die', 'enable_service',
             'is_service_enabled',
             'get_python_exec_prefix'} <= commands & known
 
