@@ -51,6 +51,9 @@ source $TOP_DIR/functions
 source $TOP_DIR/lib/stack
 source $TOP_DIR/stackrc
 
+# Timestamps in the trace, without a fork per line.
+PS4='+ ${EPOCHREALTIME} ${BASH_SOURCE[0]##*/}:${FUNCNAME[0]:-}:${LINENO}: '
+
 # stackrc sets these without looking at the environment.
 DEST=$SS_ROOT/opt/stack
 DATA_DIR=$DEST/data

@@ -36,11 +36,22 @@ pytestmark = [
     pytest.mark.skipif(DEVSTACK_DIR is None, reason=locate.SKIP_REASON),
 ]
 
-CELLS = ('cell1', 'cell2')
-HOSTS = ['%s-compute%d' % (cell, i) for cell in CELLS for i in (1, 2)]
-UNITS = {'devstack@%s.service' % name for name in
-         ['ss-api', 'ss-sched', 'ss-super-cond', 'ss-cond-cell1',
-          'ss-cond-cell2'] + ['ss-cpu-%s' % host for host in HOSTS]}
+
+class Topology:
+    """The cells and hosts the plugin is asked for, and the units that
+    follow."""
+
+    def __init__(self, cells, computes_per_cell):
+        self.cells = ['cell%d' % i for i in range(1, cells + 1)]
+        self.hosts = ['%s-compute%d' % (cell, i) for cell in self.cells
+                      for i in range(1, computes_per_cell + 1)]
+        self.settings = {'SCHEDULER_SPLIT_NUM_CELLS': str(cells),
+                         'SCHEDULER_SPLIT_COMPUTES_PER_CELL':
+                             str(computes_per_cell)}
+        names = ['ss-api', 'ss-sched', 'ss-super-cond']
+        names += ['ss-cond-%s' % cell for cell in self.cells]
+        names += ['ss-cpu-%s' % host for host in self.hosts]
+        self.units = {'devstack@%s.service' % name for name in names}
 
 
 def _port_taken(port):
@@ -80,7 +91,7 @@ def _quote(value):
 class Devstack:
     """One run of the plugin under a scratch root."""
 
-    def __init__(self, base, api_port, keystone=None):
+    def __init__(self, base, api_port, topology, keystone=None):
         self.root = base / 'root'
         self.log_dir = base / 'logs'
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -91,7 +102,8 @@ class Devstack:
             DEVSTACK_DIR=str(DEVSTACK_DIR), SS_REPO=str(locate.ROOT),
             SS_ROOT=str(self.root), SS_VENV=sys.prefix,
             SS_API_PORT=str(api_port),
-            PATH='%s:%s:%s' % (base / 'bin', BIN, os.environ['PATH']))
+            PATH='%s:%s:%s' % (base / 'bin', BIN, os.environ['PATH']),
+            **topology.settings)
         self.keystone = keystone
         if keystone is not None:
             self.env.update(SS_KEYSTONE_URL=keystone.url,
@@ -201,14 +213,14 @@ def backing_services(tmp_path):
         postgres.stop()
 
 
-def _stack_boot_unstack(tmp_path, keystone=None):
-    stack = Devstack(tmp_path, backends.free_port(), keystone)
+def _stack_boot_unstack(tmp_path, topology, keystone=None):
+    stack = Devstack(tmp_path, backends.free_port(), topology, keystone)
     try:
         stack.run('stack')
 
         # Every service is its own devstack@ unit, and each one runs.
         units = stack.units()
-        assert set(units) == UNITS
+        assert set(units) == topology.units
         assert all(state == ('active', 'running')
                    for state in units.values()), units
 
@@ -216,10 +228,11 @@ def _stack_boot_unstack(tmp_path, keystone=None):
         main = _ini(stack.conf_dir / 'scheduler-split.conf')
         api_bus = main['DEFAULT']['transport_url']
         api_db = main['api_database']['connection']
-        for cell in CELLS:
+        for cell in topology.cells:
             for path in [stack.conf_dir / 'cells' / ('%s.conf' % cell)] + [
                     stack.conf_dir / 'computes' / ('%s.conf' % host)
-                    for host in HOSTS if host.startswith(cell + '-')]:
+                    for host in topology.hosts
+                    if host.startswith(cell + '-')]:
                 conf = _ini(path)
                 assert conf['DEFAULT']['transport_url'].endswith(
                     '/scheduler_split_%s' % cell)
@@ -229,12 +242,14 @@ def _stack_boot_unstack(tmp_path, keystone=None):
                 assert 'api_database' not in conf
                 assert 'scheduler_database' not in conf
                 assert api_bus not in path.read_text()
-        for cell in CELLS:
+        for cell in topology.cells:
             unit = (stack.root / 'etc' / 'systemd' / 'system' /
                     ('devstack@ss-cond-%s.service' % cell)).read_text()
             assert 'scheduler-split.conf' not in unit
 
+        api_conf = _ini(stack.conf_dir / 'api.conf')
         if keystone is None:
+            assert api_conf['api']['auth_strategy'] == 'noauth2'
             headers = {}
         else:
             # The compute service is in the catalog, and the API checks
@@ -250,7 +265,6 @@ def _stack_boot_unstack(tmp_path, keystone=None):
                         'interface': 'public'}, timeout=30).json()
             assert [e['url'] for e in endpoints['endpoints']] == [
                 stack.api_url + '/v2.1']
-            api_conf = _ini(stack.conf_dir / 'api.conf')
             assert api_conf['api']['auth_strategy'] == 'keystone'
             assert api_conf['keystone_authtoken']['username'] == \
                 'scheduler-split'
@@ -263,7 +277,7 @@ def _stack_boot_unstack(tmp_path, keystone=None):
             headers = admin
         server = _boot(stack.api_url, headers)
         assert server['status'] == 'ACTIVE', server
-        assert server['OS-EXT-SRV-ATTR:host'] in HOSTS
+        assert server['OS-EXT-SRV-ATTR:host'] in topology.hosts
 
         # Tempest is told what this compute API offers.
         tempest = _ini(stack.root / 'tempest' / 'etc' / 'tempest.conf')
@@ -275,7 +289,7 @@ def _stack_boot_unstack(tmp_path, keystone=None):
 
         stack.run('unstack')
         units = stack.units()
-        assert set(units) == UNITS
+        assert set(units) == topology.units
         assert all(state[0] != 'active' for state in units.values()), units
         assert stack.processes() == []
         with pytest.raises(requests.ConnectionError):
@@ -289,9 +303,10 @@ def _stack_boot_unstack(tmp_path, keystone=None):
     assert stack.processes() == []
 
 
-def test_plugin_stacks_boots_a_server_and_unstacks_noauth2(
+def test_plugin_with_fewer_cells_and_hosts_and_noauth2(
         tmp_path, backing_services):
-    _stack_boot_unstack(tmp_path)
+    # Without keystone the API trusts noauth2; the counts are settings.
+    _stack_boot_unstack(tmp_path, Topology(cells=1, computes_per_cell=1))
 
 
 @pytest.fixture
@@ -307,4 +322,6 @@ def keystone(tmp_path):
 
 def test_plugin_stacks_boots_a_server_with_keystone_tokens_and_unstacks(
         tmp_path, backing_services, keystone):
-    _stack_boot_unstack(tmp_path, keystone)
+    # The defaults: two cells of two computes.
+    _stack_boot_unstack(tmp_path, Topology(cells=2, computes_per_cell=2),
+                        keystone)
