@@ -34,6 +34,8 @@ POSTGRES_PORT = 5432
 pytestmark = [
     pytest.mark.devstack,
     pytest.mark.skipif(DEVSTACK_DIR is None, reason=locate.SKIP_REASON),
+    pytest.mark.skipif(os.geteuid() != 0, reason='runs devstack as root '
+                       '(STACK_USER=root, PostgreSQL via runuser)'),
 ]
 
 
@@ -320,6 +322,7 @@ def keystone(tmp_path):
         ks.stop()
 
 
+@pytest.mark.keystone
 def test_plugin_stacks_boots_a_server_with_keystone_tokens_and_unstacks(
         tmp_path, backing_services, keystone):
     # The defaults: two cells of two computes.
