@@ -20,7 +20,7 @@ if [[ "$1" == "stack" && "$2" == "install" ]]; then
 elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
     echo_summary "Configuring scheduler-split"
     configure_scheduler_split
-    if [[ "$SCHEDULER_SPLIT_AUTH_STRATEGY" == "keystone" ]]; then
+    if is_service_enabled keystone; then
         echo_summary "Creating scheduler-split Keystone accounts"
         create_scheduler_split_accounts
     fi
