@@ -162,6 +162,17 @@ class System:
             result.setdefault(consumer, {}).setdefault(host, {})[rc] = used
         return result
 
+    def allocations_after_settling(self, expected, timeout=10):
+        """``allocations()`` once it equals ``expected``, or at the
+        timeout: for paths that release a claim just after the state a
+        user sees."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.allocations()
+            if found == expected or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+
     def cell_of(self, server_id):
         """The name of the cell whose instance mapping holds the server."""
         with engines.reader(CONF.api_database.connection) as session:
