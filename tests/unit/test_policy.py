@@ -1,6 +1,9 @@
 """Who may do what under the default rules, and how policy.yaml changes it.
 """
 
+import pathlib
+import re
+
 import pytest
 
 from oslo_policy import policy as oslo_policy
@@ -179,3 +182,14 @@ def test_every_operation_a_rule_documents_is_a_route(rule):
     served = set(_routes())
     for operation in rule.operations:
         assert (operation['method'], '/v2.1' + operation['path']) in served
+
+
+def test_every_rule_the_api_asks_for_is_registered():
+    """A rule name misspelt in a handler would fail every such request."""
+    api = pathlib.Path(wsgi.__file__).parent
+    asked = set()
+    for module in api.glob('*.py'):
+        asked |= set(re.findall(r"'(os_compute_api:[^']+)'",
+                                module.read_text()))
+    registered = {r.name for r in policies.list_rules()}
+    assert asked and asked <= registered, asked - registered
