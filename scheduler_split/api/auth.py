@@ -36,7 +36,8 @@ class NoAuth2:
                                      'authentication.')
         req.environ['scheduler_split.context'] = ss_context.RequestContext(
             user_id=user_id, project_id=project_id,
-            is_admin=(user_id == 'admin'),
+            roles=['member', 'reader'] + (['admin'] if user_id == 'admin'
+                                          else []),
             request_id=req.environ.get('openstack.request_id'))
         return self.application
 
