@@ -74,6 +74,11 @@ class NotAuthorized(SchedulerSplitException):
     code = 403
 
 
+class PolicyNotAuthorized(NotAuthorized):
+    """The policy rule ``action`` refused the request (a 403)."""
+    msg_fmt = "Policy doesn't allow %(action)s to be performed."
+
+
 class Unauthorized(SchedulerSplitException):
     msg_fmt = 'The request you have made requires authentication.'
     code = 401

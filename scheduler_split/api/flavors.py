@@ -3,6 +3,7 @@
 from scheduler_split.api import errors
 from scheduler_split import exception
 from scheduler_split import objects
+from scheduler_split import policy
 
 
 def _links(req, flavorid):
@@ -12,7 +13,7 @@ def _links(req, flavorid):
              'href': '%s/flavors/%s' % (req.application_url, flavorid)}]
 
 
-def render(req, flavor, version, detail=True):
+def render(req, flavor, version, detail=True, extra_specs=False):
     body = {'id': flavor.flavorid, 'name': flavor.name,
             'links': _links(req, flavor.flavorid)}
     if not detail:
@@ -31,14 +32,16 @@ def render(req, flavor, version, detail=True):
     })
     if version >= (2, 55):
         body['description'] = flavor.description
-    if version >= (2, 61):
+    if version >= (2, 61) and extra_specs:
         body['extra_specs'] = dict(flavor.extra_specs)
     return body
 
 
 def _visible(req, ctx):
     is_public = True
-    if ctx.is_admin:
+    # As in Nova, whoever passes context_is_admin may list non-public
+    # flavors; there is no rule of its own for it.
+    if policy.check_is_admin(ctx):
         raw = req.GET.get('is_public', 'true').lower()
         is_public = {'none': None, 'false': False, 'f': False, '0': False,
                      'no': False}.get(raw, True)
@@ -59,9 +62,16 @@ def index(req, ctx, version):
                         for f in _visible(req, ctx)]}
 
 
+def _extra_specs_shown(ctx):
+    return policy.authorize(
+        ctx, 'os_compute_api:os-flavor-extra-specs:index', fatal=False)
+
+
 def detail(req, ctx, version):
-    return {'flavors': [render(req, f, version)
-                        for f in _visible(req, ctx)]}
+    flavors = _visible(req, ctx)
+    extra_specs = _extra_specs_shown(ctx)
+    return {'flavors': [render(req, f, version, extra_specs=extra_specs)
+                        for f in flavors]}
 
 
 def show(req, ctx, version, flavor_id):
@@ -69,4 +79,5 @@ def show(req, ctx, version, flavor_id):
         flavor = objects.Flavor.get_by_flavor_id(ctx, flavor_id)
     except exception.FlavorNotFound as exc:
         raise errors.not_found(exc.format_message())
-    return {'flavor': render(req, flavor, version)}
+    return {'flavor': render(req, flavor, version,
+                             extra_specs=_extra_specs_shown(ctx))}

@@ -128,11 +128,10 @@ class ComputeAPI:
                 mapping.cell_mapping)
 
     def list(self, ctx, all_tenants=False):
-        """Servers of the caller's project (every project for admins
-        asking ``all_tenants``), build requests and every cell, newest
-        first."""
-        project_id = None if (all_tenants and ctx.is_admin) else \
-            ctx.project_id
+        """Servers of the caller's project (of every project with
+        ``all_tenants``, which the API allows by policy), build requests
+        and every cell, newest first."""
+        project_id = None if all_tenants else ctx.project_id
         servers = {}
         for br in objects.BuildRequest.get_all(ctx, project_id=project_id):
             servers[br.instance_uuid] = br.instance

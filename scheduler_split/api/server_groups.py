@@ -12,6 +12,7 @@ from scheduler_split.api import errors
 from scheduler_split.api import schemas
 from scheduler_split import exception
 from scheduler_split import objects
+from scheduler_split import policy
 
 
 def render(group, version):
@@ -41,7 +42,12 @@ def _non_negative(req, name):
 
 
 def index(req, ctx, version):
-    all_projects = 'all_projects' in req.GET and ctx.is_admin
+    policy.authorize(ctx, 'os_compute_api:os-server-groups:index')
+    # As in Nova, all_projects from a caller the policy does not allow it
+    # lists the caller's own groups rather than failing.
+    all_projects = 'all_projects' in req.GET and policy.authorize(
+        ctx, 'os_compute_api:os-server-groups:index:all_projects',
+        fatal=False)
     groups = objects.InstanceGroup.get_all(
         ctx, project_id=None if all_projects else ctx.project_id)
     offset = _non_negative(req, 'offset') or 0
@@ -53,7 +59,9 @@ def index(req, ctx, version):
 
 
 def get_visible(ctx, group_id):
-    """The group if the caller may see it (its project's, or admin)."""
+    """The group if the caller may see it (its project's, or admin): any
+    other is not found, as another project's server is. What the caller
+    may do with it is the policy's to say."""
     try:
         group = objects.InstanceGroup.get_by_uuid(ctx, group_id)
     except exception.InstanceGroupNotFound:
@@ -69,6 +77,8 @@ def show(req, ctx, version, group_id):
         group = get_visible(ctx, group_id)
     except exception.InstanceGroupNotFound as exc:
         raise errors.not_found(exc.format_message())
+    policy.authorize(ctx, 'os_compute_api:os-server-groups:show',
+                     {'project_id': group.project_id})
     return {'server_group': render(group, version)}
 
 
@@ -80,18 +90,19 @@ def create(req, ctx, version):
         schemas.validate(body, schemas.create_server_group_v215)
     else:
         schemas.validate(body, schemas.create_server_group)
+    policy.authorize(ctx, 'os_compute_api:os-server-groups:create')
     values = body['server_group']
     if version >= (2, 64):
-        policy = values['policy']
+        group_policy = values['policy']
         rules = {k: int(v) for k, v in (values.get('rules') or {}).items()}
-        if rules and policy != 'anti-affinity':
+        if rules and group_policy != 'anti-affinity':
             raise errors.bad_request(
                 'Only anti-affinity policy supports rules.')
     else:
-        policy, rules = values['policies'][0], {}
+        group_policy, rules = values['policies'][0], {}
     group = objects.InstanceGroup(
         name=values['name'], project_id=ctx.project_id,
-        user_id=ctx.user_id, policy=policy, rules=rules)
+        user_id=ctx.user_id, policy=group_policy, rules=rules)
     group.create(ctx)
     return {'server_group': render(group, version)}
 
@@ -100,7 +111,10 @@ def delete(req, ctx, version, group_id):
     """Members keep running. The group takes no new members; builds of
     members already under way still honour its policy."""
     try:
-        get_visible(ctx, group_id).destroy(ctx)
+        group = get_visible(ctx, group_id)
+        policy.authorize(ctx, 'os_compute_api:os-server-groups:delete',
+                         {'project_id': group.project_id})
+        group.destroy(ctx)
     except exception.InstanceGroupNotFound as exc:
         raise errors.not_found(exc.format_message())
     return 204, None

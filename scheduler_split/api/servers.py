@@ -11,6 +11,7 @@ from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
+from scheduler_split import policy
 
 CONF = conf.CONF
 
@@ -44,7 +45,23 @@ def render_summary(req, instance):
             'links': _links(req, instance.uuid)}
 
 
-def render(req, ctx, version, instance):
+class Disclosure:
+    """The optional parts of a server body the caller may see, decided by
+    policy once per request rather than once per server."""
+
+    def __init__(self, ctx):
+        self.host = policy.authorize(
+            ctx, 'os_compute_api:os-extended-server-attributes',
+            fatal=False)
+        self.flavor_extra_specs = policy.authorize(
+            ctx, 'os_compute_api:servers:show:flavor-extra-specs',
+            fatal=False)
+        # As in Nova, the details of an internal error (a fault with code
+        # 500) are for whoever passes context_is_admin.
+        self.internal_fault_details = policy.check_is_admin(ctx)
+
+
+def render(req, version, instance, disclosure):
     host_id = ''
     if instance.host:
         host_id = hashlib.sha224(('%s%s' % (
@@ -54,8 +71,9 @@ def render(req, ctx, version, instance):
         flavor_body = {'vcpus': flavor.vcpus, 'ram': flavor.memory_mb,
                        'disk': flavor.root_gb,
                        'ephemeral': flavor.ephemeral_gb,
-                       'swap': flavor.swap, 'original_name': flavor.name,
-                       'extra_specs': dict(flavor.extra_specs)}
+                       'swap': flavor.swap, 'original_name': flavor.name}
+        if disclosure.flavor_extra_specs:
+            flavor_body['extra_specs'] = dict(flavor.extra_specs)
     else:
         flavor_body = {'id': flavor.flavorid,
                        'links': [{'rel': 'bookmark',
@@ -97,7 +115,7 @@ def render(req, ctx, version, instance):
         'OS-EXT-STS:power_state': _POWER.get(instance.power_state, 0),
         'os-extended-volumes:volumes_attached': [],
     }
-    if ctx.is_admin:
+    if disclosure.host:
         body['OS-EXT-SRV-ATTR:host'] = instance.host
         body['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.node
         body['OS-EXT-SRV-ATTR:instance_name'] = 'instance-%s' % \
@@ -118,7 +136,7 @@ def render(req, ctx, version, instance):
     if instance.vm_state == instance_obj.ERROR and fault is not None:
         fault_body = {'code': fault.code, 'message': fault.message,
                       'created': _time(fault.created_at)}
-        if ctx.is_admin or fault.code != 500:
+        if disclosure.internal_fault_details or fault.code != 500:
             fault_body['details'] = fault.details or ''
         body['fault'] = fault_body
     return body
@@ -153,17 +171,15 @@ def _image_ref(server):
     return entry[0]
 
 
-def _zone_and_host(ctx, value):
-    """``zone``, ``zone:host`` or ``:host``: a host may be forced by
-    admins only, as in Nova."""
+def _zone_and_host(ctx, value, target):
+    """``zone``, ``zone:host`` or ``:host``: forcing a host takes
+    ``os_compute_api:servers:create:forced_host`` (admins by default)."""
     if not value or ':' not in value:
         return value or None, None
     zone, _, host = value.partition(':')
     host = host.partition(':')[0]
-    if not ctx.is_admin:
-        raise errors.HTTPError(
-            403, "Policy doesn't allow os_compute_api:servers:create:"
-                 "forced_host to be performed.")
+    policy.authorize(ctx, 'os_compute_api:servers:create:forced_host',
+                     target)
     if not host:
         raise errors.bad_request('Invalid availability_zone %s: no host '
                                  'after the colon' % value)
@@ -179,6 +195,8 @@ def create(req, ctx, version):
     compute_api = req.compute_api
     body = req.json_body_or_error()
     schemas.validate(body, schemas.create_server)
+    target = {'project_id': ctx.project_id, 'user_id': ctx.user_id}
+    policy.authorize(ctx, 'os_compute_api:servers:create', target)
     server = body['server']
     if version >= (2, 37) and 'networks' not in server:
         raise errors.bad_request(
@@ -215,7 +233,8 @@ def create(req, ctx, version):
         'OS-SCH-HNT:scheduler_hints') or {}
     hints = {k: [str(x) for x in (v if isinstance(v, list) else [v])]
              for k, v in hints.items()}
-    zone, force_hosts = _zone_and_host(ctx, server.get('availability_zone'))
+    zone, force_hosts = _zone_and_host(ctx, server.get('availability_zone'),
+                                       target)
     group = None
     if hints.get('group'):
         try:
@@ -254,15 +273,14 @@ def _matches(req, instance):
     return True
 
 
-def _listed(req, ctx, compute_api):
+def _listed(req, ctx, compute_api, rule, all_tenants_rule):
+    policy.authorize(ctx, rule)
     all_tenants = req.GET.get('all_tenants', 'false').lower() not in (
         'false', '0', 'no', 'f', 'off')
     if 'all_tenants' in req.GET and req.GET['all_tenants'] == '':
         all_tenants = True
-    if all_tenants and not ctx.is_admin:
-        raise errors.HTTPError(403, "Policy doesn't allow "
-                                    "os_compute_api:servers:index:"
-                                    "get_all_tenants to be performed.")
+    if all_tenants:
+        policy.authorize(ctx, all_tenants_rule)
     instances = [i for i in compute_api.list(ctx, all_tenants=all_tenants)
                  if _matches(req, i)]
     marker = req.GET.get('marker')
@@ -286,12 +304,19 @@ def _listed(req, ctx, compute_api):
 
 def index(req, ctx, version):
     return {'servers': [render_summary(req, i)
-                        for i in _listed(req, ctx, req.compute_api)]}
+                        for i in _listed(
+                            req, ctx, req.compute_api,
+                            'os_compute_api:servers:index',
+                            'os_compute_api:servers:index:get_all_tenants')]}
 
 
 def detail(req, ctx, version):
-    return {'servers': [render(req, ctx, version, i)
-                        for i in _listed(req, ctx, req.compute_api)]}
+    instances = _listed(req, ctx, req.compute_api,
+                        'os_compute_api:servers:detail',
+                        'os_compute_api:servers:detail:get_all_tenants')
+    disclosure = Disclosure(ctx)
+    return {'servers': [render(req, version, i, disclosure)
+                        for i in instances]}
 
 
 def show(req, ctx, version, server_id):
@@ -299,7 +324,9 @@ def show(req, ctx, version, server_id):
         instance = req.compute_api.get(ctx, server_id)
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())
-    body = render(req, ctx, version, instance)
+    policy.authorize(ctx, 'os_compute_api:servers:show',
+                     {'project_id': instance.project_id})
+    body = render(req, version, instance, Disclosure(ctx))
     if version >= (2, 71):
         group = objects.InstanceGroup.get_by_instance_uuid(ctx, server_id)
         body['server_groups'] = [group.uuid] if group else []
@@ -308,6 +335,9 @@ def show(req, ctx, version, server_id):
 
 def delete(req, ctx, version, server_id):
     try:
+        instance = req.compute_api.get(ctx, server_id)
+        policy.authorize(ctx, 'os_compute_api:servers:delete',
+                         {'project_id': instance.project_id})
         req.compute_api.delete(ctx, server_id)
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())

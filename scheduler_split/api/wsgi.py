@@ -28,6 +28,7 @@ from scheduler_split.api import servers
 from scheduler_split.api import versions
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split import policy
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -148,6 +149,10 @@ class Router:
                 version = microversion.parse(req)
             args = {k: v for k, v in match.items() if k != 'route'}
             ctx = req.environ.get('scheduler_split.context')
+            if ctx is not None:
+                # Who is an admin is the policy's to say, whatever the
+                # authentication middleware assumed.
+                ctx.is_admin = policy.check_is_admin(ctx)
             result = handler(req, ctx, version, **args)
             response = self._to_response(result)
         except errors.HTTPError as exc:

@@ -7,11 +7,12 @@ from scheduler_split.conf import compute
 from scheduler_split.conf import conductor
 from scheduler_split.conf import database
 from scheduler_split.conf import fake_driver
+from scheduler_split.conf import policy
 from scheduler_split.conf import scheduler
 from scheduler_split.conf import service
 
 CONF = cfg.CONF
 
-for _module in (api, compute, conductor, database, fake_driver, scheduler,
-                service):
+for _module in (api, compute, conductor, database, fake_driver, policy,
+                scheduler, service):
     _module.register_opts(CONF)

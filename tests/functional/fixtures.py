@@ -12,6 +12,7 @@ from scheduler_split import conf
 from scheduler_split.db import engines
 from scheduler_split import deployment
 from scheduler_split import memory_bus
+from scheduler_split import policy
 from scheduler_split import rpc
 
 CONF = conf.CONF
@@ -23,20 +24,23 @@ FINAL = ('ACTIVE', 'ERROR')
 class Api:
     """A small REST client that speaks as one user of one project."""
 
-    def __init__(self, base_url, token='admin:admin', microversion='2.96'):
+    def __init__(self, base_url, token='admin:admin', microversion='2.96',
+                 headers=None):
         self.base_url = base_url
         self.token = token
+        self.headers = dict(headers or {})
         self.session = requests.Session()
         self.session.headers['X-Auth-Token'] = token
         self.session.headers['OpenStack-API-Version'] = (
             'compute %s' % microversion)
+        self.session.headers.update(self.headers)
 
     def as_user(self, token):
         return Api(self.base_url, token)
 
     def at(self, microversion):
         """The same user speaking another microversion."""
-        return Api(self.base_url, self.token, microversion)
+        return Api(self.base_url, self.token, microversion, self.headers)
 
     def request(self, method, path, **kwargs):
         return self.session.request(method, self.base_url + path,
@@ -107,6 +111,15 @@ class Api:
             time.sleep(0.05)
 
 
+def _serve(app):
+    """Serve ``app`` on a free port of 127.0.0.1 from a thread."""
+    server = simple_server.make_server(
+        '127.0.0.1', 0, app, server_class=all_in_one._ThreadingWSGIServer,
+        handler_class=all_in_one._QuietHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 class System:
     """The all-in-one, in this process, with the API on a free port."""
 
@@ -116,33 +129,52 @@ class System:
         self.hosts_per_cell = hosts_per_cell
         self.aio = None
         self.server = None
+        self.keystone_server = None
 
     def start(self):
+        # As the all-in-one command does: oslo.policy finds policy_file
+        # through the parsed configuration. No config file is read; a
+        # test sets [oslo_policy] policy_file to a file of its own.
+        CONF([], default_config_files=[])
+        policy.reset()
         self.aio = deployment.AllInOne(self.state_dir, self.cells,
                                        self.hosts_per_cell)
         self.aio.setup(echo=lambda line: None)
         self.aio.start()
-        self.server = simple_server.make_server(
-            '127.0.0.1', 0, self.aio.wsgi_app(),
-            server_class=all_in_one._ThreadingWSGIServer,
-            handler_class=all_in_one._QuietHandler)
+        self.server = _serve(self.aio.wsgi_app())
         self.base_url = 'http://127.0.0.1:%d' % self.server.server_port
-        threading.Thread(target=self.server.serve_forever,
-                         daemon=True).start()
         self.api = Api(self.base_url)
         return self
 
+    def as_keystone_user(self, user_id, project_id, roles):
+        """An Api whose requests carry the identity keystonemiddleware
+        hands on for a validated token with these roles, to the API's
+        keystone context middleware (served on a second port)."""
+        if self.keystone_server is None:
+            from scheduler_split.api import auth
+            from scheduler_split.api import manager
+            from scheduler_split.api import wsgi
+            app = auth.KeystoneContext(wsgi.Router(manager.ComputeAPI()))
+            self.keystone_server = _serve(app)
+        return Api('http://127.0.0.1:%d' % self.keystone_server.server_port,
+                   token='validated-elsewhere', headers={
+                       'X-Identity-Status': 'Confirmed',
+                       'X-User-Id': user_id, 'X-Project-Id': project_id,
+                       'X-Roles': ','.join(roles)})
+
     def stop(self):
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
+        for server in (self.server, self.keystone_server):
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+        self.server = self.keystone_server = None
         if self.aio is not None:
             self.aio.stop()
             self.aio = None
         rpc.cleanup()
         engines.dispose_all()
         memory_bus.reset()
+        policy.reset()
 
     # --- what an operator sees in the databases ----------------------------
 
@@ -161,6 +193,17 @@ class System:
         for consumer, host, rc, used in rows:
             result.setdefault(consumer, {}).setdefault(host, {})[rc] = used
         return result
+
+    def allocations_after_settling(self, expected, timeout=10):
+        """``allocations()`` once it equals ``expected``, or at the
+        timeout: for paths that release a claim just after the state a
+        user sees."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.allocations()
+            if found == expected or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
 
     def cell_of(self, server_id):
         """The name of the cell whose instance mapping holds the server."""

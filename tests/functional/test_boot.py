@@ -115,7 +115,9 @@ def test_non_reschedulable_failure_ends_in_error_with_fault(start_system,
     server = system.api.wait_for(system.api.boot())
     assert server['status'] == 'ERROR'
     assert 'injected spawn failure' in server['fault']['message']
-    assert system.allocations() == {}
+    # The compute records ERROR with its fault first, then gives the claim
+    # back (a crash in between leaves it to the scheduler's heal).
+    assert system.allocations_after_settling({}) == {}
 
 
 def test_boot_that_fits_nowhere_ends_in_error_in_cell0(start_system):

@@ -9,13 +9,16 @@ import sys
 
 import pytest
 
+from oslo_config import cfg
 from oslo_config import generator
+from oslo_policy import generator as policy_generator
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 UNITS = ROOT / 'etc' / 'systemd'
 SAMPLE = ROOT / 'etc' / 'scheduler-split' / 'scheduler-split.conf.sample'
 GENERATOR = (ROOT / 'etc' / 'scheduler-split' /
              'scheduler-split-config-generator.conf')
+POLICY_SAMPLE = ROOT / 'etc' / 'scheduler-split' / 'policy.yaml.sample'
 MULTI_CELL = ROOT / 'etc' / 'scheduler-split' / 'multi-cell'
 
 # What a template unit is instantiated with in the multi-cell example.
@@ -82,6 +85,37 @@ def _auth_plugin_options(section):
     from keystoneauth1 import loading
     return {opt.dest for opt in loading.get_auth_plugin_conf_options(
         section['auth_type'])}
+
+
+def test_policy_sample_is_generated_from_the_rules_in_code(tmp_path):
+    fresh = tmp_path / 'policy.yaml.sample'
+    policy_generator.generate_sample(
+        args=['--namespace', 'scheduler_split', '--output-file', str(fresh)],
+        conf=cfg.ConfigOpts())
+    assert fresh.read_text() == POLICY_SAMPLE.read_text(), (
+        'etc/scheduler-split/policy.yaml.sample is stale: '
+        'run tox -e genpolicy')
+
+
+def test_oslopolicy_tools_find_the_rules_and_an_override(tmp_path):
+    """What an operator runs to see the rules in effect: the defaults in
+    code merged with the policy.yaml the services find (here in
+    ~/.scheduler-split/, searched like /etc/scheduler-split/)."""
+    config_dir = tmp_path / '.scheduler-split'
+    config_dir.mkdir()
+    (config_dir / 'policy.yaml').write_text(
+        '"os_compute_api:servers:create": "rule:context_is_admin"\n')
+    tool = os.path.join(os.path.dirname(sys.executable),
+                        'oslopolicy-policy-generator')
+    result = subprocess.run(
+        [tool, '--namespace', 'scheduler_split'], capture_output=True,
+        text=True, cwd=tmp_path, timeout=60,
+        env=dict(os.environ, HOME=str(tmp_path)))
+    assert result.returncode == 0, result.stderr
+    assert ('"os_compute_api:servers:create": "rule:context_is_admin"'
+            in result.stdout)
+    assert ('"os_compute_api:servers:delete": '
+            '"rule:project_member_or_admin"' in result.stdout)
 
 
 def test_multi_cell_example_uses_only_options_the_sample_documents():

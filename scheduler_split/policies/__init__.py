@@ -1,0 +1,24 @@
+"""The default policy rules of the compute API, one module per resource.
+
+Each module lists ``DocumentedRuleDefault``s named as Nova names them, with
+the operations they guard, so that ``oslopolicy-sample-generator``
+(namespace ``scheduler_split``) writes a sample that documents itself.
+"""
+
+import itertools
+
+from scheduler_split.policies import base
+from scheduler_split.policies import flavors
+from scheduler_split.policies import instance_actions
+from scheduler_split.policies import server_groups
+from scheduler_split.policies import servers
+
+
+def list_rules():
+    return list(itertools.chain(
+        base.list_rules(),
+        servers.list_rules(),
+        flavors.list_rules(),
+        server_groups.list_rules(),
+        instance_actions.list_rules(),
+    ))

@@ -1,0 +1,195 @@
+"""Who may do what under the default rules, and how policy.yaml changes it.
+"""
+
+import pathlib
+import re
+
+import pytest
+
+from oslo_policy import policy as oslo_policy
+
+from scheduler_split.api import wsgi
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split import policies
+from scheduler_split import policy
+
+CONF = conf.CONF
+
+
+@pytest.fixture
+def configured(tmp_path):
+    """Parse the configuration as a service does: ``configured(*argv)``.
+    Without arguments no config file is read."""
+
+    def parse(*argv):
+        CONF(list(argv), default_config_files=[])
+        policy.reset()
+
+    parse()
+    yield parse
+    policy.reset()
+    CONF.reset()
+
+
+def _user(project, *roles):
+    return ss_context.RequestContext(user_id='user-' + project,
+                                     project_id=project, roles=list(roles),
+                                     overwrite=False)
+
+
+# Keystone's default roles imply each other: an admin also holds member
+# and reader, a member also holds reader.
+PERSONAS = {
+    'admin': _user('p0', 'admin', 'member', 'reader'),
+    'member': _user('p1', 'member', 'reader'),
+    'reader': _user('p1', 'reader'),
+    'other member': _user('p2', 'member', 'reader'),
+}
+OWNED_BY_P1 = {'project_id': 'p1'}
+
+EVERYONE_OF_THE_PROJECT = {'admin', 'member', 'reader'}
+MEMBERS = {'admin', 'member'}
+ADMINS = {'admin'}
+
+# Who passes each rule on a resource of project p1.
+EXPECTED = {
+    'os_compute_api:servers:index': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:servers:detail': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:servers:show': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:servers:show:flavor-extra-specs':
+        EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:servers:create': MEMBERS,
+    'os_compute_api:servers:delete': MEMBERS,
+    'os_compute_api:servers:index:get_all_tenants': ADMINS,
+    'os_compute_api:servers:detail:get_all_tenants': ADMINS,
+    'os_compute_api:servers:create:forced_host': ADMINS,
+    'os_compute_api:os-extended-server-attributes': ADMINS,
+    'os_compute_api:os-flavor-extra-specs:index': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:os-server-groups:index': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:os-server-groups:show': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:os-server-groups:create': MEMBERS,
+    'os_compute_api:os-server-groups:delete': MEMBERS,
+    'os_compute_api:os-server-groups:index:all_projects': ADMINS,
+    'os_compute_api:os-instance-actions:list': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:os-instance-actions:show': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:os-instance-actions:events': ADMINS,
+    'os_compute_api:os-instance-actions:events:details':
+        EVERYONE_OF_THE_PROJECT,
+    'context_is_admin': ADMINS,
+    'admin_api': ADMINS,
+    'project_member_api': {'member'},
+    'project_reader_api': {'member', 'reader'},
+    'project_member_or_admin': MEMBERS,
+    'project_reader_or_admin': EVERYONE_OF_THE_PROJECT,
+}
+
+
+def test_every_rule_has_its_expected_personas():
+    assert sorted(r.name for r in policies.list_rules()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize('rule', sorted(EXPECTED))
+def test_default_rule_allows_exactly_its_personas(configured, rule):
+    allowed = {name for name, ctx in PERSONAS.items()
+               if policy.authorize(ctx, rule, OWNED_BY_P1, fatal=False)}
+    assert allowed == EXPECTED[rule]
+
+
+def test_a_member_of_another_project_passes_for_its_own_project(
+        configured):
+    other = PERSONAS['other member']
+    policy.authorize(other, 'os_compute_api:servers:create')
+    policy.authorize(other, 'os_compute_api:servers:delete',
+                     {'project_id': 'p2'})
+
+
+def test_refusal_is_a_403_in_novas_words(configured):
+    with pytest.raises(exception.PolicyNotAuthorized) as caught:
+        policy.authorize(PERSONAS['reader'], 'os_compute_api:servers:create',
+                         OWNED_BY_P1)
+    assert caught.value.code == 403
+    assert caught.value.format_message() == (
+        "Policy doesn't allow os_compute_api:servers:create to be "
+        "performed.")
+
+
+def test_an_unregistered_rule_is_a_programming_error(configured):
+    with pytest.raises(oslo_policy.PolicyNotRegistered):
+        policy.authorize(PERSONAS['admin'], 'os_compute_api:servers:nope')
+
+
+def test_check_is_admin_follows_context_is_admin(configured):
+    assert policy.check_is_admin(PERSONAS['admin'])
+    assert not policy.check_is_admin(PERSONAS['member'])
+
+
+def test_a_system_scoped_token_is_refused_project_apis(configured):
+    system_admin = ss_context.RequestContext(
+        user_id='root', system_scope='all', roles=['admin'],
+        overwrite=False)
+    assert not policy.authorize(system_admin,
+                                'os_compute_api:servers:index',
+                                fatal=False)
+
+
+def test_policy_yaml_beside_the_config_file_overrides_defaults(
+        configured, tmp_path):
+    config_file = tmp_path / 'scheduler-split.conf'
+    config_file.write_text('[DEFAULT]\n')
+    (tmp_path / 'policy.yaml').write_text(
+        '"os_compute_api:servers:create": "rule:context_is_admin"\n'
+        '"context_is_admin": "role:cloud_admin"\n')
+    configured('--config-file', str(config_file))
+    admin, member = PERSONAS['admin'], PERSONAS['member']
+    assert not policy.authorize(member, 'os_compute_api:servers:create',
+                                fatal=False)
+    assert not policy.check_is_admin(admin)
+    cloud_admin = _user('p0', 'cloud_admin')
+    assert policy.check_is_admin(cloud_admin)
+    assert policy.authorize(cloud_admin, 'os_compute_api:servers:create',
+                            fatal=False)
+    # Rules the file does not name keep their defaults.
+    assert policy.authorize(member, 'os_compute_api:servers:delete',
+                            OWNED_BY_P1, fatal=False)
+
+
+def test_policy_yaml_changes_are_read_without_a_restart(configured,
+                                                        tmp_path):
+    policy_file = tmp_path / 'policy.yaml'
+    policy_file.write_text('{}\n')
+    configured('--config-dir', str(tmp_path))
+    member = PERSONAS['member']
+    rule = 'os_compute_api:servers:index'
+    assert policy.authorize(member, rule, OWNED_BY_P1, fatal=False)
+    policy_file.write_text('"%s": "!"\n' % rule)
+    assert not policy.authorize(member, rule, OWNED_BY_P1, fatal=False)
+
+
+def _routes():
+    for path, methods in wsgi.ROUTES.items():
+        for method in methods:
+            yield method, path
+
+
+DOCUMENTED = [r for r in policies.list_rules()
+              if isinstance(r, oslo_policy.DocumentedRuleDefault)]
+
+
+@pytest.mark.parametrize('rule', DOCUMENTED, ids=lambda r: r.name)
+def test_every_operation_a_rule_documents_is_a_route(rule):
+    served = set(_routes())
+    for operation in rule.operations:
+        assert (operation['method'], '/v2.1' + operation['path']) in served
+
+
+def test_every_rule_the_api_asks_for_is_registered():
+    """A rule name misspelt in a handler would fail every such request."""
+    api = pathlib.Path(wsgi.__file__).parent
+    asked = set()
+    for module in api.glob('*.py'):
+        asked |= set(re.findall(r"'(os_compute_api:[^']+)'",
+                                module.read_text()))
+    registered = {r.name for r in policies.list_rules()}
+    assert asked and asked <= registered, asked - registered
