@@ -55,7 +55,36 @@ class SchedulerSplitObject(ovo_base.VersionedObject):
 
 
 class ObjectSerializer(ovo_base.VersionedObjectSerializer):
+    """Objects as primitives; with ``version_manifest`` (object name ->
+    version), every object, nested ones included, at the version the
+    manifest gives it: what a peer of an older release understands."""
     OBJ_BASE_CLASS = SchedulerSplitObject
+
+    def __init__(self, version_manifest=None):
+        super().__init__()
+        self.version_manifest = version_manifest
+
+    def serialize_entity(self, context, entity):
+        if self.version_manifest is not None and isinstance(
+                entity, ovo_base.VersionedObject):
+            return backport(entity, self.version_manifest)
+        return super().serialize_entity(context, entity)
+
+
+def backport(obj, version_manifest):
+    """``obj`` as a primitive at the versions of ``version_manifest``.
+
+    Every object in ``obj``'s tree must be in the manifest: an object
+    left out would silently go at its current version.
+    """
+    missing = set(ovo_base.obj_tree_get_versions(obj.obj_name())) - set(
+        version_manifest)
+    if missing:
+        raise ValueError('No version of %s in the manifest %s' % (
+            ', '.join(sorted(missing)), version_manifest))
+    return obj.obj_to_primitive(
+        target_version=version_manifest[obj.obj_name()],
+        version_manifest=version_manifest)
 
 
 def naive_utc(value):
