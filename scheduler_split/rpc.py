@@ -6,6 +6,7 @@ import time
 
 import oslo_messaging as messaging
 from oslo_utils import versionutils
+from sqlalchemy.engine import url as sa_url
 from oslo_messaging import opts as messaging_opts
 from oslo_messaging.rpc import dispatcher
 
@@ -106,6 +107,11 @@ def get_client(transport, topic, version, server=None, version_cap=None,
         timeout=timeout)
 
 
+def database_name(url):
+    """A database URL fit for a log line: without its password."""
+    return sa_url.make_url(url).render_as_string(hide_password=True)
+
+
 def _vtuple(version):
     return versionutils.convert_version_to_tuple(version)
 
@@ -114,6 +120,13 @@ def _vtuple(version):
 # (cap, monotonic time it expires).
 _auto_caps = {}
 _auto_caps_lock = threading.Lock()
+_auto_cap_locks = {}
+_UNRESOLVED = object()
+
+
+def _auto_cap_lock(key):
+    with _auto_caps_lock:
+        return _auto_cap_locks.setdefault(key, threading.Lock())
 
 
 def reset_auto_caps():
@@ -136,20 +149,36 @@ class VersionCap:
     """
 
     def __init__(self, api, setting, minimum_service_version=None,
-                 cache_key=None):
+                 cache_key=None, receivers=None):
         self.api = api
         self.setting = setting
         self.minimum_service_version = minimum_service_version
         self.cache_key = (api, cache_key)
+        # Who the client talks to, for the log.
+        self.receivers = receivers or api
 
     def resolve(self):
         if self.setting != 'auto':
             return self.setting
-        now = time.monotonic()
+        cap = self._cached()
+        if cap is not _UNRESOLVED:
+            return cap
+        # One resolution at a time per key: the first send of a burst
+        # reads the records, the others wait for its answer.
+        with _auto_cap_lock(self.cache_key):
+            cap = self._cached()
+            if cap is _UNRESOLVED:
+                cap = self._resolve_auto()
+            return cap
+
+    def _cached(self):
         with _auto_caps_lock:
             cached = _auto_caps.get(self.cache_key)
-        if cached is not None and cached[1] > now:
+        if cached is not None and cached[1] > time.monotonic():
             return cached[0]
+        return _UNRESOLVED
+
+    def _resolve_auto(self):
         # Imported here: the objects import this module's serializer.
         from scheduler_split.objects import service as service_obj
         if self.minimum_service_version is None:
@@ -157,15 +186,16 @@ class VersionCap:
                              'records to read' % self.api)
         minimum = self.minimum_service_version()
         if minimum is None:
-            LOG.debug('No running service answers %s; not capping it',
-                      self.api)
+            LOG.debug('[upgrade_levels] auto: no running service among %s; '
+                      '%s not capped', self.receivers, self.api)
             return None
         cap = service_obj.rpc_version_for(minimum, self.api)
-        LOG.info('[upgrade_levels] auto: %s capped at %s (oldest running '
-                 'service version %d)', self.api, cap, minimum)
+        LOG.info('[upgrade_levels] auto: %s capped at %s for %s (oldest '
+                 'running service version %d)', self.api, cap,
+                 self.receivers, minimum)
         with _auto_caps_lock:
             _auto_caps[self.cache_key] = (
-                cap, now + CONF.upgrade_levels.auto_cache_time)
+                cap, time.monotonic() + CONF.upgrade_levels.auto_cache_time)
         return cap
 
 

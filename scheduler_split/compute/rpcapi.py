@@ -35,8 +35,10 @@ def version_cap(cell_db):
         ctx = ss_context.targeted(ss_context.get_admin_context(), cell_db)
         return service_obj.Service.get_minimum_version(
             ctx, service_obj.COMPUTE)
-    return rpc.VersionCap('compute_rpc', CONF.upgrade_levels.compute,
-                          minimum, cache_key=cell_db)
+    return rpc.VersionCap(
+        'compute_rpc', CONF.upgrade_levels.compute, minimum,
+        cache_key=cell_db,
+        receivers='the computes of %s' % rpc.database_name(cell_db))
 
 
 class ComputeAPI:

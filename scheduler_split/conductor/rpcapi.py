@@ -48,9 +48,13 @@ def version_cap(service_db):
         ctx = ss_context.targeted(ss_context.get_admin_context(), db)
         return service_obj.Service.get_minimum_version(
             ctx, service_obj.CONDUCTOR)
-    key = 'cell0' if service_db is cell0_db else service_db
+    if service_db is cell0_db:
+        key, receivers = 'cell0', 'the super-conductors'
+    else:
+        key = service_db
+        receivers = 'the conductors of %s' % rpc.database_name(service_db)
     return rpc.VersionCap('conductor_rpc', CONF.upgrade_levels.conductor,
-                          minimum, cache_key=key)
+                          minimum, cache_key=key, receivers=receivers)
 
 
 class ConductorAPI:

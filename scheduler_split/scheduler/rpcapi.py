@@ -48,7 +48,7 @@ class SchedulerAPI:
             transport, TOPIC, self.VERSION, OBJECT_VERSIONS,
             rpc.VersionCap('scheduler_rpc', CONF.upgrade_levels.scheduler,
                            self.get_minimum_service_version,
-                           cache_key=cache_key))
+                           cache_key=cache_key, receivers='the schedulers'))
 
     def select_destinations(self, ctx, spec_obj, instance_uuids,
                             return_alternates, num_alternates):
