@@ -4,6 +4,7 @@ import copy
 import datetime
 
 from oslo_serialization import jsonutils
+from oslo_utils import versionutils
 from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import fields
 
@@ -82,9 +83,13 @@ def backport(obj, version_manifest):
     if missing:
         raise ValueError('No version of %s in the manifest %s' % (
             ', '.join(sorted(missing)), version_manifest))
-    return obj.obj_to_primitive(
-        target_version=version_manifest[obj.obj_name()],
-        version_manifest=version_manifest)
+    # An object received from an older peer (a Selection 1.0 relayed from
+    # a scheduler pinned to 1.0, say) holds only what its version had: it
+    # goes on at that version, which newer receivers read too.
+    target = min(version_manifest[obj.obj_name()], obj.VERSION,
+                 key=versionutils.convert_version_to_tuple)
+    return obj.obj_to_primitive(target_version=target,
+                                version_manifest=version_manifest)
 
 
 def naive_utc(value):

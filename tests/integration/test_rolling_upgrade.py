@@ -28,6 +28,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 OLD_COMPUTE = 'cell1-compute2'
 OLD_SCHEDULER = 'scheduler-2'
 OLD = (OLD_COMPUTE, OLD_SCHEDULER)
+# The zone of every host in this test: cell2's hosts get one of their own,
+# so that a boot there has an alternate.
+ZONES = {'cell1-compute1': 'edge', 'cell1-compute2': 'nova',
+         'cell2-compute1': 'south', 'cell2-compute2': 'south'}
 
 PINNED = """\
     [upgrade_levels]
@@ -75,6 +79,11 @@ def upgrading(tmp_path_factory, previous_release):
             dep.run_from(name, previous_release)
         new = [name for name in dep._commands() if name not in OLD]
         dep.add_config(new, 'upgrade-levels.conf', PINNED)
+        for host in dep.hosts_of('cell2'):
+            dep.add_config([host], 'south.conf', """\
+                [compute]
+                availability_zone = south
+                """)
         # More memory than the others: the scheduler prefers it.
         dep.add_config([OLD_COMPUTE], 'preferred.conf', """\
             [fake_driver]
@@ -135,16 +144,18 @@ def test_the_old_processes_run_the_previous_release(upgrading):
 
 def test_boots_go_through_old_and_new_computes_and_schedulers(upgrading):
     api = fixtures.Api(upgrading.base_url)
-    # Six go where the scheduler likes best, the old compute, each with
-    # its cell's other host as an alternate; two are forced onto new
-    # computes.
-    servers = _boot_many(api, 'mixed', [None] * 6 + [
-        'edge:cell1-compute1', 'nova:cell2-compute1'])
+    # Five go where the scheduler likes best, the old compute, each with
+    # its cell's other host as an alternate; two go to cell2, each with
+    # the other cell2 host as an alternate (Selections of a 1.0 answer
+    # passed on to computes that take 1.1); one is forced onto the new
+    # compute of cell1.
+    servers = _boot_many(api, 'mixed', [None] * 5 + [
+        'south', 'south', 'edge:cell1-compute1'])
 
     assert {s['status'] for s in servers.values()} == {'ACTIVE'}, servers
     hosts = [s['OS-EXT-SRV-ATTR:host'] for s in servers.values()]
-    assert hosts.count(OLD_COMPUTE) == 6, hosts
-    assert {'cell1-compute1', 'cell2-compute1'} <= set(hosts), hosts
+    assert hosts.count(OLD_COMPUTE) == 5, hosts
+    assert hosts.count('cell1-compute1') == 1, hosts
     # Both schedulers placed some of them.
     for scheduler in ('scheduler', OLD_SCHEDULER):
         assert ' claimed on ' in _log(upgrading, scheduler), scheduler
@@ -193,17 +204,16 @@ def test_after_the_upgrade_auto_lifts_the_cap_and_servers_get_zones(
     assert _service_versions(upgrading, cell1_db)[OLD_COMPUTE] == 1
 
     servers = _boot_many(api, 'upgraded', [None] * 4 + [
-        'edge:cell1-compute1', 'nova:cell2-compute2'])
+        'edge:cell1-compute1', 'south'])
 
     assert {s['status'] for s in servers.values()} == {'ACTIVE'}, servers
     for server in servers.values():
         host = server['OS-EXT-SRV-ATTR:host']
-        zone = 'edge' if host == upgrading.EDGE_HOST else 'nova'
         # Asked for or not, a server shows its host's zone now.
-        assert server['OS-EXT-AZ:availability_zone'] == zone, server
+        assert server['OS-EXT-AZ:availability_zone'] == ZONES[host], server
     pinned = sorted(str(s['pinned_availability_zone'])
                     for s in servers.values())
-    assert pinned == ['None'] * 4 + ['edge', 'nova']
+    assert pinned == ['None'] * 4 + ['edge', 'south']
     conductor_log = _log(upgrading, 'super-conductor')[mark:]
     assert [line for line in conductor_log.splitlines()
             if 'compute_rpc capped at 1.1' in line and 'ss_cell1' in line]

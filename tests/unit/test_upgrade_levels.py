@@ -98,7 +98,7 @@ def test_service_backported_to_1_0_drops_its_version():
     assert 'version' not in _data(primitive)
 
 
-# --- manifests: what each RPC version carries ---------------------------------
+# --- manifests: what each RPC version carries --------------------------------
 
 @pytest.mark.parametrize('api', APIS, ids=lambda m: m.__name__)
 def test_the_newest_rpc_version_carries_every_object_at_its_version(api):
@@ -143,6 +143,22 @@ def test_a_serializer_with_a_manifest_backports_nested_objects():
 
     assert _version(primitive) == '1.0'
     assert _version(_data(primitive)['flavor']) == '1.0'
+
+
+def test_an_object_received_at_an_older_version_is_relayed_at_it():
+    # The super-conductor passes on alternates a scheduler pinned to 1.0
+    # answered with, to computes that take 1.1.
+    received = objects.Selection.obj_from_primitive(
+        _selection().obj_to_primitive(target_version='1.0'))
+    serializer = rpc.RequestContextSerializer(
+        compute_rpcapi.OBJECT_VERSIONS['1.1'])
+
+    [relayed] = serializer.serialize_entity(context.get_admin_context(),
+                                            [received])
+
+    assert _version(relayed) == '1.0'
+    assert objects.Selection.obj_from_primitive(relayed).service_host == (
+        'host1')
 
 
 def test_a_manifest_without_a_nested_object_is_refused():
@@ -215,7 +231,7 @@ def test_a_compute_pinned_to_1_0_gets_builds_it_understands(
     assert not host_list[0].obj_attr_is_set('availability_zone')
 
 
-# --- auto: from service records -----------------------------------------------
+# --- auto: from service records ----------------------------------------------
 
 def _auto(override, cell_db):
     override('compute', 'auto', group='upgrade_levels')
