@@ -5,10 +5,10 @@ import threading
 import time
 
 import oslo_messaging as messaging
-from oslo_utils import versionutils
-from sqlalchemy.engine import url as sa_url
 from oslo_messaging import opts as messaging_opts
 from oslo_messaging.rpc import dispatcher
+from oslo_utils import versionutils
+from sqlalchemy.engine import url as sa_url
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -130,7 +130,8 @@ def _auto_cap_lock(key):
 
 
 def reset_auto_caps():
-    """Forget every resolved "auto" cap (tests; a reload)."""
+    """Forget every resolved "auto" cap: the next send reads the service
+    records again (SIGHUP)."""
     with _auto_caps_lock:
         _auto_caps.clear()
 
