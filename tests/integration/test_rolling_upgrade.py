@@ -178,6 +178,16 @@ def test_boots_go_through_old_and_new_computes_and_schedulers(upgrading):
 
     # The old compute built from backported objects (its alternates are
     # Selections) without a complaint; neither old process logged one.
+    on_old = [sid for sid, s in servers.items()
+              if s['OS-EXT-SRV-ATTR:host'] == OLD_COMPUTE]
+    details = upgrading.query(
+        upgrading.cells['cell1'][1],
+        "SELECT e.details FROM instance_actions_events e JOIN "
+        "instance_actions a ON a.id = e.action_id WHERE "
+        "a.instance_uuid = :u AND "
+        "e.event = 'conductor_schedule_and_build_instances'", u=on_old[0])
+    assert details == [('claimed on %s; alternates: cell1-compute1'
+                        % OLD_COMPUTE,)]
     assert 'is ACTIVE on %s' % OLD_COMPUTE in _log(upgrading, OLD_COMPUTE)
     for name in OLD:
         log = _log(upgrading, name)
