@@ -367,3 +367,59 @@ def test_a_selection_of_the_previous_release_leaves_the_zone_alone():
     assert not conductor_manager.take_host_zone(instance,
                                                 helpers.make_spec(), old)
     assert instance.availability_zone is None
+
+
+class OldSchedulerEndpoint:
+    """A scheduler of the previous release: RPC 1.0, no service versions.
+    """
+
+    target = messaging.Target(version='1.0')
+
+    @messaging.expose
+    def release_resources(self, ctx, instance_uuid):
+        return False
+
+
+@pytest.fixture
+def scheduler_bus():
+    memory_bus.reset()
+    servers = []
+
+    def serve(endpoint):
+        transport = rpc.get_transport('kombu+memory:////upgrade-api')
+        server = rpc.get_server(transport, 'scheduler', [endpoint], 's1')
+        server.start()
+        servers.append(server)
+        return scheduler_rpcapi.SchedulerAPI(transport)
+
+    yield serve
+    for server in servers:
+        server.stop()
+        server.wait()
+    rpc.cleanup()
+    memory_bus.reset()
+
+
+def test_auto_asks_a_scheduler_which_version_the_schedulers_run(
+        scheduler_bus, scheduler_db, override):
+    override('scheduler', 'auto', group='upgrade_levels')
+    manager = scheduler_manager.SchedulerManager(scheduler_db)
+    manager.report_service()
+
+    api = scheduler_bus(manager.endpoint(None))
+
+    assert api.get_minimum_service_version() == 1
+    assert api.client.cap.resolve() == '1.1'
+
+
+def test_auto_takes_a_scheduler_that_refuses_the_question_for_the_oldest(
+        scheduler_bus, override):
+    override('scheduler', 'auto', group='upgrade_levels')
+
+    api = scheduler_bus(OldSchedulerEndpoint())
+
+    assert api.get_minimum_service_version() == 0
+    assert api.client.cap.resolve() == '1.0'
+    # And what it understands still goes through.
+    assert api.release_resources(context.get_admin_context(),
+                                 INSTANCE_UUID) is False
