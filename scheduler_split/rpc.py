@@ -247,6 +247,9 @@ class Client:
         """``(call context, version)`` for a message: of ``versions``
         (newest first) the first the cap allows."""
         cap = self.cap.resolve()
+        if cap is not None and _vtuple(cap) >= _vtuple(self.version):
+            # Receivers as new as this client, or newer: nothing to cap.
+            cap = None
         for version in versions:
             if cap is None or _vtuple(version) <= _vtuple(cap):
                 return (self._client(cap).prepare(version=version, **kwargs),

@@ -182,6 +182,34 @@ def test_a_client_capped_at_1_0_sends_1_0_and_its_manifest():
         client._manifest('0.9')
 
 
+def test_a_cap_at_or_above_the_newest_version_caps_nothing():
+    for setting in ('1.1', '1.7', '2.0'):
+        client = rpc.Client(None, 'compute', '1.1',
+                            compute_rpcapi.OBJECT_VERSIONS,
+                            rpc.VersionCap('compute_rpc', setting))
+        client._client = lambda cap: FakeRPCClient(cap)
+
+        cctxt, version = client.prepare('1.1', '1.0', server='h')
+
+        assert version == '1.1'
+        assert cctxt == (None, '1.1')
+
+    client.cap = rpc.VersionCap('compute_rpc', '1.0')
+    assert client.prepare('1.1', '1.0')[1] == '1.0'
+    with pytest.raises(messaging.RPCVersionCapError):
+        client.prepare('1.1')
+
+
+class FakeRPCClient:
+    """What Client.prepare hands back: (the cap, the version asked)."""
+
+    def __init__(self, cap):
+        self.cap = cap
+
+    def prepare(self, version, **kwargs):
+        return (self.cap, version)
+
+
 class OldComputeEndpoint:
     """A compute of the previous release: RPC 1.0 only."""
 
