@@ -50,6 +50,7 @@ def super_conductor_service():
                CONF.host)
     svc.add_periodic(manager.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
+    svc.add_periodic(manager.report_service, CONF.report_interval)
     svc.manager = manager
     return svc
 
@@ -61,6 +62,7 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     svc.listen(transport, conductor_rpcapi.TOPIC, [manager], CONF.host)
     svc.add_periodic(manager.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
+    svc.add_periodic(manager.report_service, CONF.report_interval)
     svc.manager = manager
     return svc
 

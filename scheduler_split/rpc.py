@@ -1,10 +1,14 @@
 """oslo.messaging plumbing: transports per bus, serializer, servers."""
 
+import logging
 import threading
+import time
 
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
 from oslo_messaging.rpc import dispatcher
+from oslo_utils import versionutils
+from sqlalchemy.engine import url as sa_url
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -12,6 +16,7 @@ from scheduler_split import memory_bus
 from scheduler_split.objects import base as objects_base
 
 CONF = conf.CONF
+LOG = logging.getLogger(__name__)
 
 # The exchange every service of this project uses on its bus.
 EXCHANGE = 'scheduler_split'
@@ -69,10 +74,15 @@ def cleanup():
 
 
 class RequestContextSerializer(messaging.Serializer):
-    """Versioned objects as primitives, and the context as a dict."""
+    """Versioned objects as primitives, and the context as a dict.
 
-    def __init__(self):
-        self._base = objects_base.ObjectSerializer()
+    With ``version_manifest`` the objects go at the versions it names (a
+    client capped below its newest RPC version sends what that version
+    carried).
+    """
+
+    def __init__(self, version_manifest=None):
+        self._base = objects_base.ObjectSerializer(version_manifest)
 
     def serialize_entity(self, ctxt, entity):
         return self._base.serialize_entity(ctxt, entity)
@@ -88,13 +98,164 @@ class RequestContextSerializer(messaging.Serializer):
 
 
 def get_client(transport, topic, version, server=None, version_cap=None,
-               timeout=None):
+               timeout=None, version_manifest=None):
     target = messaging.Target(exchange=EXCHANGE, topic=topic, server=server,
                               version=version)
-    return messaging.get_rpc_client(transport, target,
-                                    version_cap=version_cap,
-                                    serializer=RequestContextSerializer(),
-                                    timeout=timeout)
+    return messaging.get_rpc_client(
+        transport, target, version_cap=version_cap,
+        serializer=RequestContextSerializer(version_manifest),
+        timeout=timeout)
+
+
+def database_name(url):
+    """A database URL fit for a log line: without its password."""
+    return sa_url.make_url(url).render_as_string(hide_password=True)
+
+
+def _vtuple(version):
+    return versionutils.convert_version_to_tuple(version)
+
+
+# Resolved "auto" caps, shared by every client of this process: key ->
+# (cap, monotonic time it expires).
+_auto_caps = {}
+_auto_caps_lock = threading.Lock()
+_auto_cap_locks = {}
+_UNRESOLVED = object()
+
+
+def _auto_cap_lock(key):
+    with _auto_caps_lock:
+        return _auto_cap_locks.setdefault(key, threading.Lock())
+
+
+def reset_auto_caps():
+    """Forget every resolved "auto" cap: the next send reads the service
+    records again (SIGHUP)."""
+    with _auto_caps_lock:
+        _auto_caps.clear()
+
+
+class VersionCap:
+    """The highest version of one RPC API a client may send.
+
+    ``setting`` is the client's ``[upgrade_levels]`` option: None (no
+    cap), a version, or ``auto``. ``auto`` reads ``minimum_service_version``
+    (the lowest service version among the running services of the kind
+    the client talks to, None if none runs), maps it to this API's version
+    through ``SERVICE_VERSION_HISTORY`` and keeps the answer for
+    ``[upgrade_levels] auto_cache_time`` seconds under ``cache_key``. With
+    no service running there is nobody to be compatible with: the newest
+    version, not kept, so that the first service to appear counts.
+    """
+
+    def __init__(self, api, setting, minimum_service_version=None,
+                 cache_key=None, receivers=None):
+        self.api = api
+        self.setting = setting
+        self.minimum_service_version = minimum_service_version
+        self.cache_key = (api, cache_key)
+        # Who the client talks to, for the log.
+        self.receivers = receivers or api
+
+    def resolve(self):
+        if self.setting != 'auto':
+            return self.setting
+        cap = self._cached()
+        if cap is not _UNRESOLVED:
+            return cap
+        # One resolution at a time per key: the first send of a burst
+        # reads the records, the others wait for its answer.
+        with _auto_cap_lock(self.cache_key):
+            cap = self._cached()
+            if cap is _UNRESOLVED:
+                cap = self._resolve_auto()
+            return cap
+
+    def _cached(self):
+        with _auto_caps_lock:
+            cached = _auto_caps.get(self.cache_key)
+        if cached is not None and cached[1] > time.monotonic():
+            return cached[0]
+        return _UNRESOLVED
+
+    def _resolve_auto(self):
+        # Imported here: the objects import this module's serializer.
+        from scheduler_split.objects import service as service_obj
+        if self.minimum_service_version is None:
+            raise ValueError('[upgrade_levels] %s = auto needs service '
+                             'records to read' % self.api)
+        minimum = self.minimum_service_version()
+        if minimum is None:
+            LOG.debug('[upgrade_levels] auto: no running service among %s; '
+                      '%s not capped', self.receivers, self.api)
+            return None
+        cap = service_obj.rpc_version_for(minimum, self.api)
+        LOG.info('[upgrade_levels] auto: %s capped at %s for %s (oldest '
+                 'running service version %d)', self.api, cap,
+                 self.receivers, minimum)
+        with _auto_caps_lock:
+            _auto_caps[self.cache_key] = (
+                cap, time.monotonic() + CONF.upgrade_levels.auto_cache_time)
+        return cap
+
+
+class Client:
+    """The RPC client of one API, capped for rolling upgrades.
+
+    ``object_versions`` maps each version of the API to the object
+    versions it carries; a message is serialized at the entry of the cap
+    (the newest version the receivers understand), so that an older
+    receiver gets objects it can read.
+    """
+
+    def __init__(self, transport, topic, version, object_versions, cap,
+                 timeout=None):
+        self.transport = transport
+        self.topic = topic
+        self.version = version
+        self.object_versions = object_versions
+        self.cap = cap
+        self.timeout = timeout
+        self._clients = {}
+        self._lock = threading.Lock()
+
+    def _manifest(self, cap):
+        """The object versions of the newest API version up to ``cap``."""
+        if cap is None:
+            return self.object_versions[self.version]
+        known = [v for v in self.object_versions
+                 if _vtuple(v) <= _vtuple(cap)]
+        if not known:
+            raise ValueError('%s API version %s is older than any this '
+                             'release can send (%s)' % (
+                                 self.topic, cap,
+                                 ', '.join(sorted(self.object_versions))))
+        return self.object_versions[max(known, key=_vtuple)]
+
+    def _client(self, cap):
+        with self._lock:
+            client = self._clients.get(cap)
+            if client is None:
+                client = self._clients[cap] = get_client(
+                    self.transport, self.topic, self.version,
+                    version_cap=cap, timeout=self.timeout,
+                    version_manifest=self._manifest(cap))
+            return client
+
+    def prepare(self, *versions, **kwargs):
+        """``(call context, version)`` for a message: of ``versions``
+        (newest first) the first the cap allows."""
+        cap = self.cap.resolve()
+        if cap is not None and _vtuple(cap) >= _vtuple(self.version):
+            # Receivers as new as this client, or newer: nothing to cap.
+            cap = None
+        for version in versions:
+            if cap is None or _vtuple(version) <= _vtuple(cap):
+                return (self._client(cap).prepare(version=version, **kwargs),
+                        version)
+        raise messaging.RPCVersionCapError(version=versions[-1],
+                                           version_cap=cap)
 
 
 def get_server(transport, topic, endpoints, server):

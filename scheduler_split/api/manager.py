@@ -187,7 +187,8 @@ class ComputeAPI:
                 instance.destroy(cctx)
                 return
             compute = compute_rpcapi.ComputeAPI(
-                rpc.get_transport(cell.transport_url))
+                rpc.get_transport(cell.transport_url),
+                cell.database_connection)
             compute.terminate_instance(ctx, instance.host, instance)
             return
         raise exception.Conflict(

@@ -40,6 +40,16 @@ def status_of(instance):
     return _STATUS.get(instance.vm_state, 'UNKNOWN')
 
 
+def _requested_zone(ctx, instance):
+    """The zone the user asked for, which pins the server; the instance's
+    own ``availability_zone`` is its host's once it is scheduled."""
+    try:
+        spec = objects.RequestSpec.get_by_instance_uuid(ctx, instance.uuid)
+    except exception.NotFound:
+        return None
+    return spec.availability_zone
+
+
 def render_summary(req, instance):
     return {'id': instance.uuid, 'name': instance.display_name,
             'links': _links(req, instance.uuid)}
@@ -131,7 +141,7 @@ def render(req, version, instance, disclosure):
     if version >= (2, 73):
         body['locked_reason'] = None
     if version >= (2, 96):
-        body['pinned_availability_zone'] = instance.availability_zone
+        body['pinned_availability_zone'] = _requested_zone(ctx, instance)
     fault = instance.get('fault')
     if instance.vm_state == instance_obj.ERROR and fault is not None:
         fault_body = {'code': fault.code, 'message': fault.message,

@@ -29,8 +29,9 @@ def run(svc):
     SIGTERM stops consuming, lets the messages being handled finish (a
     spawn, a scheduling call) and closes the connections; messages not
     taken yet stay on the bus for the next start. SIGHUP re-reads the
-    mutable options of the config files (log levels, say) and whatever
-    the service itself reloads (the scheduler: new cells).
+    mutable options of the config files (log levels, say), forgets the
+    RPC version caps ``[upgrade_levels] auto`` resolved, and does
+    whatever the service itself reloads (the scheduler: new cells).
     """
     stop = threading.Event()
     hup = threading.Event()
@@ -52,6 +53,8 @@ def run(svc):
             hup.clear()
             LOG.info('Caught SIGHUP, reloading')
             CONF.mutate_config_files()
+            # [upgrade_levels] auto looks at the service records again.
+            rpc.reset_auto_caps()
             svc.reload()
     svc.stop(graceful=True)
     rpc.cleanup()

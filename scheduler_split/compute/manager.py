@@ -24,7 +24,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.0'
+RPC_VERSION = '1.1'
 
 
 class _InstanceLocks:
@@ -66,7 +66,8 @@ class ComputeManager:
         self.transport = transport or rpc.get_transport()
         self.driver = driver or fake.FakeDriver(host)
         self.scheduler = scheduler_client.SchedulerClient(self.transport)
-        self.conductor = conductor_rpcapi.ConductorAPI(self.transport)
+        self.conductor = conductor_rpcapi.ConductorAPI(self.transport,
+                                                       self.cell_db)
         self.resource_tracker = resource_tracker.ResourceTracker(
             host, self.driver, self.scheduler)
         self._locks = _InstanceLocks()

@@ -12,6 +12,7 @@ import threading
 import oslo_messaging as messaging
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
@@ -20,13 +21,14 @@ from scheduler_split import objects
 from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
+from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.0'
+RPC_VERSION = '1.1'
 
 LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
                           '[conductor] lost_build_timeout; the boot was lost')
@@ -35,6 +37,22 @@ LOST_IN_CELL = ('no compute took the build within [conductor] '
 
 EXHAUSTED = ('Exhausted all hosts available for retrying build failures '
              'for instance %s.')
+
+
+def take_host_zone(instance, request_spec, selection):
+    """An instance whose user asked for no zone is in its host's zone.
+
+    A Selection of 1.0 (from a scheduler of the release before, or a
+    client pinned to 1.0) carries no zone: the instance keeps none.
+    Returns whether the instance changed.
+    """
+    zone = selection.get('availability_zone')
+    if request_spec.get('availability_zone') or not zone:
+        return False
+    if instance.get('availability_zone') == zone:
+        return False
+    instance.availability_zone = zone
+    return True
 
 
 class SuperConductorManager:
@@ -46,6 +64,21 @@ class SuperConductorManager:
         self.scheduler = scheduler_client.SchedulerClient(transport)
         self._cells = {}
         self._cells_lock = threading.Lock()
+
+    def report_service(self):
+        """Periodic: heartbeat this super-conductor's record, with its
+        service version, in cell0 (the top level's services live there,
+        as in Nova), for the API's ``[upgrade_levels] conductor = auto``.
+        """
+        ctx = ss_context.get_admin_context()
+        try:
+            cell0 = self._cell(ctx, cell_mapping_obj.CELL0_UUID)
+        except exception.CellMappingNotFound:
+            LOG.debug('cell0 is not mapped yet; no service record')
+            return
+        objects.Service.heartbeat(ss_context.target_cell(ctx, cell0),
+                                  CONF.host, service_obj.CONDUCTOR,
+                                  conductor_rpcapi.TOPIC)
 
     def _cell(self, ctx, cell_uuid):
         with self._cells_lock:
@@ -173,6 +206,7 @@ class SuperConductorManager:
             cctx = ss_context.target_cell(ctx, cell)
             instance.vm_state = instance_obj.BUILDING
             instance.task_state = instance_obj.SCHEDULING
+            take_host_zone(instance, request_spec, chosen)
             instance.create(cctx)
         except Exception as exc:
             LOG.exception('Creating instance %s in cell %s failed', uuid,
@@ -209,7 +243,8 @@ class SuperConductorManager:
             retry = objects.SchedulerRetries(num_attempts=1,
                                              hosts=[chosen.service_host])
             compute = compute_rpcapi.ComputeAPI(
-                rpc.get_transport(cell.transport_url))
+                rpc.get_transport(cell.transport_url),
+                cell.database_connection)
             compute.build_and_run_instance(
                 ctx, chosen.service_host, chosen.nodename, instance,
                 request_spec, alternates, retry)
@@ -282,7 +317,16 @@ class CellConductorManager:
         self.cell_db = cell_db
         self.transport = transport or rpc.get_transport()
         self.scheduler = scheduler_client.SchedulerClient(self.transport)
-        self.compute = compute_rpcapi.ComputeAPI(self.transport)
+        self.compute = compute_rpcapi.ComputeAPI(self.transport, cell_db)
+
+    def report_service(self):
+        """Periodic: heartbeat this cell conductor's record, with its
+        service version, in its cell database, for the computes'
+        ``[upgrade_levels] conductor = auto``."""
+        ctx = ss_context.targeted(ss_context.get_admin_context(),
+                                  self.cell_db)
+        objects.Service.heartbeat(ctx, CONF.host, service_obj.CONDUCTOR,
+                                  conductor_rpcapi.TOPIC)
 
     def fail_lost_builds(self):
         """Periodic: builds handed to no compute end in ERROR.
@@ -349,6 +393,8 @@ class CellConductorManager:
                 continue
             retry.num_attempts += 1
             retry.hosts = retry.hosts + [selection.service_host]
+            if take_host_zone(instance, request_spec, selection):
+                instance.save(ctx)
             instance_action.record_event(
                 ctx, uuid, 'conductor_build_instances',
                 host=selection.service_host,

@@ -5,31 +5,79 @@ cell's bus; the same topic, told apart by the bus.
 
 Version history:
     1.0 - schedule_and_build_instances (super), build_instances (cell)
+    1.1 - build_instances: host_list carries Selection 1.1 (with the
+          host's availability zone)
 """
 
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split.objects import cell_mapping as cell_mapping_obj
+from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
+
+CONF = conf.CONF
 
 TOPIC = 'conductor'
 
+# The objects each version of this API carries, at the versions it
+# carries them; a client capped at a version sends them so.
+OBJECT_VERSIONS = {
+    '1.0': {'BuildRequest': '1.0', 'Instance': '1.1', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.0'},
+    '1.1': {'BuildRequest': '1.0', 'Instance': '1.1', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
+}
+
+
+def cell0_db():
+    """Where the super-conductors record themselves: cell0's database."""
+    ctx = ss_context.get_admin_context()
+    return cell_mapping_obj.CellMapping.get_by_uuid(
+        ctx, cell_mapping_obj.CELL0_UUID).database_connection
+
+
+def version_cap(service_db):
+    """``[upgrade_levels] conductor`` for the conductors that record
+    themselves in ``service_db``: a cell's conductors in its database, or,
+    given :func:`cell0_db`, the super-conductors in cell0's (looked up
+    when ``auto`` is resolved)."""
+    def minimum():
+        db = service_db() if callable(service_db) else service_db
+        ctx = ss_context.targeted(ss_context.get_admin_context(), db)
+        return service_obj.Service.get_minimum_version(
+            ctx, service_obj.CONDUCTOR)
+    if service_db is cell0_db:
+        key, receivers = 'cell0', 'the super-conductors'
+    else:
+        key = service_db
+        receivers = 'the conductors of %s' % rpc.database_name(service_db)
+    return rpc.VersionCap('conductor_rpc', CONF.upgrade_levels.conductor,
+                          minimum, cache_key=key, receivers=receivers)
+
 
 class ConductorAPI:
-    VERSION = '1.0'
+    VERSION = '1.1'
 
-    def __init__(self, transport, version_cap=None):
-        self.client = rpc.get_client(transport, TOPIC, self.VERSION,
-                                     version_cap=version_cap)
+    def __init__(self, transport, service_db=cell0_db):
+        """A client for the conductors on ``transport``, which record
+        themselves in ``service_db`` (see :func:`version_cap`); by default
+        the super-conductor on the API bus."""
+        self.client = rpc.Client(transport, TOPIC, self.VERSION,
+                                 OBJECT_VERSIONS, version_cap(service_db))
 
     def schedule_and_build_instances(self, ctx, build_requests,
                                      request_specs):
         """Cast from the API to the super-conductor (API bus)."""
-        cctxt = self.client.prepare(version='1.0')
+        cctxt, _ = self.client.prepare('1.0')
         cctxt.cast(ctx, 'schedule_and_build_instances',
                    build_requests=build_requests,
                    request_specs=request_specs)
 
     def build_instances(self, ctx, instance, request_spec, host_list, retry):
         """Cast from a compute to its cell conductor: reschedule a build."""
-        cctxt = self.client.prepare(version='1.0')
+        cctxt, _ = self.client.prepare('1.1', '1.0')
         cctxt.cast(ctx, 'build_instances', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry)

@@ -10,9 +10,10 @@ from scheduler_split.conf import fake_driver
 from scheduler_split.conf import policy
 from scheduler_split.conf import scheduler
 from scheduler_split.conf import service
+from scheduler_split.conf import upgrade_levels
 
 CONF = cfg.CONF
 
 for _module in (api, compute, conductor, database, fake_driver, policy,
-                scheduler, service):
+                scheduler, service, upgrade_levels):
     _module.register_opts(CONF)

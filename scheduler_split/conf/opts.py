@@ -8,6 +8,7 @@ from scheduler_split.conf import fake_driver
 from scheduler_split.conf import policy
 from scheduler_split.conf import scheduler
 from scheduler_split.conf import service
+from scheduler_split.conf import upgrade_levels
 
 
 def list_opts():
@@ -18,7 +19,7 @@ def list_opts():
                           if group is None for opt in opts
                           if opt.name == 'transport_url']}
     for module in (service, api, compute, conductor, database, fake_driver,
-                   policy, scheduler):
+                   policy, scheduler, upgrade_levels):
         for group, opts in module.list_opts().items():
             merged.setdefault(group, []).extend(opts)
     return list(merged.items())

@@ -228,6 +228,9 @@ class Service(_Timestamps, CellBase):
     disabled_reason = sa.Column(sa.String(255))
     report_count = sa.Column(sa.Integer, nullable=False, default=0)
     last_seen_up = sa.Column(sa.DateTime)
+    # The service version (objects/service.py SERVICE_VERSION) of the code
+    # that last heartbeat; NULL from the release before service versions.
+    version = sa.Column(sa.Integer)
 
 
 # --- scheduler database -----------------------------------------------------
@@ -301,3 +304,18 @@ class ConsumerGroupMember(_Timestamps, SchedulerBase):
     group_id = sa.Column(sa.Integer, sa.ForeignKey('consumer_groups.id'),
                          nullable=False)
     consumer_id = sa.Column(sa.String(36), nullable=False)
+
+
+class SchedulerService(_Timestamps, SchedulerBase):
+    """A scheduler process, as it records itself in its own database so
+    that clients can ask (through the scheduler) what the schedulers
+    understand."""
+    __tablename__ = 'services'
+    __table_args__ = (sa.UniqueConstraint('host', 'binary'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    host = sa.Column(sa.String(255), nullable=False)
+    binary = sa.Column(sa.String(255), nullable=False)
+    topic = sa.Column(sa.String(255), nullable=False)
+    report_count = sa.Column(sa.Integer, nullable=False, default=0)
+    last_seen_up = sa.Column(sa.DateTime)
+    version = sa.Column(sa.Integer)

@@ -4,6 +4,7 @@ import copy
 import datetime
 
 from oslo_serialization import jsonutils
+from oslo_utils import versionutils
 from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import fields
 
@@ -55,7 +56,40 @@ class SchedulerSplitObject(ovo_base.VersionedObject):
 
 
 class ObjectSerializer(ovo_base.VersionedObjectSerializer):
+    """Objects as primitives; with ``version_manifest`` (object name ->
+    version), every object, nested ones included, at the version the
+    manifest gives it: what a peer of an older release understands."""
     OBJ_BASE_CLASS = SchedulerSplitObject
+
+    def __init__(self, version_manifest=None):
+        super().__init__()
+        self.version_manifest = version_manifest
+
+    def serialize_entity(self, context, entity):
+        if self.version_manifest is not None and isinstance(
+                entity, ovo_base.VersionedObject):
+            return backport(entity, self.version_manifest)
+        return super().serialize_entity(context, entity)
+
+
+def backport(obj, version_manifest):
+    """``obj`` as a primitive at the versions of ``version_manifest``.
+
+    Every object in ``obj``'s tree must be in the manifest: an object
+    left out would silently go at its current version.
+    """
+    missing = set(ovo_base.obj_tree_get_versions(obj.obj_name())) - set(
+        version_manifest)
+    if missing:
+        raise ValueError('No version of %s in the manifest %s' % (
+            ', '.join(sorted(missing)), version_manifest))
+    # An object received from an older peer (a Selection 1.0 relayed from
+    # a scheduler pinned to 1.0, say) holds only what its version had: it
+    # goes on at that version, which newer receivers read too.
+    target = min(version_manifest[obj.obj_name()], obj.VERSION,
+                 key=versionutils.convert_version_to_tuple)
+    return obj.obj_to_primitive(target_version=target,
+                                version_manifest=version_manifest)
 
 
 def naive_utc(value):

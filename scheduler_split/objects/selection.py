@@ -1,4 +1,5 @@
 from oslo_serialization import jsonutils
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from scheduler_split.objects import base
@@ -14,8 +15,13 @@ class Selection(base.SchedulerSplitObject):
     (``{"VCPU": 1, ...}``); version ``1.1`` is ``{"resources": {...},
     "group": {"uuid", "policy", "max_per_host"}}`` for a member of a server
     group whose policy the claim must enforce.
+
+    ``availability_zone`` is the zone the host reported to the scheduler;
+    a conductor gives it to an instance whose user asked for no zone.
     """
-    VERSION = '1.0'
+    # 1.0: initial
+    # 1.1: availability_zone
+    VERSION = '1.1'
 
     fields = {
         'compute_node_uuid': fields.UUIDField(),
@@ -26,7 +32,13 @@ class Selection(base.SchedulerSplitObject):
                                              default=None),
         'allocation_request': fields.StringField(nullable=True),
         'allocation_request_version': fields.StringField(nullable=True),
+        'availability_zone': fields.StringField(nullable=True, default=None),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('availability_zone', None)
 
     @classmethod
     def for_claim(cls, resources, group=None, **kwargs):

@@ -1,15 +1,79 @@
+import datetime
+
 import sqlalchemy as sa
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
+from scheduler_split import conf
 from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split.objects import base
+
+CONF = conf.CONF
+
+# The version of this release's services, recorded with every heartbeat.
+# Bump it with every change of an RPC API (or of what a service expects of
+# the others) and add a line to the history saying which RPC versions the
+# services of that version serve.
+SERVICE_VERSION = 1
+
+# What a service of each version understands, by index. ``auto`` in
+# [upgrade_levels] caps a client at the entry of the oldest service of the
+# kind it talks to that is still running.
+SERVICE_VERSION_HISTORY = (
+    # 0: the release before service versions; its records have none.
+    {'compute_rpc': '1.0', 'conductor_rpc': '1.0', 'scheduler_rpc': '1.0'},
+    # 1: Selection 1.1 carries the host's availability zone: compute 1.1,
+    #    conductor 1.1, scheduler 1.1.
+    {'compute_rpc': '1.1', 'conductor_rpc': '1.1', 'scheduler_rpc': '1.1'},
+)
+
+# The binary names services record themselves under.
+COMPUTE = 'scheduler-split-compute'
+CONDUCTOR = 'scheduler-split-conductor'
+SCHEDULER = 'scheduler-split-scheduler'
+
+_FIELDS = ('host', 'binary', 'topic', 'disabled', 'last_seen_up', 'version')
+
+
+def _up_since():
+    """Services whose last heartbeat is older than this are not running.
+    """
+    return base.naive_utc(base.utcnow()) - datetime.timedelta(
+        seconds=CONF.service_down_time)
+
+
+def heartbeat_row(session, model, host, binary, topic):
+    """Create or refresh the record of a service of this release."""
+    row = session.scalars(sa.select(model).where(
+        model.host == host, model.binary == binary)).first()
+    if row is None:
+        row = model(host=host, binary=binary, topic=topic, report_count=0)
+        session.add(row)
+    row.report_count += 1
+    row.last_seen_up = base.naive_utc(base.utcnow())
+    row.version = SERVICE_VERSION
+    session.flush()
+    return row
+
+
+def minimum_version(session, model, binary):
+    """The lowest service version of the running ``binary`` services.
+
+    A record without a version is of the release before service versions
+    (0). None when no such service is running.
+    """
+    return session.scalar(sa.select(
+        sa.func.min(sa.func.coalesce(model.version, 0))).where(
+        model.binary == binary, model.last_seen_up >= _up_since()))
 
 
 @base.ObjectRegistry.register
 class Service(base.SchedulerSplitObject):
     """A service record in a cell database, with its last heartbeat."""
-    VERSION = '1.0'
+    # 1.0: initial
+    # 1.1: version
+    VERSION = '1.1'
 
     fields = {
         'host': fields.StringField(),
@@ -17,26 +81,22 @@ class Service(base.SchedulerSplitObject):
         'topic': fields.StringField(),
         'disabled': fields.BooleanField(default=False),
         'last_seen_up': fields.DateTimeField(nullable=True),
+        'version': fields.IntegerField(nullable=True, default=None),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('version', None)
 
     @classmethod
     def heartbeat(cls, ctx, host, binary, topic):
-        """Create the record if needed and mark the service seen now."""
-        now = base.naive_utc(base.utcnow())
+        """Create the record if needed, mark the service seen now and
+        record this release's service version."""
         with engines.writer(ctx.cell_db) as session:
-            row = session.scalars(sa.select(models.Service).where(
-                models.Service.host == host,
-                models.Service.binary == binary)).first()
-            if row is None:
-                row = models.Service(host=host, binary=binary, topic=topic,
-                                     report_count=0)
-                session.add(row)
-            row.report_count += 1
-            row.last_seen_up = now
-            session.flush()
-            service = base.apply_row(cls(), row, (
-                'host', 'binary', 'topic', 'disabled', 'last_seen_up'))
-        return service
+            row = heartbeat_row(session, models.Service, host, binary,
+                                topic)
+            return base.apply_row(cls(), row, _FIELDS)
 
     @classmethod
     def get_all(cls, ctx, binary=None):
@@ -44,6 +104,20 @@ class Service(base.SchedulerSplitObject):
             query = sa.select(models.Service).order_by(models.Service.host)
             if binary is not None:
                 query = query.where(models.Service.binary == binary)
-            return [base.apply_row(cls(), row, (
-                'host', 'binary', 'topic', 'disabled', 'last_seen_up'))
-                for row in session.scalars(query)]
+            return [base.apply_row(cls(), row, _FIELDS)
+                    for row in session.scalars(query)]
+
+    @classmethod
+    def get_minimum_version(cls, ctx, binary):
+        """The lowest service version of the ``binary`` services running
+        in the targeted cell database, or None if none runs."""
+        with engines.reader(ctx.cell_db) as session:
+            return minimum_version(session, models.Service, binary)
+
+
+def rpc_version_for(service_version, api):
+    """The version of RPC API ``api`` ('compute_rpc', ...) services of
+    ``service_version`` serve (a newer one than this release knows is
+    served at this release's)."""
+    index = min(service_version, SERVICE_VERSION)
+    return SERVICE_VERSION_HISTORY[index][api]

@@ -17,15 +17,20 @@ from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import objects
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import service as service_obj
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler import host_manager
+from scheduler_split.scheduler import rpcapi
 from scheduler_split.scheduler import weights
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.0'
+RPC_VERSION = '1.1'
 
 # The ways a host refuses a claim for good: the caller moves on.
 CLAIM_REFUSED = (exception.ClaimCapacityExceeded,
@@ -207,7 +212,8 @@ class SchedulerManager:
         return objects.Selection.for_claim(
             resources, group=group, compute_node_uuid=host.uuid,
             service_host=host.host, nodename=host.nodename,
-            cell_uuid=host.cell_uuid, limits=None)
+            cell_uuid=host.cell_uuid, limits=None,
+            availability_zone=host.availability_zone)
 
     def claim_resources(self, ctx, selection, instance_uuid):
         """Claim an alternate: True if claimed, False if it lost or is full.
@@ -238,6 +244,24 @@ class SchedulerManager:
 
     def update_resource_stats(self, ctx, cell_uuid, host, node, stats):
         self.host_manager.update_from_stats(cell_uuid, host, node, stats)
+
+    def report_service(self):
+        """Periodic: heartbeat this scheduler's record, with its service
+        version, in the scheduler database."""
+        with engines.writer(self.db_url) as session:
+            service_obj.heartbeat_row(session, models.SchedulerService,
+                                      CONF.host, service_obj.SCHEDULER,
+                                      'scheduler')
+
+    def get_minimum_service_version(self, ctx):
+        """The lowest service version of the running schedulers (this
+        one included, recorded or not)."""
+        with engines.reader(self.db_url) as session:
+            minimum = service_obj.minimum_version(
+                session, models.SchedulerService, service_obj.SCHEDULER)
+        if minimum is None:
+            return service_obj.SERVICE_VERSION
+        return min(minimum, service_obj.SERVICE_VERSION)
 
     def heal_allocations(self, grace=None):
         """Periodic: release allocations no live instance needs.
@@ -296,10 +320,19 @@ class SchedulerEndpoint:
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost)
     def select_destinations(self, ctx, spec_obj, instance_uuids,
-                            return_alternates, num_alternates):
-        """Call from the super-conductor: choose and claim hosts."""
-        return self.manager.select_destinations(
+                            return_alternates, num_alternates,
+                            object_versions=None):
+        """Call from the super-conductor: choose and claim hosts.
+
+        The Selections go back at the caller's ``object_versions`` (1.1);
+        a caller of 1.0 sends none and gets what 1.0 carried.
+        """
+        host_lists = self.manager.select_destinations(
             ctx, spec_obj, instance_uuids, return_alternates, num_alternates)
+        if object_versions is None:
+            object_versions = rpcapi.OBJECT_VERSIONS['1.0']
+        return [[obj_base.backport(selection, object_versions)
+                 for selection in host_list] for host_list in host_lists]
 
     @messaging.expose
     def update_resource_stats(self, ctx, host, node, stats):
@@ -316,3 +349,9 @@ class SchedulerEndpoint:
     def release_resources(self, ctx, instance_uuid):
         """Call from compute, conductors or the API: drop a claim."""
         return self.manager.release_resources(ctx, instance_uuid)
+
+    @messaging.expose
+    def get_minimum_service_version(self, ctx):
+        """Call from any scheduler client resolving ``[upgrade_levels]
+        scheduler = auto``: what the running schedulers understand."""
+        return self.manager.get_minimum_service_version(ctx)

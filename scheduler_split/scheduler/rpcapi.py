@@ -5,39 +5,90 @@ Only :mod:`scheduler_split.scheduler.client` uses this module.
 Version history:
     1.0 - select_destinations, update_resource_stats, claim_resources,
           release_resources
+    1.1 - Selection 1.1 (with the host's availability zone) in
+          claim_resources and in the answer of select_destinations, which
+          takes the caller's object_versions and answers at them (a 1.0
+          call is answered at the versions of 1.0);
+          get_minimum_service_version
 """
 
+import logging
+
+import oslo_messaging as messaging
+
+from scheduler_split import conf
+from scheduler_split import context as ss_context
 from scheduler_split import rpc
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
 
 TOPIC = 'scheduler'
 
+# The objects each version of this API carries, at the versions it
+# carries them, both ways; a client capped at a version sends them so,
+# and the scheduler answers a call of a version so.
+OBJECT_VERSIONS = {
+    '1.0': {'RequestSpec': '1.1', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.0'},
+    '1.1': {'RequestSpec': '1.1', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
+}
+
+# How long a client waits for a scheduler to say what it understands.
+SERVICE_VERSION_TIMEOUT = 10
+
 
 class SchedulerAPI:
-    VERSION = '1.0'
+    VERSION = '1.1'
 
-    def __init__(self, transport, version_cap=None):
-        self.client = rpc.get_client(transport, TOPIC, self.VERSION,
-                                     version_cap=version_cap)
+    def __init__(self, transport, cache_key=None):
+        self.transport = transport
+        self.client = rpc.Client(
+            transport, TOPIC, self.VERSION, OBJECT_VERSIONS,
+            rpc.VersionCap('scheduler_rpc', CONF.upgrade_levels.scheduler,
+                           self.get_minimum_service_version,
+                           cache_key=cache_key, receivers='the schedulers'))
 
     def select_destinations(self, ctx, spec_obj, instance_uuids,
                             return_alternates, num_alternates):
-        cctxt = self.client.prepare(version='1.0')
+        cctxt, version = self.client.prepare('1.1', '1.0')
+        kwargs = {}
+        if version != '1.0':
+            kwargs['object_versions'] = OBJECT_VERSIONS[version]
         return cctxt.call(ctx, 'select_destinations', spec_obj=spec_obj,
                           instance_uuids=instance_uuids,
                           return_alternates=return_alternates,
-                          num_alternates=num_alternates)
+                          num_alternates=num_alternates, **kwargs)
 
     def update_resource_stats(self, ctx, host, node, stats):
-        cctxt = self.client.prepare(version='1.0')
+        cctxt, _ = self.client.prepare('1.0')
         cctxt.cast(ctx, 'update_resource_stats', host=host, node=node,
                    stats=stats)
 
     def claim_resources(self, ctx, selection, instance_uuid):
-        cctxt = self.client.prepare(version='1.0')
+        cctxt, _ = self.client.prepare('1.1', '1.0')
         return cctxt.call(ctx, 'claim_resources', selection=selection,
                           instance_uuid=instance_uuid)
 
     def release_resources(self, ctx, instance_uuid):
-        cctxt = self.client.prepare(version='1.0')
+        cctxt, _ = self.client.prepare('1.0')
         return cctxt.call(ctx, 'release_resources',
                           instance_uuid=instance_uuid)
+
+    def get_minimum_service_version(self):
+        """The lowest service version of the running schedulers, as the
+        scheduler that answers knows from their records. Sent uncapped:
+        it is how ``auto`` finds the cap. A scheduler of the release before
+        service versions refuses it (it serves 1.0 only), so a refusal, or
+        no answer, counts as version 0: what every scheduler understands.
+        """
+        client = rpc.get_client(self.transport, TOPIC, '1.1',
+                                timeout=SERVICE_VERSION_TIMEOUT)
+        try:
+            return client.call(ss_context.get_admin_context(),
+                               'get_minimum_service_version')
+        except messaging.MessagingException as exc:
+            LOG.info('No scheduler said which service version it is (%s); '
+                     'taking the oldest', exc)
+            return 0

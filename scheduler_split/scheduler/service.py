@@ -25,6 +25,7 @@ class SchedulerService(service.Service):
         super().__init__('scheduler')
         self.manager = manager
         self._cells = set()
+        self.add_periodic(manager.report_service, CONF.report_interval)
         self.add_periodic(self.discover_cells,
                           CONF.scheduler.cell_discovery_interval,
                           run_first=False)

@@ -28,6 +28,20 @@ def test_boot_reaches_active_and_is_listed_shown_and_deleted(start_system):
     assert server_id not in system.allocations()
 
 
+def test_a_server_shows_its_hosts_zone_and_is_pinned_only_if_asked(
+        start_system):
+    api = start_system(cells=1, hosts_per_cell=1).api
+
+    free = api.wait_for(api.boot(name='free'))
+    pinned = api.wait_for(api.boot(name='pinned', availability_zone='nova'))
+
+    assert free['status'] == pinned['status'] == 'ACTIVE'
+    assert free['OS-EXT-AZ:availability_zone'] == 'nova'
+    assert free['pinned_availability_zone'] is None
+    assert pinned['OS-EXT-AZ:availability_zone'] == 'nova'
+    assert pinned['pinned_availability_zone'] == 'nova'
+
+
 def test_multi_instance_boot_spreads_and_claims_each_instance(start_system):
     system = start_system(cells=1, hosts_per_cell=3)
     api = system.api

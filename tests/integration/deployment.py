@@ -34,6 +34,10 @@ class Deployment:
         self.rabbit = backends.RabbitMQ(self.base)
         self.postgres = backends.PostgreSQL(self.base)
         self.procs = {}
+        # Per process: a source tree to run it from instead of the
+        # installed code (an older release), and extra config files.
+        self.sources = {}
+        self.extra_conf = {}
         self.api_port = backends.free_port()
         self.base_url = 'http://127.0.0.1:%d' % self.api_port
 
@@ -182,19 +186,49 @@ class Deployment:
             'scheduler_split.api.wsgi_app:application']
         return commands
 
+    def add_config(self, names, filename, text):
+        """Give the processes ``names`` the extra config file ``filename``
+        (written now with ``text``, and again when called again)."""
+        path = self._write(filename, text)
+        for name in names:
+            files = self.extra_conf.setdefault(name, [])
+            if path not in files:
+                files.append(path)
+        return path
+
+    def run_from(self, name, source_tree):
+        """Run process ``name`` from the code in ``source_tree`` (None:
+        the installed code again)."""
+        if source_tree is None:
+            self.sources.pop(name, None)
+        else:
+            self.sources[name] = source_tree
+
     def start(self, *names):
         commands = self._commands()
         for name in names or commands:
             command = list(commands[name])
+            extra = self.extra_conf.get(name, [])
+            env = dict(os.environ, SCHEDULER_SPLIT_CONFIG_FILES=','.join(
+                [self.main_conf, self.api_conf] + extra))
             if name != 'api':
                 command += ['--log-file',
                             os.path.join(self.log_dir, '%s.log' % name)]
-            env = dict(os.environ, SCHEDULER_SPLIT_CONFIG_FILES='%s,%s' % (
-                self.main_conf, self.api_conf))
+                for path in extra:
+                    command += ['--config-file', path]
+            cwd = None
+            if name in self.sources:
+                # scheduler-split-compute -> scheduler_split.cmd.compute,
+                # imported from the source tree ahead of the installed
+                # one (``-m`` puts the working directory first).
+                script = os.path.basename(command[0])
+                module = 'scheduler_split.cmd.' + script.rsplit('-', 1)[1]
+                command = [sys.executable, '-m', module] + command[1:]
+                cwd = env['PYTHONPATH'] = self.sources[name]
             out = open(os.path.join(self.log_dir, '%s.out' % name), 'a')
             self.procs[name] = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True)
+                cwd=cwd, start_new_session=True)
         return self
 
     def stop(self, *names, timeout=150):

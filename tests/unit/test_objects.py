@@ -32,8 +32,8 @@ EXPECTED_FINGERPRINTS = {
     'InstanceMapping': '1.0-b322f2a6866014af4084cd6b618bb348',
     'RequestSpec': '1.1-4bee04cf3754efce3400e8284e8695e2',
     'SchedulerRetries': '1.0-7ac345807a200669b26324c34cdac6a1',
-    'Selection': '1.0-04eab45c9e5a6402f333b7c4f51c9757',
-    'Service': '1.0-c15a517c2240bfd3d8da2af48e26e878',
+    'Selection': '1.1-bbc22a210ed895f4cfefa19745eab8d2',
+    'Service': '1.1-b5b4f8c6241587b912601ce492f53e04',
 }
 
 

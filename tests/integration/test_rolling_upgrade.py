@@ -1,0 +1,232 @@
+"""A rolling upgrade: a compute and a scheduler of the previous release run
+beside this release's services, which [upgrade_levels] pins to what the
+old ones understand; boots go through old and new alike. Then the old
+ones are upgraded, the pins lifted, and ``auto`` moves to the new
+version.
+
+"Previous release" is the code at PREVIOUS_RELEASE (every RPC API at 1.0,
+Selection 1.0, no service versions), extracted with ``git archive`` and
+run from that tree: genuinely old code, not this code pretending.
+"""
+
+import concurrent.futures
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.functional import fixtures
+from tests.integration import deployment as deployment_mod
+
+pytestmark = pytest.mark.integration
+
+PREVIOUS_RELEASE = 'fb2664b'
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+OLD_COMPUTE = 'cell1-compute2'
+OLD_SCHEDULER = 'scheduler-2'
+OLD = (OLD_COMPUTE, OLD_SCHEDULER)
+# The zone of every host in this test: cell2's hosts get one of their own,
+# so that a boot there has an alternate.
+ZONES = {'cell1-compute1': 'edge', 'cell1-compute2': 'nova',
+         'cell2-compute1': 'south', 'cell2-compute2': 'south'}
+
+PINNED = """\
+    [upgrade_levels]
+    compute = auto
+    scheduler = 1.0
+    """
+LIFTED = """\
+    [upgrade_levels]
+    compute = auto
+    scheduler = auto
+    conductor = auto
+    """
+BACKPORT_ERRORS = ('IncompatibleObjectVersion', 'UnsupportedVersion',
+                   'Traceback')
+
+
+@pytest.fixture(scope='module')
+def previous_release(tmp_path_factory):
+    """The source tree of the previous release."""
+    found = subprocess.run(
+        ['git', '-C', REPO, 'cat-file', '-e',
+         PREVIOUS_RELEASE + '^{commit}'], capture_output=True)
+    if found.returncode != 0:
+        pytest.skip('commit %s (the previous release) is not in this '
+                    'clone (shallow?); there is no older code to run'
+                    % PREVIOUS_RELEASE)
+    tree = str(tmp_path_factory.mktemp('previous-release'))
+    archive = subprocess.Popen(['git', '-C', REPO, 'archive',
+                                PREVIOUS_RELEASE], stdout=subprocess.PIPE)
+    subprocess.run(['tar', '-x', '-C', tree], stdin=archive.stdout,
+                   check=True)
+    assert archive.wait() == 0
+    return tree
+
+
+@pytest.fixture(scope='module')
+def upgrading(tmp_path_factory, previous_release):
+    """Two cells, two schedulers; cell1-compute2 and scheduler-2 run the
+    previous release, everything else this one, pinned."""
+    dep = deployment_mod.Deployment(tmp_path_factory.mktemp('upgrade'),
+                                    schedulers=2)
+    try:
+        dep.setup()
+        for name in OLD:
+            dep.run_from(name, previous_release)
+        new = [name for name in dep._commands() if name not in OLD]
+        dep.add_config(new, 'upgrade-levels.conf', PINNED)
+        for host in dep.hosts_of('cell2'):
+            dep.add_config([host], 'south.conf', """\
+                [compute]
+                availability_zone = south
+                """)
+        # More memory than the others: the scheduler prefers it.
+        dep.add_config([OLD_COMPUTE], 'preferred.conf', """\
+            [fake_driver]
+            memory_mb = %d
+            """ % (dep.host_memory_mb + 8192))
+        dep.start()
+        dep.wait_for_api()
+        dep.wait_for_hosts(dep.hosts)
+        dep.manage('cell_v2', 'discover_hosts')
+        dep.previous_release = previous_release
+        yield dep
+    finally:
+        dep.teardown()
+
+
+def _log(dep, name):
+    with open(os.path.join(dep.log_dir, '%s.log' % name)) as f:
+        return f.read()
+
+
+def _boot_many(api, prefix, zones):
+    """One server per entry of ``zones`` (None: no zone asked for)."""
+    def boot(index):
+        extra = {}
+        if zones[index]:
+            extra['availability_zone'] = zones[index]
+        return api.boot(name='%s-%d' % (prefix, index), **extra)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(boot, range(len(zones))))
+    return {sid: api.wait_for(sid, timeout=120) for sid in ids}
+
+
+def _service_versions(dep, db, table='services'):
+    return dict(dep.query(db, 'SELECT host, version FROM %s' % table))
+
+
+def test_the_old_processes_run_the_previous_release(upgrading):
+    # What the old processes import, started as they are: the previous
+    # release's tree.
+    tree = upgrading.previous_release
+    where = subprocess.run(
+        [sys.executable, '-c', 'import scheduler_split.objects.selection '
+         'as s; print(s.__file__); print(s.Selection.VERSION)'],
+        env=dict(os.environ, PYTHONPATH=tree), cwd=tree,
+        capture_output=True, text=True, check=True).stdout.split()
+    assert where[0].startswith(tree)
+    assert where[1] == '1.0'
+    # And what they did: the old compute's heartbeat records no service
+    # version, the old scheduler records no service at all.
+    cell1_db = upgrading.cells['cell1'][1]
+    computes = _service_versions(upgrading, cell1_db)
+    assert computes[OLD_COMPUTE] is None
+    assert computes['cell1-compute1'] == 1
+    schedulers = _service_versions(upgrading, upgrading.scheduler_db)
+    assert schedulers == {'scheduler': 1}
+
+
+def test_boots_go_through_old_and_new_computes_and_schedulers(upgrading):
+    api = fixtures.Api(upgrading.base_url)
+    # Five go where the scheduler likes best, the old compute, each with
+    # its cell's other host as an alternate; two go to cell2, each with
+    # the other cell2 host as an alternate (Selections of a 1.0 answer
+    # passed on to computes that take 1.1); one is forced onto the new
+    # compute of cell1.
+    servers = _boot_many(api, 'mixed', [None] * 5 + [
+        'south', 'south', 'edge:cell1-compute1'])
+
+    assert {s['status'] for s in servers.values()} == {'ACTIVE'}, servers
+    hosts = [s['OS-EXT-SRV-ATTR:host'] for s in servers.values()]
+    assert hosts.count(OLD_COMPUTE) == 5, hosts
+    assert hosts.count('cell1-compute1') == 1, hosts
+    # Both schedulers placed some of them.
+    for scheduler in ('scheduler', OLD_SCHEDULER):
+        assert ' claimed on ' in _log(upgrading, scheduler), scheduler
+    # Scheduler RPC is pinned to 1.0: Selections carry no zone, so a
+    # server whose user asked for none shows none, as in the previous
+    # release.
+    assert {s['OS-EXT-AZ:availability_zone'] for s in servers.values()
+            if s['OS-EXT-SRV-ATTR:host'] == OLD_COMPUTE} == {''}
+
+    # The super-conductor capped compute RPC per cell from the service
+    # records: 1.0 where the old compute runs, 1.1 in the other cell.
+    conductor_log = _log(upgrading, 'super-conductor')
+    assert ('compute_rpc capped at 1.0 for the computes of '
+            in conductor_log)
+    assert [line for line in conductor_log.splitlines()
+            if 'compute_rpc capped at 1.0' in line and
+            'ss_cell1' in line and 'service version 0' in line]
+    assert [line for line in conductor_log.splitlines()
+            if 'compute_rpc capped at 1.1' in line and 'ss_cell2' in line]
+
+    # The old compute built from backported objects (its alternates are
+    # Selections) without a complaint; neither old process logged one.
+    on_old = [sid for sid, s in servers.items()
+              if s['OS-EXT-SRV-ATTR:host'] == OLD_COMPUTE]
+    details = upgrading.query(
+        upgrading.cells['cell1'][1],
+        "SELECT e.details FROM instance_actions_events e JOIN "
+        "instance_actions a ON a.id = e.action_id WHERE "
+        "a.instance_uuid = :u AND "
+        "e.event = 'conductor_schedule_and_build_instances'", u=on_old[0])
+    assert details == [('claimed on %s; alternates: cell1-compute1'
+                        % OLD_COMPUTE,)]
+    assert 'is ACTIVE on %s' % OLD_COMPUTE in _log(upgrading, OLD_COMPUTE)
+    for name in OLD:
+        log = _log(upgrading, name)
+        for error in BACKPORT_ERRORS:
+            assert error not in log, (name, error)
+
+
+def test_after_the_upgrade_auto_lifts_the_cap_and_servers_get_zones(
+        upgrading):
+    api = fixtures.Api(upgrading.base_url)
+    upgrading.stop(*OLD)
+    for name in OLD:
+        upgrading.run_from(name, None)
+    everyone = list(upgrading._commands())
+    upgrading.add_config(everyone, 'upgrade-levels.conf', LIFTED)
+    mark = len(_log(upgrading, 'super-conductor'))
+    upgrading.stop('super-conductor', 'conductor-cell1', 'conductor-cell2',
+                   'api')
+    upgrading.start(*OLD, 'super-conductor', 'conductor-cell1',
+                    'conductor-cell2', 'api')
+    upgrading.wait_for_api()
+    upgrading.wait_for_hosts(upgrading.hosts)
+    cell1_db = upgrading.cells['cell1'][1]
+    assert _service_versions(upgrading, cell1_db)[OLD_COMPUTE] == 1
+
+    servers = _boot_many(api, 'upgraded', [None] * 4 + [
+        'edge:cell1-compute1', 'south'])
+
+    assert {s['status'] for s in servers.values()} == {'ACTIVE'}, servers
+    for server in servers.values():
+        host = server['OS-EXT-SRV-ATTR:host']
+        # Asked for or not, a server shows its host's zone now.
+        assert server['OS-EXT-AZ:availability_zone'] == ZONES[host], server
+    pinned = sorted(str(s['pinned_availability_zone'])
+                    for s in servers.values())
+    assert pinned == ['None'] * 4 + ['edge', 'south']
+    conductor_log = _log(upgrading, 'super-conductor')[mark:]
+    assert [line for line in conductor_log.splitlines()
+            if 'compute_rpc capped at 1.1' in line and 'ss_cell1' in line]
+    assert 'compute_rpc capped at 1.0' not in conductor_log
+    assert ('scheduler_rpc capped at 1.1 for the schedulers'
+            in conductor_log)
