@@ -141,7 +141,7 @@ def render(req, version, instance, disclosure):
     if version >= (2, 73):
         body['locked_reason'] = None
     if version >= (2, 96):
-        body['pinned_availability_zone'] = _requested_zone(ctx, instance)
+        body['pinned_availability_zone'] = _requested_zone(req.ctx, instance)
     fault = instance.get('fault')
     if instance.vm_state == instance_obj.ERROR and fault is not None:
         fault_body = {'code': fault.code, 'message': fault.message,
