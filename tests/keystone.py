@@ -97,7 +97,16 @@ class Keystone:
                 [credential]
                 key_repository = %(credential)s
                 [cache]
-                enabled = false
+                # In-process caching (one worker, so never stale): token
+                # validation and role lookups otherwise take a second
+                # each on a busy machine.
+                enabled = true
+                backend = dogpile.cache.memory
+                [identity]
+                # bcrypt's fewest rounds: the tests create users and
+                # issue tokens by the hundred (Tempest's dynamic
+                # credentials), and nothing here guards a real password.
+                password_hash_rounds = 4
                 """ % {'log': self._path('log', 'keystone.log'),
                        'db': self._path('keystone.sqlite'),
                        'fernet': self._path('fernet-keys'),
