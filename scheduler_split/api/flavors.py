@@ -1,5 +1,7 @@
 """``/v2.1/flavors``."""
 
+import urllib.parse
+
 from scheduler_split.api import errors
 from scheduler_split import exception
 from scheduler_split import objects
@@ -54,14 +56,48 @@ def _visible(req, ctx):
     return flavors
 
 
+def _page(req, flavors):
+    """Nova's pagination: the flavors after ``marker`` (a flavor id), at
+    most ``limit`` of them, and a ``next`` link when the page is full."""
+    marker = req.GET.get('marker')
+    if marker is not None:
+        ids = [f.flavorid for f in flavors]
+        if marker not in ids:
+            raise errors.bad_request('marker [%s] not found' % marker)
+        flavors = flavors[ids.index(marker) + 1:]
+    limit = req.GET.get('limit')
+    if limit is None:
+        return flavors, []
+    try:
+        limit = int(limit)
+        if limit < 0:
+            raise ValueError
+    except ValueError:
+        raise errors.bad_request('limit must be a non-negative integer')
+    flavors = flavors[:limit]
+    links = []
+    if flavors and len(flavors) == limit:
+        query = dict(req.GET, limit=limit, marker=flavors[-1].flavorid)
+        links = [{'rel': 'next', 'href': '%s?%s' % (
+            req.path_url, urllib.parse.urlencode(sorted(query.items())))}]
+    return flavors, links
+
+
+def _listing(req, ctx, version, detail):
+    flavors, links = _page(req, _visible(req, ctx))
+    body = {'flavors': [render(req, f, version, detail=detail)
+                        for f in flavors]}
+    if links:
+        body['flavors_links'] = links
+    return body
+
+
 def index(req, ctx, version):
-    return {'flavors': [render(req, f, version, detail=False)
-                        for f in _visible(req, ctx)]}
+    return _listing(req, ctx, version, detail=False)
 
 
 def detail(req, ctx, version):
-    return {'flavors': [render(req, f, version)
-                        for f in _visible(req, ctx)]}
+    return _listing(req, ctx, version, detail=True)
 
 
 def show(req, ctx, version, flavor_id):
