@@ -44,6 +44,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.parse
 
 from tests import keystone as keystone_mod
 
@@ -450,6 +451,59 @@ def check_include_run(entries, results, patterns):
     return problems
 
 
+_REQUEST = re.compile(r'Request \((\w+):(\w+)\): (\d{3}) (\w+) (\S+)')
+
+
+def missing_route_passes(results, tempest_log, compute_url):
+    """The passed tests that only pass because a route is missing.
+
+    A negative test that expects a 404 (or accepts one) passes against a
+    route the API does not have at all: the router's "The resource could
+    not be found." Tempest's log names the test of every request; a passed
+    test that got a 404 from a path no route of ``ROUTES`` matches is such
+    a pass, not a real one.
+    """
+    from scheduler_split.api import wsgi
+    mapper = wsgi._mapper()
+    missing = collections.defaultdict(set)
+    with open(tempest_log, errors='replace') as f:
+        for line in f:
+            found = _REQUEST.search(line)
+            if not found or found.group(3) != '404':
+                continue
+            url = found.group(5)
+            if not url.startswith(compute_url):
+                continue
+            path = url[len(compute_url):].split('?', 1)[0] or '/'
+            path = urllib.parse.unquote(path)
+            if mapper.match(path) is None:
+                missing[(found.group(1), found.group(2))].add(
+                    '%s %s' % (found.group(4), path))
+    false = {}
+    for result in results:
+        if result['status'] != 'success':
+            continue
+        cls, _, method = _base_name(result['id']).rpartition('.')
+        routes = missing.get((cls.rpartition('.')[2], method))
+        if routes:
+            false[result['id']] = sorted(routes)
+    return false
+
+
+def grow_include_list(path, results, false):
+    """Appends the real passes that no line of the list matches yet."""
+    regexes = [re.compile(p) for p in include_patterns(path)]
+    new = sorted({anchored(r['id']) for r in results
+                  if r['status'] == 'success' and r['id'] not in false
+                  and not any(x.search(_base_name(r['id']) + '[')
+                              for x in regexes)})
+    if new:
+        with open(path, 'a') as f:
+            for line in new:
+                f.write(line + '\n')
+    return len(new)
+
+
 def _print_counts(label, results, elapsed):
     c = counts(results)
     print('%s: %d tests, %d passed, %d failed, %d skipped (%.0f s)'
@@ -471,6 +525,9 @@ def main(argv=None):
     parser.add_argument('--no-include', action='store_true',
                         help='skip the include-list run (with --full: only '
                              'measure)')
+    parser.add_argument('--update-include-list', action='store_true',
+                        help='with --full: add every real pass not yet in '
+                             'the include list to it (it only grows)')
     parser.add_argument('--run-dir', default=os.path.join(ROOT,
                                                           '.tempest-run'))
     parser.add_argument('--concurrency', type=int, default=2)
@@ -519,11 +576,31 @@ def main(argv=None):
             _, results, elapsed = run_tempest(
                 tempest_venv, workspace, 'full', ['--regex', FULL_REGEX],
                 args.concurrency, timeout=5400)
-            _print_counts('Full tempest.api.compute', results, elapsed)
+            c = _print_counts('Full tempest.api.compute', results, elapsed)
+            false = missing_route_passes(
+                results, os.path.join(workspace, 'logs', 'tempest.log'),
+                cloud.url)
+            print('Of the %d passed, %d are real and %d only pass because '
+                  'the route they probe does not exist (%s).'
+                  % (c['passed'], c['passed'] - len(false), len(false),
+                     os.path.join(run_dir, 'full-missing-route-passes.txt')),
+                  flush=True)
             with open(os.path.join(run_dir, 'full-passed.txt'), 'w') as f:
                 for result in sorted(results, key=lambda r: r['id']):
-                    if result['status'] == 'success':
+                    if (result['status'] == 'success'
+                            and result['id'] not in false):
                         f.write(result['id'] + '\n')
+            with open(os.path.join(run_dir,
+                                   'full-missing-route-passes.txt'),
+                      'w') as f:
+                for test_id, routes in sorted(false.items()):
+                    f.write('%s  %s\n' % (test_id, '; '.join(routes)))
+            if args.update_include_list:
+                added = grow_include_list(args.include_list, results,
+                                          false)
+                print('Added %d test(s) to %s.' % (added,
+                                                   args.include_list),
+                      flush=True)
             print('Results: %s' % os.path.join(run_dir, 'full-results.jsonl'),
                   flush=True)
     finally:
