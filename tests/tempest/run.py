@@ -21,14 +21,18 @@ What it does, everything on 127.0.0.1 and stopped at the end:
    fails, errors or is skipped, or if a line of the list matches no
    test.
 4. With ``--full`` (or ``SCHEDULER_SPLIT_TEMPEST_FULL=1``) it then also runs
-   all of ``tempest.api.compute`` and prints how many passed, failed and
-   were skipped; that run never fails the step.
+   all of ``tempest.api.compute`` and prints how many tests passed, failed
+   and were skipped, and how many of the passes are real (see
+   ``missing_route_passes``); that run never fails the step. With
+   ``--update-include-list`` it appends the real passes the include list
+   does not match yet (``--no-include`` skips the include-list run).
 
 Results stay in the run directory (``.tempest-run`` by default, emptied at
 the start): ``include.subunit``/``include-results.jsonl`` and
 ``full.subunit``/``full-results.jsonl`` (one JSON line per test: id,
-status, skip reason or traceback), ``full-passed.txt``, the Tempest
-workspace with its ``tempest.conf`` and logs, and the all-in-one's log.
+status, skip reason or traceback), ``full-passed.txt`` (the real passes),
+``full-missing-route-passes.txt``, the Tempest workspace with its
+``tempest.conf`` and logs, and the all-in-one's log.
 """
 
 import argparse
@@ -57,17 +61,21 @@ CELLS = 2
 HOSTS_PER_CELL = 2
 SERVICE_USER = 'scheduler-split'
 
-# The images of the API's read-only catalog (scheduler_split/api/images.py)
-# and the flavors of ``flavor create-defaults``.
-IMAGE_REF = 'a8c3e2a6-0f4e-4c8a-9d1e-3c1b8f2a7e01'        # cirros
-IMAGE_REF_ALT = 'b1d4f3b7-1a5f-4d9b-8e2f-4d2c9a3b8f02'    # ubuntu-24.04
-FLAVOR_REF = '1'                                          # m1.tiny
-FLAVOR_REF_ALT = '2'                                      # m1.small
-# [filter_scheduler] enabled_filters of the all-in-one (the default).
-SCHEDULER_FILTERS = ['ComputeFilter', 'AvailabilityZoneFilter', 'RamFilter',
-                     'CoreFilter', 'DiskFilter',
-                     'ServerGroupAntiAffinityFilter',
-                     'ServerGroupAffinityFilter']
+
+def _cloud_facts():
+    """The image and flavor references and the scheduler filters, read
+    from the code that serves them, so that the configuration cannot
+    drift from the API."""
+    from scheduler_split.api import images
+    from scheduler_split import cells
+    from scheduler_split.conf import scheduler
+    filters = next(o for o in scheduler.filter_scheduler_opts
+                   if o.name == 'enabled_filters').default
+    return {'image_ref': images.find('cirros')[0],
+            'image_ref_alt': images.find('ubuntu-24.04')[0],
+            'flavor_ref': cells.DEFAULT_FLAVORS[0][0],       # m1.tiny
+            'flavor_ref_alt': cells.DEFAULT_FLAVORS[1][0],   # m1.small
+            'filters': ','.join(filters)}
 
 
 def full_requested():
@@ -125,13 +133,11 @@ def tempest_conf(keystone, compute_url, workspace):
     values = {
         'uri': keystone.auth_url,
         'password': keystone.admin_password,
-        'image_ref': IMAGE_REF, 'image_ref_alt': IMAGE_REF_ALT,
-        'flavor_ref': FLAVOR_REF, 'flavor_ref_alt': FLAVOR_REF_ALT,
         'hosts': CELLS * HOSTS_PER_CELL,
         'workspace': workspace,
         'region': keystone_mod.REGION,
-        'filters': ','.join(SCHEDULER_FILTERS),
     }
+    values.update(_cloud_facts())
     return textwrap.dedent("""\
         [DEFAULT]
         log_dir = %(workspace)s/logs
