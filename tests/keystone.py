@@ -97,7 +97,16 @@ class Keystone:
                 [credential]
                 key_repository = %(credential)s
                 [cache]
-                enabled = false
+                # In-process caching (one worker, so never stale): token
+                # validation and role lookups otherwise take a second
+                # each on a busy machine.
+                enabled = true
+                backend = dogpile.cache.memory
+                [identity]
+                # bcrypt's fewest rounds: the tests create users and
+                # issue tokens by the hundred (Tempest's dynamic
+                # credentials), and nothing here guards a real password.
+                password_hash_rounds = 4
                 """ % {'log': self._path('log', 'keystone.log'),
                        'db': self._path('keystone.sqlite'),
                        'fernet': self._path('fernet-keys'),
@@ -131,11 +140,14 @@ class Keystone:
                      '--bootstrap-public-url', self.auth_url,
                      '--bootstrap-region-id', REGION)
         self.out = open(self._path('log', 'gunicorn.out'), 'w')
+        # One thread: SQLite refuses concurrent writers ("database is
+        # locked", a 500) as soon as two requests write at once, which
+        # Tempest's parallel workers do all the time.
         self.proc = subprocess.Popen(
             [os.path.join(venv, 'bin', 'gunicorn'), '--config',
              self._path('gunicorn.conf.py'), '--bind',
              '127.0.0.1:%d' % self.port, '--workers', '1',
-             '--worker-class', 'gthread', '--threads', '8',
+             '--worker-class', 'gthread', '--threads', '1',
              '--timeout', '120', 'keystone.wsgi.api:application'],
             env=dict(os.environ, OS_KEYSTONE_CONFIG_FILES=self._path(
                 'keystone.conf')),

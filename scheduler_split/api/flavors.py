@@ -1,5 +1,7 @@
 """``/v2.1/flavors``."""
 
+import urllib.parse
+
 from scheduler_split.api import errors
 from scheduler_split import exception
 from scheduler_split import objects
@@ -57,9 +59,46 @@ def _visible(req, ctx):
     return flavors
 
 
+def _page(req, flavors):
+    """Nova's pagination: the flavors after ``marker`` (a flavor id), at
+    most ``limit`` of them, and a ``next`` link when the page is full."""
+    marker = req.GET.get('marker')
+    if marker is not None:
+        ids = [f.flavorid for f in flavors]
+        if marker not in ids:
+            raise errors.bad_request('marker [%s] not found' % marker)
+        flavors = flavors[ids.index(marker) + 1:]
+    limit = req.GET.get('limit')
+    if limit is None:
+        return flavors, []
+    try:
+        limit = int(limit)
+        if limit < 0:
+            raise ValueError
+    except ValueError:
+        raise errors.bad_request('limit must be a non-negative integer')
+    flavors = flavors[:limit]
+    links = []
+    if flavors and len(flavors) == limit:
+        query = dict(req.GET, limit=limit, marker=flavors[-1].flavorid)
+        links = [{'rel': 'next', 'href': '%s?%s' % (
+            req.path_url, urllib.parse.urlencode(sorted(query.items())))}]
+    return flavors, links
+
+
+def _listing(req, ctx, version, detail):
+    flavors, links = _page(req, _visible(req, ctx))
+    extra_specs = detail and _extra_specs_shown(ctx)
+    body = {'flavors': [render(req, f, version, detail=detail,
+                               extra_specs=extra_specs)
+                        for f in flavors]}
+    if links:
+        body['flavors_links'] = links
+    return body
+
+
 def index(req, ctx, version):
-    return {'flavors': [render(req, f, version, detail=False)
-                        for f in _visible(req, ctx)]}
+    return _listing(req, ctx, version, detail=False)
 
 
 def _extra_specs_shown(ctx):
@@ -68,10 +107,7 @@ def _extra_specs_shown(ctx):
 
 
 def detail(req, ctx, version):
-    flavors = _visible(req, ctx)
-    extra_specs = _extra_specs_shown(ctx)
-    return {'flavors': [render(req, f, version, extra_specs=extra_specs)
-                        for f in flavors]}
+    return _listing(req, ctx, version, detail=True)
 
 
 def show(req, ctx, version, flavor_id):

@@ -152,8 +152,12 @@ def render(req, version, instance, disclosure):
     return body
 
 
+def _last_part(ref):
+    return str(ref).rstrip('/').rsplit('/', 1)[-1]
+
+
 def _flavor_id(flavor_ref):
-    return str(flavor_ref).rstrip('/').rsplit('/', 1)[-1]
+    return _last_part(flavor_ref)
 
 
 def _image_ref(server):
@@ -272,6 +276,16 @@ def create(req, ctx, version):
 def _matches(req, instance):
     status = req.GET.get('status')
     if status and status_of(instance) != status.upper():
+        return False
+    # Like Nova, ``image`` and ``flavor`` take an id or a link to one.
+    image = req.GET.get('image')
+    if image and instance.image_ref != _last_part(image):
+        return False
+    flavor = req.GET.get('flavor')
+    if flavor and instance.flavor.flavorid != _last_part(flavor):
+        return False
+    reservation_id = req.GET.get('reservation_id')
+    if reservation_id and instance.get('reservation_id') != reservation_id:
         return False
     name = req.GET.get('name')
     if name:
