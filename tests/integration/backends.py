@@ -29,8 +29,23 @@ def apt_install(*packages):
     env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
     subprocess.run(['apt-get', 'update', '-qq'], check=True, env=env,
                    stdout=subprocess.DEVNULL)
-    subprocess.run(['apt-get', 'install', '-y', '-qq', *packages],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
+    # A package's own service (a system-wide PostgreSQL cluster on 5432, a
+    # RabbitMQ on 5672) must not start: the tests run private instances,
+    # some on exactly those ports. policy-rc.d forbids every start while
+    # the packages install.
+    policy = '/usr/sbin/policy-rc.d'
+    ours = not os.path.exists(policy)
+    if ours:
+        with open(policy, 'w') as f:
+            f.write('#!/bin/sh\n# scheduler-split tests: no service starts '
+                    'while packages install.\nexit 101\n')
+        os.chmod(policy, 0o755)
+    try:
+        subprocess.run(['apt-get', 'install', '-y', '-qq', *packages],
+                       check=True, env=env, stdout=subprocess.DEVNULL)
+    finally:
+        if ours:
+            os.unlink(policy)
 
 
 def _wait(predicate, timeout, what):
