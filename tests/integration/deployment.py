@@ -13,6 +13,8 @@ import sqlalchemy as sa
 from tests.integration import backends
 
 BIN = os.path.dirname(sys.executable)
+# How often every scheduler reloads host states from its database.
+HOST_STATE_REFRESH_INTERVAL = 5
 
 
 class Deployment:
@@ -74,12 +76,12 @@ class Deployment:
             lost_build_timeout = 30
             lost_build_check_interval = 2
             [filter_scheduler]
-            host_state_refresh_interval = 5
+            host_state_refresh_interval = %d
             [fake_driver]
             spawn_delay = 0.2
             memory_mb = %d
             """ % (api_bus, self.api_db, self.scheduler_db,
-                   self.host_memory_mb))
+                   HOST_STATE_REFRESH_INTERVAL, self.host_memory_mb))
         self.api_conf = self._write('api.conf', """\
             [DEFAULT]
             log_file = %s

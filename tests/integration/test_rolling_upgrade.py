@@ -13,6 +13,7 @@ import concurrent.futures
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -93,10 +94,30 @@ def upgrading(tmp_path_factory, previous_release):
         dep.wait_for_api()
         dep.wait_for_hosts(dep.hosts)
         dep.manage('cell_v2', 'discover_hosts')
+        _wait_until_every_scheduler_prefers_the_old_compute(dep)
         dep.previous_release = previous_release
         yield dep
     finally:
         dep.teardown()
+
+
+def _wait_until_every_scheduler_prefers_the_old_compute(dep, timeout=60):
+    """A report reaches one scheduler; the others read it from the
+    database at their next refresh of host states. Wait for the old
+    compute's larger memory in the database, then for one refresh."""
+    wanted = dep.host_memory_mb + 8192
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = dep.query(
+            dep.scheduler_db,
+            "SELECT i.total FROM inventories i JOIN resource_providers p "
+            "ON p.id = i.resource_provider_id WHERE p.host = :h AND "
+            "i.resource_class = 'MEMORY_MB'", h=OLD_COMPUTE)
+        if rows and rows[0][0] == wanted:
+            break
+        assert time.monotonic() < deadline, (OLD_COMPUTE, rows)
+        time.sleep(0.2)
+    time.sleep(deployment_mod.HOST_STATE_REFRESH_INTERVAL + 1)
 
 
 def _log(dep, name):
