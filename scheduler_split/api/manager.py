@@ -38,7 +38,7 @@ class ComputeAPI:
     def create(self, ctx, name, flavor, image_ref, count=1,
                availability_zone=None, force_hosts=None, metadata=None,
                key_name=None, scheduler_hints=None, description=None,
-               group=None):
+               group=None, access_ip_v4=None, access_ip_v6=None):
         """Accept a boot of ``count`` instances; return them (BUILD).
 
         With ``group`` (an InstanceGroup) every instance joins that server
@@ -63,7 +63,8 @@ class ComputeAPI:
                 key_name=key_name, metadata=metadata or {},
                 reservation_id=reservation_id, launch_index=index,
                 launched_at=None, terminated_at=None, created_at=now,
-                updated_at=None, deleted_at=None, deleted=False, fault=None)
+                updated_at=None, deleted_at=None, deleted=False, fault=None,
+                access_ip_v4=access_ip_v4, access_ip_v6=access_ip_v6)
             spec = objects.RequestSpec(
                 instance_uuid=uuid, project_id=ctx.project_id,
                 user_id=ctx.user_id, flavor=flavor, image_ref=image_ref,
@@ -142,6 +143,27 @@ class ComputeAPI:
                 servers[instance.uuid] = instance
         return sorted(servers.values(),
                       key=lambda i: (i.created_at, i.uuid), reverse=True)
+
+    # --- update -------------------------------------------------------------
+
+    def update(self, ctx, instance, changes):
+        """Write ``changes`` (Instance field -> value) to the server
+        ``instance``, which ``locate`` found in a cell; the updated server.
+
+        Only the named fields are written, so a compute saving its task or
+        power state at the same time loses nothing. A server still waiting
+        to be scheduled has no row to write yet: ``Conflict``.
+        """
+        instance, cell = self.locate(ctx, instance.uuid)
+        if cell is None:
+            raise exception.Conflict(
+                reason='server %s is still being scheduled; it can be '
+                       'updated once it is building on a host'
+                       % instance.uuid)
+        for name, value in changes.items():
+            setattr(instance, name, value)
+        instance.save(ss_context.target_cell(ctx, cell))
+        return instance
 
     # --- delete -------------------------------------------------------------
 
