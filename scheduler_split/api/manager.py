@@ -148,22 +148,29 @@ class ComputeAPI:
 
     def update(self, ctx, instance, changes):
         """Write ``changes`` (Instance field -> value) to the server
-        ``instance``, which ``locate`` found in a cell; the updated server.
+        ``instance``; the updated server.
 
-        Only the named fields are written, so a compute saving its task or
-        power state at the same time loses nothing. A server still waiting
-        to be scheduled has no row to write yet: ``Conflict``.
+        A server being scheduled is updated in its build request, which the
+        conductor reads back as it deletes it; one in a cell has only the
+        named fields written, so a compute saving its task or power state
+        at the same time loses nothing.
         """
-        instance, cell = self.locate(ctx, instance.uuid)
-        if cell is None:
-            raise exception.Conflict(
-                reason='server %s is still being scheduled; it can be '
-                       'updated once it is building on a host'
-                       % instance.uuid)
-        for name, value in changes.items():
-            setattr(instance, name, value)
-        instance.save(ss_context.target_cell(ctx, cell))
-        return instance
+        uuid = instance.uuid
+        for _ in range(10):
+            instance, cell = self.locate(ctx, uuid)
+            if cell is None:
+                build_request = objects.BuildRequest(instance_uuid=uuid)
+                try:
+                    build_request.update_instance(ctx, changes)
+                    return build_request.instance
+                except exception.BuildRequestNotFound:
+                    # Placed meanwhile: the cell holds it now.
+                    continue
+            for name, value in changes.items():
+                setattr(instance, name, value)
+            instance.save(ss_context.target_cell(ctx, cell))
+            return instance
+        raise exception.InstanceNotFound(instance_id=uuid)
 
     # --- delete -------------------------------------------------------------
 

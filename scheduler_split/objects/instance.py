@@ -22,6 +22,10 @@ SCHEDULING = 'scheduling'
 SPAWNING = 'spawning'
 DELETING = 'deleting'
 
+# What a user may change with PUT /servers/{id}.
+USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',
+                 'access_ip_v6')
+
 # save() without a task state expectation.
 ANY_TASK_STATE = object()
 
@@ -195,6 +199,17 @@ class Instance(base.SchedulerSplitObject):
                 fault.add_to(session)
                 self.fault = fault
         self.obj_reset_changes()
+
+    def take_user_edits(self, recorded):
+        """Take from ``recorded`` (this instance as its build request last
+        held it) what users changed meanwhile; True if anything was."""
+        changed = False
+        for name in USER_EDITABLE:
+            value = recorded.get(name)
+            if self.get(name) != value:
+                setattr(self, name, value)
+                changed = True
+        return changed
 
     def save_error(self, ctx, exc, host=None):
         """Put the instance in ERROR with the fault ``exc``, atomically.

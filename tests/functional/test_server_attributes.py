@@ -1,6 +1,8 @@
 """What a client sees of the version list, a server's access addresses
 and security groups, and a server update, in Nova's shapes."""
 
+import threading
+
 import pytest
 
 pytestmark = pytest.mark.functional
@@ -160,3 +162,55 @@ def test_only_the_project_may_update_its_server(api):
 
     assert stranger.status_code == 404
     assert api.server(server_id)['name'] == 'vm'
+
+
+def test_an_update_while_the_server_is_scheduled_is_kept(
+        start_system, monkeypatch):
+    from scheduler_split.scheduler import client as scheduler_client
+    api = start_system(cells=1, hosts_per_cell=1).api
+    release = threading.Event()
+    select = scheduler_client.SchedulerClient.select_destinations
+
+    def held(self, *args, **kwargs):
+        release.wait(30)
+        return select(self, *args, **kwargs)
+
+    monkeypatch.setattr(scheduler_client.SchedulerClient,
+                        'select_destinations', held)
+    server_id = api.boot(name='queued')
+
+    resp = api.put('/v2.1/servers/%s' % server_id, {'server': {
+        'name': 'renamed-in-build', 'accessIPv4': V4}})
+    release.set()
+
+    assert resp.status_code == 200, resp.text
+    assert resp.json()['server']['status'] == 'BUILD'
+    assert resp.json()['server']['name'] == 'renamed-in-build'
+    server = api.wait_for(server_id, ('ACTIVE',))
+    assert (server['name'], server['accessIPv4']) == ('renamed-in-build', V4)
+
+
+def test_an_update_as_the_conductor_moves_the_server_to_its_cell_is_kept(
+        start_system, monkeypatch):
+    from scheduler_split import objects
+    api = start_system(cells=1, hosts_per_cell=1).api
+    set_cell = objects.InstanceMapping.set_cell
+    answers = []
+
+    def update_first(self, ctx, cell):
+        # The instance is in the cell already, its mapping not yet: the
+        # API still updates the build request.
+        if not answers:
+            answers.append(api.put('/v2.1/servers/%s' % self.instance_uuid,
+                                   {'server': {'name': 'late-rename',
+                                               'accessIPv6': V6}}))
+        return set_cell(self, ctx, cell)
+
+    monkeypatch.setattr(objects.InstanceMapping, 'set_cell', update_first)
+    server_id = api.boot(name='moving')
+
+    server = api.wait_for(server_id, ('ACTIVE',))
+
+    assert answers[0].status_code == 200, answers[0].text
+    assert (server['name'], server['accessIPv6']) == ('late-rename',
+                                                      V6_CANONICAL)
