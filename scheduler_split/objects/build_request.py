@@ -109,10 +109,17 @@ class BuildRequest(base.SchedulerSplitObject):
         it owns what happens to the instance next. Returns the instance as
         last recorded, with the updates users made until the deletion.
         """
+        where = models.BuildRequest.instance_uuid == self.instance_uuid
         with engines.writer(CONF.api_database.connection) as session:
-            recorded = session.execute(sa.delete(models.BuildRequest).where(
-                models.BuildRequest.instance_uuid == self.instance_uuid)
-                .returning(models.BuildRequest.instance)).scalar()
+            # A locking read: an update holding the row is waited for and
+            # read, and none can follow before the delete.
+            recorded = session.scalars(sa.select(
+                models.BuildRequest.instance).where(where)
+                .with_for_update()).first()
             if recorded is None:
+                raise exception.BuildRequestNotFound(uuid=self.instance_uuid)
+            result = session.execute(sa.delete(models.BuildRequest)
+                                     .where(where))
+            if result.rowcount == 0:
                 raise exception.BuildRequestNotFound(uuid=self.instance_uuid)
         return instance_obj.Instance.from_json(recorded)
