@@ -38,7 +38,7 @@ class ComputeAPI:
     def create(self, ctx, name, flavor, image_ref, count=1,
                availability_zone=None, force_hosts=None, metadata=None,
                key_name=None, scheduler_hints=None, description=None,
-               group=None):
+               group=None, access_ip_v4=None, access_ip_v6=None):
         """Accept a boot of ``count`` instances; return them (BUILD).
 
         With ``group`` (an InstanceGroup) every instance joins that server
@@ -63,7 +63,8 @@ class ComputeAPI:
                 key_name=key_name, metadata=metadata or {},
                 reservation_id=reservation_id, launch_index=index,
                 launched_at=None, terminated_at=None, created_at=now,
-                updated_at=None, deleted_at=None, deleted=False, fault=None)
+                updated_at=None, deleted_at=None, deleted=False, fault=None,
+                access_ip_v4=access_ip_v4, access_ip_v6=access_ip_v6)
             spec = objects.RequestSpec(
                 instance_uuid=uuid, project_id=ctx.project_id,
                 user_id=ctx.user_id, flavor=flavor, image_ref=image_ref,
@@ -142,6 +143,34 @@ class ComputeAPI:
                 servers[instance.uuid] = instance
         return sorted(servers.values(),
                       key=lambda i: (i.created_at, i.uuid), reverse=True)
+
+    # --- update -------------------------------------------------------------
+
+    def update(self, ctx, instance, changes):
+        """Write ``changes`` (Instance field -> value) to the server
+        ``instance``; the updated server.
+
+        A server being scheduled is updated in its build request, which the
+        conductor reads back as it deletes it; one in a cell has only the
+        named fields written, so a compute saving its task or power state
+        at the same time loses nothing.
+        """
+        uuid = instance.uuid
+        for _ in range(10):
+            instance, cell = self.locate(ctx, uuid)
+            if cell is None:
+                build_request = objects.BuildRequest(instance_uuid=uuid)
+                try:
+                    build_request.update_instance(ctx, changes)
+                    return build_request.instance
+                except exception.BuildRequestNotFound:
+                    # Placed meanwhile: the cell holds it now.
+                    continue
+            for name, value in changes.items():
+                setattr(instance, name, value)
+            instance.save(ss_context.target_cell(ctx, cell))
+            return instance
+        raise exception.InstanceNotFound(instance_id=uuid)
 
     # --- delete -------------------------------------------------------------
 

@@ -1,13 +1,18 @@
 """JSON schemas of request bodies, and the check that applies them."""
 
+import ipaddress
+
 import jsonschema
 
 from scheduler_split.api import errors
 
 # No leading or trailing whitespace, no control characters.
-_name = {'type': 'string', 'minLength': 1, 'maxLength': 255,
-         'pattern': r'^(?!\s)[^\x00-\x1f\x7f]*(?<!\s)$'}
+name = {'type': 'string', 'minLength': 1, 'maxLength': 255,
+        'pattern': r'^(?!\s)[^\x00-\x1f\x7f]*(?<!\s)$'}
 _uuid_or_empty = {'type': 'string', 'maxLength': 255}
+# As Nova's parameter_types.accessIPv4/accessIPv6.
+access_ip_v4 = {'type': 'string', 'format': 'ipv4'}
+access_ip_v6 = {'type': 'string', 'format': 'ipv6'}
 _positive_int = {'oneOf': [{'type': 'integer', 'minimum': 1},
                            {'type': 'string', 'pattern': '^[1-9][0-9]*$'}]}
 
@@ -39,7 +44,7 @@ create_server = {
         'server': {
             'type': 'object',
             'properties': {
-                'name': _name,
+                'name': name,
                 'imageRef': _uuid_or_empty,
                 'flavorRef': {'type': ['string', 'integer'],
                               'minLength': 1},
@@ -78,9 +83,10 @@ create_server = {
                 'security_groups': {
                     'type': 'array',
                     'items': {'type': 'object',
-                              'properties': {'name': {'type': 'string'}}}},
-                'accessIPv4': {'type': 'string'},
-                'accessIPv6': {'type': 'string'},
+                              'properties': {'name': name},
+                              'additionalProperties': False}},
+                'accessIPv4': access_ip_v4,
+                'accessIPv6': access_ip_v6,
                 'OS-DCF:diskConfig': {'type': 'string',
                                       'enum': ['AUTO', 'MANUAL']},
                 'tags': {'type': 'array', 'items': {'type': 'string'}},
@@ -107,7 +113,7 @@ create_server = {
 _server_group = {
     'type': 'object',
     'properties': {
-        'name': _name,
+        'name': name,
         'policies': {
             'type': 'array',
             'items': {'type': 'string',
@@ -140,7 +146,7 @@ create_server_group_v215 = _server_group_schema(dict(
 create_server_group_v264 = _server_group_schema({
     'type': 'object',
     'properties': {
-        'name': _name,
+        'name': name,
         'policy': {'type': 'string',
                    'enum': ['affinity', 'anti-affinity', 'soft-affinity',
                             'soft-anti-affinity']},
@@ -155,6 +161,31 @@ create_server_group_v264 = _server_group_schema({
 })
 
 _FORMATS = jsonschema.FormatChecker(['uuid'])
+
+
+@_FORMATS.checks('ipv4')
+def _is_ipv4(value):
+    if not isinstance(value, str):
+        return True
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        return False
+    return True
+
+
+@_FORMATS.checks('ipv6')
+def _is_ipv6(value):
+    if not isinstance(value, str):
+        return True
+    # A scope ("%eth0") names an interface of the caller, not an address.
+    if '%' in value:
+        return False
+    try:
+        ipaddress.IPv6Address(value)
+    except ValueError:
+        return False
+    return True
 
 
 def validate(body, schema):

@@ -1,6 +1,8 @@
 """``/v2.1/servers``."""
 
+import copy
 import hashlib
+import ipaddress
 import re
 
 from scheduler_split.api import errors
@@ -110,8 +112,8 @@ def render(req, version, instance, disclosure):
         'created': _time(instance.created_at),
         'updated': _time(instance.updated_at or instance.created_at),
         'addresses': {},
-        'accessIPv4': '',
-        'accessIPv6': '',
+        'accessIPv4': _address(instance.get('access_ip_v4')),
+        'accessIPv6': _address(instance.get('access_ip_v6')),
         'links': _links(req, instance.uuid),
         'OS-DCF:diskConfig': 'MANUAL',
         'progress': 0,
@@ -150,6 +152,41 @@ def render(req, version, instance, disclosure):
             fault_body['details'] = fault.details or ''
         body['fault'] = fault_body
     return body
+
+
+def _address(value):
+    return '' if value is None else str(value)
+
+
+def _access_ips(server):
+    """accessIPv4/accessIPv6 of a create or update body, as Instance
+    fields; an address is kept in its canonical form (RFC 5952 for IPv6).
+    """
+    changes = {}
+    if 'accessIPv4' in server:
+        changes['access_ip_v4'] = str(ipaddress.IPv4Address(
+            server['accessIPv4']))
+    if 'accessIPv6' in server:
+        changes['access_ip_v6'] = str(ipaddress.IPv6Address(
+            server['accessIPv6']))
+    return changes
+
+
+def _security_groups(server):
+    """The security groups a create asks for.
+
+    There is no networking service, so no group exists but the one every
+    project has: ``default`` is accepted (and echoed, as Nova does), any
+    other is a 400 as an unknown group is in Nova.
+    """
+    groups = server.get('security_groups')
+    if groups is None:
+        return [{'name': 'default'}]
+    for group in groups:
+        name = group.get('name')
+        if name != 'default':
+            raise errors.bad_request('Security group %s not found.' % name)
+    return groups
 
 
 def _last_part(ref):
@@ -243,6 +280,7 @@ def create(req, ctx, version):
     if flavor.disabled:
         raise errors.bad_request('Flavor is disabled.')
     image_ref = _image_ref(server)
+    security_groups = _security_groups(server)
     hints = body.get('os:scheduler_hints') or body.get(
         'OS-SCH-HNT:scheduler_hints') or {}
     hints = {k: [str(x) for x in (v if isinstance(v, list) else [v])]
@@ -260,7 +298,7 @@ def create(req, ctx, version):
         availability_zone=zone, force_hosts=force_hosts,
         metadata=server.get('metadata'), key_name=server.get('key_name'),
         scheduler_hints=hints, description=server.get('description'),
-        group=group)
+        group=group, **_access_ips(server))
     if str(server.get('return_reservation_id', '')).lower() in ('true',
                                                                 '1'):
         return 202, {'reservation_id': reservation_id}
@@ -269,7 +307,7 @@ def create(req, ctx, version):
         'id': first.uuid, 'links': _links(req, first.uuid),
         'OS-DCF:diskConfig': 'MANUAL',
         'adminPass': server.get('adminPass') or 'not-set',
-        'security_groups': [{'name': 'default'}],
+        'security_groups': security_groups,
     }}
 
 
@@ -355,6 +393,73 @@ def show(req, ctx, version, server_id):
         group = objects.InstanceGroup.get_by_instance_uuid(ctx, server_id)
         body['server_groups'] = [group.uuid] if group else []
     return {'server': body}
+
+
+# PUT /servers/{id}, as Nova's schemas.servers.update: 2.1 name and the
+# access addresses (and the disk config, which only MANUAL serves);
+# 2.19 description (null removes it).
+update_server = {
+    'type': 'object',
+    'properties': {
+        'server': {
+            'type': 'object',
+            'properties': {
+                'name': schemas.name,
+                'OS-DCF:diskConfig': {'type': 'string',
+                                      'enum': ['AUTO', 'MANUAL']},
+                'accessIPv4': schemas.access_ip_v4,
+                'accessIPv6': schemas.access_ip_v6,
+            },
+            'additionalProperties': False,
+        },
+    },
+    'required': ['server'],
+    'additionalProperties': False,
+}
+update_server_v219 = copy.deepcopy(update_server)
+update_server_v219['properties']['server']['properties']['description'] = {
+    'type': ['string', 'null'], 'maxLength': 255}
+
+# What the update answer leaves out before 2.75, from which it shows the
+# server as GET does (Nova's ``show_all_attributes``).
+_NOT_IN_UPDATE_BEFORE_2_75 = (
+    'OS-EXT-AZ:availability_zone', 'config_drive', 'key_name',
+    'OS-SRV-USG:launched_at', 'OS-SRV-USG:terminated_at',
+    'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state',
+    'OS-EXT-STS:power_state', 'os-extended-volumes:volumes_attached',
+    'OS-EXT-SRV-ATTR:host', 'OS-EXT-SRV-ATTR:hypervisor_hostname',
+    'OS-EXT-SRV-ATTR:instance_name')
+
+
+def update(req, ctx, version, server_id):
+    body = req.json_body_or_error()
+    schemas.validate(body, update_server_v219 if version >= (2, 19)
+                     else update_server)
+    try:
+        instance = req.compute_api.get(ctx, server_id)
+    except exception.InstanceNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    policy.authorize(ctx, 'os_compute_api:servers:update',
+                     {'project_id': instance.project_id,
+                      'user_id': instance.user_id})
+    server = body['server']
+    changes = _access_ips(server)
+    if 'name' in server:
+        changes['display_name'] = server['name']
+    if 'description' in server:
+        changes['display_description'] = server['description']
+    try:
+        instance = req.compute_api.update(ctx, instance, changes)
+    except exception.InstanceNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    result = render(req, version, instance, Disclosure(ctx))
+    if version < (2, 75):
+        for key in _NOT_IN_UPDATE_BEFORE_2_75:
+            result.pop(key, None)
+    if version >= (2, 71):
+        group = objects.InstanceGroup.get_by_instance_uuid(ctx, server_id)
+        result['server_groups'] = [group.uuid] if group else []
+    return {'server': result}
 
 
 def delete(req, ctx, version, server_id):

@@ -38,12 +38,15 @@ ROUTES = {
     '/': {'GET': versions.root},
     '/v2.1': {'GET': versions.v21},
     '/v2.1/': {'GET': versions.v21},
+    '/v2': {'GET': versions.v20},
+    '/v2/': {'GET': versions.v20},
     '/v2.1/flavors': {'GET': flavors.index},
     '/v2.1/flavors/detail': {'GET': flavors.detail},
     '/v2.1/flavors/{flavor_id}': {'GET': flavors.show},
     '/v2.1/servers': {'GET': servers.index, 'POST': servers.create},
     '/v2.1/servers/detail': {'GET': servers.detail},
     '/v2.1/servers/{server_id}': {'GET': servers.show,
+                                  'PUT': servers.update,
                                   'DELETE': servers.delete},
     '/v2.1/servers/{server_id}/os-instance-actions': {
         'GET': instance_actions.index},
@@ -64,8 +67,8 @@ ROUTES = {
 }
 
 # Paths that answer without authentication (version discovery).
-PUBLIC = {'', '/', '/v2.1', '/v2.1/', '/image', '/image/', '/identity',
-          '/identity/', '/identity/v3', '/identity/v3/'}
+PUBLIC = {'', '/', '/v2.1', '/v2.1/', '/v2', '/v2/', '/image', '/image/',
+          '/identity', '/identity/', '/identity/v3', '/identity/v3/'}
 
 
 class Request(webob.Request):

@@ -24,7 +24,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.1'
+RPC_VERSION = '1.2'
 
 
 class _InstanceLocks:

@@ -4,6 +4,8 @@ Version history:
     1.0 - build_and_run_instance, terminate_instance
     1.1 - build_and_run_instance: host_list carries Selection 1.1 (with
           the host's availability zone)
+    1.2 - Instance 1.2 (accessIPv4/accessIPv6) in build_and_run_instance
+          and terminate_instance
 """
 
 from scheduler_split import conf
@@ -24,6 +26,9 @@ OBJECT_VERSIONS = {
     '1.1': {'Instance': '1.1', 'InstanceFault': '1.0', 'Flavor': '1.0',
             'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.2': {'Instance': '1.2', 'InstanceFault': '1.0', 'Flavor': '1.0',
+            'RequestSpec': '1.1', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 
@@ -42,7 +47,7 @@ def version_cap(cell_db):
 
 
 class ComputeAPI:
-    VERSION = '1.1'
+    VERSION = '1.2'
 
     def __init__(self, transport, cell_db):
         """A client for the computes of one cell: its bus and database."""
@@ -56,12 +61,12 @@ class ComputeAPI:
         ``host_list`` holds the alternates not tried yet, in order;
         ``retry`` records the attempt number and the hosts tried.
         """
-        cctxt, _ = self.client.prepare('1.1', '1.0', server=host)
+        cctxt, _ = self.client.prepare('1.2', '1.1', '1.0', server=host)
         cctxt.cast(ctx, 'build_and_run_instance', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry, node=node)
 
     def terminate_instance(self, ctx, host, instance):
         """Cast from the API to the instance's compute: delete it."""
-        cctxt, _ = self.client.prepare('1.0', server=host)
+        cctxt, _ = self.client.prepare('1.2', '1.0', server=host)
         cctxt.cast(ctx, 'terminate_instance', instance=instance)

@@ -28,7 +28,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.1'
+RPC_VERSION = '1.2'
 
 LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
                           '[conductor] lost_build_timeout; the boot was lost')
@@ -224,7 +224,7 @@ class SuperConductorManager:
                 self.scheduler.try_release_resources(ctx, uuid)
                 return
             try:
-                build_request.destroy(ctx)
+                recorded = build_request.destroy(ctx)
             except exception.BuildRequestNotFound:
                 # The user deleted the server while it was being scheduled.
                 LOG.info('Instance %s was deleted while scheduling; '
@@ -233,6 +233,10 @@ class SuperConductorManager:
                 instance.destroy(cctx)
                 self.scheduler.try_release_resources(ctx, uuid)
                 return
+            # Updates made while it was scheduled went to the build
+            # request; from now on they go to the cell.
+            if instance.take_user_edits(recorded):
+                instance.save(cctx)
             instance_action.record_event(
                 cctx, uuid, 'conductor_schedule_and_build_instances',
                 host=chosen.service_host,
@@ -301,10 +305,16 @@ class SuperConductorManager:
                           extra={'instance_uuid': uuid})
             return False
         try:
-            build_request.destroy(ctx)
+            recorded = build_request.destroy(ctx)
         except exception.BuildRequestNotFound:
             # The user deleted the server meanwhile.
             instance.destroy(cctx)
+            return True
+        try:
+            if instance.take_user_edits(recorded):
+                instance.save(cctx)
+        except exception.InstanceNotFound:
+            pass
         return True
 
 

@@ -7,6 +7,8 @@ Version history:
     1.0 - schedule_and_build_instances (super), build_instances (cell)
     1.1 - build_instances: host_list carries Selection 1.1 (with the
           host's availability zone)
+    1.2 - Instance 1.2 (accessIPv4/accessIPv6), also inside BuildRequest,
+          in schedule_and_build_instances and build_instances
 """
 
 from scheduler_split import conf
@@ -26,6 +28,9 @@ OBJECT_VERSIONS = {
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.0'},
     '1.1': {'BuildRequest': '1.0', 'Instance': '1.1', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.2': {'BuildRequest': '1.0', 'Instance': '1.2', 'InstanceFault': '1.0',
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
@@ -58,7 +63,7 @@ def version_cap(service_db):
 
 
 class ConductorAPI:
-    VERSION = '1.1'
+    VERSION = '1.2'
 
     def __init__(self, transport, service_db=cell0_db):
         """A client for the conductors on ``transport``, which record
@@ -70,14 +75,14 @@ class ConductorAPI:
     def schedule_and_build_instances(self, ctx, build_requests,
                                      request_specs):
         """Cast from the API to the super-conductor (API bus)."""
-        cctxt, _ = self.client.prepare('1.0')
+        cctxt, _ = self.client.prepare('1.2', '1.0')
         cctxt.cast(ctx, 'schedule_and_build_instances',
                    build_requests=build_requests,
                    request_specs=request_specs)
 
     def build_instances(self, ctx, instance, request_spec, host_list, retry):
         """Cast from a compute to its cell conductor: reschedule a build."""
-        cctxt, _ = self.client.prepare('1.1', '1.0')
+        cctxt, _ = self.client.prepare('1.2', '1.1', '1.0')
         cctxt.cast(ctx, 'build_instances', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry)

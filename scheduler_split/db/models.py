@@ -171,6 +171,8 @@ class Instance(_Timestamps, CellBase):
     terminated_at = sa.Column(sa.DateTime)
     deleted_at = sa.Column(sa.DateTime)
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    access_ip_v4 = sa.Column(sa.String(39))
+    access_ip_v6 = sa.Column(sa.String(39))
 
 
 class InstanceFault(_Timestamps, CellBase):

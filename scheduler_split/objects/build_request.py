@@ -83,14 +83,43 @@ class BuildRequest(base.SchedulerSplitObject):
                     models.BuildRequest.project_id == project_id)
             return [cls._from_row(row) for row in session.scalars(query)]
 
+    def update_instance(self, ctx, changes):
+        """Apply ``changes`` (Instance field -> value) to the instance
+        recorded for the build: a user's update of a server no cell holds
+        yet. ``BuildRequestNotFound`` once it is gone; the conductor that
+        deletes it takes the changes made until then (see ``destroy``).
+        """
+        with engines.writer(CONF.api_database.connection) as session:
+            row = session.scalars(sa.select(models.BuildRequest).where(
+                models.BuildRequest.instance_uuid == self.instance_uuid)
+                .with_for_update()).first()
+            if row is None:
+                raise exception.BuildRequestNotFound(uuid=self.instance_uuid)
+            instance = instance_obj.Instance.from_json(row.instance)
+            for name, value in changes.items():
+                setattr(instance, name, value)
+            row.instance = instance.to_json()
+        self.instance = instance
+        self.obj_reset_changes()
+
     def destroy(self, ctx):
         """Delete it; ``BuildRequestNotFound`` if someone else did first.
 
         The conductor and a user's DELETE race on this row: whoever deletes
-        it owns what happens to the instance next.
+        it owns what happens to the instance next. Returns the instance as
+        last recorded, with the updates users made until the deletion.
         """
+        where = models.BuildRequest.instance_uuid == self.instance_uuid
         with engines.writer(CONF.api_database.connection) as session:
-            result = session.execute(sa.delete(models.BuildRequest).where(
-                models.BuildRequest.instance_uuid == self.instance_uuid))
+            # A locking read: an update holding the row is waited for and
+            # read, and none can follow before the delete.
+            recorded = session.scalars(sa.select(
+                models.BuildRequest.instance).where(where)
+                .with_for_update()).first()
+            if recorded is None:
+                raise exception.BuildRequestNotFound(uuid=self.instance_uuid)
+            result = session.execute(sa.delete(models.BuildRequest)
+                                     .where(where))
             if result.rowcount == 0:
                 raise exception.BuildRequestNotFound(uuid=self.instance_uuid)
+        return instance_obj.Instance.from_json(recorded)

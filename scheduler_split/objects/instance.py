@@ -22,6 +22,10 @@ SCHEDULING = 'scheduling'
 SPAWNING = 'spawning'
 DELETING = 'deleting'
 
+# What a user may change with PUT /servers/{id}.
+USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',
+                 'access_ip_v6')
+
 # save() without a task state expectation.
 ANY_TASK_STATE = object()
 
@@ -35,7 +39,7 @@ _SIMPLE = ('uuid', 'display_name', 'display_description', 'hostname',
            'task_state', 'power_state', 'image_ref', 'availability_zone',
            'key_name', 'reservation_id', 'launch_index', 'launched_at',
            'terminated_at', 'created_at', 'updated_at', 'deleted_at',
-           'deleted')
+           'deleted', 'access_ip_v4', 'access_ip_v6')
 _DATETIMES = ('launched_at', 'terminated_at', 'created_at', 'updated_at',
               'deleted_at')
 
@@ -105,7 +109,8 @@ class Instance(base.SchedulerSplitObject):
     """A server. Lives in the database of its cell (or cell0)."""
     # 1.0: initial
     # 1.1: display_description
-    VERSION = '1.1'
+    # 1.2: access_ip_v4, access_ip_v6
+    VERSION = '1.2'
 
     fields = {
         'id': fields.IntegerField(nullable=True),
@@ -135,11 +140,19 @@ class Instance(base.SchedulerSplitObject):
         'deleted_at': fields.DateTimeField(nullable=True),
         'deleted': fields.BooleanField(default=False),
         'fault': fields.ObjectField('InstanceFault', nullable=True),
+        # The addresses the user says the server is reached at
+        # (accessIPv4/accessIPv6): stored and shown, never configured.
+        'access_ip_v4': fields.IPV4AddressField(nullable=True, default=None),
+        'access_ip_v6': fields.IPV6AddressField(nullable=True, default=None),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+        target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 2):
+            primitive.pop('access_ip_v4', None)
+            primitive.pop('access_ip_v6', None)
+        if target < (1, 1):
             primitive.pop('display_description', None)
 
     @classmethod
@@ -166,6 +179,8 @@ class Instance(base.SchedulerSplitObject):
                 name, value = 'metadata_', jsonutils.dumps(value)
             elif name in _DATETIMES:
                 value = base.naive_utc(value)
+            elif name in ('access_ip_v4', 'access_ip_v6'):
+                value = None if value is None else str(value)
             values[name] = value
         return values
 
@@ -184,6 +199,17 @@ class Instance(base.SchedulerSplitObject):
                 fault.add_to(session)
                 self.fault = fault
         self.obj_reset_changes()
+
+    def take_user_edits(self, recorded):
+        """Take from ``recorded`` (this instance as its build request last
+        held it) what users changed meanwhile; True if anything was."""
+        changed = False
+        for name in USER_EDITABLE:
+            value = recorded.get(name)
+            if self.get(name) != value:
+                setattr(self, name, value)
+                changed = True
+        return changed
 
     def save_error(self, ctx, exc, host=None):
         """Put the instance in ERROR with the fault ``exc``, atomically.

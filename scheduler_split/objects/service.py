@@ -15,7 +15,7 @@ CONF = conf.CONF
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 1
+SERVICE_VERSION = 2
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -26,6 +26,9 @@ SERVICE_VERSION_HISTORY = (
     # 1: Selection 1.1 carries the host's availability zone: compute 1.1,
     #    conductor 1.1, scheduler 1.1.
     {'compute_rpc': '1.1', 'conductor_rpc': '1.1', 'scheduler_rpc': '1.1'},
+    # 2: Instance 1.2 carries accessIPv4/accessIPv6: compute 1.2,
+    #    conductor 1.2.
+    {'compute_rpc': '1.2', 'conductor_rpc': '1.2', 'scheduler_rpc': '1.1'},
 )
 
 # The binary names services record themselves under.

@@ -65,6 +65,13 @@ rules = [
         operations=[{'method': 'POST', 'path': '/servers'}],
         scope_types=['project']),
     policy.DocumentedRuleDefault(
+        name=SERVERS % 'update',
+        check_str=base.PROJECT_MEMBER_OR_ADMIN,
+        description='Update a server: its name, access addresses and '
+                    '(microversion 2.19 and later) description.',
+        operations=[{'method': 'PUT', 'path': '/servers/{server_id}'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
         name=SERVERS % 'delete',
         check_str=base.PROJECT_MEMBER_OR_ADMIN,
         description='Delete a server.',

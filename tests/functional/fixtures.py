@@ -52,6 +52,9 @@ class Api:
     def post(self, path, body=None, **kwargs):
         return self.request('POST', path, json=body, **kwargs)
 
+    def put(self, path, body=None, **kwargs):
+        return self.request('PUT', path, json=body, **kwargs)
+
     def delete(self, path, **kwargs):
         return self.request('DELETE', path, **kwargs)
 

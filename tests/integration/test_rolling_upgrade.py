@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.objects import service as service_obj
 from tests.functional import fixtures
 from tests.integration import deployment as deployment_mod
 
@@ -29,6 +31,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 OLD_COMPUTE = 'cell1-compute2'
 OLD_SCHEDULER = 'scheduler-2'
 OLD = (OLD_COMPUTE, OLD_SCHEDULER)
+NEWEST_COMPUTE_RPC = compute_rpcapi.ComputeAPI.VERSION
 # The zone of every host in this test: cell2's hosts get one of their own,
 # so that a boot there has an alternate.
 ZONES = {'cell1-compute1': 'edge', 'cell1-compute2': 'nova',
@@ -128,7 +131,9 @@ def _log(dep, name):
 def _boot_many(api, prefix, zones):
     """One server per entry of ``zones`` (None: no zone asked for)."""
     def boot(index):
-        extra = {}
+        # The access addresses are this release's (Instance 1.2): the new
+        # conductors keep them whichever compute builds the server.
+        extra = {'accessIPv4': '192.0.2.%d' % (index + 1)}
         if zones[index]:
             extra['availability_zone'] = zones[index]
         return api.boot(name='%s-%d' % (prefix, index), **extra)
@@ -158,9 +163,9 @@ def test_the_old_processes_run_the_previous_release(upgrading):
     cell1_db = upgrading.cells['cell1'][1]
     computes = _service_versions(upgrading, cell1_db)
     assert computes[OLD_COMPUTE] is None
-    assert computes['cell1-compute1'] == 1
+    assert computes['cell1-compute1'] == service_obj.SERVICE_VERSION
     schedulers = _service_versions(upgrading, upgrading.scheduler_db)
-    assert schedulers == {'scheduler': 1}
+    assert schedulers == {'scheduler': service_obj.SERVICE_VERSION}
 
 
 def test_boots_go_through_old_and_new_computes_and_schedulers(upgrading):
@@ -176,6 +181,10 @@ def test_boots_go_through_old_and_new_computes_and_schedulers(upgrading):
     assert {s['status'] for s in servers.values()} == {'ACTIVE'}, servers
     hosts = [s['OS-EXT-SRV-ATTR:host'] for s in servers.values()]
     assert hosts.count(OLD_COMPUTE) == 5, hosts
+    # The old compute got its instances backported to Instance 1.1 and
+    # built them without touching what it cannot read.
+    assert sorted(s['accessIPv4'] for s in servers.values()) == [
+        '192.0.2.%d' % i for i in range(1, 9)]
     assert hosts.count('cell1-compute1') == 1, hosts
     # Both schedulers placed some of them.
     for scheduler in ('scheduler', OLD_SCHEDULER):
@@ -187,7 +196,8 @@ def test_boots_go_through_old_and_new_computes_and_schedulers(upgrading):
             if s['OS-EXT-SRV-ATTR:host'] == OLD_COMPUTE} == {''}
 
     # The super-conductor capped compute RPC per cell from the service
-    # records: 1.0 where the old compute runs, 1.1 in the other cell.
+    # records: 1.0 where the old compute runs, this release's in the
+    # other cell.
     conductor_log = _log(upgrading, 'super-conductor')
     assert ('compute_rpc capped at 1.0 for the computes of '
             in conductor_log)
@@ -195,7 +205,8 @@ def test_boots_go_through_old_and_new_computes_and_schedulers(upgrading):
             if 'compute_rpc capped at 1.0' in line and
             'ss_cell1' in line and 'service version 0' in line]
     assert [line for line in conductor_log.splitlines()
-            if 'compute_rpc capped at 1.1' in line and 'ss_cell2' in line]
+            if 'compute_rpc capped at %s' % NEWEST_COMPUTE_RPC in line and
+            'ss_cell2' in line]
 
     # The old compute built from backported objects (its alternates are
     # Selections) without a complaint; neither old process logged one.
@@ -232,7 +243,8 @@ def test_after_the_upgrade_auto_lifts_the_cap_and_servers_get_zones(
     upgrading.wait_for_api()
     upgrading.wait_for_hosts(upgrading.hosts)
     cell1_db = upgrading.cells['cell1'][1]
-    assert _service_versions(upgrading, cell1_db)[OLD_COMPUTE] == 1
+    assert _service_versions(upgrading, cell1_db)[OLD_COMPUTE] == (
+        service_obj.SERVICE_VERSION)
 
     servers = _boot_many(api, 'upgraded', [None] * 4 + [
         'edge:cell1-compute1', 'south'])
@@ -247,7 +259,8 @@ def test_after_the_upgrade_auto_lifts_the_cap_and_servers_get_zones(
     assert pinned == ['None'] * 4 + ['edge', 'south']
     conductor_log = _log(upgrading, 'super-conductor')[mark:]
     assert [line for line in conductor_log.splitlines()
-            if 'compute_rpc capped at 1.1' in line and 'ss_cell1' in line]
+            if 'compute_rpc capped at %s' % NEWEST_COMPUTE_RPC in line and
+            'ss_cell1' in line]
     assert 'compute_rpc capped at 1.0' not in conductor_log
     assert ('scheduler_rpc capped at 1.1 for the schedulers'
             in conductor_log)

@@ -26,7 +26,7 @@ EXPECTED_FINGERPRINTS = {
     'CellMapping': '1.0-4be932d51d6a4227b18f3a02ed872bd1',
     'Flavor': '1.0-a6ae59e8f275ab1aef73df74fd2d7437',
     'HostMapping': '1.0-9297466faf35f923d342b1558062fa3f',
-    'Instance': '1.1-6b6a059a078938c07d82f24da546738b',
+    'Instance': '1.2-89f69ff2abfddbc7f35c992210eee8e1',
     'InstanceGroup': '1.0-9c6a2990888ccc706eb25461a01e166b',
     'InstanceFault': '1.0-8bb771c7db1113ce1ccf587760b24f29',
     'InstanceMapping': '1.0-b322f2a6866014af4084cd6b618bb348',

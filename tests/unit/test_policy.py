@@ -61,6 +61,7 @@ EXPECTED = {
     'os_compute_api:servers:show:flavor-extra-specs':
         EVERYONE_OF_THE_PROJECT,
     'os_compute_api:servers:create': MEMBERS,
+    'os_compute_api:servers:update': MEMBERS,
     'os_compute_api:servers:delete': MEMBERS,
     'os_compute_api:servers:index:get_all_tenants': ADMINS,
     'os_compute_api:servers:detail:get_all_tenants': ADMINS,

@@ -170,14 +170,16 @@ def test_a_manifest_without_a_nested_object_is_refused():
 
 
 def test_a_client_capped_at_1_0_sends_1_0_and_its_manifest():
-    client = rpc.Client(None, 'compute', '1.1',
+    newest = compute_rpcapi.ComputeAPI.VERSION
+    client = rpc.Client(None, 'compute', newest,
                         compute_rpcapi.OBJECT_VERSIONS,
                         rpc.VersionCap('compute_rpc', '1.0'))
 
     assert client._manifest('1.0') == compute_rpcapi.OBJECT_VERSIONS['1.0']
-    assert client._manifest(None) == compute_rpcapi.OBJECT_VERSIONS['1.1']
+    assert client._manifest('1.1') == compute_rpcapi.OBJECT_VERSIONS['1.1']
+    assert client._manifest(None) == compute_rpcapi.OBJECT_VERSIONS[newest]
     # A cap newer than this release knows sends its newest.
-    assert client._manifest('1.7') == compute_rpcapi.OBJECT_VERSIONS['1.1']
+    assert client._manifest('1.7') == compute_rpcapi.OBJECT_VERSIONS[newest]
     with pytest.raises(ValueError):
         client._manifest('0.9')
 
@@ -334,7 +336,8 @@ def test_schedulers_report_their_service_version_in_their_database(
     manager = scheduler_manager.SchedulerManager(scheduler_db)
     ctx = context.get_admin_context()
     # Nothing recorded yet: the one answering is of this release.
-    assert manager.get_minimum_service_version(ctx) == 1
+    assert manager.get_minimum_service_version(ctx) == (
+        service_obj.SERVICE_VERSION)
 
     manager.report_service()
     with engines.writer(scheduler_db) as session:
@@ -436,7 +439,7 @@ def test_auto_asks_a_scheduler_which_version_the_schedulers_run(
 
     api = scheduler_bus(manager.endpoint(None))
 
-    assert api.get_minimum_service_version() == 1
+    assert api.get_minimum_service_version() == service_obj.SERVICE_VERSION
     assert api.client.cap.resolve() == '1.1'
 
 
@@ -451,3 +454,29 @@ def test_auto_takes_a_scheduler_that_refuses_the_question_for_the_oldest(
     # And what it understands still goes through.
     assert api.release_resources(context.get_admin_context(),
                                  INSTANCE_UUID) is False
+
+
+def test_instance_backported_to_1_1_drops_its_access_addresses():
+    instance = objects.Instance(uuid='f5d4d6a0-3c1e-4a52-9a57-2f6e9d1c8b11',
+                                access_ip_v4='192.0.2.7',
+                                access_ip_v6='2001:db8::7')
+
+    primitive = instance.obj_to_primitive(target_version='1.1')
+
+    assert 'access_ip_v4' not in _data(primitive)
+    assert 'access_ip_v6' not in _data(primitive)
+    assert _data(instance.obj_to_primitive())[
+        'access_ip_v4'] == '192.0.2.7'
+
+
+def test_a_client_capped_at_1_1_sends_instances_without_access_addresses():
+    serializer = rpc.RequestContextSerializer(
+        compute_rpcapi.OBJECT_VERSIONS['1.1'])
+    instance = objects.Instance(uuid='f5d4d6a0-3c1e-4a52-9a57-2f6e9d1c8b11',
+                                access_ip_v4='192.0.2.7')
+
+    primitive = serializer.serialize_entity(context.get_admin_context(),
+                                            instance)
+
+    assert _version(primitive) == '1.1'
+    assert 'access_ip_v4' not in _data(primitive)
