@@ -253,6 +253,31 @@ class Keystone:
                 'url': url, 'region_id': REGION}})
         return service_id
 
+    def api_config(self, user, password):
+        """A service user for the API (roles ``service`` and ``admin`` in
+        project ``service``) and the configuration that puts the API
+        behind this Keystone with it: ``[api]`` and
+        ``[keystone_authtoken]``."""
+        self.create_user(user, password, 'service',
+                         roles=('service', 'admin'))
+        return textwrap.dedent("""\
+            [api]
+            auth_strategy = keystone
+            [keystone_authtoken]
+            www_authenticate_uri = %(uri)s
+            auth_url = %(uri)s
+            auth_type = password
+            username = %(user)s
+            password = %(password)s
+            project_name = service
+            user_domain_name = Default
+            project_domain_name = Default
+            region_name = %(region)s
+            service_token_roles = service
+            service_token_roles_required = true
+            """ % {'uri': self.auth_url, 'user': user, 'password': password,
+                   'region': REGION})
+
     def openstack_env(self, user='admin', password=None, project='admin'):
         """The ``OS_*`` variables that point the openstack CLI here."""
         return {'OS_AUTH_URL': self.auth_url, 'OS_AUTH_TYPE': 'password',

@@ -7,7 +7,6 @@ token with keystonemiddleware, through a service user of its own.
 """
 
 import signal
-import textwrap
 
 import pytest
 import requests
@@ -34,26 +33,9 @@ def keystone(tmp_path_factory):
 @pytest.fixture(scope='module')
 def cloud(keystone, tmp_path_factory):
     """The all-in-one behind ``keystone``, with two projects' members."""
-    keystone.create_user('scheduler-split', SERVICE_PASSWORD, 'service',
-                         roles=('service', 'admin'))
     state = tmp_path_factory.mktemp('state')
     conf = state / 'keystone.conf'
-    conf.write_text(textwrap.dedent("""\
-        [api]
-        auth_strategy = keystone
-        [keystone_authtoken]
-        www_authenticate_uri = %(uri)s
-        auth_url = %(uri)s
-        auth_type = password
-        username = scheduler-split
-        password = %(password)s
-        project_name = service
-        user_domain_name = Default
-        project_domain_name = Default
-        region_name = RegionOne
-        service_token_roles = service
-        service_token_roles_required = true
-        """ % {'uri': keystone.auth_url, 'password': SERVICE_PASSWORD}))
+    conf.write_text(keystone.api_config('scheduler-split', SERVICE_PASSWORD))
     proc, url, lines = test_all_in_one_process.start_all_in_one(
         state, config_files=[conf])
     keystone.register_service('compute', 'nova', url + '/v2.1')

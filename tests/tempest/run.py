@@ -242,30 +242,11 @@ class Cloud:
     def start(self):
         self.keystone = keystone_mod.Keystone(self.run_dir).start()
         password = secrets.token_hex(12)
-        self.keystone.create_user(SERVICE_USER, password, 'service',
-                                  roles=('service', 'admin'))
         state = os.path.join(self.run_dir, 'all-in-one')
         os.makedirs(state)
         conf = os.path.join(state, 'keystone.conf')
         with open(conf, 'w') as f:
-            f.write(textwrap.dedent("""\
-                [api]
-                auth_strategy = keystone
-                [keystone_authtoken]
-                www_authenticate_uri = %(uri)s
-                auth_url = %(uri)s
-                auth_type = password
-                username = %(user)s
-                password = %(password)s
-                project_name = service
-                user_domain_name = Default
-                project_domain_name = Default
-                region_name = %(region)s
-                service_token_roles = service
-                service_token_roles_required = true
-                """ % {'uri': self.keystone.auth_url, 'user': SERVICE_USER,
-                       'password': password,
-                       'region': keystone_mod.REGION}))
+            f.write(self.keystone.api_config(SERVICE_USER, password))
         self.out_path = os.path.join(state, 'stdout.log')
         self.out = open(self.out_path, 'w')
         env = dict(os.environ)
