@@ -88,10 +88,15 @@ def upgrading(tmp_path_factory, previous_release):
                 [compute]
                 availability_zone = south
                 """)
-        # More memory than the others: the scheduler prefers it.
+        # More memory and more vCPUs than the others: the RAM and CPU
+        # weighers both rank it first, however many of this test's
+        # servers land on it (with more memory alone, the CPU weigher
+        # ranks it last once it holds one server more than another host,
+        # and the order would depend on which boot came first).
         dep.add_config([OLD_COMPUTE], 'preferred.conf', """\
             [fake_driver]
             memory_mb = %d
+            vcpus = 16
             """ % (dep.host_memory_mb + 8192))
         dep.start()
         dep.wait_for_api()
