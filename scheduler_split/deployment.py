@@ -50,6 +50,11 @@ def super_conductor_service():
                CONF.host)
     svc.add_periodic(manager.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
+    svc.add_periodic(manager.redrive_lost_boots,
+                     CONF.conductor.lost_build_check_interval,
+                     run_first=False)
+    svc.add_periodic(manager.clean_up_placements,
+                     CONF.conductor.lost_build_check_interval)
     svc.add_periodic(manager.report_service, CONF.report_interval)
     svc.manager = manager
     return svc
@@ -177,7 +182,8 @@ class AllInOne:
                     instance_uuid=instance.uuid,
                     reason='the system restarted during a reschedule'))
         conductor = conductor_rpcapi.ConductorAPI(transport)
-        for br in objects.BuildRequest.get_all(ctx):
+        for br in (objects.BuildRequest.get_placed(ctx, 0) +
+                   objects.BuildRequest.get_all(ctx)):
             mapping = objects.InstanceMapping.get_by_instance_uuid(
                 ctx, br.instance_uuid)
             if mapping.cell_mapping is not None:
@@ -193,6 +199,8 @@ class AllInOne:
                 continue
             LOG.info('Scheduling build request %s left from the last run',
                      br.instance_uuid)
+            # Whatever took it was this process's last run.
+            br.give_back(ctx)
             spec = objects.RequestSpec.get_by_instance_uuid(
                 ctx, br.instance_uuid)
             conductor.schedule_and_build_instances(ctx, [br], [spec])

@@ -33,9 +33,18 @@ memory_bus.register()
 
 def register_opts(conf):
     """transport_url and the driver options, settable before the first
-    transport is made."""
+    transport is made.
+
+    Queues are durable by default (``[oslo_messaging_rabbit]
+    amqp_durable_queues``; kombu publishes every message persistent), so
+    that boots queued for the super-conductor, and builds queued for a
+    compute, survive a broker restart. A super-conductor re-drives the
+    boots a broker lost anyway (``[conductor] build_redrive_interval``).
+    """
     for group, opts in messaging_opts.list_opts():
         conf.register_opts(opts, group=group)
+    conf.set_default('amqp_durable_queues', True,
+                     group='oslo_messaging_rabbit')
 
 
 register_opts(CONF)

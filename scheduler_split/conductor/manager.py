@@ -28,7 +28,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.2'
+RPC_VERSION = '1.4'
 
 LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
                           '[conductor] lost_build_timeout; the boot was lost')
@@ -37,6 +37,14 @@ LOST_IN_CELL = ('no compute took the build within [conductor] '
 
 EXHAUSTED = ('Exhausted all hosts available for retrying build failures '
              'for instance %s.')
+
+# What a call to the scheduler fails with when the bus, not the scheduler,
+# lost the question or its answer (a broker restarting, say).
+BUS_FAILURES = (messaging.MessagingTimeout,
+                messaging.MessageDeliveryFailure)
+
+# How many instances one look at a cell reads at a time.
+CHUNK = 500
 
 
 def take_host_zone(instance, request_spec, selection):
@@ -61,9 +69,19 @@ class SuperConductorManager:
     target = messaging.Target(version=RPC_VERSION)
 
     def __init__(self, transport=None):
+        self.transport = transport
         self.scheduler = scheduler_client.SchedulerClient(transport)
+        self._conductor = None
         self._cells = {}
         self._cells_lock = threading.Lock()
+
+    @property
+    def conductor(self):
+        """The super-conductors' own client (re-drives of boots)."""
+        if self._conductor is None:
+            self._conductor = conductor_rpcapi.ConductorAPI(
+                self.transport or rpc.get_transport())
+        return self._conductor
 
     def report_service(self):
         """Periodic: heartbeat this super-conductor's record, with its
@@ -101,7 +119,7 @@ class SuperConductorManager:
         """
         pending = [(br, spec) for br, spec in zip(build_requests,
                                                   request_specs)
-                   if self._still_pending(ctx, br)]
+                   if self._take(ctx, br)]
         if not pending:
             return
         build_requests = [br for br, _ in pending]
@@ -146,8 +164,27 @@ class SuperConductorManager:
             LOG.error('Scheduling %s failed', uuids, exc_info=exc)
             for uuid in uuids:
                 self.scheduler.try_release_resources(ctx, uuid)
+        if isinstance(exc, BUS_FAILURES):
+            # The bus lost the question or the answer (a broker restart):
+            # no cell holds the instances yet, so they wait for a re-drive
+            # rather than fail.
+            for build_request in build_requests:
+                self._give_back(ctx, build_request)
+            return
         for build_request in build_requests:
             self._bury_in_cell0(ctx, build_request, exc)
+
+    @staticmethod
+    def _give_back(ctx, build_request):
+        try:
+            build_request.give_back(ctx)
+            LOG.info('Build request of %s is left for a re-drive',
+                     build_request.instance_uuid,
+                     extra={'instance_uuid': build_request.instance_uuid})
+        except Exception:
+            # It stays taken: the lost-build sweep settles it.
+            LOG.exception('Could not give back the build request of %s',
+                          build_request.instance_uuid)
 
     def fail_lost_builds(self):
         """Periodic: build requests nothing scheduled end in cell0.
@@ -172,6 +209,167 @@ class SuperConductorManager:
                 # A run that died after claiming leaves its claim behind.
                 self.scheduler.try_release_resources(ctx, uuid)
 
+    def redrive_lost_boots(self):
+        """Periodic: cast again the boots no super-conductor took.
+
+        A boot waits on the bus, in the super-conductor's queue, until one
+        takes its build request. A broker that restarts without keeping
+        that queue loses it. A build request nobody took for
+        ``[conductor] build_redrive_interval`` seconds is cast again, at
+        most ``build_redrive_limit`` times; whichever delivery takes it
+        first schedules it, the others find it taken. One never taken ends
+        in cell0 through ``fail_lost_builds``.
+        """
+        limit = CONF.conductor.build_redrive_limit
+        if not limit:
+            return []
+        ctx = ss_context.get_admin_context()
+        redriven = []
+        for build_request, seen in objects.BuildRequest.get_untaken(
+                ctx, CONF.conductor.build_redrive_interval):
+            uuid = build_request.instance_uuid
+            if seen >= limit or not self._still_pending(ctx, build_request):
+                continue
+            try:
+                spec = objects.RequestSpec.get_by_instance_uuid(ctx, uuid)
+            except Exception:
+                LOG.exception('No request spec for build request %s; not '
+                              're-driving it', uuid,
+                              extra={'instance_uuid': uuid})
+                continue
+            if not build_request.note_redrive(ctx, seen):
+                continue
+            LOG.warning('Boot of instance %s was taken by no super-conductor '
+                        'within %d seconds; casting it again (%d of %d)',
+                        uuid, CONF.conductor.build_redrive_interval,
+                        seen + 1, limit, extra={'instance_uuid': uuid})
+            try:
+                self.conductor.schedule_and_build_instances(
+                    ctx, [build_request], [spec])
+            except Exception:
+                LOG.exception('Re-driving the boot of %s failed', uuid,
+                              extra={'instance_uuid': uuid})
+                continue
+            redriven.append(uuid)
+        return redriven
+
+    def clean_up_placements(self):
+        """Periodic: finish placements a crash or an error interrupted.
+
+        An instance lives in exactly one cell, the one its mapping names:
+
+        - a build request whose mapping has named a cell for
+          ``[conductor] lost_build_timeout`` seconds was left by a
+          placement that stopped before deleting it: it goes, and the
+          user's edits it recorded reach the cell's row;
+        - a row in a cell other than the one its mapping names was
+          created by a placement that lost (to the lost-build sweep, or
+          before an error sent the instance to cell0): it is marked
+          deleted, and no claim is released, since the claims of an
+          instance are those of its one live copy.
+
+        Returns ``(build requests deleted, rows deleted)`` as uuids.
+        """
+        ctx = ss_context.get_admin_context()
+        stale = []
+        for build_request in objects.BuildRequest.get_placed(
+                ctx, CONF.conductor.lost_build_timeout):
+            if self._forget_build_request(ctx, build_request):
+                stale.append(build_request.instance_uuid)
+        strays = []
+        for cell in objects.CellMapping.get_all(ctx):
+            try:
+                strays.extend(self._remove_strays(ctx, cell))
+            except Exception:
+                LOG.exception('Looking for instances of cell %s that '
+                              'belong to another cell failed', cell.name)
+        return stale, strays
+
+    def _forget_build_request(self, ctx, build_request):
+        uuid = build_request.instance_uuid
+        try:
+            recorded = build_request.destroy(ctx)
+        except exception.BuildRequestNotFound:
+            return False
+        LOG.warning('Build request of %s outlived the placement of the '
+                    'instance; deleted it', uuid,
+                    extra={'instance_uuid': uuid})
+        try:
+            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+            cctx = ss_context.target_cell(ctx, mapping.cell_mapping)
+            instance = objects.Instance.get_by_uuid(cctx, uuid)
+            if instance.take_user_edits(recorded):
+                instance.save(cctx)
+        except (exception.InstanceNotFound,
+                exception.InstanceMappingNotFound):
+            pass
+        return True
+
+    def _remove_strays(self, ctx, cell):
+        """Rows of ``cell`` whose instance mapping names another cell."""
+        cctx = ss_context.target_cell(ctx, cell)
+        # Only a build leaves such a row: it is building or in ERROR.
+        candidates = [i for i in objects.Instance.get_all(cctx)
+                      if i.vm_state in (instance_obj.BUILDING,
+                                        instance_obj.ERROR)]
+        if not candidates:
+            return []
+        mapped = objects.InstanceMapping.get_cell_ids(
+            ctx, [i.uuid for i in candidates])
+        removed = []
+        for instance in candidates:
+            cell_id = mapped.get(instance.uuid)
+            if cell_id is None or cell_id == cell.id:
+                continue
+            LOG.warning('Instance %s has a row in cell %s but lives in '
+                        'another cell; marking that row deleted',
+                        instance.uuid, cell.name,
+                        extra={'instance_uuid': instance.uuid})
+            instance.destroy(cctx)
+            removed.append(instance.uuid)
+        return removed
+
+    @messaging.expose
+    def consumers_needing_claims(self, ctx, consumer_uuids):
+        """Call from the scheduler's heal: which of ``consumer_uuids``
+        still need their claims.
+
+        The super-conductor owns the API database and reaches every
+        cell's: an instance needs its claim while its build request waits
+        for a cell, or while it lives (neither deleted nor in ERROR) in
+        the cell its mapping names. Any other consumer (no mapping, a
+        build request deleted before scheduling, an instance deleted or
+        failed) needs none.
+        """
+        uuids = list(dict.fromkeys(consumer_uuids))
+        mapped = objects.InstanceMapping.get_cell_ids(ctx, uuids)
+        needed = set()
+        by_cell = {}
+        for uuid in uuids:
+            if uuid not in mapped:
+                continue
+            if mapped[uuid] is None:
+                try:
+                    objects.BuildRequest.get_by_instance_uuid(ctx, uuid)
+                    needed.add(uuid)
+                except exception.BuildRequestNotFound:
+                    pass
+                continue
+            by_cell.setdefault(mapped[uuid], []).append(uuid)
+        cells = {cell.id: cell for cell in objects.CellMapping.get_all(ctx)}
+        for cell_id, in_cell in by_cell.items():
+            if cell_id not in cells:
+                # A cell unmapped meanwhile: in doubt, keep the claims.
+                needed.update(in_cell)
+                continue
+            cctx = ss_context.target_cell(ctx, cells[cell_id])
+            for start in range(0, len(in_cell), CHUNK):
+                for instance in objects.Instance.get_all(
+                        cctx, uuids=in_cell[start:start + CHUNK]):
+                    if instance.vm_state != instance_obj.ERROR:
+                        needed.add(instance.uuid)
+        return [uuid for uuid in uuids if uuid in needed]
+
     @staticmethod
     def _still_pending(ctx, build_request):
         """Whether the build request still waits for a cell.
@@ -191,6 +389,22 @@ class SuperConductorManager:
                      extra={'instance_uuid': uuid})
             return False
         return mapping.cell_mapping is None
+
+    def _take(self, ctx, build_request):
+        """Whether this delivery of a boot is the one to schedule it.
+
+        Only one delivery takes a build request: a late original and a
+        re-drive of the same boot never both schedule it (which would move
+        the instance's claim under the other's feet).
+        """
+        if not self._still_pending(ctx, build_request):
+            return False
+        if build_request.take(ctx):
+            return True
+        LOG.info('Build request of %s is already being scheduled; ignoring '
+                 'this delivery of its boot', build_request.instance_uuid,
+                 extra={'instance_uuid': build_request.instance_uuid})
+        return False
 
     def _build_in_cell(self, ctx, build_request, request_spec, host_list):
         """Create the instance in the chosen cell and cast its build.
@@ -287,11 +501,17 @@ class SuperConductorManager:
         try:
             cell0 = self._cell(ctx, cell_mapping_obj.CELL0_UUID)
             cctx = ss_context.target_cell(ctx, cell0)
-            instance = build_request.instance
-            instance.vm_state = instance_obj.ERROR
-            instance.task_state = None
-            instance.create(cctx, fault=objects.InstanceFault.from_exception(
-                uuid, exc))
+            try:
+                # An earlier attempt that stopped before pointing the
+                # mapping at cell0 left its row: that one is the ERROR.
+                instance = objects.Instance.get_by_uuid(cctx, uuid)
+            except exception.InstanceNotFound:
+                instance = build_request.instance
+                instance.vm_state = instance_obj.ERROR
+                instance.task_state = None
+                instance.create(
+                    cctx, fault=objects.InstanceFault.from_exception(
+                        uuid, exc))
             mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
             if not mapping.set_cell(ctx, cell0):
                 instance.destroy(cctx)

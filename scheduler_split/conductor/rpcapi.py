@@ -9,6 +9,8 @@ Version history:
           host's availability zone)
     1.2 - Instance 1.2 (accessIPv4/accessIPv6), also inside BuildRequest,
           in schedule_and_build_instances and build_instances
+    1.4 - consumers_needing_claims (super): the scheduler's heal asks
+          which consumers still need their claims
 """
 
 from scheduler_split import conf
@@ -31,6 +33,9 @@ OBJECT_VERSIONS = {
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.2': {'BuildRequest': '1.0', 'Instance': '1.2', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.4': {'BuildRequest': '1.0', 'Instance': '1.2', 'InstanceFault': '1.0',
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
@@ -63,7 +68,7 @@ def version_cap(service_db):
 
 
 class ConductorAPI:
-    VERSION = '1.2'
+    VERSION = '1.4'
 
     def __init__(self, transport, service_db=cell0_db):
         """A client for the conductors on ``transport``, which record
@@ -86,3 +91,11 @@ class ConductorAPI:
         cctxt.cast(ctx, 'build_instances', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry)
+
+    def consumers_needing_claims(self, ctx, consumer_uuids):
+        """Call from the scheduler's heal to the super-conductor (API
+        bus): those of ``consumer_uuids`` whose claims are still needed
+        (build request pending, or instance live in its mapped cell)."""
+        cctxt, _ = self.client.prepare('1.4')
+        return cctxt.call(ctx, 'consumers_needing_claims',
+                          consumer_uuids=list(consumer_uuids))

@@ -27,7 +27,32 @@ conductor_opts = [
                     'rpc_response_timeout.'),
     cfg.IntOpt('lost_build_check_interval',
                default=60, min=1,
-               help='Seconds between two looks for lost builds.'),
+               help='Seconds between two looks for lost builds, for boots '
+                    'to re-drive (see build_redrive_interval) and for '
+                    'placements a crash interrupted (a build request left '
+                    'behind, a row in a cell other than the one the '
+                    'instance mapping names), which the super-conductor '
+                    'finishes.'),
+    cfg.IntOpt('build_redrive_interval',
+               default=60, min=1,
+               help='Seconds a boot may wait on the bus, taken by no '
+                    'super-conductor, before the super-conductor casts '
+                    'schedule_and_build_instances for it again: a broker '
+                    'that restarted without keeping the queue lost the '
+                    'first cast. Whichever delivery takes the build request '
+                    'first schedules it; the others find it taken. Also '
+                    'the wait before a boot whose call to the scheduler '
+                    'the bus lost (a timeout) is tried again. Durable '
+                    'queues ([oslo_messaging_rabbit] amqp_durable_queues, '
+                    'on by default) keep queued boots across a clean '
+                    'restart; the re-drive covers what they do not.'),
+    cfg.IntOpt('build_redrive_limit',
+               default=3, min=0,
+               help='How many times one boot is re-driven (see '
+                    'build_redrive_interval); 0 never. A boot still taken '
+                    'by nobody after lost_build_timeout ends in ERROR in '
+                    'cell0, so keep build_redrive_limit * '
+                    'build_redrive_interval below lost_build_timeout.'),
 ]
 
 

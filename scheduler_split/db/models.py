@@ -74,6 +74,13 @@ class BuildRequest(_Timestamps, ApiBase):
     # The serialized Instance object the API answers with until the
     # instance exists in a cell.
     instance = sa.Column(sa.Text, nullable=False)
+    # When a super-conductor took the build request to schedule it; NULL
+    # while its boot still waits on the bus (or was lost with it).
+    taken_at = sa.Column(sa.DateTime, nullable=True)
+    # How often a super-conductor cast the boot again because no one took
+    # it.
+    redrives = sa.Column(sa.Integer, nullable=False, default=0,
+                         server_default='0')
 
 
 class RequestSpec(_Timestamps, ApiBase):

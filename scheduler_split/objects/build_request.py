@@ -75,13 +75,94 @@ class BuildRequest(base.SchedulerSplitObject):
 
     @classmethod
     def get_all(cls, ctx, project_id=None):
+        """Build requests whose instance no cell holds yet.
+
+        One whose instance mapping already names a cell is a leftover of
+        a placement interrupted before it deleted the build request: the
+        cell's row is the server, so it is not returned (see
+        ``get_placed``).
+        """
         with engines.reader(CONF.api_database.connection) as session:
-            query = sa.select(models.BuildRequest).order_by(
+            query = sa.select(models.BuildRequest).join(
+                models.InstanceMapping,
+                models.InstanceMapping.instance_uuid ==
+                models.BuildRequest.instance_uuid).where(
+                models.InstanceMapping.cell_id.is_(None)).order_by(
                 models.BuildRequest.id)
             if project_id is not None:
                 query = query.where(
                     models.BuildRequest.project_id == project_id)
             return [cls._from_row(row) for row in session.scalars(query)]
+
+    @classmethod
+    def get_placed(cls, ctx, seconds):
+        """Build requests left behind by a placement that pointed the
+        instance mapping at a cell ``seconds`` ago or earlier and stopped
+        before deleting them (a placement still under way deletes its
+        own within moments)."""
+        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
+            seconds=seconds)
+        mapping = models.InstanceMapping
+        with engines.reader(CONF.api_database.connection) as session:
+            return [cls._from_row(row) for row in session.scalars(
+                sa.select(models.BuildRequest).join(
+                    mapping, mapping.instance_uuid ==
+                    models.BuildRequest.instance_uuid).where(
+                    mapping.cell_id.is_not(None),
+                    sa.func.coalesce(mapping.updated_at,
+                                     mapping.created_at) <= cutoff)
+                .order_by(models.BuildRequest.id))]
+
+    @classmethod
+    def get_untaken(cls, ctx, seconds):
+        """``[(build request, re-drives so far)]`` of the build requests
+        no super-conductor took, untouched for ``seconds``: their boot is
+        still on the bus, or was lost with it."""
+        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
+            seconds=seconds)
+        with engines.reader(CONF.api_database.connection) as session:
+            return [(cls._from_row(row), row.redrives)
+                    for row in session.scalars(
+                        sa.select(models.BuildRequest).where(
+                            models.BuildRequest.taken_at.is_(None),
+                            sa.func.coalesce(
+                                models.BuildRequest.updated_at,
+                                models.BuildRequest.created_at) < cutoff)
+                        .order_by(models.BuildRequest.id))]
+
+    def take(self, ctx):
+        """Take the build request to schedule it: True for exactly one
+        taker, however many deliveries of its boot (the original, a
+        duplicate, a re-drive) arrive."""
+        now = base.naive_utc(base.utcnow())
+        with engines.writer(CONF.api_database.connection) as session:
+            result = session.execute(sa.update(models.BuildRequest).where(
+                models.BuildRequest.instance_uuid == self.instance_uuid,
+                models.BuildRequest.taken_at.is_(None)).values(
+                taken_at=now, updated_at=now))
+        return result.rowcount == 1
+
+    def give_back(self, ctx):
+        """Undo ``take``: scheduling it failed before any cell held the
+        instance and claimed nothing, so a re-drive may try again."""
+        with engines.writer(CONF.api_database.connection) as session:
+            session.execute(sa.update(models.BuildRequest).where(
+                models.BuildRequest.instance_uuid == self.instance_uuid)
+                .values(taken_at=None,
+                        updated_at=base.naive_utc(base.utcnow())))
+
+    def note_redrive(self, ctx, seen):
+        """Count one more re-drive of the boot, if nobody took the build
+        request and no other super-conductor re-drove it since it was read
+        with ``seen`` re-drives: True if this caller is to cast it."""
+        with engines.writer(CONF.api_database.connection) as session:
+            result = session.execute(sa.update(models.BuildRequest).where(
+                models.BuildRequest.instance_uuid == self.instance_uuid,
+                models.BuildRequest.taken_at.is_(None),
+                models.BuildRequest.redrives == seen).values(
+                redrives=seen + 1,
+                updated_at=base.naive_utc(base.utcnow())))
+        return result.rowcount == 1
 
     def update_instance(self, ctx, changes):
         """Apply ``changes`` (Instance field -> value) to the instance

@@ -95,7 +95,8 @@ class InstanceMapping(base.SchedulerSplitObject):
             result = session.execute(sa.update(models.InstanceMapping).where(
                 models.InstanceMapping.instance_uuid == self.instance_uuid,
                 models.InstanceMapping.cell_id.is_(None)
-            ).values(cell_id=cell_mapping.id))
+            ).values(cell_id=cell_mapping.id,
+                     updated_at=base.naive_utc(base.utcnow())))
         if result.rowcount != 1:
             return False
         self.cell_mapping = cell_mapping
@@ -118,6 +119,22 @@ class InstanceMapping(base.SchedulerSplitObject):
                           project_id=row.project_id, user_id=row.user_id)
             mapping.obj_reset_changes()
             return mapping
+
+    @classmethod
+    def get_cell_ids(cls, ctx, instance_uuids):
+        """``{instance uuid: id of the cell its mapping names, or None}``
+        for those of ``instance_uuids`` that have a mapping."""
+        uuids = list(instance_uuids)
+        found = {}
+        with engines.reader(_api_db()) as session:
+            # In chunks: databases bound the size of an IN list.
+            for start in range(0, len(uuids), 500):
+                found.update(session.execute(
+                    sa.select(models.InstanceMapping.instance_uuid,
+                              models.InstanceMapping.cell_id).where(
+                        models.InstanceMapping.instance_uuid.in_(
+                            uuids[start:start + 500]))).all())
+        return found
 
     def destroy(self, ctx):
         with engines.writer(_api_db()) as session:

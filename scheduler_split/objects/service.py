@@ -15,7 +15,7 @@ CONF = conf.CONF
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 2
+SERVICE_VERSION = 3
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -29,6 +29,9 @@ SERVICE_VERSION_HISTORY = (
     # 2: Instance 1.2 carries accessIPv4/accessIPv6: compute 1.2,
     #    conductor 1.2.
     {'compute_rpc': '1.2', 'conductor_rpc': '1.2', 'scheduler_rpc': '1.1'},
+    # 3: the super-conductor answers consumers_needing_claims for the
+    #    scheduler's heal: conductor 1.4.
+    {'compute_rpc': '1.2', 'conductor_rpc': '1.4', 'scheduler_rpc': '1.1'},
 )
 
 # The binary names services record themselves under.

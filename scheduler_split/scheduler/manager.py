@@ -13,6 +13,7 @@ import threading
 
 import oslo_messaging as messaging
 
+from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
@@ -21,6 +22,7 @@ from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import service as service_obj
+from scheduler_split import rpc
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler import host_manager
@@ -39,6 +41,9 @@ CLAIM_REFUSED = (exception.ClaimCapacityExceeded,
 # How often one host is tried when claims of other processes keep
 # changing it under us.
 CLAIM_ATTEMPTS = 5
+# How many consumers one question of the heal to the super-conductor
+# carries.
+HEAL_CHUNK = 500
 
 
 class SchedulerManager:
@@ -50,6 +55,7 @@ class SchedulerManager:
         self.weighers = weights.load(CONF.filter_scheduler.weighers)
         self._claim_locks = {}
         self._claim_locks_guard = threading.Lock()
+        self._conductor = None
 
     def endpoint(self, cell_uuid=None):
         """The RPC endpoint for one bus: the API bus or a cell's bus."""
@@ -268,43 +274,46 @@ class SchedulerManager:
 
         Every path that ends an instance's need releases its claim; this
         catches the ones whose release could not reach the database (a
-        crash, an outage). Returns the consumers healed.
+        crash, an outage). Which consumers still need their claims is the
+        super-conductor's to say (it owns the API database and reaches
+        every cell's): the scheduler asks it over the bus and reads no
+        other service's database. If it cannot answer, nothing is
+        released. Returns the consumers healed.
         """
-        ctx = ss_context.get_admin_context()
         if grace is None:
             grace = CONF.scheduler.heal_allocations_grace
+        consumers = sorted(claims.consumers_older_than(self.db_url, grace))
+        if not consumers:
+            return []
+        ctx = ss_context.get_admin_context()
+        needed = set()
+        try:
+            for start in range(0, len(consumers), HEAL_CHUNK):
+                needed.update(self.conductor.consumers_needing_claims(
+                    ctx, consumers[start:start + HEAL_CHUNK]))
+        except Exception as exc:
+            LOG.warning('The super-conductor could not say which of %d '
+                        'allocations are still needed (%s); releasing none',
+                        len(consumers), exception.describe(exc))
+            return []
         healed = []
-        for consumer in claims.consumers_older_than(self.db_url, grace):
-            why = self._unneeded(ctx, consumer)
-            if why:
-                LOG.warning('Healing the allocation of %s: %s', consumer,
-                            why, extra={'instance_uuid': consumer})
-                self.release_resources(ctx, consumer)
-                healed.append(consumer)
+        for consumer in consumers:
+            if consumer in needed:
+                continue
+            LOG.warning('Healing the allocation of %s: no build request or '
+                        'live instance needs it', consumer,
+                        extra={'instance_uuid': consumer})
+            self.release_resources(ctx, consumer)
+            healed.append(consumer)
         return healed
 
-    @staticmethod
-    def _unneeded(ctx, instance_uuid):
-        """Why the instance needs no allocation, or None if it does."""
-        try:
-            mapping = objects.InstanceMapping.get_by_instance_uuid(
-                ctx, instance_uuid)
-        except exception.InstanceMappingNotFound:
-            return 'no such instance'
-        if mapping.cell_mapping is None:
-            try:
-                objects.BuildRequest.get_by_instance_uuid(ctx, instance_uuid)
-                return None
-            except exception.BuildRequestNotFound:
-                return 'deleted before it was scheduled'
-        cctx = ss_context.target_cell(ctx, mapping.cell_mapping)
-        try:
-            instance = objects.Instance.get_by_uuid(cctx, instance_uuid)
-        except exception.InstanceNotFound:
-            return 'instance deleted'
-        if instance.vm_state == 'error':
-            return 'instance in ERROR'
-        return None
+    @property
+    def conductor(self):
+        """The super-conductor's client, on the API bus."""
+        if self._conductor is None:
+            self._conductor = conductor_rpcapi.ConductorAPI(
+                rpc.get_transport())
+        return self._conductor
 
 
 class SchedulerEndpoint:
