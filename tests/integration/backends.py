@@ -146,6 +146,13 @@ class RabbitMQ:
         self.proc = None
         self.log.close()
 
+    def restart(self):
+        """Stop the broker and start it again on the same port and data
+        directory, as a service restart does: durable queues keep their
+        persistent messages, transient queues are gone."""
+        self.stop()
+        return self.start()
+
 
 class PostgreSQL:
 
