@@ -8,6 +8,8 @@ by nobody. Either way every boot ends ACTIVE, with the
 ``service_down_time`` a deployment runs with by default.
 """
 
+import textwrap
+
 import pytest
 
 from tests.functional import fixtures
@@ -27,14 +29,14 @@ def deploy(tmp_path):
         started.append(dep)
         dep.setup()
         names = list(dep._commands())
-        dep.add_config(names, 'broker-restart.conf', """\
+        dep.add_config(names, 'broker-restart.conf', textwrap.dedent("""\
             [DEFAULT]
             # The default: a restart of the broker takes less.
             service_down_time = 60
             [conductor]
             lost_build_timeout = 120
             build_redrive_interval = 5
-            """ + broker_conf)
+            """) + textwrap.dedent(broker_conf))
         dep.start()
         dep.wait_for_api()
         dep.wait_for_hosts(dep.hosts)
