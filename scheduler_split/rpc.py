@@ -35,16 +35,19 @@ def register_opts(conf):
     """transport_url and the driver options, settable before the first
     transport is made.
 
-    Queues are durable by default (``[oslo_messaging_rabbit]
-    amqp_durable_queues``; kombu publishes every message persistent), so
-    that boots queued for the super-conductor, and builds queued for a
-    compute, survive a broker restart. A super-conductor re-drives the
-    boots a broker lost anyway (``[conductor] build_redrive_interval``).
+    Queues keep oslo.messaging's default, transient: RabbitMQ refuses to
+    declare one exchange with two durabilities, and oslo.messaging falls
+    back only from durable to transient, so a service of a release
+    defaulting to transient would fail to start beside one that declared
+    the exchange durable (a rolling upgrade, a broker restart during
+    one). A deployment turns ``[oslo_messaging_rabbit]
+    amqp_durable_queues`` on for every service at once (the example
+    configuration does; kombu publishes every message persistent); with
+    transient queues, the boots a broker restart loses are re-driven by
+    the super-conductor (``[conductor] build_redrive_interval``).
     """
     for group, opts in messaging_opts.list_opts():
         conf.register_opts(opts, group=group)
-    conf.set_default('amqp_durable_queues', True,
-                     group='oslo_messaging_rabbit')
 
 
 register_opts(CONF)

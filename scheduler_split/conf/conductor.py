@@ -43,9 +43,10 @@ conductor_opts = [
                     'first schedules it; the others find it taken. Also '
                     'the wait before a boot whose call to the scheduler '
                     'the bus lost (a timeout) is tried again. Durable '
-                    'queues ([oslo_messaging_rabbit] amqp_durable_queues, '
-                    'on by default) keep queued boots across a clean '
-                    'restart; the re-drive covers what they do not.'),
+                    'queues ([oslo_messaging_rabbit] amqp_durable_queues = '
+                    'true in every service) keep queued boots across a '
+                    'clean restart; the re-drive covers transient queues '
+                    'and what durable ones lose.'),
     cfg.IntOpt('build_redrive_limit',
                default=3, min=0,
                help='How many times one boot is re-driven (see '

@@ -1,11 +1,11 @@
 """A RabbitMQ restart loses no boot the API accepted.
 
 Boots wait in the super-conductor's queue (the super-conductor is
-stopped) while the broker restarts. With durable queues, the default,
-the broker keeps them; with transient queues it loses them and the
-super-conductor casts them again once it sees their build requests taken
-by nobody. Either way every boot ends ACTIVE, with the
-``service_down_time`` a deployment runs with by default.
+stopped) while the broker restarts. With transient queues, the default,
+the broker loses them and the super-conductor casts them again once it
+sees their build requests taken by nobody; with durable queues (what a
+new deployment sets) the broker keeps them. Either way every boot ends
+ACTIVE, with the ``service_down_time`` a deployment runs with by default.
 """
 
 import textwrap
@@ -81,6 +81,8 @@ def test_durable_queues_keep_boots_queued_across_a_broker_restart(deploy):
     # No re-drive: the broker alone keeps the boots.
     dep = deploy("""\
         build_redrive_limit = 0
+        [oslo_messaging_rabbit]
+        amqp_durable_queues = true
         """)
     _boots_survive_a_broker_restart(dep)
     super_log = open(dep.log_dir + '/super-conductor.log').read()
@@ -88,10 +90,9 @@ def test_durable_queues_keep_boots_queued_across_a_broker_restart(deploy):
 
 
 def test_boots_a_broker_lost_are_redriven_by_the_super_conductor(deploy):
+    # Transient queues, as oslo.messaging defaults to.
     dep = deploy("""\
         build_redrive_limit = 3
-        [oslo_messaging_rabbit]
-        amqp_durable_queues = false
         """)
     _boots_survive_a_broker_restart(dep)
     super_log = open(dep.log_dir + '/super-conductor.log').read()
