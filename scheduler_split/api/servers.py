@@ -5,6 +5,7 @@ import hashlib
 import ipaddress
 import time
 
+from oslo_utils import timeutils
 import regex
 
 from scheduler_split.api import errors
@@ -14,6 +15,7 @@ from scheduler_split.api import server_groups
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split import policy
 
@@ -410,6 +412,20 @@ def _name_filter(req):
     return matches
 
 
+def _time_parameter(req, name):
+    """The ISO 8601 time of query parameter ``name`` (naive UTC), or None;
+    400 when it is no such time, as Nova's query schema answers."""
+    raw = req.GET.get(name)
+    if raw is None:
+        return None
+    try:
+        return obj_base.naive_utc(timeutils.parse_isotime(raw))
+    except (ValueError, OverflowError):
+        raise errors.bad_request(
+            "Invalid input for query parameters %s. Value: %s. '%s' is not "
+            "a 'date-time'" % (name, raw[:64], raw[:64]))
+
+
 def _listed(req, ctx, compute_api, rule, all_tenants_rule):
     policy.authorize(ctx, rule)
     all_tenants = req.GET.get('all_tenants', 'false').lower() not in (
@@ -419,8 +435,15 @@ def _listed(req, ctx, compute_api, rule, all_tenants_rule):
     if all_tenants:
         policy.authorize(ctx, all_tenants_rule)
     req.environ['scheduler_split.name_filter'] = _name_filter(req)
+    since = _time_parameter(req, 'changes-since')
     instances = [i for i in compute_api.list(ctx, all_tenants=all_tenants)
                  if _matches(req, i)]
+    if since is not None:
+        # Deleted servers are not listed, so this only narrows the list to
+        # the servers changed since then.
+        instances = [i for i in instances
+                     if obj_base.naive_utc(i.updated_at or i.created_at)
+                     >= since]
     marker = req.GET.get('marker')
     if marker:
         uuids = [i.uuid for i in instances]

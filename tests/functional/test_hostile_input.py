@@ -311,3 +311,24 @@ def test_metadata_at_its_length_limits_is_accepted(api):
     metadata = {'k' * 255: 'v' * 255, 'empty': ''}
     server_id = api.boot(name='long-metadata', metadata=metadata)
     assert api.server(server_id)['metadata'] == metadata
+
+
+# --- changes-since ----------------------------------------------------------
+
+@pytest.mark.parametrize('value', ['yesterday', '2026-13-01T00:00:00Z',
+                                   '9' * 5000, '%C2%B2'])
+def test_changes_since_that_is_no_time_is_a_bad_request(api, value):
+    message = _error(api.get('/v2.1/servers/detail?changes-since=' + value),
+                     400, 'badRequest')
+    assert 'changes-since' in message
+
+
+def test_changes_since_narrows_the_list_to_recent_changes(api):
+    user = api.as_user('since:since')
+    server_id = user.boot(name='recent')
+    everything = user.get('/v2.1/servers?changes-since=2000-01-01T00:00:00Z')
+    assert [s['id'] for s in everything.json()['servers']] == [server_id]
+    future = user.get('/v2.1/servers',
+                      params={'changes-since': '2999-01-01T00:00:00+01:00'})
+    assert future.status_code == 200, future.text
+    assert future.json()['servers'] == []
