@@ -17,17 +17,15 @@ from sqlalchemy import orm
 _engines = {}
 _lock = threading.Lock()
 
-# A database that is gone must fail a request within seconds, not hang it:
-# seconds to open a connection, and to wait for a free one in the pool.
+# Seconds to open a connection: a database server that is gone fails a
+# request (the API answers 503) instead of hanging it.
 CONNECT_TIMEOUT = 5
-POOL_TIMEOUT = 10
 
 
 def _sqlite_engine(url, begin):
     engine = sa.create_engine(
         url, connect_args={'check_same_thread': False, 'timeout': 60},
-        poolclass=sa.pool.QueuePool, pool_size=5, max_overflow=20,
-        pool_pre_ping=True, pool_timeout=POOL_TIMEOUT)
+        poolclass=sa.pool.QueuePool, pool_size=5, max_overflow=20)
 
     @event.listens_for(engine, 'connect')
     def _connect(dbapi_connection, record):
@@ -49,9 +47,10 @@ def _sqlite_engine(url, begin):
 def _create(url, writer):
     if url.startswith('sqlite'):
         return _sqlite_engine(url, 'BEGIN IMMEDIATE' if writer else 'BEGIN')
-    # Both psycopg2 and the MySQL drivers take connect_timeout.
+    # Both psycopg2 and the MySQL drivers take connect_timeout; pre-ping
+    # replaces a pooled connection the server dropped before it is used.
     return sa.create_engine(url, pool_pre_ping=True, pool_size=10,
-                            max_overflow=20, pool_timeout=POOL_TIMEOUT,
+                            max_overflow=20,
                             connect_args={'connect_timeout': CONNECT_TIMEOUT})
 
 
