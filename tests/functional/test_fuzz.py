@@ -263,10 +263,18 @@ def _request(draw, target):
             content_length)
 
 
+# Nova's names of the faults a client may cause.
+FAULT_NAMES = {'badRequest', 'unauthorized', 'forbidden', 'itemNotFound',
+               'badMethod', 'notAcceptable', 'conflictingRequest',
+               'overLimit', 'badMediaType'}
+
+
 def _is_nova_fault(resp):
+    assert resp.content_type == 'application/json', resp.headers
     body = json.loads(resp.body)
     assert isinstance(body, dict) and len(body) == 1, body
     (name, fault), = body.items()
+    assert name in FAULT_NAMES, body
     assert isinstance(fault, dict), body
     assert fault.get('code') == resp.status_int, body
     assert isinstance(fault.get('message'), str) and fault['message'], body
