@@ -142,8 +142,8 @@ def _check_strings(body):
             pending.extend((item, where, depth + 1) for item in value)
 
 
-# What SQLAlchemy (and oslo.db, where a driver of it is used) raises when
-# a database cannot be reached, dropped the connection or has no free
+# What SQLAlchemy (and oslo.db, when installed) raises when a database
+# cannot be reached, dropped the connection, is locked or has no free
 # connection: none of them says anything about the request.
 DATABASE_UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError,
                         sa_exc.DisconnectionError, sa_exc.TimeoutError)
@@ -210,13 +210,13 @@ class Router:
             response = errors.fault(400, 'The request URL or query is not '
                                          'valid UTF-8.')
         except DATABASE_UNAVAILABLE as exc:
-            # Nothing was recorded (every write is one transaction), so the
-            # client may simply try again later.
+            # Each write is one transaction, so what failed was not
+            # recorded and the client may simply try again later.
             LOG.error('Request %s: a database is unavailable: %s',
                       request_id, exc)
             response = _unavailable(
                 'The service is temporarily unavailable: a database cannot '
-                'be reached. Nothing was changed; please try again later.')
+                'be reached. Please try again later.')
         except exception.SchedulerSplitException as exc:
             if exc.code == 503:
                 response = _unavailable(exc.format_message())
