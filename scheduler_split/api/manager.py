@@ -75,7 +75,12 @@ class ComputeAPI:
             build_request = objects.BuildRequest(
                 instance_uuid=uuid, project_id=ctx.project_id,
                 instance=instance, created_at=now)
-            build_request.create(ctx, request_spec=spec)
+            try:
+                build_request.create(ctx, request_spec=spec)
+            except Exception:
+                # The boot is refused as a whole: take back those recorded.
+                self._take_back(ctx, build_requests)
+                raise
             build_requests.append(build_request)
             request_specs.append(spec)
         try:
@@ -87,15 +92,22 @@ class ComputeAPI:
             # requests gone and builds nothing.
             LOG.exception('Casting the boot of %s to the conductor failed',
                           [br.instance_uuid for br in build_requests])
-            for build_request in build_requests:
-                try:
-                    build_request.destroy(ctx)
-                except exception.BuildRequestNotFound:
-                    pass
+            self._take_back(ctx, build_requests)
             raise exception.ServiceUnavailable(
                 reason='the conductor could not be reached; no server was '
                        'created')
         return reservation_id, [br.instance for br in build_requests]
+
+    @staticmethod
+    def _take_back(ctx, build_requests):
+        for build_request in build_requests:
+            try:
+                build_request.destroy(ctx)
+            except exception.BuildRequestNotFound:
+                pass
+            except Exception:
+                LOG.exception('Could not take back the build request of %s',
+                              build_request.instance_uuid)
 
     # --- read ---------------------------------------------------------------
 

@@ -13,8 +13,14 @@ _uuid_or_empty = {'type': 'string', 'maxLength': 255}
 # As Nova's parameter_types.accessIPv4/accessIPv6.
 access_ip_v4 = {'type': 'string', 'format': 'ipv4'}
 access_ip_v6 = {'type': 'string', 'format': 'ipv6'}
-_positive_int = {'oneOf': [{'type': 'integer', 'minimum': 1},
-                           {'type': 'string', 'pattern': '^[1-9][0-9]*$'}]}
+# The largest count or limit any column takes (a 32-bit signed integer).
+MAX_INT = 2 ** 31 - 1
+# A positive integer, or its decimal string (which the handler converts
+# and checks against MAX_INT: a pattern cannot say "at most").
+_positive_int = {'oneOf': [{'type': 'integer', 'minimum': 1,
+                            'maximum': MAX_INT},
+                           {'type': 'string',
+                            'pattern': '^[1-9][0-9]{0,9}$'}]}
 
 block_device_mapping_v2 = {
     'type': 'object',

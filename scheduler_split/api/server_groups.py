@@ -8,6 +8,8 @@ boots cannot break them; ``soft-affinity`` and ``soft-anti-affinity``
 ``policies`` list.
 """
 
+import re
+
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
 from scheduler_split import exception
@@ -34,7 +36,8 @@ def _non_negative(req, name):
     raw = req.GET.get(name)
     if raw is None:
         return None
-    if not raw.isdigit():
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+    if not re.fullmatch('[0-9]+', raw, re.ASCII) or len(raw) > 18:
         raise errors.bad_request(
             "Invalid input for query parameters %s. Value: %s. '%s' does "
             "not match '^[0-9]*$'" % (name, raw, raw))
@@ -95,6 +98,12 @@ def create(req, ctx, version):
     if version >= (2, 64):
         group_policy = values['policy']
         rules = {k: int(v) for k, v in (values.get('rules') or {}).items()}
+        for name, value in rules.items():
+            if value > schemas.MAX_INT:
+                raise errors.bad_request(
+                    'Invalid input for field/attribute rules/%s. Value: %s. '
+                    '%s is greater than the maximum of %d'
+                    % (name, value, value, schemas.MAX_INT))
         if rules and group_policy != 'anti-affinity':
             raise errors.bad_request(
                 'Only anti-affinity policy supports rules.')

@@ -3,7 +3,10 @@
 import copy
 import hashlib
 import ipaddress
-import re
+import time
+
+from oslo_utils import timeutils
+import regex
 
 from scheduler_split.api import errors
 from scheduler_split.api import images
@@ -12,6 +15,7 @@ from scheduler_split.api import server_groups
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split import policy
 
@@ -146,12 +150,24 @@ def render(req, version, instance, disclosure):
         body['pinned_availability_zone'] = _requested_zone(req.ctx, instance)
     fault = instance.get('fault')
     if instance.vm_state == instance_obj.ERROR and fault is not None:
-        fault_body = {'code': fault.code, 'message': fault.message,
-                      'created': _time(fault.created_at)}
-        if disclosure.internal_fault_details or fault.code != 500:
-            fault_body['details'] = fault.details or ''
-        body['fault'] = fault_body
+        body['fault'] = _render_fault(fault, disclosure)
     return body
+
+
+def _render_fault(fault, disclosure):
+    """A fault as its server's owner sees it.
+
+    ``details`` (which may hold a traceback, paths and host names) are for
+    admins only; everyone else sees the code and the first line of the
+    message, which is what the failure was, never where in the code.
+    """
+    if disclosure.internal_fault_details:
+        return {'code': fault.code, 'message': fault.message,
+                'details': fault.details or '',
+                'created': _time(fault.created_at)}
+    message = (fault.message or '').split('\n', 1)[0].strip()
+    return {'code': fault.code, 'message': message,
+            'created': _time(fault.created_at)}
 
 
 def _address(value):
@@ -242,6 +258,18 @@ def _count(server, key, default):
     return int(value)
 
 
+def _check_metadata_quota(metadata):
+    """403, as Nova's, for more metadata items than ``[quota]
+    metadata_items``; the schema has already checked each key (1 to 255
+    characters) and value (at most 255)."""
+    allowed = CONF.quota.metadata_items
+    if metadata and 0 <= allowed < len(metadata):
+        raise errors.HTTPError(
+            403, 'Quota exceeded for metadata items: Requested %d, but the '
+                 'limit is %d. Maximum number of metadata items exceeds %d'
+            % (len(metadata), allowed, allowed))
+
+
 def create(req, ctx, version):
     compute_api = req.compute_api
     body = req.json_body_or_error()
@@ -262,6 +290,7 @@ def create(req, ctx, version):
         raise errors.bad_request(
             "Invalid input for field/attribute server. Additional "
             "properties are not allowed ('description' was unexpected)")
+    _check_metadata_quota(server.get('metadata'))
     min_count = _count(server, 'min_count', 1)
     max_count = _count(server, 'max_count', min_count)
     if min_count > max_count:
@@ -325,14 +354,76 @@ def _matches(req, instance):
     reservation_id = req.GET.get('reservation_id')
     if reservation_id and instance.get('reservation_id') != reservation_id:
         return False
-    name = req.GET.get('name')
-    if name:
-        try:
-            if not re.search(name, instance.display_name or ''):
-                return False
-        except re.error:
-            raise errors.bad_request('Invalid name filter: %s' % name)
+    name_filter = req.environ.get('scheduler_split.name_filter')
+    if name_filter and not name_filter(instance.display_name or ''):
+        return False
     return True
+
+
+# Longer than any server name: a pattern that long is no name filter.
+_MAX_NAME_PATTERN = 255
+_COUNTED_REPEAT = regex.compile(r'\{\s*([0-9]*)\s*,?\s*([0-9]*)\s*\}')
+_MAX_REPEAT_PRODUCT = 10000
+
+
+def _name_filter(req):
+    """The ``name`` query parameter as a predicate on server names.
+
+    It is a regular expression, as in Nova, run here in the API process:
+    the ``regex`` engine's timeout bounds the time all the names of one
+    listing may take together, so that a pattern with catastrophic
+    backtracking gets a 400 instead of stalling the API.
+    """
+    pattern = req.GET.get('name')
+    if not pattern:
+        return None
+    if len(pattern) > _MAX_NAME_PATTERN:
+        raise errors.bad_request('Invalid name filter: longer than %d '
+                                 'characters' % _MAX_NAME_PATTERN)
+    # The engine unrolls counted repetitions as it compiles, which no
+    # timeout bounds: (?:(?:a{255}){255}){255} takes seconds to compile.
+    # Their product is what it unrolls at most.
+    product = 1
+    for bounds in _COUNTED_REPEAT.findall(pattern):
+        product *= max([int(b) for b in bounds if b] + [1])
+    if product > _MAX_REPEAT_PRODUCT:
+        raise errors.bad_request(
+            'Invalid name filter: %s repeats too much; use a simpler '
+            'regular expression' % pattern)
+    budget = CONF.api.name_filter_timeout_ms / 1000.0
+    deadline = time.monotonic() + budget
+    try:
+        compiled = regex.compile(pattern)
+    except (regex.error, ValueError, OverflowError, RecursionError):
+        raise errors.bad_request('Invalid name filter: %s is not a valid '
+                                 'regular expression' % pattern)
+
+    def matches(name):
+        remaining = deadline - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            return compiled.search(name, timeout=remaining,
+                                   concurrent=True) is not None
+        except TimeoutError:
+            raise errors.bad_request(
+                'Invalid name filter: %s takes too long to match; use a '
+                'simpler regular expression' % pattern)
+    return matches
+
+
+def _time_parameter(req, name):
+    """The ISO 8601 time of query parameter ``name`` (naive UTC), or None;
+    400 when it is no such time, as Nova's query schema answers."""
+    raw = req.GET.get(name)
+    if raw is None:
+        return None
+    try:
+        return obj_base.naive_utc(timeutils.parse_isotime(raw))
+    except (ValueError, OverflowError):
+        raise errors.bad_request(
+            "Invalid input for query parameters %s. Value: %s. '%s' is not "
+            "a 'date-time'" % (name, raw[:64], raw[:64]))
 
 
 def _listed(req, ctx, compute_api, rule, all_tenants_rule):
@@ -343,8 +434,16 @@ def _listed(req, ctx, compute_api, rule, all_tenants_rule):
         all_tenants = True
     if all_tenants:
         policy.authorize(ctx, all_tenants_rule)
+    req.environ['scheduler_split.name_filter'] = _name_filter(req)
+    since = _time_parameter(req, 'changes-since')
     instances = [i for i in compute_api.list(ctx, all_tenants=all_tenants)
                  if _matches(req, i)]
+    if since is not None:
+        # Deleted servers are not listed, so this only narrows the list to
+        # the servers changed since then.
+        instances = [i for i in instances
+                     if obj_base.naive_utc(i.updated_at or i.created_at)
+                     >= since]
     marker = req.GET.get('marker')
     if marker:
         uuids = [i.uuid for i in instances]

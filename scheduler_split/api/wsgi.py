@@ -12,8 +12,10 @@ import re
 
 from oslo_utils import uuidutils
 import routes
+from sqlalchemy import exc as sa_exc
 import webob
 import webob.dec
+import webob.request
 
 from scheduler_split.api import auth
 from scheduler_split.api import errors
@@ -83,7 +85,15 @@ class Request(webob.Request):
 
     def json_body_or_error(self):
         try:
-            body = json.loads(self.body or b'null')
+            raw = self.body
+        except webob.request.DisconnectionError:
+            raise errors.bad_request('The request body is shorter than its '
+                                     'Content-Length.')
+        try:
+            body = json.loads(raw or b'null')
+        except RecursionError:
+            raise errors.bad_request('Malformed request body: nested more '
+                                     'than %d levels deep' % MAX_BODY_DEPTH)
         except ValueError:
             raise errors.bad_request('Malformed request body')
         if not isinstance(body, dict):
@@ -93,26 +103,62 @@ class Request(webob.Request):
         return body
 
 
+# No request body of the API nests anywhere near this deep; refusing deeper
+# ones keeps every recursive walk of a body (validation, rendering) far
+# from the interpreter's recursion limit.
+MAX_BODY_DEPTH = 32
+
+
 # Control characters and lone surrogates (which JSON can spell but no
 # database can store) are refused anywhere in a body.
 _BAD_CHARACTERS = re.compile('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f'
                              '\ud800-\udfff]')
 
 
-def _check_strings(value, where='body'):
-    if isinstance(value, str):
-        if _BAD_CHARACTERS.search(value):
-            raise errors.bad_request(
-                'Invalid input for field/attribute %s: control characters '
-                'and unpaired surrogates are not allowed.' % where)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_strings(key, where)
-            _check_strings(item, '%s/%s' % (where, key) if where != 'body'
-                           else key)
-    elif isinstance(value, list):
-        for item in value:
-            _check_strings(item, where)
+def _check_strings(body):
+    """400 for a body nested too deep or holding a string no database can
+    store; iterative, so that no body can exhaust the stack."""
+    pending = [(body, 'body', 1)]
+    while pending:
+        value, where, depth = pending.pop()
+        if isinstance(value, str):
+            if _BAD_CHARACTERS.search(value):
+                raise errors.bad_request(
+                    'Invalid input for field/attribute %s: control '
+                    'characters and unpaired surrogates are not allowed.'
+                    % where)
+            continue
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > MAX_BODY_DEPTH:
+            raise errors.bad_request('Malformed request body: nested more '
+                                     'than %d levels deep' % MAX_BODY_DEPTH)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                pending.append((key, where, depth))
+                pending.append((item, '%s/%s' % (where, key)
+                                if where != 'body' else key, depth + 1))
+        else:
+            pending.extend((item, where, depth + 1) for item in value)
+
+
+# What SQLAlchemy (and oslo.db, when installed) raises when a database
+# cannot be reached, dropped the connection, is locked or has no free
+# connection: none of them says anything about the request.
+DATABASE_UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError,
+                        sa_exc.DisconnectionError, sa_exc.TimeoutError)
+try:
+    from oslo_db import exception as _db_exc
+except ImportError:  # oslo.db is not a dependency
+    pass
+else:
+    DATABASE_UNAVAILABLE += (_db_exc.DBConnectionError,)
+
+
+def _unavailable(message):
+    response = errors.fault(503, message)
+    response.headers['Retry-After'] = str(CONF.api.retry_after)
+    return response
 
 
 def _mapper():
@@ -163,9 +209,17 @@ class Router:
         except UnicodeDecodeError:
             response = errors.fault(400, 'The request URL or query is not '
                                          'valid UTF-8.')
+        except DATABASE_UNAVAILABLE as exc:
+            # Each write is one transaction, so what failed was not
+            # recorded and the client may simply try again later.
+            LOG.error('Request %s: a database is unavailable: %s',
+                      request_id, exc)
+            response = _unavailable(
+                'The service is temporarily unavailable: a database cannot '
+                'be reached. Please try again later.')
         except exception.SchedulerSplitException as exc:
             if exc.code == 503:
-                response = errors.fault(503, exc.format_message())
+                response = _unavailable(exc.format_message())
             elif exc.code >= 500:
                 LOG.exception('Request %s failed', request_id)
                 response = errors.fault(500, 'Unexpected API Error. '

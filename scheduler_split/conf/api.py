@@ -15,6 +15,15 @@ api_opts = [
     cfg.IntOpt('max_servers_per_request', default=100, min=1,
                help='Most servers one create request may ask for '
                     '(max_count); more is answered with 413.'),
+    cfg.IntOpt('retry_after', default=5, min=0,
+               help='Seconds a client is told to wait (Retry-After) before '
+                    'it repeats a request answered with 503 because a '
+                    'database or another service could not be reached.'),
+    cfg.IntOpt('name_filter_timeout_ms', default=100, min=1,
+               help='Milliseconds a server list may spend matching its '
+                    '"name" filter (a regular expression) against server '
+                    'names; a pattern that needs longer is refused with '
+                    '400, so that no pattern can stall the API.'),
     cfg.StrOpt('image_endpoint',
                help='Public URL of the image catalog the API serves under '
                     '/image, advertised in clouds.yaml. Empty means not '

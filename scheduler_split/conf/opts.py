@@ -6,6 +6,7 @@ from scheduler_split.conf import conductor
 from scheduler_split.conf import database
 from scheduler_split.conf import fake_driver
 from scheduler_split.conf import policy
+from scheduler_split.conf import quota
 from scheduler_split.conf import scheduler
 from scheduler_split.conf import service
 from scheduler_split.conf import upgrade_levels
@@ -19,7 +20,7 @@ def list_opts():
                           if group is None for opt in opts
                           if opt.name == 'transport_url']}
     for module in (service, api, compute, conductor, database, fake_driver,
-                   policy, scheduler, upgrade_levels):
+                   policy, quota, scheduler, upgrade_levels):
         for group, opts in module.list_opts().items():
             merged.setdefault(group, []).extend(opts)
     return list(merged.items())

@@ -17,6 +17,11 @@ from sqlalchemy import orm
 _engines = {}
 _lock = threading.Lock()
 
+# Seconds to open a connection: a database server that is gone fails a
+# request (the API answers 503) instead of hanging it.
+CONNECT_TIMEOUT = 5
+_TAKE_CONNECT_TIMEOUT = ('psycopg2', 'psycopg', 'pymysql', 'mysqldb')
+
 
 def _sqlite_engine(url, begin):
     engine = sa.create_engine(
@@ -43,8 +48,13 @@ def _sqlite_engine(url, begin):
 def _create(url, writer):
     if url.startswith('sqlite'):
         return _sqlite_engine(url, 'BEGIN IMMEDIATE' if writer else 'BEGIN')
+    # Pre-ping replaces a pooled connection the server dropped before it
+    # is used.
+    connect_args = {}
+    if sa.engine.make_url(url).get_driver_name() in _TAKE_CONNECT_TIMEOUT:
+        connect_args['connect_timeout'] = CONNECT_TIMEOUT
     return sa.create_engine(url, pool_pre_ping=True, pool_size=10,
-                            max_overflow=20)
+                            max_overflow=20, connect_args=connect_args)
 
 
 def get_engine(url, writer=True):

@@ -1,0 +1,174 @@
+"""A database that cannot be reached makes the API answer 503, promptly,
+with a Retry-After header, and it accepts nothing it could not record."""
+
+import contextlib
+import socket
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split import objects
+
+pytestmark = pytest.mark.functional
+
+CONF = conf.CONF
+
+
+@pytest.fixture(scope='module')
+def system(tmp_path_factory):
+    from tests.functional import fixtures
+    system = fixtures.System(tmp_path_factory.mktemp('db-down'), 1,
+                             1).start()
+    yield system
+    system.stop()
+    CONF.reset()
+
+
+@pytest.fixture(scope='module')
+def server_id(system):
+    server_id = system.api.boot(name='survivor')
+    assert system.api.wait_for(server_id)['status'] == 'ACTIVE'
+    return server_id
+
+
+def _nobody_listens():
+    """A PostgreSQL URL on a port of this machine where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    return 'postgresql+psycopg2://nova:secret@127.0.0.1:%d/nova' % port
+
+
+@contextlib.contextmanager
+def _api_database_down():
+    url = CONF.api_database.connection
+    CONF.set_override('connection', _nobody_listens(), group='api_database')
+    try:
+        yield
+    finally:
+        CONF.set_override('connection', url, group='api_database')
+
+
+@contextlib.contextmanager
+def _cell_database_down(system):
+    """The cell's database engines replaced by ones whose server is gone.
+    """
+    url = system.aio.cells[-1].database_connection
+    gone = sa.create_engine(_nobody_listens())
+    saved = {key: engines._engines.get(key)
+             for key in ((url, True), (url, False))}
+    for key in saved:
+        engines._engines[key] = gone
+    try:
+        yield
+    finally:
+        for key, engine in saved.items():
+            if engine is None:
+                engines._engines.pop(key, None)
+            else:
+                engines._engines[key] = engine
+        gone.dispose()
+
+
+def _unavailable(resp):
+    assert resp.status_code == 503, resp.text
+    body = resp.json()
+    assert list(body) == ['serviceUnavailable']
+    assert body['serviceUnavailable']['code'] == 503
+    assert 'database' in body['serviceUnavailable']['message']
+    assert 'Traceback' not in resp.text
+    assert int(resp.headers['Retry-After']) == CONF.api.retry_after
+
+
+def _requests(api, server_id):
+    from scheduler_split.api import images
+    return {
+        'list': lambda: api.get('/v2.1/servers'),
+        'list detail': lambda: api.get('/v2.1/servers/detail'),
+        'show': lambda: api.get('/v2.1/servers/%s' % server_id),
+        'boot': lambda: api.post('/v2.1/servers', {'server': {
+            'name': 'never', 'flavorRef': '1', 'networks': 'none',
+            'imageRef': images.find('cirros')[0]}}),
+        'delete': lambda: api.delete('/v2.1/servers/%s' % server_id),
+    }
+
+
+@pytest.mark.parametrize('what', ['list', 'list detail', 'show', 'boot',
+                                  'delete'])
+def test_api_database_down_is_503_with_retry_after(system, server_id, what):
+    send = _requests(system.api, server_id)[what]
+    with _api_database_down():
+        started = time.monotonic()
+        resp = send()
+        elapsed = time.monotonic() - started
+    _unavailable(resp)
+    assert elapsed < 5
+    # Nothing was half-done: the server is still there, no other exists.
+    assert [s['name'] for s in system.api.servers()] == ['survivor']
+    assert system.api.server(server_id)['status'] == 'ACTIVE'
+
+
+@pytest.mark.parametrize('what', ['list', 'list detail', 'show', 'delete'])
+def test_cell_database_down_is_503_with_retry_after(system, server_id,
+                                                    what):
+    send = _requests(system.api, server_id)[what]
+    with _cell_database_down(system):
+        _unavailable(send())
+    assert system.api.server(server_id)['status'] == 'ACTIVE'
+
+
+@pytest.mark.parametrize('error', [
+    sa.exc.TimeoutError('QueuePool limit of size 10 overflow 20 reached, '
+                        'connection timed out, timeout 10.00'),
+    sa.exc.DisconnectionError('connection invalidated'),
+    sa.exc.OperationalError('SELECT 1', {}, Exception(
+        'server closed the connection unexpectedly')),
+    sa.exc.InterfaceError('SELECT 1', {}, Exception('connection already '
+                                                    'closed')),
+], ids=['pool timeout', 'disconnection', 'operational', 'interface'])
+def test_every_kind_of_lost_database_is_503(system, server_id, monkeypatch,
+                                            error):
+    def lost(*args, **kwargs):
+        raise error
+    monkeypatch.setattr(objects.CellMapping, 'get_all', lost)
+    _unavailable(system.api.get('/v2.1/servers'))
+
+
+def test_boot_that_cannot_be_fully_recorded_is_refused_whole(
+        system, server_id, monkeypatch):
+    """A boot of three servers whose database goes away after the first
+    is recorded leaves no server behind."""
+    real_create = objects.BuildRequest.create
+    recorded = []
+
+    def create(self, ctx, request_spec=None):
+        if recorded:
+            raise sa.exc.OperationalError(
+                'INSERT', {}, Exception('could not connect to server'))
+        real_create(self, ctx, request_spec=request_spec)
+        recorded.append(self.instance_uuid)
+
+    monkeypatch.setattr(objects.BuildRequest, 'create', create)
+    from scheduler_split.api import images
+    resp = system.api.post('/v2.1/servers', {'server': {
+        'name': 'partial', 'flavorRef': '1', 'networks': 'none',
+        'imageRef': images.find('cirros')[0], 'min_count': 3,
+        'max_count': 3}})
+    _unavailable(resp)
+    monkeypatch.undo()
+    assert len(recorded) == 1
+    assert system.api.get('/v2.1/servers/%s' % recorded[0]).status_code \
+        == 404
+    assert [s['name'] for s in system.api.servers()] == ['survivor']
+
+
+def test_database_back_means_service_back(system, server_id):
+    with _api_database_down():
+        _unavailable(system.api.get('/v2.1/servers'))
+    assert system.api.get('/v2.1/servers').status_code == 200
+    with _cell_database_down(system):
+        _unavailable(system.api.get('/v2.1/servers'))
+    assert system.api.get('/v2.1/servers').status_code == 200
