@@ -1,0 +1,135 @@
+"""Each component SIGKILLed in the middle of a burst of boots: once it
+is back, no build is left in BUILD, every listed server can be shown and
+deleted, claims follow the live servers, no host is over capacity, and
+no request was answered with a 500.
+
+One deployment (two cells of two computes, two schedulers, RabbitMQ and
+PostgreSQL) serves every victim in turn; each prints one line of
+figures. Its timers are short so that lost builds and leaked claims are
+settled within the test's bounds.
+"""
+
+import time
+
+import pytest
+
+from tests.integration import deployment as deployment_mod
+from tests.integration import faults
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
+
+LOST_BUILD_TIMEOUT = 15
+HEAL_INTERVAL = 3
+HEAL_GRACE = 5
+# How long the claims may take to follow the servers: one heal after
+# the grace, and some slack for a loaded machine.
+HEAL_WINDOW = HEAL_GRACE + 2 * HEAL_INTERVAL + 10
+# Seconds a victim stays dead, the burst going on meanwhile.
+DOWN = 3
+# Seconds after the victim is back within which every build settles.
+SETTLE = 120
+
+# victim -> the process killed (None: a backend, killed and restarted on
+# its port and data directory).
+VICTIMS = {
+    'scheduler': 'scheduler',
+    'super-conductor': 'super-conductor',
+    'cell-conductor': 'conductor-cell1',
+    'compute': 'cell1-compute2',
+    'api': 'api',
+    'rabbitmq': None,
+    'postgresql': None,
+}
+
+
+@pytest.fixture(scope='module')
+def system(tmp_path_factory):
+    dep = deployment_mod.Deployment(tmp_path_factory.mktemp('faults'),
+                                    schedulers=2)
+    processes = (['api', 'super-conductor', 'scheduler', 'scheduler-2'] +
+                 ['conductor-%s' % cell for cell in dep.CELLS] + dep.hosts)
+    dep.add_config(processes, 'faults.conf', """\
+        [conductor]
+        lost_build_timeout = %d
+        [scheduler]
+        heal_allocations_interval = %d
+        heal_allocations_grace = %d
+        """ % (LOST_BUILD_TIMEOUT, HEAL_INTERVAL, HEAL_GRACE))
+    try:
+        yield dep.bring_up()
+    finally:
+        dep.teardown()
+
+
+def _healthy(dep, client):
+    """Every process running and every host reporting, no server left:
+    one victim's failure does not spill into the next one's figures."""
+    dead = dep.dead()
+    if dead:
+        dep.start(*dead)
+    dep.wait_for_api()
+    dep.wait_for_hosts(dep.hosts, timeout=120)
+    faults.delete_everything(client, faults.Figures())
+    deadline = time.monotonic() + HEAL_WINDOW
+    while faults.claims(dep) and time.monotonic() < deadline:
+        time.sleep(1)
+
+
+def _kill_and_bring_back(dep, victim):
+    """SIGKILL the victim, leave it dead for DOWN seconds, start it
+    again and wait until it serves."""
+    name = VICTIMS[victim]
+    if victim == 'rabbitmq':
+        dep.rabbit.kill_and_restart(down=DOWN)
+        # Every compute's report crossing its cell bus to a scheduler.
+        dep.wait_for_hosts(dep.hosts, timeout=120)
+        return
+    if victim == 'postgresql':
+        dep.postgres.kill_and_restart(down=DOWN)
+        dep.wait_for_hosts(dep.hosts, timeout=120)
+        return
+    dep.kill(name)
+    time.sleep(DOWN)
+    since = dep.log_size(name)
+    dep.start(name)
+    if name == 'api':
+        dep.wait_for_api()
+    elif name in dep.hosts:
+        dep.wait_for_log(name, ' started', since)
+        dep.wait_for_hosts([name])
+    else:
+        dep.wait_for_log(name, ' started', since)
+
+
+@pytest.mark.parametrize('victim', list(VICTIMS))
+def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
+        system, victim, capsys):
+    client = faults.Client(system.base_url)
+    _healthy(system, client)
+    client = faults.Client(system.base_url)
+    burst = faults.Burst(client, 'kill-%s' % victim,
+                         seed=list(VICTIMS).index(victim)).start()
+    try:
+        burst.wait_for_requests(8)
+        _kill_and_bring_back(system, victim)
+        back = time.monotonic()
+        # Some boots against the component just back.
+        time.sleep(2)
+    finally:
+        burst.stop()
+    figures = faults.verify(
+        system, client, burst, HEAL_WINDOW,
+        settle_timeout=max(SETTLE - (time.monotonic() - back), 10))
+    with capsys.disabled():
+        print('\n' + figures.line(victim))
+
+    assert figures.accepted, 'no boot was accepted: %s' % figures.line(
+        victim)
+    problems = ['stuck', 'lost', 'undeleted', 'ghosts', 'leaked_claims',
+                'unclaimed', 'overcommitted', 'http_500', 'malformed']
+    if victim != 'api':
+        # Only a dead API may leave a request without an answer.
+        problems.append('unreachable')
+    found = [p for p in problems if getattr(figures, p)]
+    assert not found, '%s\n%s' % (figures.line(victim),
+                                  '\n'.join(figures.details))
