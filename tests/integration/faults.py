@@ -87,7 +87,9 @@ def _nova_error_shape(resp):
 
 class Burst:
     """Threads posting boots (some for several servers at once) and a few
-    deletes of servers they booted, until stopped or out of requests.
+    deletes of servers they booted, until stopped or ``max_requests`` were
+    answered. A request without an answer (the API is down) spends none
+    of the budget; its thread waits a second before the next.
 
     Each request gets a name of its own (``<prefix>-<n>``; a boot of k
     servers names them ``<prefix>-<n>-1`` ... ``-k``), so the servers of
@@ -96,7 +98,7 @@ class Burst:
     """
 
     def __init__(self, client, prefix, threads=3, pause=0.3,
-                 max_requests=45, seed=0):
+                 max_requests=36, seed=0):
         self.client = client
         self.prefix = prefix
         self.threads = threads
@@ -106,12 +108,16 @@ class Burst:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.sent = 0
+        self.answered = 0
         # Names of the servers of every boot answered 202.
         self.accepted = set()
         # name -> id of single boots answered 202, candidates for delete.
         self.deletable = {}
         # Names of servers whose DELETE was answered 204.
         self.deleted = set()
+        # Set at each 202 for a boot of several servers: a moment when
+        # every service has work in flight.
+        self.multi_accepted = threading.Event()
         self._workers = []
         from scheduler_split.api import images
         self.image = images.find('cirros')[0]
@@ -134,11 +140,18 @@ class Burst:
         while self.sent < count and time.monotonic() < deadline:
             time.sleep(0.05)
 
+    def wait_for_busy_moment(self, after, timeout=60):
+        """Wait until ``after`` requests went out and then for the next
+        boot of several servers to be accepted."""
+        self.wait_for_requests(after, timeout)
+        self.multi_accepted.clear()
+        self.multi_accepted.wait(timeout)
+
     def _next(self):
         """The next request to send: ('boot', name, count) or
         ('delete', name, id); None once the budget is spent."""
         with self.lock:
-            if self.sent >= self.max_requests:
+            if self.answered >= self.max_requests:
                 return None
             self.sent += 1
             number = self.sent
@@ -155,9 +168,14 @@ class Burst:
             if step is None:
                 return
             if step[0] == 'boot':
-                self._boot(step[1], step[2])
+                resp = self._boot(step[1], step[2])
             else:
-                self._delete(step[1], step[2])
+                resp = self._delete(step[1], step[2])
+            if resp is None:
+                self.stopping.wait(1)
+                continue
+            with self.lock:
+                self.answered += 1
             self.stopping.wait(self.pause)
 
     def _boot(self, name, count):
@@ -168,7 +186,7 @@ class Burst:
         resp = self.client.request('POST', '/v2.1/servers',
                                    json={'server': server})
         if resp is None or resp.status_code != 202:
-            return
+            return resp
         with self.lock:
             if count == 1:
                 self.accepted.add(name)
@@ -176,12 +194,15 @@ class Burst:
             else:
                 self.accepted.update('%s-%d' % (name, index)
                                      for index in range(1, count + 1))
+                self.multi_accepted.set()
+        return resp
 
     def _delete(self, name, server_id):
         resp = self.client.request('DELETE', '/v2.1/servers/%s' % server_id)
         if resp is not None and resp.status_code == 204:
             with self.lock:
                 self.deleted.add(name)
+        return resp
 
 
 @dataclasses.dataclass

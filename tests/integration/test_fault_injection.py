@@ -29,16 +29,22 @@ DOWN = 3
 # Seconds after the victim is back within which every build settles.
 SETTLE = 120
 
-# victim -> the process killed (None: a backend, killed and restarted on
-# its port and data directory).
+# A spawn takes a second and one in five fails (and is rescheduled by
+# its cell conductor), so that every service has work in flight.
+SPAWN_DELAY = 1.0
+FAILURE_RATE = 0.2
+
+# victim -> (the process killed, or None for a backend killed and
+# restarted on its port and data directory; seconds from a boot's 202 to
+# the kill, when the victim is likely to be working on that boot).
 VICTIMS = {
-    'scheduler': 'scheduler',
-    'super-conductor': 'super-conductor',
-    'cell-conductor': 'conductor-cell1',
-    'compute': 'cell1-compute2',
-    'api': 'api',
-    'rabbitmq': None,
-    'postgresql': None,
+    'scheduler': ('scheduler', 0.05),
+    'super-conductor': ('super-conductor', 0.0),
+    'cell-conductor': ('conductor-cell1', SPAWN_DELAY),
+    'compute': ('cell1-compute2', 0.5),
+    'api': ('api', 0.0),
+    'rabbitmq': (None, 0.3),
+    'postgresql': (None, 0.3),
 }
 
 
@@ -54,7 +60,11 @@ def system(tmp_path_factory):
         [scheduler]
         heal_allocations_interval = %d
         heal_allocations_grace = %d
-        """ % (LOST_BUILD_TIMEOUT, HEAL_INTERVAL, HEAL_GRACE))
+        [fake_driver]
+        spawn_delay = %s
+        failure_rate = %s
+        """ % (LOST_BUILD_TIMEOUT, HEAL_INTERVAL, HEAL_GRACE, SPAWN_DELAY,
+               FAILURE_RATE))
     try:
         yield dep.bring_up()
     finally:
@@ -78,7 +88,7 @@ def _healthy(dep, client):
 def _kill_and_bring_back(dep, victim):
     """SIGKILL the victim, leave it dead for DOWN seconds, start it
     again and wait until it serves."""
-    name = VICTIMS[victim]
+    name = VICTIMS[victim][0]
     if victim == 'rabbitmq':
         dep.rabbit.kill_and_restart(down=DOWN)
         # Every compute's report crossing its cell bus to a scheduler.
@@ -110,7 +120,8 @@ def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
     burst = faults.Burst(client, 'kill-%s' % victim,
                          seed=list(VICTIMS).index(victim)).start()
     try:
-        burst.wait_for_requests(8)
+        burst.wait_for_busy_moment(after=6)
+        time.sleep(VICTIMS[victim][1])
         _kill_and_bring_back(system, victim)
         back = time.monotonic()
         # Some boots against the component just back.
