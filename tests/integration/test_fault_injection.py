@@ -19,6 +19,11 @@ from tests.integration import faults
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 LOST_BUILD_TIMEOUT = 15
+# Boots the bus lost are cast again after this long (three times at
+# most, within LOST_BUILD_TIMEOUT); computes look this often for builds
+# on their host that no longer run.
+REDRIVE_INTERVAL = 3
+UNFINISHED_BUILD_CHECK_INTERVAL = 3
 HEAL_INTERVAL = 3
 HEAL_GRACE = 5
 # How long the claims may take to follow the servers: one heal after
@@ -57,14 +62,18 @@ def system(tmp_path_factory):
     dep.add_config(processes, 'faults.conf', """\
         [conductor]
         lost_build_timeout = %d
+        build_redrive_interval = %d
+        [compute]
+        unfinished_build_check_interval = %d
         [scheduler]
         heal_allocations_interval = %d
         heal_allocations_grace = %d
         [fake_driver]
         spawn_delay = %s
         failure_rate = %s
-        """ % (LOST_BUILD_TIMEOUT, HEAL_INTERVAL, HEAL_GRACE, SPAWN_DELAY,
-               FAILURE_RATE))
+        """ % (LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL,
+               UNFINISHED_BUILD_CHECK_INTERVAL, HEAL_INTERVAL, HEAL_GRACE,
+               SPAWN_DELAY, FAILURE_RATE))
     try:
         yield dep.bring_up()
     finally:
