@@ -24,9 +24,9 @@ UNAVAILABLE = 503
 
 class Client:
     """Speaks to the API as admin:admin and keeps every answer's status:
-    refusals (4xx, 503) in Nova's error shape are expected while a
-    component is down; a 500, an error in another shape, or no answer at
-    all are counted apart."""
+    refusals (4xx, 503 with a Retry-After) in Nova's error shape are
+    expected while a component is down; a 500, an error in another shape,
+    or no answer at all are counted apart."""
 
     def __init__(self, base_url, timeout=60):
         self.base_url = base_url
@@ -58,9 +58,12 @@ class Client:
                         method, path, resp.status_code, resp.text[:300]))
                 else:
                     self.refused += 1
-                if not _nova_error_shape(resp):
-                    self.malformed.append('%s %s: %s %s' % (
-                        method, path, resp.status_code, resp.text[:300]))
+                if not _nova_error_shape(resp) or (
+                        resp.status_code == UNAVAILABLE and
+                        'Retry-After' not in resp.headers):
+                    self.malformed.append('%s %s: %s %s %s' % (
+                        method, path, resp.status_code,
+                        dict(resp.headers), resp.text[:300]))
         return resp
 
     def servers(self):
