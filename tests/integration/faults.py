@@ -9,8 +9,10 @@ listed server can be shown and deleted, claims match live servers, no
 host is over capacity, and no request was answered with a 500.
 """
 
+import collections
 import dataclasses
 import random
+import re
 import threading
 import time
 
@@ -245,19 +247,31 @@ class Figures:
             self.details.append('%s: %s' % (what, sorted(items)[:10]))
 
 
+_UUID = re.compile('[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                   '[0-9a-f]{12}')
+
+
+def fault_messages(servers):
+    """How many servers in ERROR show each fault message (uuids left
+    out, so that alike faults count together)."""
+    return collections.Counter(
+        _UUID.sub('<uuid>', (s.get('fault') or {}).get('message', ''))
+        for s in servers if s['status'] == 'ERROR')
+
+
 def _settled(server):
     return server['status'] in FINAL and (
         server['status'] == 'ACTIVE' or (server.get('fault') or {}).get(
             'message'))
 
 
-def settle(client, burst, timeout=120):
+def settle(client, burst, since, timeout=120):
     """Wait until every server the burst got accepted is ACTIVE or in
     ERROR with a fault, every server it deleted is gone, and every other
-    server of its prefix (one whose answer never came) is settled too.
-    Returns ``(servers by name, seconds it took)``."""
-    started = time.monotonic()
-    deadline = started + timeout
+    server of its prefix (one whose answer never came) is settled too, at
+    most ``timeout`` seconds after ``since`` (a ``time.monotonic()``).
+    Returns ``(servers by name, seconds since ``since``)``."""
+    deadline = since + timeout
     servers = {}
     while True:
         listed = client.servers()
@@ -275,7 +289,7 @@ def settle(client, burst, timeout=120):
         if time.monotonic() > deadline:
             break
         time.sleep(1)
-    return servers, time.monotonic() - started
+    return servers, time.monotonic() - since
 
 
 def claims(deployment):
@@ -350,12 +364,16 @@ def delete_everything(client, figures, timeout=60):
     figures.note('undeleted', undeleted)
 
 
-def verify(deployment, client, burst, heal_window, settle_timeout=120):
-    """Everything that must hold once the victim is back; the figures."""
+def verify(deployment, client, burst, heal_window, back,
+           settle_timeout=120):
+    """Everything that must hold once the victim is back (at ``back``, a
+    ``time.monotonic()``); the figures."""
     figures = Figures(accepted=len(burst.accepted), refused=client.refused)
-    servers, figures.settle = settle(client, burst, settle_timeout)
+    servers, figures.settle = settle(client, burst, back, settle_timeout)
     expected = burst.accepted - burst.deleted
     mine = {n for n in servers if n.startswith(burst.prefix + '-')}
+    figures.details.append('faults: %s' % dict(fault_messages(
+        servers[n] for n in mine)))
     lost = expected - set(servers)
     stuck = {n for n in (expected | mine) & set(servers)
              if not _settled(servers[n])}

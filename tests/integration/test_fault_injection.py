@@ -9,6 +9,8 @@ figures. Its timers are short so that lost builds and leaked claims are
 settled within the test's bounds.
 """
 
+import datetime
+import os
 import time
 
 import pytest
@@ -94,6 +96,13 @@ def _healthy(dep, client):
         time.sleep(1)
 
 
+def _log(dep, text):
+    """A line in the deployment's log directory, beside the services'
+    logs, to tell what the test did when."""
+    with open(os.path.join(dep.log_dir, 'faults.log'), 'a') as f:
+        f.write('%s %s\n' % (datetime.datetime.now().isoformat(' '), text))
+
+
 def _kill_and_bring_back(dep, victim):
     """SIGKILL the victim, leave it dead for DOWN seconds, start it
     again and wait until it serves."""
@@ -126,20 +135,23 @@ def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
     client = faults.Client(system.base_url)
     _healthy(system, client)
     client = faults.Client(system.base_url)
+    _log(system, '%s: burst' % victim)
     burst = faults.Burst(client, 'kill-%s' % victim,
                          seed=list(VICTIMS).index(victim)).start()
     try:
         burst.wait_for_busy_moment(after=6)
         time.sleep(VICTIMS[victim][1])
+        _log(system, '%s: kill' % victim)
         _kill_and_bring_back(system, victim)
         back = time.monotonic()
+        _log(system, '%s: back' % victim)
         # Some boots against the component just back.
         time.sleep(2)
     finally:
         burst.stop()
-    figures = faults.verify(
-        system, client, burst, HEAL_WINDOW,
-        settle_timeout=max(SETTLE - (time.monotonic() - back), 10))
+    figures = faults.verify(system, client, burst, HEAL_WINDOW, back,
+                            settle_timeout=SETTLE)
+    _log(system, '\n  '.join([figures.line(victim)] + figures.details))
     with capsys.disabled():
         print('\n' + figures.line(victim))
 
