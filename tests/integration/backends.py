@@ -9,6 +9,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -153,6 +154,43 @@ class RabbitMQ:
         self.stop()
         return self.start()
 
+    def kill_and_restart(self, down=0):
+        """SIGKILL the node (no clean shutdown: queues that are not
+        durable, and their messages, are gone), wait ``down`` seconds,
+        then start it again on the same port, node name and data
+        directory."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        # The node's own children (erl_child_setup, ...) are in its group.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                os.killpg(self.proc.pid, 0)
+            except ProcessLookupError:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError('RabbitMQ survived SIGKILL')
+            time.sleep(0.1)
+        self.log.close()
+        time.sleep(down)
+        self.log = open(os.path.join(self.base, 'server.out'), 'a')
+        self.proc = subprocess.Popen(
+            [os.path.join(self.BIN, 'rabbitmq-server')], env=self.env,
+            stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                self.ctl('await_startup', '--timeout', '60')
+                return self
+            except subprocess.CalledProcessError:
+                if self.proc.poll() is not None or \
+                        time.monotonic() > deadline:
+                    raise RuntimeError(
+                        'RabbitMQ did not start again; see %s'
+                        % os.path.join(self.base, 'server.out'))
+                time.sleep(1)
+
 
 class PostgreSQL:
 
@@ -209,3 +247,60 @@ class PostgreSQL:
                   '-m', 'fast', '-w', 'stop')
         self.started = False
         shutil.rmtree(self.base, ignore_errors=True)
+
+    def _server_pids(self):
+        """The postmaster and its children (backends, checkpointer, ...).
+        """
+        with open(os.path.join(self.data, 'postmaster.pid')) as f:
+            postmaster = int(f.readline())
+        pids = [postmaster]
+        for entry in os.listdir('/proc'):
+            if entry.isdigit() and _parent_of(entry) == postmaster:
+                pids.append(int(entry))
+        return pids
+
+    def kill_and_restart(self, down=0):
+        """SIGKILL the postmaster and every server process (a crash: no
+        checkpoint, every connection cut), wait ``down`` seconds, then
+        start it again on the same port and data directory (crash
+        recovery)."""
+        pids = self._server_pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in pids):
+            if time.monotonic() > deadline:
+                raise RuntimeError('PostgreSQL survived SIGKILL')
+            time.sleep(0.1)
+        time.sleep(down)
+        self._run(os.path.join(self.bindir, 'pg_ctl'), '-D', self.data, '-w',
+                  '-l', os.path.join(self.base, 'server.log'), '-o',
+                  '-h 127.0.0.1 -p %d -k %s -c fsync=off '
+                  '-c max_connections=300' % (self.port, self.base),
+                  'start')
+        return self
+
+
+def _stat(pid):
+    """``/proc/<pid>/stat`` after the command name (which may hold
+    spaces): state, ppid, ...; None once the process is gone."""
+    try:
+        with open('/proc/%s/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _parent_of(pid):
+    fields = _stat(pid)
+    return int(fields[1]) if fields else None
+
+
+def _alive(pid):
+    """Running, not just a zombie waiting for its parent (a killed
+    postmaster's children go to init)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] != 'Z'

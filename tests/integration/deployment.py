@@ -312,3 +312,54 @@ class Deployment:
                           'SELECT a.consumer_id, p.host FROM allocations a '
                           'JOIN resource_providers p ON '
                           'p.id = a.resource_provider_id')
+
+    # --- faults -------------------------------------------------------------
+
+    def kill(self, *names):
+        """SIGKILL: no graceful stop; the messages the processes held and
+        the requests they were answering are lost."""
+        for name in names:
+            proc = self.procs.pop(name, None)
+            if proc is None:
+                continue
+            try:
+                # Its whole session: gunicorn's workers too.
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+    def dead(self):
+        """Processes not running: never started, killed, or exited."""
+        return [name for name in self._commands()
+                if name not in self.procs or
+                self.procs[name].poll() is not None]
+
+    def log_of(self, name):
+        return os.path.join(self.log_dir, '%s.log' % name)
+
+    def log_size(self, name):
+        try:
+            return os.path.getsize(self.log_of(name))
+        except OSError:
+            return 0
+
+    def wait_for_log(self, name, text, since=0, timeout=60):
+        """Wait until the log of ``name`` says ``text`` after byte
+        ``since`` (its size before a restart, say)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with open(self.log_of(name), 'rb') as f:
+                    f.seek(since)
+                    if text.encode() in f.read():
+                        return
+            except OSError:
+                pass
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                raise AssertionError('%s exited with %s; see %s' % (
+                    name, proc.returncode, self.log_of(name)))
+            time.sleep(0.2)
+        raise AssertionError('%s did not log %r within %ss' % (
+            name, text, timeout))

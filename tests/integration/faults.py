@@ -1,0 +1,420 @@
+"""Bursts of boots through the REST API, and what must hold after a
+component died in the middle of one.
+
+A :class:`Burst` posts boots (single and multi-instance) and a few
+deletes from several threads, and keeps every answer. :func:`verify`
+then waits for the builds to settle and checks, as an operator or a user
+could: every accepted server ends ACTIVE or in ERROR with a fault, every
+listed server can be shown and deleted, claims match live servers, no
+host is over capacity, and no request was answered with a 500.
+"""
+
+import collections
+import dataclasses
+import random
+import re
+import threading
+import time
+
+import requests
+
+# The states a build may rest in.
+FINAL = ('ACTIVE', 'ERROR')
+# The only 5xx a request may get while a component is down.
+UNAVAILABLE = 503
+
+
+class Client:
+    """Speaks to the API as admin:admin and keeps every answer's status:
+    refusals (4xx, 503 with a Retry-After) in Nova's error shape are
+    expected while a component is down; a 500, an error in another shape,
+    or no answer at all are counted apart."""
+
+    def __init__(self, base_url, timeout=60):
+        self.base_url = base_url
+        self.timeout = timeout
+        self.session = requests.Session()
+        self.session.headers['X-Auth-Token'] = 'admin:admin'
+        self.session.headers['OpenStack-API-Version'] = 'compute 2.96'
+        self.lock = threading.Lock()
+        self.refused = 0
+        self.http_500 = []
+        self.malformed = []
+        self.unreachable = 0
+
+    def request(self, method, path, **kwargs):
+        """The response, or None when none came (connection refused or
+        cut, timeout)."""
+        try:
+            resp = self.session.request(method, self.base_url + path,
+                                        timeout=self.timeout, **kwargs)
+        except requests.RequestException:
+            with self.lock:
+                self.unreachable += 1
+            return None
+        if resp.status_code >= 400:
+            with self.lock:
+                if resp.status_code >= 500 and \
+                        resp.status_code != UNAVAILABLE:
+                    self.http_500.append('%s %s: %s %s' % (
+                        method, path, resp.status_code, resp.text[:300]))
+                else:
+                    self.refused += 1
+                if not _nova_error_shape(resp) or (
+                        resp.status_code == UNAVAILABLE and
+                        'Retry-After' not in resp.headers):
+                    self.malformed.append('%s %s: %s %s %s' % (
+                        method, path, resp.status_code,
+                        dict(resp.headers), resp.text[:300]))
+        return resp
+
+    def servers(self):
+        """Every server of the project by name, or None if the API could
+        not list them."""
+        resp = self.request('GET', '/v2.1/servers/detail')
+        if resp is None or resp.status_code != 200:
+            return None
+        return {s['name']: s for s in resp.json()['servers']}
+
+
+def _nova_error_shape(resp):
+    """``{"<name>": {"code": <status>, "message": "..."}}``."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return False
+    if not isinstance(body, dict) or len(body) != 1:
+        return False
+    (inner,) = body.values()
+    return (isinstance(inner, dict) and inner.get('code') == resp.status_code
+            and isinstance(inner.get('message'), str))
+
+
+class Burst:
+    """Threads posting boots (some for several servers at once) and a few
+    deletes of servers they booted, until stopped or ``max_requests`` were
+    answered. A request without an answer (the API is down) spends none
+    of the budget; its thread waits a second before the next.
+
+    Each request gets a name of its own (``<prefix>-<n>``; a boot of k
+    servers names them ``<prefix>-<n>-1`` ... ``-k``), so the servers of
+    every accepted request can be found in the list whatever id the
+    answer carried.
+    """
+
+    def __init__(self, client, prefix, threads=3, pause=0.3,
+                 max_requests=36, seed=0):
+        self.client = client
+        self.prefix = prefix
+        self.threads = threads
+        self.pause = pause
+        self.max_requests = max_requests
+        self.random = random.Random(seed)
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.sent = 0
+        self.answered = 0
+        # Names of the servers of every boot answered 202.
+        self.accepted = set()
+        # name -> id of single boots answered 202, candidates for delete.
+        self.deletable = {}
+        # Names of servers whose DELETE was answered 204.
+        self.deleted = set()
+        # Set at each 202 for a boot of several servers: a moment when
+        # every service has work in flight.
+        self.multi_accepted = threading.Event()
+        self._workers = []
+        from scheduler_split.api import images
+        self.image = images.find('cirros')[0]
+
+    def start(self):
+        for index in range(self.threads):
+            worker = threading.Thread(target=self._run, daemon=True,
+                                      name='burst-%d' % index)
+            worker.start()
+            self._workers.append(worker)
+        return self
+
+    def stop(self):
+        self.stopping.set()
+        for worker in self._workers:
+            worker.join(timeout=self.client.timeout + 10)
+
+    def wait_for_requests(self, count, timeout=60):
+        deadline = time.monotonic() + timeout
+        while self.sent < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def wait_for_busy_moment(self, after, timeout=60):
+        """Wait until ``after`` requests went out and then for the next
+        boot of several servers to be accepted."""
+        self.wait_for_requests(after, timeout)
+        self.multi_accepted.clear()
+        self.multi_accepted.wait(timeout)
+
+    def _next(self):
+        """The next request to send: ('boot', name, count) or
+        ('delete', name, id); None once the budget is spent."""
+        with self.lock:
+            if self.answered >= self.max_requests:
+                return None
+            self.sent += 1
+            number = self.sent
+            roll = self.random.random()
+            if roll < 0.15 and self.deletable:
+                name = self.random.choice(sorted(self.deletable))
+                return ('delete', name, self.deletable.pop(name))
+            count = self.random.choice((2, 3)) if roll > 0.75 else 1
+            return ('boot', '%s-%d' % (self.prefix, number), count)
+
+    def _run(self):
+        while not self.stopping.is_set():
+            step = self._next()
+            if step is None:
+                return
+            if step[0] == 'boot':
+                resp = self._boot(step[1], step[2])
+            else:
+                resp = self._delete(step[1], step[2])
+            if resp is None:
+                self.stopping.wait(1)
+                continue
+            with self.lock:
+                self.answered += 1
+            self.stopping.wait(self.pause)
+
+    def _boot(self, name, count):
+        server = {'name': name, 'flavorRef': '1', 'imageRef': self.image,
+                  'networks': 'none'}
+        if count > 1:
+            server['min_count'] = server['max_count'] = count
+        resp = self.client.request('POST', '/v2.1/servers',
+                                   json={'server': server})
+        if resp is None or resp.status_code != 202:
+            return resp
+        with self.lock:
+            if count == 1:
+                self.accepted.add(name)
+                self.deletable[name] = resp.json()['server']['id']
+            else:
+                self.accepted.update('%s-%d' % (name, index)
+                                     for index in range(1, count + 1))
+                self.multi_accepted.set()
+        return resp
+
+    def _delete(self, name, server_id):
+        resp = self.client.request('DELETE', '/v2.1/servers/%s' % server_id)
+        if resp is not None and resp.status_code == 204:
+            with self.lock:
+                self.deleted.add(name)
+        return resp
+
+
+@dataclasses.dataclass
+class Figures:
+    """What one victim's run left behind; ``line`` is what it prints."""
+
+    accepted: int = 0
+    active: int = 0
+    error: int = 0
+    refused: int = 0
+    stuck: int = 0
+    lost: int = 0
+    undeleted: int = 0
+    ghosts: int = 0
+    leaked_claims: int = 0
+    unclaimed: int = 0
+    overcommitted: int = 0
+    http_500: int = 0
+    malformed: int = 0
+    unreachable: int = 0
+    settle: float = 0.0
+    details: list = dataclasses.field(default_factory=list)
+
+    def line(self, victim):
+        return ('victim=%s accepted=%d active=%d error=%d refused=%d '
+                'stuck=%d lost=%d undeleted=%d ghosts=%d leaked_claims=%d '
+                'unclaimed=%d overcommitted=%d http_500=%d malformed=%d '
+                'unreachable=%d settle=%.1fs' % (
+                    victim, self.accepted, self.active, self.error,
+                    self.refused, self.stuck, self.lost, self.undeleted,
+                    self.ghosts, self.leaked_claims, self.unclaimed,
+                    self.overcommitted, self.http_500, self.malformed,
+                    self.unreachable, self.settle))
+
+    def note(self, what, items):
+        if items:
+            self.details.append('%s: %s' % (what, sorted(items)[:10]))
+
+
+_UUID = re.compile('[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                   '[0-9a-f]{12}')
+
+
+def fault_messages(servers):
+    """How many servers in ERROR show each fault message (uuids left
+    out, so that alike faults count together)."""
+    return collections.Counter(
+        _UUID.sub('<uuid>', (s.get('fault') or {}).get('message', ''))
+        for s in servers if s['status'] == 'ERROR')
+
+
+def _settled(server):
+    return server['status'] in FINAL and (
+        server['status'] == 'ACTIVE' or (server.get('fault') or {}).get(
+            'message'))
+
+
+def settle(client, burst, since, timeout=120):
+    """Wait until every server the burst got accepted is ACTIVE or in
+    ERROR with a fault, every server it deleted is gone, and every other
+    server of its prefix (one whose answer never came) is settled too, at
+    most ``timeout`` seconds after ``since`` (a ``time.monotonic()``).
+    Returns ``(servers by name, seconds since ``since``)``."""
+    deadline = since + timeout
+    servers = {}
+    while True:
+        listed = client.servers()
+        if listed is not None:
+            servers = listed
+            mine = {n for n in servers
+                    if n.startswith(burst.prefix + '-')}
+            waiting = [n for n in burst.accepted - burst.deleted
+                       if n not in servers or not _settled(servers[n])]
+            waiting += [n for n in mine - burst.accepted
+                        if not _settled(servers[n])]
+            leftover = burst.deleted & set(servers)
+            if not waiting and not leftover:
+                break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    return servers, time.monotonic() - since
+
+
+def claims(deployment):
+    """``{consumer: {host}}`` from the scheduler database."""
+    result = {}
+    for consumer, host in deployment.allocations():
+        result.setdefault(consumer, set()).add(host)
+    return result
+
+
+def claim_mismatch(deployment, servers):
+    """Claims no live server needs, and ACTIVE servers whose claim is not
+    on their host."""
+    active = {s['id']: s['OS-EXT-SRV-ATTR:host'] for s in servers.values()
+              if s['status'] == 'ACTIVE'}
+    held = claims(deployment)
+    leaked = set(held) - set(active)
+    unclaimed = {sid for sid, host in active.items()
+                 if held.get(sid) != {host}}
+    return leaked, unclaimed
+
+
+def overcommitted(deployment):
+    """(host, resource class, used, capacity) over capacity."""
+    rows = deployment.query(
+        deployment.scheduler_db,
+        "SELECT p.host, a.resource_class, sum(a.used), "
+        "(i.total - i.reserved) * i.allocation_ratio "
+        "FROM allocations a "
+        "JOIN resource_providers p ON p.id = a.resource_provider_id "
+        "JOIN inventories i ON i.resource_provider_id = p.id "
+        "AND i.resource_class = a.resource_class "
+        "GROUP BY p.host, a.resource_class, i.total, i.reserved, "
+        "i.allocation_ratio")
+    return [row for row in rows if row[2] > row[3]]
+
+
+def delete_everything(client, figures, timeout=60):
+    """Show and delete every listed server: a listed server GET or DELETE
+    answers 404 for is a ghost; one still listed or shown ``timeout``
+    seconds after its 204 is undeleted."""
+    listed = client.servers() or {}
+    ghosts, undeleted, pending = set(), set(), {}
+    for name, server in listed.items():
+        sid = server['id']
+        resp = client.request('GET', '/v2.1/servers/%s' % sid)
+        if resp is not None and resp.status_code == 404:
+            ghosts.add(sid)
+        resp = client.request('DELETE', '/v2.1/servers/%s' % sid)
+        if resp is None:
+            undeleted.add(sid)
+        elif resp.status_code == 404:
+            ghosts.add(sid)
+        elif resp.status_code != 204:
+            undeleted.add(sid)
+        else:
+            pending[sid] = name
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        now_listed = client.servers() or {}
+        still = {s['id'] for s in now_listed.values()}
+        for sid in list(pending):
+            resp = client.request('GET', '/v2.1/servers/%s' % sid)
+            if sid not in still and resp is not None and \
+                    resp.status_code == 404:
+                del pending[sid]
+        time.sleep(0.5)
+    undeleted |= set(pending)
+    figures.ghosts += len(ghosts)
+    figures.undeleted += len(undeleted)
+    figures.note('ghosts', ghosts)
+    figures.note('undeleted', undeleted)
+
+
+def verify(deployment, client, burst, heal_window, back,
+           settle_timeout=120):
+    """Everything that must hold once the victim is back (at ``back``, a
+    ``time.monotonic()``); the figures."""
+    figures = Figures(accepted=len(burst.accepted), refused=client.refused)
+    servers, figures.settle = settle(client, burst, back, settle_timeout)
+    expected = burst.accepted - burst.deleted
+    mine = {n for n in servers if n.startswith(burst.prefix + '-')}
+    figures.details.append('faults: %s' % dict(fault_messages(
+        servers[n] for n in mine)))
+    lost = expected - set(servers)
+    stuck = {n for n in (expected | mine) & set(servers)
+             if not _settled(servers[n])}
+    figures.lost, figures.stuck = len(lost), len(stuck)
+    figures.note('lost', lost)
+    figures.note('stuck', {'%s %s/%s' % (n, servers[n]['status'],
+                                         servers[n]['OS-EXT-STS:task_state'])
+                           for n in stuck})
+    figures.active = sum(servers[n]['status'] == 'ACTIVE' for n in mine)
+    figures.error = sum(servers[n]['status'] == 'ERROR' for n in mine)
+    not_gone = burst.deleted & set(servers)
+    figures.undeleted += len(not_gone)
+    figures.note('deleted but still listed', not_gone)
+
+    # Once the heal had its chance, claims follow the live servers.
+    deadline = time.monotonic() + heal_window
+    while True:
+        servers = client.servers() or servers
+        leaked, unclaimed = claim_mismatch(deployment, servers)
+        if (not leaked and not unclaimed) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    figures.leaked_claims, figures.unclaimed = len(leaked), len(unclaimed)
+    figures.note('leaked claims', leaked)
+    figures.note('ACTIVE without their claim', unclaimed)
+    over = overcommitted(deployment)
+    figures.overcommitted = len(over)
+    figures.note('over capacity', over)
+
+    delete_everything(client, figures)
+    # Deleting every server gives every claim back (or the heal does).
+    deadline = time.monotonic() + heal_window
+    while claims(deployment) and time.monotonic() < deadline:
+        time.sleep(1)
+    left = set(claims(deployment))
+    figures.leaked_claims += len(left)
+    figures.note('claims left after deleting every server', left)
+
+    figures.http_500 = len(client.http_500)
+    figures.malformed = len(client.malformed)
+    figures.unreachable = client.unreachable
+    figures.note('500s', client.http_500)
+    figures.note('not in Nova\'s error shape', client.malformed)
+    return figures

@@ -1,0 +1,167 @@
+"""Each component SIGKILLed in the middle of a burst of boots: once it
+is back, no build is left in BUILD, every listed server can be shown and
+deleted, claims follow the live servers, no host is over capacity, and
+no request was answered with a 500.
+
+One deployment (two cells of two computes, two schedulers, RabbitMQ and
+PostgreSQL) serves every victim in turn; each prints one line of
+figures. Its timers are short so that lost builds and leaked claims are
+settled within the test's bounds.
+"""
+
+import datetime
+import os
+import time
+
+import pytest
+
+from tests.integration import deployment as deployment_mod
+from tests.integration import faults
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
+
+LOST_BUILD_TIMEOUT = 15
+# Boots the bus lost are cast again after this long (three times at
+# most, within LOST_BUILD_TIMEOUT); computes look this often for builds
+# on their host that no longer run.
+REDRIVE_INTERVAL = 3
+UNFINISHED_BUILD_CHECK_INTERVAL = 3
+HEAL_INTERVAL = 3
+HEAL_GRACE = 5
+# How long the claims may take to follow the servers: one heal after
+# the grace, and some slack for a loaded machine.
+HEAL_WINDOW = HEAL_GRACE + 2 * HEAL_INTERVAL + 10
+# Seconds a victim stays dead, the burst going on meanwhile.
+DOWN = 3
+# Seconds after the victim is back within which every build settles.
+SETTLE = 120
+
+# A spawn takes a second and one in five fails (and is rescheduled by
+# its cell conductor), so that every service has work in flight.
+SPAWN_DELAY = 1.0
+FAILURE_RATE = 0.2
+
+# victim -> (the process killed, or None for a backend killed and
+# restarted on its port and data directory; seconds from a boot's 202 to
+# the kill, when the victim is likely to be working on that boot).
+VICTIMS = {
+    'scheduler': ('scheduler', 0.05),
+    'super-conductor': ('super-conductor', 0.0),
+    'cell-conductor': ('conductor-cell1', SPAWN_DELAY),
+    'compute': ('cell1-compute2', 0.5),
+    'api': ('api', 0.0),
+    'rabbitmq': (None, 0.3),
+    'postgresql': (None, 0.3),
+}
+
+
+@pytest.fixture(scope='module')
+def system(tmp_path_factory):
+    dep = deployment_mod.Deployment(tmp_path_factory.mktemp('faults'),
+                                    schedulers=2)
+    processes = (['api', 'super-conductor', 'scheduler', 'scheduler-2'] +
+                 ['conductor-%s' % cell for cell in dep.CELLS] + dep.hosts)
+    dep.add_config(processes, 'faults.conf', """\
+        [conductor]
+        lost_build_timeout = %d
+        build_redrive_interval = %d
+        [compute]
+        unfinished_build_check_interval = %d
+        [scheduler]
+        heal_allocations_interval = %d
+        heal_allocations_grace = %d
+        [fake_driver]
+        spawn_delay = %s
+        failure_rate = %s
+        """ % (LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL,
+               UNFINISHED_BUILD_CHECK_INTERVAL, HEAL_INTERVAL, HEAL_GRACE,
+               SPAWN_DELAY, FAILURE_RATE))
+    try:
+        yield dep.bring_up()
+    finally:
+        dep.teardown()
+
+
+def _healthy(dep, client):
+    """Every process running and every host reporting, no server left:
+    one victim's failure does not spill into the next one's figures."""
+    dead = dep.dead()
+    if dead:
+        dep.start(*dead)
+    dep.wait_for_api()
+    dep.wait_for_hosts(dep.hosts, timeout=120)
+    faults.delete_everything(client, faults.Figures())
+    deadline = time.monotonic() + HEAL_WINDOW
+    while faults.claims(dep) and time.monotonic() < deadline:
+        time.sleep(1)
+
+
+def _log(dep, text):
+    """A line in the deployment's log directory, beside the services'
+    logs, to tell what the test did when."""
+    with open(os.path.join(dep.log_dir, 'faults.log'), 'a') as f:
+        f.write('%s %s\n' % (datetime.datetime.now().isoformat(' '), text))
+
+
+def _kill_and_bring_back(dep, victim):
+    """SIGKILL the victim, leave it dead for DOWN seconds, start it
+    again and wait until it serves."""
+    name = VICTIMS[victim][0]
+    if victim == 'rabbitmq':
+        dep.rabbit.kill_and_restart(down=DOWN)
+        # Every compute's report crossing its cell bus to a scheduler.
+        dep.wait_for_hosts(dep.hosts, timeout=120)
+        return
+    if victim == 'postgresql':
+        dep.postgres.kill_and_restart(down=DOWN)
+        dep.wait_for_hosts(dep.hosts, timeout=120)
+        return
+    dep.kill(name)
+    time.sleep(DOWN)
+    since = dep.log_size(name)
+    dep.start(name)
+    if name == 'api':
+        dep.wait_for_api()
+    elif name in dep.hosts:
+        dep.wait_for_log(name, ' started', since)
+        dep.wait_for_hosts([name])
+    else:
+        dep.wait_for_log(name, ' started', since)
+
+
+@pytest.mark.parametrize('victim', list(VICTIMS))
+def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
+        system, victim, capsys):
+    client = faults.Client(system.base_url)
+    _healthy(system, client)
+    client = faults.Client(system.base_url)
+    _log(system, '%s: burst' % victim)
+    burst = faults.Burst(client, 'kill-%s' % victim,
+                         seed=list(VICTIMS).index(victim)).start()
+    try:
+        burst.wait_for_busy_moment(after=6)
+        time.sleep(VICTIMS[victim][1])
+        _log(system, '%s: kill' % victim)
+        _kill_and_bring_back(system, victim)
+        back = time.monotonic()
+        _log(system, '%s: back' % victim)
+        # Some boots against the component just back.
+        time.sleep(2)
+    finally:
+        burst.stop()
+    figures = faults.verify(system, client, burst, HEAL_WINDOW, back,
+                            settle_timeout=SETTLE)
+    _log(system, '\n  '.join([figures.line(victim)] + figures.details))
+    with capsys.disabled():
+        print('\n' + figures.line(victim))
+
+    assert figures.accepted, 'no boot was accepted: %s' % figures.line(
+        victim)
+    problems = ['stuck', 'lost', 'undeleted', 'ghosts', 'leaked_claims',
+                'unclaimed', 'overcommitted', 'http_500', 'malformed']
+    if victim != 'api':
+        # Only a dead API may leave a request without an answer.
+        problems.append('unreachable')
+    found = [p for p in problems if getattr(figures, p)]
+    assert not found, '%s\n%s' % (figures.line(victim),
+                                  '\n'.join(figures.details))
