@@ -82,6 +82,17 @@ class Deployment:
             memory_mb = %d
             """ % (api_bus, self.api_db, self.scheduler_db,
                    HOST_STATE_REFRESH_INTERVAL, self.host_memory_mb))
+        # What every compute reads besides its own file: no database, no
+        # API bus. A hypervisor host holds no database credentials.
+        self.compute_conf = self._write('compute-common.conf', """\
+            [DEFAULT]
+            report_interval = 1
+            service_down_time = 6
+            rpc_response_timeout = 10
+            [fake_driver]
+            spawn_delay = 0.2
+            memory_mb = %d
+            """ % self.host_memory_mb)
         self.api_conf = self._write('api.conf', """\
             [DEFAULT]
             log_file = %s
@@ -115,11 +126,10 @@ class Deployment:
                     [DEFAULT]
                     host = %s
                     transport_url = %s
-                    [database]
-                    connection = %s
                     [compute]
                     availability_zone = %s
-                    """ % (host, bus, db, zone))
+                    unfinished_build_check_interval = 2
+                    """ % (host, bus, zone))
         self.manage('db', 'sync')
         self.manage('cell_v2', 'map_cell0', '--database_connection',
                     cell0_db)
@@ -177,8 +187,11 @@ class Deployment:
                 '--config-file', os.path.join(self.conf_dir,
                                               '%s.conf' % cell)]
             for host in self.hosts_of(cell):
+                # Not the main file: a compute reads no database
+                # credentials and knows only its cell's bus.
                 commands[host] = [
-                    os.path.join(BIN, 'scheduler-split-compute'), *conf,
+                    os.path.join(BIN, 'scheduler-split-compute'),
+                    '--config-file', self.compute_conf,
                     '--config-file', os.path.join(self.conf_dir,
                                                   '%s.conf' % host)]
         commands['api'] = [
