@@ -390,3 +390,59 @@ def test_the_sweep_fails_builds_without_a_host_in_any_task_state(
         assert 'no compute took the build' in row.fault.message
     assert _row(cell.url, recent).vm_state == 'building'
     assert sorted(cell.scheduler.released) == sorted([scheduling, no_task])
+
+
+# --- rolling upgrades and deployment files -----------------------------------
+
+class OldConductor:
+    """A cell conductor of the release before 1.3."""
+
+    target = messaging.Target(version='1.2')
+
+    @messaging.expose
+    def build_instances(self, ctx, instance, request_spec, host_list,
+                        retry):
+        pass
+
+
+def test_a_conductor_older_than_1_3_is_refused_with_a_clear_error(
+        override):
+    memory_bus.reset()
+    rpc.reset_auto_caps()
+    transport = rpc.get_transport('kombu+memory:////old-conductor-cell')
+    server = rpc.get_server(transport, 'conductor', [OldConductor()], 'c1')
+    server.start()
+    try:
+        override('conductor', 'auto', group='upgrade_levels')
+        api = conductor_rpcapi.ConductorAPI(transport,
+                                            conductor_rpcapi.ASK_CONDUCTORS)
+        assert api.get_minimum_service_version() == 0
+        with pytest.raises(messaging.RPCVersionCapError):
+            api.instance_get(context.get_admin_context(), UUID)
+    finally:
+        server.stop()
+        server.wait()
+        rpc.cleanup()
+        rpc.reset_auto_caps()
+        memory_bus.reset()
+
+
+def test_the_example_compute_configurations_hold_no_database():
+    import configparser
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    computes = sorted((root / 'etc' / 'scheduler-split' / 'multi-cell' /
+                       'computes').glob('*.conf'))
+    assert computes
+    for path in computes:
+        parser = configparser.ConfigParser()
+        parser.read(path)
+        assert parser.get('DEFAULT', 'transport_url')
+        assert not {'database', 'api_database', 'scheduler_database'} & set(
+            parser.sections()), path
+    plugin = (root / 'devstack' / 'lib' / 'scheduler-split').read_text()
+    compute_part = plugin[plugin.index('conf=$SCHEDULER_SPLIT_CONF_DIR/'
+                                       'computes/$host.conf'):]
+    compute_part = compute_part[:compute_part.index('done')]
+    assert 'database' not in compute_part
