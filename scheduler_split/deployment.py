@@ -75,6 +75,7 @@ def compute_service(host, transport_url):
     svc = service.Service('compute-%s' % host)
     svc.listen(transport, compute_rpcapi.TOPIC, [manager], host)
     svc.add_periodic(manager.report, CONF.report_interval)
+    svc.add_periodic(manager.heartbeat, CONF.report_interval)
     svc.add_periodic(manager.settle_instances,
                      CONF.compute.unfinished_build_check_interval)
     svc.manager = manager
@@ -148,6 +149,7 @@ class AllInOne:
         # Every compute reports once before the API opens, so that the
         # first boot already finds every host.
         for svc in self.computes.values():
+            svc.manager.heartbeat()
             svc.manager.report()
         self._wait_for_hosts(self.services[0])
         cells.discover_hosts(echo=lambda line: LOG.info('%s', line))

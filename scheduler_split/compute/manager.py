@@ -138,6 +138,11 @@ class ComputeManager:
         """Periodic: send capacity and liveness to the scheduler."""
         self.resource_tracker.report(ss_context.get_admin_context())
 
+    def heartbeat(self):
+        """Periodic, beside :meth:`report` so that a slow conductor never
+        delays what the scheduler hears: refresh the service record."""
+        self.resource_tracker.heartbeat(ss_context.get_admin_context())
+
     @messaging.expose
     def build_and_run_instance(self, ctx, instance, request_spec, host_list,
                                retry, node):

@@ -40,12 +40,16 @@ class ResourceTracker:
             'disabled': self.disabled,
         }
 
-    def report(self, ctx):
-        """Send one report; the heartbeat goes to the cell database
+    def heartbeat(self, ctx):
+        """Refresh this compute's service record in the cell database,
         through the cell conductor, with this release's service version.
         """
         self.conductor.service_heartbeat(
             ctx, self.host, service_obj.COMPUTE, 'compute',
             service_obj.SERVICE_VERSION)
+
+    def report(self, ctx):
+        """Send one report of capacity and liveness to the scheduler (a
+        cast: it never waits for the conductor nor the database)."""
         self.scheduler.update_resource_stats(
             ctx, (self.host, self.driver.nodename()), self.stats())

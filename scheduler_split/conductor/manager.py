@@ -38,6 +38,11 @@ LOST_HOST_DOWN = ('the compute service of %s, where it was building, has '
                   'been down for longer than [DEFAULT] service_down_time; '
                   'the build was lost')
 
+# What a compute's call may answer as a normal outcome: sent back to the
+# compute as itself, without a traceback in this conductor's log.
+_EXPECTED = messaging.expected_exceptions(exception.InstanceNotFound,
+                                          exception.Conflict)
+
 EXHAUSTED = ('Exhausted all hosts available for retrying build failures '
              'for instance %s.')
 
@@ -393,6 +398,7 @@ class CellConductorManager:
             ss_context.targeted(ctx, self.cell_db), service_obj.CONDUCTOR)
 
     @messaging.expose
+    @_EXPECTED
     def instance_get(self, ctx, instance_uuid, read_deleted=False):
         """Call from a compute: one instance of this cell."""
         return objects.Instance.get_by_uuid(
@@ -406,6 +412,7 @@ class CellConductorManager:
         return list(expected_task_states)
 
     @messaging.expose
+    @_EXPECTED
     def instance_save(self, ctx, instance, expected_task_states=None,
                       expected_vm_state=None):
         """Call from a compute: write the fields it changed, if the row
@@ -417,6 +424,7 @@ class CellConductorManager:
         return instance
 
     @messaging.expose
+    @_EXPECTED
     def instance_save_error(self, ctx, instance, fault,
                             expected_task_states=None,
                             expected_vm_state=None):
@@ -432,6 +440,7 @@ class CellConductorManager:
         return instance
 
     @messaging.expose
+    @_EXPECTED
     def instance_destroy(self, ctx, instance_uuid):
         """Call from a compute: mark the instance deleted (nothing if it
         is gone already)."""

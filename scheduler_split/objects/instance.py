@@ -307,8 +307,10 @@ class Instance(base.SchedulerSplitObject):
         for a compute, or between two hosts of a reschedule) that nothing
         touched for ``seconds``; or :data:`LOST_HOST_DOWN`: a build on a
         host whose ``compute_binary`` service has not been seen for
-        ``down_seconds`` (or has no record), untouched as long. A delete
-        in progress is the delete's to finish.
+        ``down_seconds`` (or has no record), and that nothing touched
+        for ``seconds`` either (a heartbeat late under load does not end
+        a build that is moving). A delete in progress is the delete's to
+        finish.
         """
         now = base.naive_utc(base.utcnow())
         touched = sa.func.coalesce(models.Instance.updated_at,
@@ -330,7 +332,8 @@ class Instance(base.SchedulerSplitObject):
             host_down = session.scalars(sa.select(models.Instance).where(
                 live_build, models.Instance.host.is_not(None),
                 models.Instance.host.not_in(alive),
-                touched < now - datetime.timedelta(seconds=down_seconds)))
+                touched < now - datetime.timedelta(
+                    seconds=max(seconds, down_seconds))))
             found += [(cls._from_row(row), LOST_HOST_DOWN)
                       for row in host_down]
             return found

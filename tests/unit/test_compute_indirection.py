@@ -206,6 +206,7 @@ def test_a_compute_without_a_database_deletes_through_its_conductor(
 def test_the_heartbeat_goes_through_the_conductor_with_its_version(
         cell, monkeypatch):
     with no_database_in_this_thread(monkeypatch):
+        cell.compute.heartbeat()
         cell.compute.report()
         # A compute of another service version records its own, not the
         # conductor's.
