@@ -44,9 +44,12 @@ class ResourceTracker:
         """Refresh this compute's service record in the cell database,
         through the cell conductor, with this release's service version.
         """
+        # Not answered within report_interval (the conductor was not
+        # listening yet, say), it is superseded by the next heartbeat.
         self.conductor.service_heartbeat(
             ctx, self.host, service_obj.COMPUTE, 'compute',
-            service_obj.SERVICE_VERSION)
+            service_obj.SERVICE_VERSION,
+            timeout=min(CONF.report_interval, CONF.rpc_response_timeout))
 
     def report(self, ctx):
         """Send one report of capacity and liveness to the scheduler (a

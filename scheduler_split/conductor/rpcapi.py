@@ -126,8 +126,8 @@ class ConductorAPI:
     # which does the database work; InstanceNotFound and Conflict come back
     # as themselves (scheduler_split.exception is an allowed remote module).
 
-    def _call(self, ctx, method, **kwargs):
-        cctxt, _ = self.client.prepare('1.3')
+    def _call(self, ctx, method, timeout=None, **kwargs):
+        cctxt, _ = self.client.prepare('1.3', timeout=timeout)
         return cctxt.call(ctx, method, **kwargs)
 
     def instance_get(self, ctx, instance_uuid, read_deleted=False):
@@ -179,11 +179,14 @@ class ConductorAPI:
                           host=host, result=result, details=details,
                           action=action)
 
-    def service_heartbeat(self, ctx, host, binary, topic, version):
+    def service_heartbeat(self, ctx, host, binary, topic, version,
+                          timeout=None):
         """Call from a compute: refresh its service record, with its
-        service ``version``."""
-        return self._call(ctx, 'service_heartbeat', host=host,
-                          binary=binary, topic=topic, version=version)
+        service ``version``. ``timeout``: how long an answer is worth
+        waiting for (the next heartbeat supersedes this one)."""
+        return self._call(ctx, 'service_heartbeat', timeout=timeout,
+                          host=host, binary=binary, topic=topic,
+                          version=version)
 
     def get_minimum_service_version(self):
         """The lowest service version of the running conductors of the

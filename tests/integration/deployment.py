@@ -146,6 +146,7 @@ class Deployment:
         self.start()
         self.wait_for_api()
         self.wait_for_hosts(self.hosts)
+        self.wait_for_service_records(self.hosts)
         self.manage('cell_v2', 'discover_hosts')
         return self
 
@@ -304,6 +305,24 @@ class Deployment:
             time.sleep(0.2)
         raise AssertionError('hosts %s did not report' % sorted(
             set(hosts) - self.reported_hosts()))
+
+    def wait_for_service_records(self, hosts, timeout=60):
+        """Until every compute of ``hosts`` has a service record in its
+        cell database (written by its cell conductor, which a compute's
+        heartbeat reaches a moment after its first report to the
+        scheduler): what ``discover_hosts`` maps."""
+        deadline = time.monotonic() + timeout
+        while True:
+            recorded = set()
+            for cell, (_, db) in self.cells.items():
+                recorded |= {row[0] for row in self.query(
+                    db, 'SELECT host FROM services WHERE "binary" = '
+                    "'scheduler-split-compute'")}
+            if set(hosts) <= recorded:
+                return
+            assert time.monotonic() < deadline, (
+                'no service record for %s' % sorted(set(hosts) - recorded))
+            time.sleep(0.2)
 
     def query(self, url, sql, **params):
         engine = sa.create_engine(url)

@@ -35,6 +35,7 @@ def no_db(tmp_path_factory):
         dep.start()
         dep.wait_for_api()
         dep.wait_for_hosts(dep.hosts)
+        dep.wait_for_service_records(dep.hosts)
         dep.manage('cell_v2', 'discover_hosts')
         yield dep
     finally:
@@ -109,10 +110,16 @@ def test_compute_processes_hold_no_connection_to_postgresql(no_db):
 def test_computes_heartbeat_with_their_version_through_the_conductor(
         no_db):
     for cell in no_db.CELLS:
-        rows = no_db.query(
-            no_db.cells[cell][1],
-            "SELECT host, version, last_seen_up > (now() at time zone "
-            "'utc') - interval '6 seconds' FROM services WHERE "
-            '"binary" = :b', b=service_obj.COMPUTE)
-        assert sorted(rows) == [(host, service_obj.SERVICE_VERSION, True)
-                                for host in no_db.hosts_of(cell)]
+        expected = [(host, service_obj.SERVICE_VERSION, True)
+                    for host in no_db.hosts_of(cell)]
+        deadline = time.monotonic() + 15
+        while True:
+            rows = no_db.query(
+                no_db.cells[cell][1],
+                "SELECT host, version, last_seen_up > (now() at time zone "
+                "'utc') - interval '6 seconds' FROM services WHERE "
+                '"binary" = :b', b=service_obj.COMPUTE)
+            if sorted(rows) == expected or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert sorted(rows) == expected

@@ -110,6 +110,7 @@ def upgrading(tmp_path_factory, previous_release):
         dep.start()
         dep.wait_for_api()
         dep.wait_for_hosts(dep.hosts)
+        dep.wait_for_service_records(dep.hosts)
         dep.manage('cell_v2', 'discover_hosts')
         _wait_until_every_scheduler_prefers_the_old_compute(dep)
         dep.previous_release = previous_release
