@@ -274,8 +274,14 @@ def test_after_the_upgrade_auto_lifts_the_cap_and_servers_get_zones(
     upgrading.wait_for_api()
     upgrading.wait_for_hosts(upgrading.hosts)
     cell1_db = upgrading.cells['cell1'][1]
-    assert _service_versions(upgrading, cell1_db)[OLD_COMPUTE] == (
-        service_obj.SERVICE_VERSION)
+    # Its heartbeat reaches the record through the restarted conductor,
+    # a moment after its report reached the scheduler.
+    deadline = time.monotonic() + 30
+    while _service_versions(upgrading, cell1_db)[OLD_COMPUTE] != (
+            service_obj.SERVICE_VERSION):
+        assert time.monotonic() < deadline, _service_versions(
+            upgrading, cell1_db)
+        time.sleep(0.2)
     assert _postgres_connections(upgrading, OLD_COMPUTE) == []
 
     servers = _boot_many(api, 'upgraded', [None] * 4 + [
