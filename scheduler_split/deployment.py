@@ -72,12 +72,17 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     return svc
 
 
-def compute_service(host, transport_url, cell_db):
+def compute_service(host, transport_url):
+    """A compute on its cell's bus: it needs no database, everything it
+    persists goes through its cell conductor."""
     transport = rpc.get_transport(transport_url)
-    manager = compute_manager.ComputeManager(host, cell_db, transport)
+    manager = compute_manager.ComputeManager(host, transport)
     svc = service.Service('compute-%s' % host)
     svc.listen(transport, compute_rpcapi.TOPIC, [manager], host)
     svc.add_periodic(manager.report, CONF.report_interval)
+    svc.add_periodic(manager.heartbeat, CONF.report_interval)
+    svc.add_periodic(manager.settle_instances,
+                     CONF.compute.unfinished_build_check_interval)
     svc.manager = manager
     return svc
 
@@ -141,8 +146,7 @@ class AllInOne:
                 cell.transport_url, cell.database_connection,
                 name='cell-conductor-%s' % cell.name))
             for host in self.hosts_of(cell):
-                svc = compute_service(host, cell.transport_url,
-                                      cell.database_connection)
+                svc = compute_service(host, cell.transport_url)
                 self.computes[host] = svc
                 self.services.append(svc)
         for svc in self.services:
@@ -150,6 +154,7 @@ class AllInOne:
         # Every compute reports once before the API opens, so that the
         # first boot already finds every host.
         for svc in self.computes.values():
+            svc.manager.heartbeat()
             svc.manager.report()
         self._wait_for_hosts(self.services[0])
         cells.discover_hosts(echo=lambda line: LOG.info('%s', line))
@@ -161,8 +166,8 @@ class AllInOne:
         The in-memory bus loses every message when the process stops, so a
         build request still in the API database is scheduled again, and an
         instance caught between two hosts of a reschedule ends in ERROR
-        with a fault (computes settle the builds on their own hosts in
-        ``init_host``).
+        with a fault (computes settle the builds on their own hosts, at
+        their start and periodically).
         """
         ctx = ss_context.get_admin_context()
         transport = rpc.get_transport()

@@ -4,7 +4,9 @@ The API, the super-conductor, one cell conductor per cell, the scheduler
 and the fake computes run as threads of this process, each on the bus it
 would use in a deployment: the API bus and one bus per cell, all in
 memory (``kombu+memory:////<vhost>``) through oslo.messaging's rabbit
-driver, with the same RPC APIs, serialization and dispatch. Databases are
+driver, with the same RPC APIs, serialization and dispatch: as in a
+deployment, a compute reads and writes its records only through its cell
+conductor, over its cell's bus, and opens no database. Databases are
 SQLite files in ``--state-dir``; restarting on the same directory keeps
 the servers.
 """

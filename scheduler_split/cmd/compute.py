@@ -1,4 +1,7 @@
-"""scheduler-split-compute: one compute host on its cell's bus."""
+"""scheduler-split-compute: one compute host on its cell's bus.
+
+It needs only its cell's ``transport_url`` (and ``host``): no database.
+"""
 
 import sys
 
@@ -11,11 +14,10 @@ CONF = conf.CONF
 
 def main():
     common.parse_args(sys.argv)
-    if not CONF.database.connection:
-        return common.fail('A compute needs [database] connection (its '
-                           'cell database).')
-    return common.run(deployment.compute_service(
-        CONF.host, CONF.transport_url, CONF.database.connection))
+    # A hypervisor host holds no database credentials: everything the
+    # compute persists goes through its cell conductor.
+    return common.run(deployment.compute_service(CONF.host,
+                                                 CONF.transport_url))
 
 
 if __name__ == '__main__':

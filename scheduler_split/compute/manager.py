@@ -10,7 +10,6 @@ import oslo_messaging as messaging
 from scheduler_split.compute import resource_tracker
 from scheduler_split.compute.virt import fake
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
-from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import notifications
@@ -21,7 +20,6 @@ from scheduler_split.objects import instance_action
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 
-CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_VERSION = '1.2'
@@ -57,50 +55,93 @@ class _InstanceLocks:
 
 
 class ComputeManager:
+    """One hypervisor host. It holds no database credentials: every
+    instance record it reads or writes, its instance-action events and
+    its service heartbeat go through its cell conductor (object
+    indirection, as in Nova), so a compromised host cannot rewrite the
+    database; capacity goes to the scheduler through its library."""
 
     target = messaging.Target(version=RPC_VERSION)
 
-    def __init__(self, host, cell_db=None, transport=None, driver=None):
+    def __init__(self, host, transport=None, driver=None):
         self.host = host
-        self.cell_db = cell_db or CONF.database.connection
         self.transport = transport or rpc.get_transport()
         self.driver = driver or fake.FakeDriver(host)
         self.scheduler = scheduler_client.SchedulerClient(self.transport)
-        self.conductor = conductor_rpcapi.ConductorAPI(self.transport,
-                                                       self.cell_db)
+        self.conductor = conductor_rpcapi.ConductorAPI(
+            self.transport, conductor_rpcapi.ASK_CONDUCTORS)
         self.resource_tracker = resource_tracker.ResourceTracker(
-            host, self.driver, self.scheduler)
+            host, self.driver, self.scheduler, self.conductor)
         self._locks = _InstanceLocks()
-
-    def _ctx(self, ctx=None):
-        return ss_context.targeted(ctx or ss_context.get_admin_context(),
-                                   self.cell_db)
+        # Builds this process is running now; a build on this host that
+        # is not among them will not finish (see settle_instances).
+        self._building = set()
+        self._building_guard = threading.Lock()
+        # Why builds failed whose ERROR could not be saved yet.
+        self._unsaved_errors = {}
+        self._first_settle = True
 
     def init_host(self):
-        """At start: settle what a previous run of this host left behind.
+        """At start: nothing to read yet; the first run of the periodic
+        :meth:`settle_instances`, right after the start, settles what a
+        previous run of this host left behind (the conductor may not be
+        listening yet, so the start does not wait for it)."""
+        self._first_settle = True
 
-        A build that was spawning when the service stopped cannot be
-        resumed (its message was consumed), so it ends in ERROR with a
-        fault and gives its claim back; a delete that was in progress is
-        finished.
+    def settle_instances(self):
+        """Periodic (and first right after the start): no build on this
+        host stays in BUILD unless this process is running it.
+
+        A build that this compute is not building (it was spawning when
+        the service stopped, or its ERROR could not be saved while the
+        database was away) cannot be resumed: it ends in ERROR with a
+        fault, written only if it is still building, then gives its
+        claim back. At the first run after a start, a delete that was in
+        progress is finished too.
         """
-        ctx = self._ctx()
-        for instance in objects.Instance.get_all(ctx, host=self.host):
+        ctx = ss_context.get_admin_context()
+        first, self._first_settle = self._first_settle, False
+        try:
+            instances = self.conductor.instance_get_all_by_host(
+                ctx, self.host)
+        except Exception:
+            self._first_settle = first
+            raise
+        for instance in instances:
+            uuid = instance.uuid
             if instance.task_state == instance_obj.DELETING:
-                self.terminate_instance(ctx, instance)
-            elif instance.vm_state == instance_obj.BUILDING:
-                LOG.warning('Instance %s was building on %s when it '
-                            'stopped; putting it in ERROR', instance.uuid,
-                            self.host,
-                            extra={'instance_uuid': instance.uuid})
-                self._fail(ctx, instance, exception.BuildAbortException(
-                    instance_uuid=instance.uuid,
-                    reason='the compute service restarted during the '
-                           'build'))
+                if first:
+                    self.terminate_instance(ctx, instance)
+                continue
+            if instance.vm_state != instance_obj.BUILDING:
+                continue
+            with self._locks(uuid):
+                if self._is_building(uuid):
+                    continue
+                exc = self._unsaved_errors.get(uuid)
+                if exc is None:
+                    exc = exception.BuildAbortException(
+                        instance_uuid=uuid,
+                        reason='the compute service on %s stopped or lost '
+                               'its database during the build' % self.host)
+                LOG.warning('Instance %s is building on %s but no build '
+                            'runs here; putting it in ERROR', uuid,
+                            self.host, extra={'instance_uuid': uuid})
+                self._fail(ctx, instance, exc,
+                           expected_task_states=[instance.task_state])
+
+    def _is_building(self, uuid):
+        with self._building_guard:
+            return uuid in self._building
 
     def report(self):
         """Periodic: send capacity and liveness to the scheduler."""
-        self.resource_tracker.report(self._ctx())
+        self.resource_tracker.report(ss_context.get_admin_context())
+
+    def heartbeat(self):
+        """Periodic, beside :meth:`report` so that a slow conductor never
+        delays what the scheduler hears: refresh the service record."""
+        self.resource_tracker.heartbeat(ss_context.get_admin_context())
 
     @messaging.expose
     def build_and_run_instance(self, ctx, instance, request_spec, host_list,
@@ -112,9 +153,10 @@ class ComputeManager:
         ``build_instances`` to this cell's conductor with the remaining
         alternates; any other failure ends in ERROR with a fault.
         """
-        ctx = self._ctx(ctx)
         uuid = instance.uuid
         with self._locks(uuid):
+            with self._building_guard:
+                self._building.add(uuid)
             try:
                 self._build(ctx, instance, request_spec, host_list, retry,
                             node)
@@ -124,6 +166,9 @@ class ComputeManager:
                 LOG.exception('Build of instance %s failed unexpectedly',
                               uuid, extra={'instance_uuid': uuid})
                 self._fail(ctx, instance, exc)
+            finally:
+                with self._building_guard:
+                    self._building.discard(uuid)
 
     def _notify(self, ctx, instance, phase, exc=None):
         notifications.emit(
@@ -136,13 +181,15 @@ class ComputeManager:
     def _build(self, ctx, instance, request_spec, host_list, retry, node):
         uuid = instance.uuid
         try:
-            instance = objects.Instance.get_by_uuid(ctx, uuid)
+            instance = self.conductor.instance_get(ctx, uuid)
             instance.host = self.host
             instance.node = node
             instance.task_state = instance_obj.SPAWNING
             # Only a build the conductor handed over (SCHEDULING) starts;
             # a delete that came first (DELETING) wins.
-            instance.save(ctx, expected_task_state=instance_obj.SCHEDULING)
+            instance = self.conductor.instance_save(
+                ctx, instance,
+                expected_task_states=[instance_obj.SCHEDULING])
         except exception.InstanceNotFound:
             LOG.info('Instance %s was deleted before its build started',
                      uuid, extra={'instance_uuid': uuid})
@@ -152,8 +199,8 @@ class ComputeManager:
             # Deleted, or settled as lost, before the build started - or
             # this is a second delivery of a build some host already runs,
             # whose claim must stay.
-            current = objects.Instance.get_by_uuid(ctx, uuid,
-                                                   read_deleted=True)
+            current = self.conductor.instance_get(ctx, uuid,
+                                                  read_deleted=True)
             LOG.info('Build of instance %s not started: it is %s/%s',
                      uuid, current.vm_state, current.task_state,
                      extra={'instance_uuid': uuid})
@@ -185,7 +232,8 @@ class ComputeManager:
         instance.power_state = instance_obj.RUNNING
         instance.launched_at = obj_base.utcnow()
         try:
-            instance.save(ctx, expected_task_state=instance_obj.SPAWNING)
+            instance = self.conductor.instance_save(
+                ctx, instance, expected_task_states=[instance_obj.SPAWNING])
         except (exception.InstanceNotFound, exception.Conflict):
             # Deleted while spawning: the terminate queued behind this
             # build finishes the delete; if the row is gone already, clean
@@ -200,10 +248,20 @@ class ComputeManager:
                  extra={'instance_uuid': uuid})
 
     def _record(self, ctx, uuid, result, details):
-        instance_action.record_event(ctx, uuid,
-                                     'compute_build_and_run_instance',
-                                     host=self.host, result=result,
-                                     details=details)
+        self._record_event(ctx, uuid, 'compute_build_and_run_instance',
+                           result=result, details=details)
+
+    def _record_event(self, ctx, uuid, event, result=instance_action.SUCCESS,
+                      details=None, action='create'):
+        """An audit trail: failing to reach the conductor is logged and
+        never fails the step itself."""
+        try:
+            self.conductor.instance_action_event(
+                ctx, uuid, event, host=self.host, result=result,
+                details=details, action=action)
+        except Exception:
+            LOG.exception('Could not record event %s of instance %s',
+                          event, uuid, extra={'instance_uuid': uuid})
 
     def _reschedule(self, ctx, instance, request_spec, host_list, retry,
                     exc):
@@ -216,7 +274,8 @@ class ComputeManager:
         instance.node = None
         instance.task_state = instance_obj.SCHEDULING
         try:
-            instance.save(ctx, expected_task_state=instance_obj.SPAWNING)
+            instance = self.conductor.instance_save(
+                ctx, instance, expected_task_states=[instance_obj.SPAWNING])
         except (exception.InstanceNotFound, exception.Conflict):
             # Deleted meanwhile; the delete drops the claim too.
             self.scheduler.try_release_resources(ctx, uuid)
@@ -227,32 +286,50 @@ class ComputeManager:
         self.conductor.build_instances(ctx, instance, request_spec,
                                        host_list, retry)
 
-    def _fail(self, ctx, instance, exc):
-        """ERROR with a fault first, then give the claim back."""
+    def _fail(self, ctx, instance, exc, expected_task_states=None):
+        """ERROR with a fault first, then give the claim back.
+
+        If the ERROR cannot be saved (the database is away), the claim
+        stays and the instance stays building on this host: the next
+        :meth:`settle_instances` tries again, with the same fault.
+        """
+        uuid = instance.uuid
         self.driver.destroy(instance)
+        fault = objects.InstanceFault.from_exception(uuid, exc,
+                                                     host=self.host)
         try:
-            instance.save_error(ctx, exc, host=self.host)
+            self.conductor.instance_save_error(
+                ctx, instance, fault,
+                expected_task_states=expected_task_states,
+                expected_vm_state=(instance_obj.BUILDING
+                                   if expected_task_states else None))
         except exception.InstanceNotFound:
             pass
-        self.scheduler.try_release_resources(ctx, instance.uuid)
+        except exception.Conflict:
+            # Finished or deleted meanwhile: not this call's to settle.
+            self._unsaved_errors.pop(uuid, None)
+            return
+        except Exception:
+            LOG.exception('Could not put instance %s in ERROR; trying '
+                          'again later', uuid,
+                          extra={'instance_uuid': uuid})
+            self._unsaved_errors[uuid] = exc
+            return
+        self._unsaved_errors.pop(uuid, None)
+        self.scheduler.try_release_resources(ctx, uuid)
 
     @messaging.expose
     def terminate_instance(self, ctx, instance):
         """Cast from the API: destroy the instance and drop its claim."""
-        ctx = self._ctx(ctx)
         uuid = instance.uuid
         with self._locks(uuid):
             self.driver.destroy(instance)
             # The claim goes before the row, so that no claim outlives the
             # server a user sees; a release that fails is healed later.
             self.scheduler.try_release_resources(ctx, uuid)
-            try:
-                instance = objects.Instance.get_by_uuid(ctx, uuid)
-                instance.destroy(ctx)
-            except exception.InstanceNotFound:
-                pass
-            instance_action.record_event(
-                ctx, uuid, 'compute_terminate_instance', host=self.host,
-                action='delete')
+            self.conductor.instance_destroy(ctx, uuid)
+            self._unsaved_errors.pop(uuid, None)
+            self._record_event(ctx, uuid, 'compute_terminate_instance',
+                               action='delete')
             LOG.info('Instance %s deleted from %s', uuid, self.host,
                      extra={'instance_uuid': uuid})

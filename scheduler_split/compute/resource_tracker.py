@@ -8,7 +8,7 @@ out as ``update_resource_stats`` every ``report_interval`` seconds.
 import logging
 
 from scheduler_split import conf
-from scheduler_split import objects
+from scheduler_split.objects import service as service_obj
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -16,10 +16,11 @@ LOG = logging.getLogger(__name__)
 
 class ResourceTracker:
 
-    def __init__(self, host, driver, scheduler):
+    def __init__(self, host, driver, scheduler, conductor):
         self.host = host
         self.driver = driver
         self.scheduler = scheduler
+        self.conductor = conductor
         self.disabled = False
 
     def stats(self):
@@ -39,9 +40,19 @@ class ResourceTracker:
             'disabled': self.disabled,
         }
 
+    def heartbeat(self, ctx):
+        """Refresh this compute's service record in the cell database,
+        through the cell conductor, with this release's service version.
+        """
+        # Not answered within report_interval (the conductor was not
+        # listening yet, say), it is superseded by the next heartbeat.
+        self.conductor.service_heartbeat(
+            ctx, self.host, service_obj.COMPUTE, 'compute',
+            service_obj.SERVICE_VERSION,
+            timeout=min(CONF.report_interval, CONF.rpc_response_timeout))
+
     def report(self, ctx):
-        """Send one report; record the heartbeat in the cell database."""
-        objects.Service.heartbeat(ctx, self.host, 'scheduler-split-compute',
-                                  'compute')
+        """Send one report of capacity and liveness to the scheduler (a
+        cast: it never waits for the conductor nor the database)."""
         self.scheduler.update_resource_stats(
             ctx, (self.host, self.driver.nodename()), self.stats())

@@ -34,6 +34,14 @@ LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
                           '[conductor] lost_build_timeout; the boot was lost')
 LOST_IN_CELL = ('no compute took the build within [conductor] '
                 'lost_build_timeout; the build was lost')
+LOST_HOST_DOWN = ('the compute service of %s, where it was building, has '
+                  'been down for longer than [DEFAULT] service_down_time; '
+                  'the build was lost')
+
+# What a compute's call may answer as a normal outcome: sent back to the
+# compute as itself, without a traceback in this conductor's log.
+_EXPECTED = messaging.expected_exceptions(exception.InstanceNotFound,
+                                          exception.Conflict)
 
 EXHAUSTED = ('Exhausted all hosts available for retrying build failures '
              'for instance %s.')
@@ -559,30 +567,130 @@ class CellConductorManager:
                                   conductor_rpcapi.TOPIC)
 
     def fail_lost_builds(self):
-        """Periodic: builds handed to no compute end in ERROR.
+        """Periodic: builds nothing will finish end in ERROR.
 
-        A build waits in task state scheduling without a host only while
-        its cast to a compute is on the bus; a compute takes it only from
-        that state, so whichever of the two writes first wins.
+        Two kinds: a build without a host (its cast to a compute, or to
+        this conductor for a reschedule, was lost) that nothing touched
+        for ``lost_build_timeout``; and a build on a host whose compute
+        has been down for ``service_down_time`` (it crashed, or lost its
+        bus, mid-build). Each ends in ERROR with a fault, written only if
+        the instance is still in the state the sweep saw (a compute or a
+        delete that moves it first wins), then its claim is released.
         """
         ctx = ss_context.targeted(ss_context.get_admin_context(),
                                   self.cell_db)
-        for instance in objects.Instance.get_unhandled_builds(
-                ctx, CONF.conductor.lost_build_timeout):
+        for instance, why in objects.Instance.get_unhandled_builds(
+                ctx, CONF.conductor.lost_build_timeout, service_obj.COMPUTE,
+                CONF.service_down_time):
             uuid = instance.uuid
+            seen_task_state = instance.task_state
+            if why == instance_obj.LOST_NO_HOST:
+                reason = LOST_IN_CELL
+            else:
+                reason = LOST_HOST_DOWN % instance.host
+            exc = exception.BuildAbortException(instance_uuid=uuid,
+                                                reason=reason)
             instance.vm_state = instance_obj.ERROR
             instance.task_state = None
-            fault = objects.InstanceFault.from_exception(
-                uuid, exception.BuildAbortException(
-                    instance_uuid=uuid, reason=LOST_IN_CELL))
+            fault = objects.InstanceFault.from_exception(uuid, exc)
             try:
-                instance.save(ctx, expected_task_state=instance_obj.SCHEDULING,
+                instance.save(ctx, expected_task_state=seen_task_state,
+                              expected_vm_state=instance_obj.BUILDING,
                               fault=fault)
             except (exception.InstanceNotFound, exception.Conflict):
                 continue
-            LOG.warning('Build of instance %s reached no compute; it is in '
-                        'ERROR now', uuid, extra={'instance_uuid': uuid})
+            LOG.warning('Build of instance %s was lost (%s); it is in '
+                        'ERROR now', uuid, reason,
+                        extra={'instance_uuid': uuid})
+            instance_action.record_event(
+                ctx, uuid, 'conductor_fail_lost_builds',
+                host=instance.host, result=instance_action.ERROR,
+                details=exc.format_message())
             self.scheduler.try_release_resources(ctx, uuid)
+
+    # --- 1.3: what computes persist, done here for them ---------------------
+
+    @messaging.expose
+    def get_minimum_service_version(self, ctx):
+        """Call from a compute (``[upgrade_levels] conductor = auto``):
+        the lowest service version of this cell's running conductors."""
+        return objects.Service.get_minimum_version(
+            ss_context.targeted(ctx, self.cell_db), service_obj.CONDUCTOR)
+
+    @messaging.expose
+    @_EXPECTED
+    def instance_get(self, ctx, instance_uuid, read_deleted=False):
+        """Call from a compute: one instance of this cell."""
+        return objects.Instance.get_by_uuid(
+            ss_context.targeted(ctx, self.cell_db), instance_uuid,
+            read_deleted=read_deleted)
+
+    @staticmethod
+    def _expected(expected_task_states):
+        if expected_task_states is None:
+            return instance_obj.ANY_TASK_STATE
+        return list(expected_task_states)
+
+    @messaging.expose
+    @_EXPECTED
+    def instance_save(self, ctx, instance, expected_task_states=None,
+                      expected_vm_state=None):
+        """Call from a compute: write the fields it changed, if the row
+        is still as it expects; answers the instance as saved."""
+        instance.save(ss_context.targeted(ctx, self.cell_db),
+                      expected_task_state=self._expected(
+                          expected_task_states),
+                      expected_vm_state=expected_vm_state)
+        return instance
+
+    @messaging.expose
+    @_EXPECTED
+    def instance_save_error(self, ctx, instance, fault,
+                            expected_task_states=None,
+                            expected_vm_state=None):
+        """Call from a compute: ERROR with ``fault``, in one write."""
+        instance.vm_state = instance_obj.ERROR
+        instance.task_state = None
+        instance.save(ss_context.targeted(ctx, self.cell_db),
+                      expected_task_state=self._expected(
+                          expected_task_states),
+                      expected_vm_state=expected_vm_state, fault=fault)
+        instance.fault = fault
+        instance.obj_reset_changes(['fault'])
+        return instance
+
+    @messaging.expose
+    @_EXPECTED
+    def instance_destroy(self, ctx, instance_uuid):
+        """Call from a compute: mark the instance deleted (nothing if it
+        is gone already)."""
+        cctx = ss_context.targeted(ctx, self.cell_db)
+        try:
+            objects.Instance.get_by_uuid(cctx, instance_uuid).destroy(cctx)
+        except exception.InstanceNotFound:
+            pass
+
+    @messaging.expose
+    def instance_get_all_by_host(self, ctx, host):
+        """Call from a compute: the live instances on its host."""
+        return objects.Instance.get_all(
+            ss_context.targeted(ctx, self.cell_db), host=host)
+
+    @messaging.expose
+    def instance_action_event(self, ctx, instance_uuid, event, host=None,
+                              result=instance_action.SUCCESS, details=None,
+                              action='create'):
+        """Call from a compute: record one step of ``ctx``'s request."""
+        instance_action.record_event(
+            ss_context.targeted(ctx, self.cell_db), instance_uuid, event,
+            host=host, result=result, details=details, action=action)
+
+    @messaging.expose
+    def service_heartbeat(self, ctx, host, binary, topic, version):
+        """Call from a compute: refresh its service record, with the
+        service version it runs (not this conductor's)."""
+        objects.Service.heartbeat(ss_context.targeted(ctx, self.cell_db),
+                                  host, binary, topic, version=version)
 
     @messaging.expose
     def build_instances(self, ctx, instance, request_spec, host_list, retry):

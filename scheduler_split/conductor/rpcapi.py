@@ -9,9 +9,18 @@ Version history:
           host's availability zone)
     1.2 - Instance 1.2 (accessIPv4/accessIPv6), also inside BuildRequest,
           in schedule_and_build_instances and build_instances
+    1.3 - (cell) instance_get, instance_save, instance_save_error,
+          instance_destroy, instance_get_all_by_host,
+          instance_action_event, service_heartbeat,
+          get_minimum_service_version: a compute reads and writes its
+          records only through these calls
     1.4 - consumers_needing_claims (super): the scheduler's heal asks
           which consumers still need their claims
 """
+
+import logging
+
+import oslo_messaging as messaging
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -20,6 +29,7 @@ from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
 
 CONF = conf.CONF
+LOG = logging.getLogger(__name__)
 
 TOPIC = 'conductor'
 
@@ -35,10 +45,20 @@ OBJECT_VERSIONS = {
     '1.2': {'BuildRequest': '1.0', 'Instance': '1.2', 'InstanceFault': '1.0',
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.3': {'BuildRequest': '1.0', 'Instance': '1.2', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.4': {'BuildRequest': '1.0', 'Instance': '1.2', 'InstanceFault': '1.0',
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
+
+# How long a compute waits for its conductor to say what it understands.
+SERVICE_VERSION_TIMEOUT = 10
+
+# version_cap(ASK_CONDUCTORS): the client has no database to read service
+# records from (a compute); it asks the conductors on its bus.
+ASK_CONDUCTORS = object()
 
 
 def cell0_db():
@@ -58,6 +78,9 @@ def version_cap(service_db):
         ctx = ss_context.targeted(ss_context.get_admin_context(), db)
         return service_obj.Service.get_minimum_version(
             ctx, service_obj.CONDUCTOR)
+    if service_db is ASK_CONDUCTORS:
+        raise ValueError('asking the conductors needs their bus: use '
+                         'ConductorAPI(transport, ASK_CONDUCTORS)')
     if service_db is cell0_db:
         key, receivers = 'cell0', 'the super-conductors'
     else:
@@ -73,9 +96,20 @@ class ConductorAPI:
     def __init__(self, transport, service_db=cell0_db):
         """A client for the conductors on ``transport``, which record
         themselves in ``service_db`` (see :func:`version_cap`); by default
-        the super-conductor on the API bus."""
+        the super-conductor on the API bus. A compute, which holds no
+        database credentials, passes :data:`ASK_CONDUCTORS`: ``auto``
+        then asks its cell conductors which version they run."""
+        self.transport = transport
+        if service_db is ASK_CONDUCTORS:
+            cap = rpc.VersionCap(
+                'conductor_rpc', CONF.upgrade_levels.conductor,
+                self.get_minimum_service_version,
+                cache_key=('bus', id(transport)),
+                receivers='the conductors of this cell')
+        else:
+            cap = version_cap(service_db)
         self.client = rpc.Client(transport, TOPIC, self.VERSION,
-                                 OBJECT_VERSIONS, version_cap(service_db))
+                                 OBJECT_VERSIONS, cap)
 
     def schedule_and_build_instances(self, ctx, build_requests,
                                      request_specs):
@@ -91,6 +125,96 @@ class ConductorAPI:
         cctxt.cast(ctx, 'build_instances', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry)
+
+    # --- 1.3: a compute's records, through its cell conductor ---------------
+    # Every one of these is a call from a compute to its cell conductor,
+    # which does the database work; InstanceNotFound and Conflict come back
+    # as themselves (scheduler_split.exception is an allowed remote module).
+
+    def _call(self, ctx, method, timeout=None, **kwargs):
+        cctxt, _ = self.client.prepare('1.3', timeout=timeout)
+        return cctxt.call(ctx, method, **kwargs)
+
+    def instance_get(self, ctx, instance_uuid, read_deleted=False):
+        """Call from a compute: the instance, with its latest fault."""
+        return self._call(ctx, 'instance_get', instance_uuid=instance_uuid,
+                          read_deleted=read_deleted)
+
+    def instance_save(self, ctx, instance, expected_task_states=None,
+                      expected_vm_state=None):
+        """Call from a compute: write the instance's changed fields.
+
+        With ``expected_task_states`` (a list; None in it stands for no
+        task state) and/or ``expected_vm_state`` the write happens only
+        if the row is still in one of them (else ``Conflict``). Returns
+        the instance as saved.
+        """
+        return self._call(ctx, 'instance_save', instance=instance,
+                          expected_task_states=expected_task_states,
+                          expected_vm_state=expected_vm_state)
+
+    def instance_save_error(self, ctx, instance, fault,
+                            expected_task_states=None,
+                            expected_vm_state=None):
+        """Call from a compute: ERROR with ``fault`` (an InstanceFault),
+        in one write, under the same expectations as
+        :meth:`instance_save`. Returns the instance as saved."""
+        return self._call(ctx, 'instance_save_error', instance=instance,
+                          fault=fault,
+                          expected_task_states=expected_task_states,
+                          expected_vm_state=expected_vm_state)
+
+    def instance_destroy(self, ctx, instance_uuid):
+        """Call from a compute: mark the instance deleted."""
+        return self._call(ctx, 'instance_destroy',
+                          instance_uuid=instance_uuid)
+
+    def instance_get_all_by_host(self, ctx, host):
+        """Call from a compute: the live instances on ``host``."""
+        return self._call(ctx, 'instance_get_all_by_host', host=host)
+
+    def instance_action_event(self, ctx, instance_uuid, event, host=None,
+                              result='Success', details=None,
+                              action='create'):
+        """Call from a compute: record a finished step of the action of
+        ``ctx``'s request (an audit trail: the conductor logs a failure
+        to write it and answers anyway)."""
+        return self._call(ctx, 'instance_action_event',
+                          instance_uuid=instance_uuid, event=event,
+                          host=host, result=result, details=details,
+                          action=action)
+
+    def service_heartbeat(self, ctx, host, binary, topic, version,
+                          timeout=None):
+        """Call from a compute: refresh its service record, with its
+        service ``version``. ``timeout``: how long an answer is worth
+        waiting for (the next heartbeat supersedes this one)."""
+        return self._call(ctx, 'service_heartbeat', timeout=timeout,
+                          host=host, binary=binary, topic=topic,
+                          version=version)
+
+    def get_minimum_service_version(self):
+        """The lowest service version of the running conductors of the
+        cell, as the conductor that answers reads it from their records.
+        Sent uncapped: it is how a compute's ``auto`` finds the cap. A
+        conductor older than 1.3 refuses it, and counts as version 0 (a
+        compute of this release cannot work with it: the cap then refuses
+        every call with a clear error). No answer at all is no conductor
+        running: None, not kept, so that the next call asks again.
+        """
+        client = rpc.get_client(self.transport, TOPIC, '1.3',
+                                timeout=SERVICE_VERSION_TIMEOUT)
+        try:
+            return client.call(ss_context.get_admin_context(),
+                               'get_minimum_service_version')
+        except messaging.MessagingTimeout:
+            LOG.warning('No conductor of this cell answered; not capping '
+                        'conductor RPC for now')
+            return None
+        except messaging.MessagingException as exc:
+            LOG.info('No conductor said which service version it is (%s); '
+                     'taking the oldest', exc)
+            return 0
 
     def consumers_needing_claims(self, ctx, consumer_uuids):
         """Call from the scheduler's heal to the super-conductor (API

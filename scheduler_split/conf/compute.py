@@ -20,6 +20,14 @@ compute_opts = [
                help='Disk kept for the host itself, in MiB.'),
     cfg.StrOpt('availability_zone', default='nova',
                help='Availability zone this compute host belongs to.'),
+    cfg.IntOpt('unfinished_build_check_interval', default=60, min=1,
+               help='Seconds between two looks, through the cell '
+                    'conductor, at the instances building on this host: '
+                    'one this compute is not building (the service '
+                    'stopped mid-build, or the database was away when '
+                    'its ERROR was to be saved) ends in ERROR with a '
+                    'fault and gives its claim back. The first look is '
+                    'right after the start.'),
 ]
 
 

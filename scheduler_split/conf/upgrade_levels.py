@@ -27,7 +27,8 @@ upgrade_opts = [
                'computes heartbeat into their cell database'),
     _level_opt('conductor', 'conductor',
                'cell conductors heartbeat into their cell database (the '
-               'super-conductor into cell0)'),
+               'super-conductor into cell0; a compute, which has no '
+               'database, asks its cell conductor for them)'),
     _level_opt('scheduler', 'scheduler',
                'schedulers heartbeat into the scheduler database (asked '
                'through the scheduler client library; schedulers of the '

@@ -26,6 +26,10 @@ DELETING = 'deleting'
 USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',
                  'access_ip_v6')
 
+# Why get_unhandled_builds() found a build.
+LOST_NO_HOST = 'no-host'
+LOST_HOST_DOWN = 'host-down'
+
 # save() without a task state expectation.
 ANY_TASK_STATE = object()
 
@@ -224,16 +228,18 @@ class Instance(base.SchedulerSplitObject):
         self.fault = fault
         self.obj_reset_changes(['fault'])
 
-    def save(self, ctx, expected_task_state=ANY_TASK_STATE, fault=None):
+    def save(self, ctx, expected_task_state=ANY_TASK_STATE, fault=None,
+             expected_vm_state=None):
         """Write the changed fields back (and ``fault``, in one go).
 
         With ``expected_task_state`` (a state, None included, or a list of
         them) the write only happens when the row still has one of those
-        task states (``InstanceNotFound`` if it was deleted meanwhile,
-        ``Conflict`` if it moved on).
+        task states, and with ``expected_vm_state`` that vm state
+        (``InstanceNotFound`` if it was deleted meanwhile, ``Conflict`` if
+        it moved on).
         """
         changes = self._values(self.obj_what_changed())
-        if not changes:
+        if not changes and fault is None:
             return
         changes['updated_at'] = base.naive_utc(base.utcnow())
         with engines.writer(_cell_db(ctx)) as session:
@@ -247,6 +253,9 @@ class Instance(base.SchedulerSplitObject):
                 query = query.where(sa.or_(*[
                     models.Instance.task_state.is_(None) if s is None
                     else models.Instance.task_state == s for s in states]))
+            if expected_vm_state is not None:
+                query = query.where(
+                    models.Instance.vm_state == expected_vm_state)
             result = session.execute(query.values(**changes))
             if result.rowcount == 0:
                 row = session.scalars(sa.select(models.Instance).where(
@@ -254,8 +263,9 @@ class Instance(base.SchedulerSplitObject):
                 if row is None or row.deleted:
                     raise exception.InstanceNotFound(instance_id=self.uuid)
                 raise exception.Conflict(
-                    reason='instance %s is in task state %s, not %s'
-                    % (self.uuid, row.task_state, expected_task_state))
+                    reason='instance %s is %s/%s, not %s/%s'
+                    % (self.uuid, row.vm_state, row.task_state,
+                       expected_vm_state or 'any', expected_task_state))
             if fault is not None:
                 fault.add_to(session)
         self.updated_at = changes['updated_at']
@@ -289,20 +299,44 @@ class Instance(base.SchedulerSplitObject):
             return cls._from_row(row, faults.get(uuid))
 
     @classmethod
-    def get_unhandled_builds(cls, ctx, seconds):
-        """Builds waiting for a compute (no host, task state scheduling)
-        that nothing touched for ``seconds``."""
-        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
-            seconds=seconds)
+    def get_unhandled_builds(cls, ctx, seconds, compute_binary,
+                             down_seconds):
+        """Builds nothing will finish, as ``(instance, why)`` pairs.
+
+        ``why`` is :data:`LOST_NO_HOST`: a build without a host (waiting
+        for a compute, or between two hosts of a reschedule) that nothing
+        touched for ``seconds``; or :data:`LOST_HOST_DOWN`: a build on a
+        host whose ``compute_binary`` service has not been seen for
+        ``down_seconds`` (or has no record), and that nothing touched
+        for ``seconds`` either (a heartbeat late under load does not end
+        a build that is moving). A delete in progress is the delete's to
+        finish.
+        """
+        now = base.naive_utc(base.utcnow())
+        touched = sa.func.coalesce(models.Instance.updated_at,
+                                   models.Instance.created_at)
+        alive = sa.select(models.Service.host).where(
+            models.Service.binary == compute_binary,
+            models.Service.last_seen_up >= now - datetime.timedelta(
+                seconds=down_seconds))
+        live_build = sa.and_(
+            models.Instance.deleted.is_(False),
+            models.Instance.vm_state == BUILDING,
+            sa.or_(models.Instance.task_state.is_(None),
+                   models.Instance.task_state != DELETING))
         with engines.reader(_cell_db(ctx)) as session:
-            rows = session.scalars(sa.select(models.Instance).where(
-                models.Instance.deleted.is_(False),
-                models.Instance.vm_state == BUILDING,
-                models.Instance.task_state == SCHEDULING,
-                models.Instance.host.is_(None),
-                sa.func.coalesce(models.Instance.updated_at,
-                                 models.Instance.created_at) < cutoff))
-            return [cls._from_row(row) for row in rows]
+            no_host = session.scalars(sa.select(models.Instance).where(
+                live_build, models.Instance.host.is_(None),
+                touched < now - datetime.timedelta(seconds=seconds)))
+            found = [(cls._from_row(row), LOST_NO_HOST) for row in no_host]
+            host_down = session.scalars(sa.select(models.Instance).where(
+                live_build, models.Instance.host.is_not(None),
+                models.Instance.host.not_in(alive),
+                touched < now - datetime.timedelta(
+                    seconds=max(seconds, down_seconds))))
+            found += [(cls._from_row(row), LOST_HOST_DOWN)
+                      for row in host_down]
+            return found
 
     @classmethod
     def get_all(cls, ctx, project_id=None, uuids=None, host=None,

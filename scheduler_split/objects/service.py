@@ -15,7 +15,7 @@ CONF = conf.CONF
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 3
+SERVICE_VERSION = 4
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -29,7 +29,10 @@ SERVICE_VERSION_HISTORY = (
     # 2: Instance 1.2 carries accessIPv4/accessIPv6: compute 1.2,
     #    conductor 1.2.
     {'compute_rpc': '1.2', 'conductor_rpc': '1.2', 'scheduler_rpc': '1.1'},
-    # 3: the super-conductor answers consumers_needing_claims for the
+    # 3: computes read and write instance records and their service
+    #    record through their cell conductor: conductor 1.3.
+    {'compute_rpc': '1.2', 'conductor_rpc': '1.3', 'scheduler_rpc': '1.1'},
+    # 4: the super-conductor answers consumers_needing_claims for the
     #    scheduler's heal: conductor 1.4.
     {'compute_rpc': '1.2', 'conductor_rpc': '1.4', 'scheduler_rpc': '1.1'},
 )
@@ -49,8 +52,10 @@ def _up_since():
         seconds=CONF.service_down_time)
 
 
-def heartbeat_row(session, model, host, binary, topic):
-    """Create or refresh the record of a service of this release."""
+def heartbeat_row(session, model, host, binary, topic,
+                  version=SERVICE_VERSION):
+    """Create or refresh the record of a service of ``version`` (this
+    release's by default)."""
     row = session.scalars(sa.select(model).where(
         model.host == host, model.binary == binary)).first()
     if row is None:
@@ -58,7 +63,7 @@ def heartbeat_row(session, model, host, binary, topic):
         session.add(row)
     row.report_count += 1
     row.last_seen_up = base.naive_utc(base.utcnow())
-    row.version = SERVICE_VERSION
+    row.version = version
     session.flush()
     return row
 
@@ -96,12 +101,14 @@ class Service(base.SchedulerSplitObject):
             primitive.pop('version', None)
 
     @classmethod
-    def heartbeat(cls, ctx, host, binary, topic):
+    def heartbeat(cls, ctx, host, binary, topic, version=SERVICE_VERSION):
         """Create the record if needed, mark the service seen now and
-        record this release's service version."""
+        record its service ``version`` (by default this release's; a
+        conductor recording a compute's heartbeat passes the compute's).
+        """
         with engines.writer(ctx.cell_db) as session:
             row = heartbeat_row(session, models.Service, host, binary,
-                                topic)
+                                topic, version)
             return base.apply_row(cls(), row, _FIELDS)
 
     @classmethod

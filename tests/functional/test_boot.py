@@ -193,8 +193,7 @@ def test_scheduler_takes_up_a_cell_mapped_while_it_runs(start_system):
     conductor = deployment.cell_conductor_service(
         cell.transport_url, cell.database_connection)
     compute = deployment.compute_service('cell9-compute1',
-                                         cell.transport_url,
-                                         cell.database_connection)
+                                         cell.transport_url)
     aio.services += [conductor, compute]
     conductor.start()
     compute.start()

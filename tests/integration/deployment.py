@@ -82,6 +82,17 @@ class Deployment:
             memory_mb = %d
             """ % (api_bus, self.api_db, self.scheduler_db,
                    HOST_STATE_REFRESH_INTERVAL, self.host_memory_mb))
+        # What every compute reads besides its own file: no database, no
+        # API bus. A hypervisor host holds no database credentials.
+        self.compute_conf = self._write('compute-common.conf', """\
+            [DEFAULT]
+            report_interval = 1
+            service_down_time = 6
+            rpc_response_timeout = 10
+            [fake_driver]
+            spawn_delay = 0.2
+            memory_mb = %d
+            """ % self.host_memory_mb)
         self.api_conf = self._write('api.conf', """\
             [DEFAULT]
             log_file = %s
@@ -115,11 +126,10 @@ class Deployment:
                     [DEFAULT]
                     host = %s
                     transport_url = %s
-                    [database]
-                    connection = %s
                     [compute]
                     availability_zone = %s
-                    """ % (host, bus, db, zone))
+                    unfinished_build_check_interval = 2
+                    """ % (host, bus, zone))
         self.manage('db', 'sync')
         self.manage('cell_v2', 'map_cell0', '--database_connection',
                     cell0_db)
@@ -136,6 +146,7 @@ class Deployment:
         self.start()
         self.wait_for_api()
         self.wait_for_hosts(self.hosts)
+        self.wait_for_service_records(self.hosts)
         self.manage('cell_v2', 'discover_hosts')
         return self
 
@@ -177,8 +188,11 @@ class Deployment:
                 '--config-file', os.path.join(self.conf_dir,
                                               '%s.conf' % cell)]
             for host in self.hosts_of(cell):
+                # Not the main file: a compute reads no database
+                # credentials and knows only its cell's bus.
                 commands[host] = [
-                    os.path.join(BIN, 'scheduler-split-compute'), *conf,
+                    os.path.join(BIN, 'scheduler-split-compute'),
+                    '--config-file', self.compute_conf,
                     '--config-file', os.path.join(self.conf_dir,
                                                   '%s.conf' % host)]
         commands['api'] = [
@@ -291,6 +305,24 @@ class Deployment:
             time.sleep(0.2)
         raise AssertionError('hosts %s did not report' % sorted(
             set(hosts) - self.reported_hosts()))
+
+    def wait_for_service_records(self, hosts, timeout=60):
+        """Until every compute of ``hosts`` has a service record in its
+        cell database (written by its cell conductor, which a compute's
+        heartbeat reaches a moment after its first report to the
+        scheduler): what ``discover_hosts`` maps."""
+        deadline = time.monotonic() + timeout
+        while True:
+            recorded = set()
+            for cell, (_, db) in self.cells.items():
+                recorded |= {row[0] for row in self.query(
+                    db, 'SELECT host FROM services WHERE "binary" = '
+                    "'scheduler-split-compute'")}
+            if set(hosts) <= recorded:
+                return
+            assert time.monotonic() < deadline, (
+                'no service record for %s' % sorted(set(hosts) - recorded))
+            time.sleep(0.2)
 
     def query(self, url, sql, **params):
         engine = sa.create_engine(url)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
@@ -48,6 +49,7 @@ LIFTED = """\
     scheduler = auto
     conductor = auto
     """
+OLD_COMPUTE_DB = 'old-compute-database.conf'
 BACKPORT_ERRORS = ('IncompatibleObjectVersion', 'UnsupportedVersion',
                    'Traceback')
 
@@ -83,6 +85,13 @@ def upgrading(tmp_path_factory, previous_release):
             dep.run_from(name, previous_release)
         new = [name for name in dep._commands() if name not in OLD]
         dep.add_config(new, 'upgrade-levels.conf', PINNED)
+        # The previous release's compute writes its cell database itself:
+        # it alone gets the credentials, in a file of its own that goes
+        # when it is upgraded.
+        dep.add_config([OLD_COMPUTE], OLD_COMPUTE_DB, """\
+            [database]
+            connection = %s
+            """ % dep.cells['cell1'][1])
         for host in dep.hosts_of('cell2'):
             dep.add_config([host], 'south.conf', """\
                 [compute]
@@ -101,6 +110,7 @@ def upgrading(tmp_path_factory, previous_release):
         dep.start()
         dep.wait_for_api()
         dep.wait_for_hosts(dep.hosts)
+        dep.wait_for_service_records(dep.hosts)
         dep.manage('cell_v2', 'discover_hosts')
         _wait_until_every_scheduler_prefers_the_old_compute(dep)
         dep.previous_release = previous_release
@@ -148,6 +158,11 @@ def _boot_many(api, prefix, zones):
     return {sid: api.wait_for(sid, timeout=120) for sid in ids}
 
 
+def _postgres_connections(dep, name):
+    return [c for c in psutil.Process(dep.procs[name].pid).net_connections(
+        kind='tcp') if c.raddr and c.raddr.port == dep.postgres.port]
+
+
 def _service_versions(dep, db, table='services'):
     return dict(dep.query(db, 'SELECT host, version FROM %s' % table))
 
@@ -169,6 +184,12 @@ def test_the_old_processes_run_the_previous_release(upgrading):
     computes = _service_versions(upgrading, cell1_db)
     assert computes[OLD_COMPUTE] is None
     assert computes['cell1-compute1'] == service_obj.SERVICE_VERSION
+    # The old compute writes its database itself; this release's computes
+    # go through their conductor and hold no connection to PostgreSQL.
+    assert _postgres_connections(upgrading, OLD_COMPUTE)
+    for host in upgrading.hosts:
+        if host != OLD_COMPUTE:
+            assert _postgres_connections(upgrading, host) == [], host
     schedulers = _service_versions(upgrading, upgrading.scheduler_db)
     assert schedulers == {'scheduler': service_obj.SERVICE_VERSION}
 
@@ -238,6 +259,11 @@ def test_after_the_upgrade_auto_lifts_the_cap_and_servers_get_zones(
     upgrading.stop(*OLD)
     for name in OLD:
         upgrading.run_from(name, None)
+    # Upgraded, the compute reaches its records through its conductor
+    # only: its database credentials go.
+    upgrading.extra_conf[OLD_COMPUTE] = [
+        path for path in upgrading.extra_conf[OLD_COMPUTE]
+        if not path.endswith(OLD_COMPUTE_DB)]
     everyone = list(upgrading._commands())
     upgrading.add_config(everyone, 'upgrade-levels.conf', LIFTED)
     mark = len(_log(upgrading, 'super-conductor'))
@@ -248,8 +274,15 @@ def test_after_the_upgrade_auto_lifts_the_cap_and_servers_get_zones(
     upgrading.wait_for_api()
     upgrading.wait_for_hosts(upgrading.hosts)
     cell1_db = upgrading.cells['cell1'][1]
-    assert _service_versions(upgrading, cell1_db)[OLD_COMPUTE] == (
-        service_obj.SERVICE_VERSION)
+    # Its heartbeat reaches the record through the restarted conductor,
+    # a moment after its report reached the scheduler.
+    deadline = time.monotonic() + 30
+    while _service_versions(upgrading, cell1_db)[OLD_COMPUTE] != (
+            service_obj.SERVICE_VERSION):
+        assert time.monotonic() < deadline, _service_versions(
+            upgrading, cell1_db)
+        time.sleep(0.2)
+    assert _postgres_connections(upgrading, OLD_COMPUTE) == []
 
     servers = _boot_many(api, 'upgraded', [None] * 4 + [
         'edge:cell1-compute1', 'south'])

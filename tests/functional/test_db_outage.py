@@ -1,0 +1,121 @@
+"""No build stays in BUILD after a database outage or a compute that dies
+mid-build: it ends in ERROR with a fault, and its claim is released,
+within a bounded time."""
+
+import contextlib
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler_split.compute.virt import fake
+from scheduler_split import conf
+from scheduler_split.db import engines
+
+pytestmark = pytest.mark.functional
+
+CONF = conf.CONF
+
+
+def _cell_db(system, name='cell1'):
+    [cell] = [c for c in system.aio.cells if c.name == name]
+    return cell.database_connection
+
+
+def test_a_build_whose_database_went_away_mid_spawn_ends_in_error(
+        start_system, monkeypatch):
+    CONF.set_override('unfinished_build_check_interval', 1, group='compute')
+    system = start_system(cells=1, hosts_per_cell=1)
+    cell_db = _cell_db(system)
+    down = threading.Event()
+    outage = {}
+    real_writer = engines.writer
+
+    @contextlib.contextmanager
+    def writer(url):
+        if down.is_set() and url == cell_db:
+            raise sa.exc.OperationalError(
+                'UPDATE instances', {},
+                Exception('could not connect to the cell database'))
+        with real_writer(url) as session:
+            yield session
+
+    real_spawn = fake.FakeDriver.spawn
+
+    def spawn_during_an_outage(self, instance):
+        if not outage:
+            # The database goes away as the spawn starts and comes back
+            # three seconds later: ACTIVE cannot be saved, nor the ERROR
+            # the compute's error path tries next.
+            down.set()
+            outage['end'] = time.monotonic() + 3
+            threading.Timer(3, down.clear).start()
+        return real_spawn(self, instance)
+
+    monkeypatch.setattr(engines, 'writer', writer)
+    monkeypatch.setattr(fake.FakeDriver, 'spawn', spawn_during_an_outage)
+
+    server_id = system.api.boot(name='outage')
+    server = system.api.wait_for(server_id, timeout=30)
+
+    assert server['status'] == 'ERROR'
+    assert 'could not connect to the cell database' in (
+        server['fault']['message'] + server['fault'].get('details', ''))
+    assert server['OS-EXT-SRV-ATTR:host'] == 'cell1-compute1'
+    # Settled by the compute's next look after the database came back
+    # (every second here), not by a restart.
+    settled_after = time.monotonic() - outage['end']
+    assert settled_after < 10, settled_after
+    assert system.allocations_after_settling({}) == {}
+    # And a user can delete it.
+    assert system.api.delete('/v2.1/servers/%s' % server_id) \
+        .status_code == 204
+    system.api.wait_gone(server_id)
+
+
+def test_a_build_on_a_compute_that_died_mid_spawn_ends_in_error(
+        start_system, monkeypatch):
+    CONF.set_override('report_interval', 1)
+    CONF.set_override('service_down_time', 3)
+    CONF.set_override('lost_build_check_interval', 1, group='conductor')
+    CONF.set_override('lost_build_timeout', 10, group='conductor')
+    system = start_system(cells=1, hosts_per_cell=2)
+    hang = threading.Event()
+    spawning = []
+    real_spawn = fake.FakeDriver.spawn
+
+    def spawn_that_hangs(self, instance):
+        if not spawning:
+            spawning.append(self.host)
+            hang.wait(60)
+        return real_spawn(self, instance)
+
+    monkeypatch.setattr(fake.FakeDriver, 'spawn', spawn_that_hangs)
+    try:
+        server_id = system.api.boot(name='orphan')
+        deadline = time.monotonic() + 10
+        while not spawning:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        [host] = spawning
+        # The compute dies: no heartbeat, no periodic look, no messages.
+        system.aio.computes[host].stop(graceful=False)
+        died = time.monotonic()
+
+        server = system.api.wait_for(server_id, timeout=30)
+        assert server['status'] == 'ERROR'
+        assert server['fault']['message'] == (
+            'Build of instance %s aborted: the compute service of %s, '
+            'where it was building, has been down for longer than '
+            '[DEFAULT] service_down_time; the build was lost'
+            % (server_id, host))
+        assert time.monotonic() - died < 25
+        assert system.allocations_after_settling({}) == {}
+    finally:
+        hang.set()
+    # The spawn that comes back late finds the instance settled and
+    # leaves it so.
+    time.sleep(1)
+    assert system.api.server(server_id)['status'] == 'ERROR'
+    assert system.allocations() == {}

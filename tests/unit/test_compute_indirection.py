@@ -1,0 +1,449 @@
+"""A compute holds no database credentials: it reads and writes its
+records through its cell conductor over the bus (object indirection).
+
+Each test runs a real cell conductor on an in-memory bus with a SQLite
+cell database and drives a compute from the test's own thread; the guard
+fails the test if that thread opens any database engine.
+"""
+
+import contextlib
+import datetime
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+import oslo_messaging as messaging
+
+from scheduler_split.compute import manager as compute_manager
+from scheduler_split.conductor import manager as conductor_manager
+from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split import conf
+from scheduler_split import context
+from scheduler_split.db import engines
+from scheduler_split.db import migration
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split import memory_bus
+from scheduler_split import objects
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import service as service_obj
+from scheduler_split import rpc
+from tests.unit import helpers
+
+CONF = conf.CONF
+BUS = 'kombu+memory:////indirection-cell'
+HOST = 'host1'
+UUID = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c01'
+OTHER = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c02'
+
+
+class FakeScheduler:
+    """The scheduler's side of the library: records what it was told."""
+
+    target = messaging.Target(version='1.1')
+
+    def __init__(self):
+        self.released = []
+        self.reports = []
+
+    @messaging.expose
+    def release_resources(self, ctx, instance_uuid):
+        self.released.append(instance_uuid)
+        return True
+
+    @messaging.expose
+    def update_resource_stats(self, ctx, host, node, stats):
+        self.reports.append(host)
+
+
+class Driver:
+    """A hypervisor whose spawns a test can hold or fail."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.release.set()
+        self.spawning = threading.Event()
+        self.on_spawn = None
+        self.destroyed = []
+
+    def spawn(self, instance):
+        self.spawning.set()
+        assert self.release.wait(30)
+        if self.on_spawn is not None:
+            self.on_spawn()
+
+    def destroy(self, instance):
+        self.destroyed.append(instance.uuid)
+
+    def get_available_resource(self):
+        return {'vcpus': 4, 'memory_mb': 4096, 'local_gb': 40}
+
+    def nodename(self):
+        return HOST
+
+
+@pytest.fixture
+def cell(tmp_path, override):
+    """A cell conductor and a fake scheduler on one in-memory bus; the
+    compute process has no [database] at all."""
+    assert CONF.database.connection is None
+    override('service_down_time', 60)
+    url = 'sqlite:///' + str(tmp_path / 'cell.sqlite')
+    migration.upgrade('cell', url)
+    memory_bus.reset()
+    rpc.reset_auto_caps()
+    transport = rpc.get_transport(BUS)
+    conductor = conductor_manager.CellConductorManager(url, transport)
+    scheduler = FakeScheduler()
+    servers = [rpc.get_server(transport, 'conductor', [conductor], 'c1'),
+               rpc.get_server(transport, 'scheduler', [scheduler], 's1')]
+    for server in servers:
+        server.start()
+    driver = Driver()
+    compute = compute_manager.ComputeManager(HOST, transport, driver=driver)
+    yield type('Cell', (), dict(url=url, transport=transport,
+                                conductor=conductor, scheduler=scheduler,
+                                compute=compute, driver=driver))
+    driver.release.set()
+    for server in servers:
+        server.stop()
+        server.wait()
+    rpc.cleanup()
+    rpc.reset_auto_caps()
+    memory_bus.reset()
+    engines.dispose_all()
+
+
+@contextlib.contextmanager
+def no_database_in_this_thread(monkeypatch):
+    """Fail if the calling thread (the compute here) opens a database;
+    the conductor's threads may."""
+    me = threading.current_thread()
+    opened = []
+    real = engines.get_engine
+
+    def get_engine(url, writer=True):
+        if threading.current_thread() is me:
+            opened.append(url)
+            raise AssertionError('the compute opened database %s' % url)
+        return real(url, writer)
+
+    monkeypatch.setattr(engines, 'get_engine', get_engine)
+    yield
+    monkeypatch.setattr(engines, 'get_engine', real)
+    assert opened == []
+
+
+def _create(url, uuid=UUID, task_state=instance_obj.SCHEDULING, host=None,
+            vm_state=instance_obj.BUILDING, seconds_ago=0):
+    ctx = context.targeted(context.get_admin_context(), url)
+    instance = objects.Instance(
+        uuid=uuid, project_id='p', vm_state=vm_state, task_state=task_state,
+        host=host, flavor=helpers.make_flavor(), display_name='vm')
+    instance.create(ctx)
+    if seconds_ago:
+        old = helpers.naive_utcnow() - datetime.timedelta(
+            seconds=seconds_ago)
+        with engines.writer(url) as session:
+            session.execute(sa.update(models.Instance).where(
+                models.Instance.uuid == uuid).values(updated_at=old,
+                                                     created_at=old))
+    return instance
+
+
+def _row(url, uuid=UUID):
+    ctx = context.targeted(context.get_admin_context(), url)
+    return objects.Instance.get_by_uuid(ctx, uuid, read_deleted=True)
+
+
+def _events(url, uuid=UUID):
+    with engines.reader(url) as session:
+        return [(e.event, e.result, e.host) for e in session.scalars(
+            sa.select(models.InstanceActionEvent).join(
+                models.InstanceAction,
+                models.InstanceAction.id ==
+                models.InstanceActionEvent.action_id).where(
+                models.InstanceAction.instance_uuid == uuid).order_by(
+                models.InstanceActionEvent.id))]
+
+
+def _build(cell, instance):
+    cell.compute.build_and_run_instance(
+        context.get_admin_context(), instance, helpers.make_spec(UUID), [],
+        objects.SchedulerRetries(num_attempts=1, hosts=[HOST]), HOST)
+
+
+def test_a_compute_without_a_database_builds_through_its_conductor(
+        cell, monkeypatch):
+    instance = _create(cell.url)
+
+    with no_database_in_this_thread(monkeypatch):
+        _build(cell, instance)
+
+    row = _row(cell.url)
+    assert (row.vm_state, row.task_state, row.host) == ('active', None, HOST)
+    assert row.launched_at is not None
+    assert _events(cell.url) == [
+        ('compute_build_and_run_instance', 'Success', HOST)]
+
+
+def test_a_compute_without_a_database_deletes_through_its_conductor(
+        cell, monkeypatch):
+    instance = _create(cell.url)
+    _build(cell, instance)
+
+    with no_database_in_this_thread(monkeypatch):
+        cell.compute.terminate_instance(context.get_admin_context(),
+                                        instance)
+
+    row = _row(cell.url)
+    assert row.deleted and row.vm_state == 'deleted'
+    assert cell.scheduler.released == [UUID]
+    assert cell.driver.destroyed == [UUID]
+
+
+def test_the_heartbeat_goes_through_the_conductor_with_its_version(
+        cell, monkeypatch):
+    with no_database_in_this_thread(monkeypatch):
+        cell.compute.heartbeat()
+        cell.compute.report()
+        # A compute of another service version records its own, not the
+        # conductor's.
+        cell.compute.conductor.service_heartbeat(
+            context.get_admin_context(), 'host2', service_obj.COMPUTE,
+            'compute', 2)
+
+    ctx = context.targeted(context.get_admin_context(), cell.url)
+    records = {s.host: s.version for s in objects.Service.get_all(
+        ctx, binary=service_obj.COMPUTE)}
+    assert records == {HOST: service_obj.SERVICE_VERSION, 'host2': 2}
+    deadline = time.monotonic() + 10
+    while cell.scheduler.reports != [HOST]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_conflict_and_not_found_reach_the_compute_as_themselves(cell):
+    _create(cell.url, task_state=instance_obj.DELETING)
+    api = cell.compute.conductor
+    ctx = context.get_admin_context()
+    instance = api.instance_get(ctx, UUID)
+    instance.task_state = instance_obj.SPAWNING
+
+    with pytest.raises(exception.Conflict) as conflict:
+        api.instance_save(ctx, instance,
+                          expected_task_states=[instance_obj.SCHEDULING])
+    with pytest.raises(exception.InstanceNotFound):
+        api.instance_get(ctx, OTHER)
+    assert 'deleting' in conflict.value.format_message()
+    assert _row(cell.url).task_state == instance_obj.DELETING
+
+
+def test_a_build_the_conductor_settled_first_is_not_started(cell):
+    instance = _create(cell.url, task_state=None,
+                       vm_state=instance_obj.ERROR)
+
+    _build(cell, instance)
+
+    assert not cell.driver.spawning.is_set()
+    assert _row(cell.url).vm_state == instance_obj.ERROR
+    # No host: the claim the conductor made is nobody's.
+    assert cell.scheduler.released == [UUID]
+
+
+def test_auto_asks_the_cell_conductor_which_version_it_runs(
+        cell, override):
+    override('conductor', 'auto', group='upgrade_levels')
+    cell.conductor.report_service()
+    api = conductor_rpcapi.ConductorAPI(cell.transport,
+                                        conductor_rpcapi.ASK_CONDUCTORS)
+
+    assert api.get_minimum_service_version() == service_obj.SERVICE_VERSION
+    assert api.client.cap.resolve() == '1.3'
+
+
+def test_an_error_the_database_refused_is_saved_by_the_next_settle(
+        cell, monkeypatch):
+    instance = _create(cell.url)
+    real_writer = engines.writer
+    down = threading.Event()
+
+    @contextlib.contextmanager
+    def writer(url):
+        if down.is_set() and url == cell.url:
+            raise sa.exc.OperationalError('UPDATE instances', {},
+                                          Exception('database is away'))
+        with real_writer(url) as session:
+            yield session
+
+    monkeypatch.setattr(engines, 'writer', writer)
+    # The database goes away while the instance spawns: neither ACTIVE
+    # nor the ERROR that follows can be written.
+    cell.driver.on_spawn = down.set
+    _build(cell, instance)
+    row = _row(cell.url)
+    assert (row.vm_state, row.task_state) == ('building', 'spawning')
+    assert cell.scheduler.released == []
+
+    # Still away: the next look fails too and keeps the claim.
+    cell.compute.settle_instances()
+    assert _row(cell.url).vm_state == 'building'
+    assert cell.scheduler.released == []
+
+    down.clear()
+    cell.compute.settle_instances()
+    row = _row(cell.url)
+    assert (row.vm_state, row.task_state) == ('error', None)
+    assert 'database is away' in row.fault.message
+    assert row.fault.host == HOST
+    assert cell.scheduler.released == [UUID]
+
+
+def test_settling_leaves_a_build_in_progress_alone(cell):
+    instance = _create(cell.url)
+    cell.driver.release.clear()
+    build = threading.Thread(target=_build, args=(cell, instance))
+    build.start()
+    assert cell.driver.spawning.wait(10)
+    # The settle waits for the build's lock, then finds it finished.
+    settle = threading.Thread(target=cell.compute.settle_instances)
+    settle.start()
+    time.sleep(0.5)
+    assert _row(cell.url).task_state == instance_obj.SPAWNING
+    cell.driver.release.set()
+    build.join(10)
+    settle.join(10)
+
+    row = _row(cell.url)
+    assert (row.vm_state, row.task_state) == ('active', None)
+    assert row.fault is None
+    assert cell.scheduler.released == []
+
+
+def test_a_build_left_spawning_by_a_previous_run_ends_in_error(cell):
+    _create(cell.url, task_state=instance_obj.SPAWNING, host=HOST)
+
+    cell.compute.settle_instances()
+
+    row = _row(cell.url)
+    assert row.vm_state == 'error'
+    assert 'stopped or lost its database' in row.fault.message
+    assert cell.scheduler.released == [UUID]
+
+
+# --- the cell conductor's sweep of lost builds ------------------------------
+
+def _service(url, host, seconds_ago):
+    seen = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds_ago)
+    with engines.writer(url) as session:
+        session.add(models.Service(host=host, binary=service_obj.COMPUTE,
+                                   topic='compute', report_count=1,
+                                   last_seen_up=seen, version=3))
+
+
+def test_the_sweep_fails_builds_on_a_host_whose_compute_is_down(
+        cell, override):
+    override('lost_build_timeout', 30, group='conductor')
+    _service(cell.url, 'dead', seconds_ago=600)
+    _service(cell.url, 'alive', seconds_ago=0)
+    dead = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c10'
+    alive = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c11'
+    fresh_on_dead = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c12'
+    deleting = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c13'
+    _create(cell.url, dead, instance_obj.SPAWNING, 'dead', seconds_ago=600)
+    _create(cell.url, alive, instance_obj.SPAWNING, 'alive',
+            seconds_ago=600)
+    _create(cell.url, fresh_on_dead, instance_obj.SPAWNING, 'dead')
+    _create(cell.url, deleting, instance_obj.DELETING, 'dead',
+            seconds_ago=600)
+
+    cell.conductor.fail_lost_builds()
+
+    row = _row(cell.url, dead)
+    assert row.vm_state == 'error'
+    assert row.fault.message == (
+        'Build of instance %s aborted: the compute service of dead, where '
+        'it was building, has been down for longer than [DEFAULT] '
+        'service_down_time; the build was lost' % dead)
+    for untouched in (alive, fresh_on_dead, deleting):
+        assert _row(cell.url, untouched).vm_state == 'building'
+    assert cell.scheduler.released == [dead]
+    assert ('conductor_fail_lost_builds', 'Error', 'dead') in _events(
+        cell.url, dead)
+
+
+def test_the_sweep_fails_builds_without_a_host_in_any_task_state(
+        cell, override):
+    override('lost_build_timeout', 30, group='conductor')
+    scheduling = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c20'
+    no_task = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c21'
+    recent = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c22'
+    _create(cell.url, scheduling, seconds_ago=60)
+    _create(cell.url, no_task, task_state=None, seconds_ago=60)
+    _create(cell.url, recent)
+
+    cell.conductor.fail_lost_builds()
+
+    for lost in (scheduling, no_task):
+        row = _row(cell.url, lost)
+        assert row.vm_state == 'error', lost
+        assert 'no compute took the build' in row.fault.message
+    assert _row(cell.url, recent).vm_state == 'building'
+    assert sorted(cell.scheduler.released) == sorted([scheduling, no_task])
+
+
+# --- rolling upgrades and deployment files -----------------------------------
+
+class OldConductor:
+    """A cell conductor of the release before 1.3."""
+
+    target = messaging.Target(version='1.2')
+
+    @messaging.expose
+    def build_instances(self, ctx, instance, request_spec, host_list,
+                        retry):
+        pass
+
+
+def test_a_conductor_older_than_1_3_is_refused_with_a_clear_error(
+        override):
+    memory_bus.reset()
+    rpc.reset_auto_caps()
+    transport = rpc.get_transport('kombu+memory:////old-conductor-cell')
+    server = rpc.get_server(transport, 'conductor', [OldConductor()], 'c1')
+    server.start()
+    try:
+        override('conductor', 'auto', group='upgrade_levels')
+        api = conductor_rpcapi.ConductorAPI(transport,
+                                            conductor_rpcapi.ASK_CONDUCTORS)
+        assert api.get_minimum_service_version() == 0
+        with pytest.raises(messaging.RPCVersionCapError):
+            api.instance_get(context.get_admin_context(), UUID)
+    finally:
+        server.stop()
+        server.wait()
+        rpc.cleanup()
+        rpc.reset_auto_caps()
+        memory_bus.reset()
+
+
+def test_the_example_compute_configurations_hold_no_database():
+    import configparser
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    computes = sorted((root / 'etc' / 'scheduler-split' / 'multi-cell' /
+                       'computes').glob('*.conf'))
+    assert computes
+    for path in computes:
+        parser = configparser.ConfigParser()
+        parser.read(path)
+        assert parser.get('DEFAULT', 'transport_url')
+        assert not {'database', 'api_database', 'scheduler_database'} & set(
+            parser.sections()), path
+    plugin = (root / 'devstack' / 'lib' / 'scheduler-split').read_text()
+    compute_part = plugin[plugin.index('conf=$SCHEDULER_SPLIT_CONF_DIR/'
+                                       'computes/$host.conf'):]
+    compute_part = compute_part[:compute_part.index('done')]
+    assert 'database' not in compute_part
