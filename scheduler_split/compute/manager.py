@@ -10,6 +10,7 @@ import oslo_messaging as messaging
 from scheduler_split.compute import resource_tracker
 from scheduler_split.compute.virt import fake
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import notifications
@@ -20,6 +21,7 @@ from scheduler_split.objects import instance_action
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 
+CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_VERSION = '1.2'
@@ -110,13 +112,28 @@ class ComputeManager:
         for instance in instances:
             uuid = instance.uuid
             if instance.task_state == instance_obj.DELETING:
-                if first:
+                # A delete whose cast was lost, or whose last steps failed
+                # (the database was away): finish it. A fresh one is left
+                # to its own cast.
+                if first or self._older_than_a_check(instance):
                     self.terminate_instance(ctx, instance)
                 continue
             if instance.vm_state != instance_obj.BUILDING:
                 continue
             with self._locks(uuid):
                 if self._is_building(uuid):
+                    continue
+                # The list may be stale by now: a build that finished
+                # here, or failed and was rescheduled to another host,
+                # must be left alone. Read it again; the write below is
+                # guarded by what this read saw, the host included.
+                try:
+                    instance = self.conductor.instance_get(ctx, uuid)
+                except exception.InstanceNotFound:
+                    continue
+                if (instance.host != self.host or
+                        instance.vm_state != instance_obj.BUILDING or
+                        instance.task_state == instance_obj.DELETING):
                     continue
                 exc = self._unsaved_errors.get(uuid)
                 if exc is None:
@@ -129,6 +146,16 @@ class ComputeManager:
                             self.host, extra={'instance_uuid': uuid})
                 self._fail(ctx, instance, exc,
                            expected_task_states=[instance.task_state])
+
+    @staticmethod
+    def _older_than_a_check(instance):
+        changed = instance.updated_at or instance.created_at
+        if changed is None:
+            return True
+        age = (obj_base.naive_utc(obj_base.utcnow()) -
+               obj_base.naive_utc(changed))
+        return age.total_seconds() > (
+            CONF.compute.unfinished_build_check_interval)
 
     def _is_building(self, uuid):
         with self._building_guard:
@@ -294,7 +321,10 @@ class ComputeManager:
         :meth:`settle_instances` tries again, with the same fault.
         """
         uuid = instance.uuid
-        self.driver.destroy(instance)
+        settling = bool(expected_task_states)
+        if not settling:
+            # A build of this process failed: its VM goes first.
+            self.driver.destroy(instance)
         fault = objects.InstanceFault.from_exception(uuid, exc,
                                                      host=self.host)
         try:
@@ -302,7 +332,8 @@ class ComputeManager:
                 ctx, instance, fault,
                 expected_task_states=expected_task_states,
                 expected_vm_state=(instance_obj.BUILDING
-                                   if expected_task_states else None))
+                                   if settling else None),
+                expected_host=self.host if settling else None)
         except exception.InstanceNotFound:
             pass
         except exception.Conflict:
@@ -316,6 +347,10 @@ class ComputeManager:
             self._unsaved_errors[uuid] = exc
             return
         self._unsaved_errors.pop(uuid, None)
+        if settling:
+            # Only once the ERROR is this call's: whatever the build left
+            # on this host goes.
+            self.driver.destroy(instance)
         self.scheduler.try_release_resources(ctx, uuid)
 
     @messaging.expose

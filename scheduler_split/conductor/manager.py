@@ -647,14 +647,15 @@ class CellConductorManager:
     @_EXPECTED
     def instance_save_error(self, ctx, instance, fault,
                             expected_task_states=None,
-                            expected_vm_state=None):
+                            expected_vm_state=None, expected_host=None):
         """Call from a compute: ERROR with ``fault``, in one write."""
         instance.vm_state = instance_obj.ERROR
         instance.task_state = None
         instance.save(ss_context.targeted(ctx, self.cell_db),
                       expected_task_state=self._expected(
                           expected_task_states),
-                      expected_vm_state=expected_vm_state, fault=fault)
+                      expected_vm_state=expected_vm_state,
+                      expected_host=expected_host, fault=fault)
         instance.fault = fault
         instance.obj_reset_changes(['fault'])
         return instance

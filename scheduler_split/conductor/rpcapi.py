@@ -155,14 +155,16 @@ class ConductorAPI:
 
     def instance_save_error(self, ctx, instance, fault,
                             expected_task_states=None,
-                            expected_vm_state=None):
+                            expected_vm_state=None, expected_host=None):
         """Call from a compute: ERROR with ``fault`` (an InstanceFault),
         in one write, under the same expectations as
-        :meth:`instance_save`. Returns the instance as saved."""
+        :meth:`instance_save`, and with ``expected_host`` only while the
+        instance is still on that host. Returns the instance as saved."""
+        kwargs = {'expected_host': expected_host} if expected_host else {}
         return self._call(ctx, 'instance_save_error', instance=instance,
                           fault=fault,
                           expected_task_states=expected_task_states,
-                          expected_vm_state=expected_vm_state)
+                          expected_vm_state=expected_vm_state, **kwargs)
 
     def instance_destroy(self, ctx, instance_uuid):
         """Call from a compute: mark the instance deleted."""

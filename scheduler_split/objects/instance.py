@@ -71,14 +71,22 @@ class InstanceFault(base.SchedulerSplitObject):
     @classmethod
     def from_exception(cls, instance_uuid, exc, host=None, code=500):
         """The fault that says why ``instance_uuid`` failed."""
-        message = exception.describe(exc)
+        details = exception.describe(exc)
+        if isinstance(exc, exception.SchedulerSplitException):
+            message = details
+        else:
+            # Anything else (a database driver's error, a remote error) may
+            # name hosts, ports, paths or carry a traceback: the owner
+            # reads only its kind, as in Nova; the details are for admins.
+            # (A remote error names the kind raised at the other end.)
+            message = getattr(exc, 'exc_type', None) or type(exc).__name__
         exc_code = getattr(exc, 'code', None)
         # Only our exceptions carry an HTTP status; others (SQLAlchemy's
         # error codes, say) are internal errors.
         if isinstance(exc_code, int) and 400 <= exc_code < 600:
             code = exc_code
         return cls(instance_uuid=instance_uuid, code=code,
-                   message=message[:255], details=message, host=host)
+                   message=message[:255], details=details, host=host)
 
     def add_to(self, session):
         """Insert this fault within the caller's transaction."""
@@ -229,14 +237,14 @@ class Instance(base.SchedulerSplitObject):
         self.obj_reset_changes(['fault'])
 
     def save(self, ctx, expected_task_state=ANY_TASK_STATE, fault=None,
-             expected_vm_state=None):
+             expected_vm_state=None, expected_host=None):
         """Write the changed fields back (and ``fault``, in one go).
 
         With ``expected_task_state`` (a state, None included, or a list of
         them) the write only happens when the row still has one of those
-        task states, and with ``expected_vm_state`` that vm state
-        (``InstanceNotFound`` if it was deleted meanwhile, ``Conflict`` if
-        it moved on).
+        task states, with ``expected_vm_state`` that vm state, and with
+        ``expected_host`` that host (``InstanceNotFound`` if it was
+        deleted meanwhile, ``Conflict`` if it moved on).
         """
         changes = self._values(self.obj_what_changed())
         if not changes and fault is None:
@@ -256,6 +264,8 @@ class Instance(base.SchedulerSplitObject):
             if expected_vm_state is not None:
                 query = query.where(
                     models.Instance.vm_state == expected_vm_state)
+            if expected_host is not None:
+                query = query.where(models.Instance.host == expected_host)
             result = session.execute(query.values(**changes))
             if result.rowcount == 0:
                 row = session.scalars(sa.select(models.Instance).where(
@@ -263,9 +273,10 @@ class Instance(base.SchedulerSplitObject):
                 if row is None or row.deleted:
                     raise exception.InstanceNotFound(instance_id=self.uuid)
                 raise exception.Conflict(
-                    reason='instance %s is %s/%s, not %s/%s'
-                    % (self.uuid, row.vm_state, row.task_state,
-                       expected_vm_state or 'any', expected_task_state))
+                    reason='instance %s is %s/%s on %s, not %s/%s on %s'
+                    % (self.uuid, row.vm_state, row.task_state, row.host,
+                       expected_vm_state or 'any', expected_task_state,
+                       expected_host or 'any host'))
             if fault is not None:
                 fault.add_to(session)
         self.updated_at = changes['updated_at']

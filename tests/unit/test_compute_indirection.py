@@ -260,7 +260,8 @@ def test_auto_asks_the_cell_conductor_which_version_it_runs(
                                         conductor_rpcapi.ASK_CONDUCTORS)
 
     assert api.get_minimum_service_version() == service_obj.SERVICE_VERSION
-    assert api.client.cap.resolve() == '1.3'
+    assert api.client.cap.resolve() == (
+        service_obj.SERVICE_VERSION_HISTORY[-1]['conductor_rpc'])
 
 
 def test_an_error_the_database_refused_is_saved_by_the_next_settle(
@@ -295,7 +296,10 @@ def test_an_error_the_database_refused_is_saved_by_the_next_settle(
     cell.compute.settle_instances()
     row = _row(cell.url)
     assert (row.vm_state, row.task_state) == ('error', None)
-    assert 'database is away' in row.fault.message
+    # Its owner reads what kind of error it was; what it said (hosts,
+    # ports, a traceback) is in the details, which only admins see.
+    assert row.fault.message == 'OperationalError'
+    assert 'database is away' in row.fault.details
     assert row.fault.host == HOST
     assert cell.scheduler.released == [UUID]
 
@@ -319,6 +323,59 @@ def test_settling_leaves_a_build_in_progress_alone(cell):
     assert (row.vm_state, row.task_state) == ('active', None)
     assert row.fault is None
     assert cell.scheduler.released == []
+    # And the VM of the server that just went ACTIVE is still there.
+    assert cell.driver.destroyed == []
+
+
+def test_settling_from_a_stale_list_leaves_a_build_rescheduled_elsewhere(
+        cell, monkeypatch):
+    # This host listed the build as spawning here; by the time the settle
+    # reaches it, the build failed here and another host is spawning it.
+    instance = _create(cell.url, task_state=instance_obj.SPAWNING, host=HOST)
+    stale = [instance]
+    ctx = context.targeted(context.get_admin_context(), cell.url)
+    moved = objects.Instance.get_by_uuid(ctx, UUID)
+    moved.host = 'host2'
+    moved.save(ctx)
+    monkeypatch.setattr(cell.compute.conductor, 'instance_get_all_by_host',
+                        lambda ctx, host: stale)
+
+    cell.compute.settle_instances()
+
+    row = _row(cell.url)
+    assert (row.vm_state, row.task_state, row.host) == (
+        'building', instance_obj.SPAWNING, 'host2')
+    assert row.fault is None
+    assert cell.scheduler.released == []
+    assert cell.driver.destroyed == []
+
+
+def test_a_delete_whose_last_steps_failed_is_finished_by_a_later_settle(
+        cell):
+    instance = _create(cell.url)
+    _build(cell, instance)
+    cell.compute.settle_instances()  # the first run after the start
+    ctx = context.targeted(context.get_admin_context(), cell.url)
+    deleting = objects.Instance.get_by_uuid(ctx, UUID)
+    deleting.task_state = instance_obj.DELETING
+    deleting.save(ctx)
+    # A fresh delete is left to its own cast ...
+    cell.compute.settle_instances()
+    assert not _row(cell.url).deleted
+    # ... one that has waited longer than a check is finished (its cast
+    # was lost, or the database was away when it ran).
+    old = helpers.naive_utcnow() - datetime.timedelta(
+        seconds=CONF.compute.unfinished_build_check_interval + 5)
+    with engines.writer(cell.url) as session:
+        session.execute(sa.update(models.Instance).where(
+            models.Instance.uuid == UUID).values(updated_at=old))
+
+    cell.compute.settle_instances()
+
+    row = _row(cell.url)
+    assert row.deleted
+    assert cell.scheduler.released == [UUID]
+    assert cell.driver.destroyed == [UUID]
 
 
 def test_a_build_left_spawning_by_a_previous_run_ends_in_error(cell):
