@@ -104,7 +104,11 @@ class RabbitMQ:
         with open(os.path.join(self.base, 'advanced.config'), 'w') as f:
             f.write('[].\n')
         open(os.path.join(self.base, 'env.conf'), 'w').close()
-        self.log = open(os.path.join(self.base, 'server.out'), 'w')
+        return self._launch('w')
+
+    def _launch(self, log_mode):
+        """Start the node and wait until it serves."""
+        self.log = open(os.path.join(self.base, 'server.out'), log_mode)
         self.proc = subprocess.Popen(
             [os.path.join(self.BIN, 'rabbitmq-server')], env=self.env,
             stdout=self.log, stderr=subprocess.STDOUT,
@@ -173,23 +177,7 @@ class RabbitMQ:
             time.sleep(0.1)
         self.log.close()
         time.sleep(down)
-        self.log = open(os.path.join(self.base, 'server.out'), 'a')
-        self.proc = subprocess.Popen(
-            [os.path.join(self.BIN, 'rabbitmq-server')], env=self.env,
-            stdout=self.log, stderr=subprocess.STDOUT,
-            start_new_session=True)
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                self.ctl('await_startup', '--timeout', '60')
-                return self
-            except subprocess.CalledProcessError:
-                if self.proc.poll() is not None or \
-                        time.monotonic() > deadline:
-                    raise RuntimeError(
-                        'RabbitMQ did not start again; see %s'
-                        % os.path.join(self.base, 'server.out'))
-                time.sleep(1)
+        return self._launch('a')
 
 
 class PostgreSQL:

@@ -143,6 +143,12 @@ class Deployment:
         """Set everything up, start every process, wait until the API
         answers and every compute has reported, and map the hosts."""
         self.setup()
+        return self.start_and_map()
+
+    def start_and_map(self):
+        """Start every process (of a deployment set up already), wait
+        until the API answers and every compute has reported and
+        recorded itself, and map the hosts."""
         self.start()
         self.wait_for_api()
         self.wait_for_hosts(self.hosts)

@@ -32,11 +32,7 @@ def no_db(tmp_path_factory):
             memory_mb = %d
             vcpus = 16
             """ % (FAILING, dep.host_memory_mb + 8192))
-        dep.start()
-        dep.wait_for_api()
-        dep.wait_for_hosts(dep.hosts)
-        dep.wait_for_service_records(dep.hosts)
-        dep.manage('cell_v2', 'discover_hosts')
+        dep.start_and_map()
         yield dep
     finally:
         dep.teardown()

@@ -107,11 +107,7 @@ def upgrading(tmp_path_factory, previous_release):
             memory_mb = %d
             vcpus = 16
             """ % (dep.host_memory_mb + 8192))
-        dep.start()
-        dep.wait_for_api()
-        dep.wait_for_hosts(dep.hosts)
-        dep.wait_for_service_records(dep.hosts)
-        dep.manage('cell_v2', 'discover_hosts')
+        dep.start_and_map()
         _wait_until_every_scheduler_prefers_the_old_compute(dep)
         dep.previous_release = previous_release
         yield dep
