@@ -9,6 +9,7 @@ super-conductor; everything after that happens behind the bus.
 import logging
 
 from oslo_utils import uuidutils
+from sqlalchemy import exc as sa_exc
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
@@ -207,8 +208,15 @@ class ComputeAPI:
         self._delete(ctx, uuid)
         # A server being deleted is no member of its group any more; the
         # scheduler keeps enforcing the policy on its claim until that is
-        # released.
-        objects.InstanceGroup.remove_instance(ctx, uuid)
+        # released. The delete is under way whatever happens here, so a
+        # database that went away meanwhile does not turn it into an
+        # error the user would retry.
+        try:
+            objects.InstanceGroup.remove_instance(ctx, uuid)
+        except sa_exc.SQLAlchemyError:
+            LOG.warning('Server %s is being deleted but could not be taken '
+                        'out of its server group; it stays listed there',
+                        uuid, exc_info=True, extra={'instance_uuid': uuid})
 
     def _delete(self, ctx, uuid):
         for _ in range(10):

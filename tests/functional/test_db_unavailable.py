@@ -172,3 +172,21 @@ def test_database_back_means_service_back(system, server_id):
     with _cell_database_down(system):
         _unavailable(system.api.get('/v2.1/servers'))
     assert system.api.get('/v2.1/servers').status_code == 200
+
+
+def test_a_delete_under_way_is_not_reported_as_refused(system, monkeypatch):
+    # The API database goes away between handing the delete to the compute
+    # and taking the server out of its group: the delete goes on, so the
+    # user must not be told to try again as if nothing had happened.
+    server = system.api.boot(name='leaving')
+    assert system.api.wait_for(server)['status'] == 'ACTIVE'
+
+    def gone(ctx, instance_uuid):
+        raise sa.exc.OperationalError('DELETE FROM instance_group_member',
+                                      {}, Exception('connection refused'))
+
+    monkeypatch.setattr(objects.InstanceGroup, 'remove_instance', gone)
+    resp = system.api.delete('/v2.1/servers/%s' % server)
+
+    assert resp.status_code == 204, resp.text
+    system.api.wait_gone(server)

@@ -61,7 +61,11 @@ def system(tmp_path_factory):
                                     schedulers=2)
     processes = (['api', 'super-conductor', 'scheduler', 'scheduler-2'] +
                  ['conductor-%s' % cell for cell in dep.CELLS] + dep.hosts)
+    # service_down_time stays at its default: a broker restart shorter
+    # than it must not make every compute look down.
     dep.add_config(processes, 'faults.conf', """\
+        [DEFAULT]
+        service_down_time = 60
         [conductor]
         lost_build_timeout = %d
         build_redrive_interval = %d
