@@ -226,21 +226,27 @@ def _stack_boot_unstack(tmp_path, topology, keystone=None):
         assert all(state == ('active', 'running')
                    for state in units.values()), units
 
-        # Cell services are given their own cell's bus and database only.
+        # Cell services are given their own cell's bus only, and the cell
+        # conductor its cell's database; a compute holds no database
+        # credentials at all.
         main = _ini(stack.conf_dir / 'scheduler-split.conf')
         api_bus = main['DEFAULT']['transport_url']
         api_db = main['api_database']['connection']
         for cell in topology.cells:
-            for path in [stack.conf_dir / 'cells' / ('%s.conf' % cell)] + [
-                    stack.conf_dir / 'computes' / ('%s.conf' % host)
-                    for host in topology.hosts
-                    if host.startswith(cell + '-')]:
+            cell_conf = stack.conf_dir / 'cells' / ('%s.conf' % cell)
+            computes = [stack.conf_dir / 'computes' / ('%s.conf' % host)
+                        for host in topology.hosts
+                        if host.startswith(cell + '-')]
+            for path in [cell_conf] + computes:
                 conf = _ini(path)
                 assert conf['DEFAULT']['transport_url'].endswith(
                     '/scheduler_split_%s' % cell)
-                assert conf['database']['connection'].startswith(
-                    api_db.rsplit('/', 1)[0] + '/scheduler_split_%s?'
-                    % cell)
+                if path == cell_conf:
+                    assert conf['database']['connection'].startswith(
+                        api_db.rsplit('/', 1)[0] + '/scheduler_split_%s?'
+                        % cell)
+                else:
+                    assert 'database' not in conf, path
                 assert 'api_database' not in conf
                 assert 'scheduler_database' not in conf
                 assert api_bus not in path.read_text()
