@@ -216,3 +216,15 @@ class System:
                 'ON c.id = m.cell_id WHERE m.instance_uuid = :u'),
                 {'u': server_id}).first()
         return row[0] if row else None
+
+
+def nova_error(resp, status, name):
+    """The message of an error answer in Nova's shape (one key naming the
+    fault, with its code and a message, and no traceback)."""
+    assert resp.status_code == status, resp.text
+    body = resp.json()
+    assert list(body) == [name]
+    assert body[name]['code'] == status
+    assert body[name]['message']
+    assert 'Traceback' not in resp.text
+    return body[name]['message']

@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.functional import fixtures
+
 pytestmark = pytest.mark.functional
 
 
@@ -13,14 +15,7 @@ def api(tmp_path_factory):
     system.stop()
 
 
-def _error(resp, status, name):
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert list(body) == [name]
-    assert body[name]['code'] == status
-    assert body[name]['message']
-    assert 'Traceback' not in resp.text
-    return body[name]['message']
+_error = fixtures.nova_error
 
 
 def _create(api, server, **top):

@@ -8,6 +8,7 @@ import pytest
 import webob
 
 from scheduler_split import conf
+from tests.functional import fixtures
 
 pytestmark = pytest.mark.functional
 
@@ -29,14 +30,7 @@ def api(system):
     return system.api
 
 
-def _error(resp, status, name):
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert list(body) == [name]
-    assert body[name]['code'] == status
-    assert body[name]['message']
-    assert 'Traceback' not in resp.text
-    return body[name]['message']
+_error = fixtures.nova_error
 
 
 def _server(**extra):

@@ -314,17 +314,7 @@ def claim_mismatch(deployment, servers):
 
 def overcommitted(deployment):
     """(host, resource class, used, capacity) over capacity."""
-    rows = deployment.query(
-        deployment.scheduler_db,
-        "SELECT p.host, a.resource_class, sum(a.used), "
-        "(i.total - i.reserved) * i.allocation_ratio "
-        "FROM allocations a "
-        "JOIN resource_providers p ON p.id = a.resource_provider_id "
-        "JOIN inventories i ON i.resource_provider_id = p.id "
-        "AND i.resource_class = a.resource_class "
-        "GROUP BY p.host, a.resource_class, i.total, i.reserved, "
-        "i.allocation_ratio")
-    return [row for row in rows if row[2] > row[3]]
+    return [row for row in deployment.usage() if row[2] > row[3]]
 
 
 def delete_everything(client, figures, timeout=60):

@@ -105,16 +105,7 @@ def test_three_schedulers_and_200_racing_boots_never_overcommit(crowded):
     assert len(active) == PER_HOST * len(crowded.hosts)
 
     # What the scheduler database shows: no provider is over capacity...
-    used = crowded.query(
-        crowded.scheduler_db,
-        "SELECT p.host, a.resource_class, sum(a.used), "
-        "(i.total - i.reserved) * i.allocation_ratio "
-        "FROM allocations a "
-        "JOIN resource_providers p ON p.id = a.resource_provider_id "
-        "JOIN inventories i ON i.resource_provider_id = p.id "
-        "AND i.resource_class = a.resource_class "
-        "GROUP BY p.host, a.resource_class, i.total, i.reserved, "
-        "i.allocation_ratio")
+    used = crowded.usage()
     assert used
     for host, rc, amount, capacity in used:
         assert amount <= capacity, (host, rc, amount, capacity)
