@@ -20,6 +20,7 @@ import webob.request
 from scheduler_split.api import auth
 from scheduler_split.api import errors
 from scheduler_split.api import flavors
+from scheduler_split.api import hypervisors
 from scheduler_split.api import identity
 from scheduler_split.api import instance_actions
 from scheduler_split.api import images
@@ -27,6 +28,7 @@ from scheduler_split.api import manager
 from scheduler_split.api import microversion
 from scheduler_split.api import server_groups
 from scheduler_split.api import servers
+from scheduler_split.api import services
 from scheduler_split.api import versions
 from scheduler_split import conf
 from scheduler_split import exception
@@ -58,6 +60,17 @@ ROUTES = {
                                'POST': server_groups.create},
     '/v2.1/os-server-groups/{group_id}': {'GET': server_groups.show,
                                           'DELETE': server_groups.delete},
+    '/v2.1/os-services': {'GET': services.index},
+    '/v2.1/os-services/{service_id}': {'PUT': services.update,
+                                       'DELETE': services.delete},
+    '/v2.1/os-hypervisors': {'GET': hypervisors.index},
+    '/v2.1/os-hypervisors/detail': {'GET': hypervisors.detail},
+    '/v2.1/os-hypervisors/statistics': {'GET': hypervisors.statistics},
+    '/v2.1/os-hypervisors/{hypervisor_id}': {'GET': hypervisors.show},
+    '/v2.1/os-hypervisors/{hypervisor_id}/uptime': {
+        'GET': hypervisors.uptime},
+    '/v2.1/os-hypervisors/{pattern}/search': {'GET': hypervisors.search},
+    '/v2.1/os-hypervisors/{pattern}/servers': {'GET': hypervisors.servers},
     '/image': {'GET': images.versions},
     '/image/': {'GET': images.versions},
     '/image/v2/images': {'GET': images.list_images},

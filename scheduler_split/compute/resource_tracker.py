@@ -1,5 +1,11 @@
 """What this compute host has, told to the scheduler through its library.
 
+Each report also carries the hypervisor's details (address, type,
+version, CPU architecture) and what the operator last said of this
+compute's service (its cell record, as the conductor answered the last
+heartbeat), so that a status change the API could not tell the scheduler
+reaches it within a report interval.
+
 The resource tracker never touches the scheduler's tables: capacity,
 reserved amounts, allocation ratios, the availability zone and liveness go
 out as ``update_resource_stats`` every ``report_interval`` seconds.
@@ -22,6 +28,9 @@ class ResourceTracker:
         self.scheduler = scheduler
         self.conductor = conductor
         self.disabled = False
+        # What the operator said of this service, as its cell conductor
+        # last answered a heartbeat (None before the first answer).
+        self.service_status = None
 
     def stats(self):
         resources = self.driver.get_available_resource()
@@ -38,6 +47,12 @@ class ResourceTracker:
             'disk_allocation_ratio': opts.disk_allocation_ratio,
             'availability_zone': opts.availability_zone,
             'disabled': self.disabled,
+            'service_status': self.service_status,
+            'host_ip': CONF.my_ip,
+            'hypervisor_type': resources.get('hypervisor_type'),
+            'hypervisor_version': resources.get('hypervisor_version'),
+            'cpu_arch': resources.get('cpu_arch'),
+            'cpu_info': resources.get('cpu_info'),
         }
 
     def heartbeat(self, ctx):
@@ -46,10 +61,14 @@ class ResourceTracker:
         """
         # Not answered within report_interval (the conductor was not
         # listening yet, say), it is superseded by the next heartbeat.
-        self.conductor.service_heartbeat(
+        status = self.conductor.service_heartbeat(
             ctx, self.host, service_obj.COMPUTE, 'compute',
             service_obj.SERVICE_VERSION,
             timeout=min(CONF.report_interval, CONF.rpc_response_timeout))
+        if isinstance(status, dict):
+            # The next report carries it to the scheduler, which keeps it
+            # unless it already holds a newer reading of the record.
+            self.service_status = status
 
     def report(self, ctx):
         """Send one report of capacity and liveness to the scheduler (a

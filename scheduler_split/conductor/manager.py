@@ -689,9 +689,15 @@ class CellConductorManager:
     @messaging.expose
     def service_heartbeat(self, ctx, host, binary, topic, version):
         """Call from a compute: refresh its service record, with the
-        service version it runs (not this conductor's)."""
-        objects.Service.heartbeat(ss_context.targeted(ctx, self.cell_db),
-                                  host, binary, topic, version=version)
+        service version it runs (not this conductor's). Answers with
+        what the operator said of the service (``Service.status``: the
+        compute carries it to the scheduler, which is how a status the
+        API could not tell the scheduler still gets there); a conductor
+        of the release before answered None."""
+        service = objects.Service.heartbeat(
+            ss_context.targeted(ctx, self.cell_db), host, binary, topic,
+            version=version)
+        return service.status()
 
     @messaging.expose
     def build_instances(self, ctx, instance, request_spec, host_list, retry):

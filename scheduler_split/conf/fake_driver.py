@@ -1,4 +1,17 @@
+import platform
+
 from oslo_config import cfg
+
+# platform.machine() spellings of the architectures Nova names otherwise.
+_ARCH_ALIASES = {'amd64': 'x86_64', 'x64': 'x86_64', 'arm64': 'aarch64',
+                 'i386': 'i686', 'i486': 'i686', 'i586': 'i686',
+                 'x86': 'i686'}
+
+
+def _machine_arch():
+    machine = platform.machine().lower()
+    return _ARCH_ALIASES.get(machine, machine) or 'x86_64'
+
 
 fake_driver_group = cfg.OptGroup(
     'fake_driver',
@@ -22,6 +35,14 @@ fake_driver_opts = [
                 help='Whether injected failures may be rescheduled to an '
                      'alternate host (True) or put the instance in ERROR '
                      'at once (False).'),
+    cfg.StrOpt('cpu_arch', default=_machine_arch(),
+               sample_default='<this machine\'s architecture, e.g. x86_64>',
+               help='CPU architecture each fake host reports (the '
+                    'scheduler\'s ImagePropertiesFilter matches images\' '
+                    'hw_architecture against it).'),
+    cfg.IntOpt('hypervisor_version', default=1000, min=0,
+               help='Hypervisor version each fake host reports, as an '
+                    'integer (os-hypervisors hypervisor_version).'),
 ]
 
 

@@ -9,6 +9,11 @@ service_opts = [
                help='Name of this node. For a compute service this is the '
                     'host name the scheduler selects and the name of its '
                     'RPC server on the cell bus.'),
+    cfg.StrOpt('my_ip',
+               default='127.0.0.1',
+               sample_default='127.0.0.1',
+               help='The IP address of this host, which a compute reports '
+                    'as its hypervisor\'s host_ip (os-hypervisors).'),
     cfg.IntOpt('report_interval',
                default=10, min=1,
                help='Seconds between two resource and liveness reports a '

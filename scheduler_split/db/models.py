@@ -228,7 +228,8 @@ class InstanceActionEvent(_Timestamps, CellBase):
 
 class Service(_Timestamps, CellBase):
     __tablename__ = 'services'
-    __table_args__ = (sa.UniqueConstraint('host', 'binary'),)
+    __table_args__ = (sa.UniqueConstraint('host', 'binary'),
+                      sa.Index('services_uuid_idx', 'uuid', unique=True))
     id = sa.Column(sa.Integer, primary_key=True)
     host = sa.Column(sa.String(255), nullable=False)
     binary = sa.Column(sa.String(255), nullable=False)
@@ -240,6 +241,10 @@ class Service(_Timestamps, CellBase):
     # The service version (objects/service.py SERVICE_VERSION) of the code
     # that last heartbeat; NULL from the release before service versions.
     version = sa.Column(sa.Integer)
+    # The id of the compute API from 2.53.
+    uuid = sa.Column(sa.String(36))
+    forced_down = sa.Column(sa.Boolean, nullable=False, default=False,
+                            server_default=sa.false())
 
 
 # --- scheduler database -----------------------------------------------------
@@ -257,8 +262,25 @@ class ResourceProvider(_Timestamps, SchedulerBase):
     # Bumped by every claim and release; a claim that saw an older value
     # lost a race.
     generation = sa.Column(sa.Integer, nullable=False, default=0)
+    # What the compute itself reports.
     disabled = sa.Column(sa.Boolean, nullable=False, default=False)
     last_report_at = sa.Column(sa.DateTime)
+    # What the operator said of the host's compute service (os-services),
+    # which no report of the compute overrides; ``status_updated_at`` is
+    # the time of the cell record the status was read from, so that an
+    # older reading never replaces a newer one.
+    service_disabled = sa.Column(sa.Boolean, nullable=False, default=False,
+                                 server_default=sa.false())
+    disabled_reason = sa.Column(sa.String(255))
+    forced_down = sa.Column(sa.Boolean, nullable=False, default=False,
+                            server_default=sa.false())
+    status_updated_at = sa.Column(sa.DateTime)
+    # What the compute reports of its hypervisor.
+    host_ip = sa.Column(sa.String(39))
+    hypervisor_type = sa.Column(sa.String(255))
+    hypervisor_version = sa.Column(sa.Integer)
+    cpu_arch = sa.Column(sa.String(32))
+    cpu_info = sa.Column(sa.Text)
 
 
 class Inventory(_Timestamps, SchedulerBase):
@@ -320,7 +342,8 @@ class SchedulerService(_Timestamps, SchedulerBase):
     that clients can ask (through the scheduler) what the schedulers
     understand."""
     __tablename__ = 'services'
-    __table_args__ = (sa.UniqueConstraint('host', 'binary'),)
+    __table_args__ = (sa.UniqueConstraint('host', 'binary'),
+                      sa.Index('services_uuid_idx', 'uuid', unique=True))
     id = sa.Column(sa.Integer, primary_key=True)
     host = sa.Column(sa.String(255), nullable=False)
     binary = sa.Column(sa.String(255), nullable=False)
@@ -328,3 +351,4 @@ class SchedulerService(_Timestamps, SchedulerBase):
     report_count = sa.Column(sa.Integer, nullable=False, default=0)
     last_seen_up = sa.Column(sa.DateTime)
     version = sa.Column(sa.Integer)
+    uuid = sa.Column(sa.String(36))

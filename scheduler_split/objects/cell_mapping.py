@@ -174,3 +174,11 @@ class HostMapping(base.SchedulerSplitObject):
                 session.add(models.HostMapping(host=host,
                                                cell_id=cell_mapping.id))
             return new
+
+    @classmethod
+    def destroy_by_host(cls, ctx, host):
+        """Forget which cell ``host`` belongs to; False if it was not
+        mapped."""
+        with engines.writer(_api_db()) as session:
+            return session.execute(sa.delete(models.HostMapping).where(
+                models.HostMapping.host == host)).rowcount > 0

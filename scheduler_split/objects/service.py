@@ -1,6 +1,7 @@
 import datetime
 
 import sqlalchemy as sa
+from oslo_utils import uuidutils
 from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
@@ -15,7 +16,7 @@ CONF = conf.CONF
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 4
+SERVICE_VERSION = 5
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -35,6 +36,11 @@ SERVICE_VERSION_HISTORY = (
     # 4: the super-conductor answers consumers_needing_claims for the
     #    scheduler's heal: conductor 1.4.
     {'compute_rpc': '1.2', 'conductor_rpc': '1.4', 'scheduler_rpc': '1.1'},
+    # 5: the scheduler keeps the operator's status of hosts and answers
+    #    for services and hypervisors: scheduler 1.2; computes carry their
+    #    service record's status (which the conductor's heartbeat answers
+    #    with) and their hypervisor's details in their reports.
+    {'compute_rpc': '1.2', 'conductor_rpc': '1.4', 'scheduler_rpc': '1.2'},
 )
 
 # The binary names services record themselves under.
@@ -43,6 +49,8 @@ CONDUCTOR = 'scheduler-split-conductor'
 SCHEDULER = 'scheduler-split-scheduler'
 
 _FIELDS = ('host', 'binary', 'topic', 'disabled', 'last_seen_up', 'version')
+_ALL_FIELDS = _FIELDS + ('id', 'uuid', 'disabled_reason', 'forced_down',
+                         'created_at', 'updated_at')
 
 
 def _up_since():
@@ -61,6 +69,8 @@ def heartbeat_row(session, model, host, binary, topic,
     if row is None:
         row = model(host=host, binary=binary, topic=topic, report_count=0)
         session.add(row)
+    if row.uuid is None:
+        row.uuid = uuidutils.generate_uuid()
     row.report_count += 1
     row.last_seen_up = base.naive_utc(base.utcnow())
     row.version = version
@@ -84,9 +94,16 @@ class Service(base.SchedulerSplitObject):
     """A service record in a cell database, with its last heartbeat."""
     # 1.0: initial
     # 1.1: version
-    VERSION = '1.1'
+    # 1.2: id, uuid, disabled_reason, forced_down, created_at, updated_at
+    VERSION = '1.2'
 
     fields = {
+        'id': fields.IntegerField(nullable=True, default=None),
+        'uuid': fields.UUIDField(nullable=True, default=None),
+        'disabled_reason': fields.StringField(nullable=True, default=None),
+        'forced_down': fields.BooleanField(default=False),
+        'created_at': fields.DateTimeField(nullable=True, default=None),
+        'updated_at': fields.DateTimeField(nullable=True, default=None),
         'host': fields.StringField(),
         'binary': fields.StringField(),
         'topic': fields.StringField(),
@@ -97,8 +114,21 @@ class Service(base.SchedulerSplitObject):
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+        target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 2):
+            for name in _ALL_FIELDS[len(_FIELDS):]:
+                primitive.pop(name, None)
+        if target < (1, 1):
             primitive.pop('version', None)
+
+    def status(self):
+        """What the operator said of this service, as a compute carries
+        it to the scheduler."""
+        return {'disabled': self.disabled,
+                'disabled_reason': self.disabled_reason,
+                'forced_down': self.forced_down,
+                'updated_at': (self.updated_at.isoformat()
+                               if self.updated_at else None)}
 
     @classmethod
     def heartbeat(cls, ctx, host, binary, topic, version=SERVICE_VERSION):
@@ -109,16 +139,63 @@ class Service(base.SchedulerSplitObject):
         with engines.writer(ctx.cell_db) as session:
             row = heartbeat_row(session, models.Service, host, binary,
                                 topic, version)
-            return base.apply_row(cls(), row, _FIELDS)
+            return base.apply_row(cls(), row, _ALL_FIELDS)
 
     @classmethod
-    def get_all(cls, ctx, binary=None):
+    def get_all(cls, ctx, binary=None, host=None):
         with engines.reader(ctx.cell_db) as session:
             query = sa.select(models.Service).order_by(models.Service.host)
             if binary is not None:
                 query = query.where(models.Service.binary == binary)
-            return [base.apply_row(cls(), row, _FIELDS)
-                    for row in session.scalars(query)]
+            if host is not None:
+                query = query.where(models.Service.host == host)
+            rows = list(session.scalars(query))
+        services = []
+        for row in rows:
+            if row.uuid is None:
+                # Recorded by a service of the release before uuids.
+                row.uuid = cls._give_uuid(ctx, row.id)
+            services.append(base.apply_row(cls(), row, _ALL_FIELDS))
+        return services
+
+    @staticmethod
+    def _give_uuid(ctx, service_id):
+        service = models.Service
+        with engines.writer(ctx.cell_db) as session:
+            session.execute(sa.update(service).where(
+                service.id == service_id, service.uuid.is_(None)).values(
+                uuid=uuidutils.generate_uuid()))
+            return session.scalar(sa.select(service.uuid).where(
+                service.id == service_id))
+
+    @classmethod
+    def get_by_host_and_binary(cls, ctx, host, binary):
+        found = cls.get_all(ctx, binary=binary, host=host)
+        return found[0] if found else None
+
+    @classmethod
+    def update_status(cls, ctx, service_id, **changes):
+        """Write ``changes`` (disabled, disabled_reason, forced_down) to
+        the record ``service_id``; the record as written, or None if it
+        is gone."""
+        service = models.Service
+        with engines.writer(ctx.cell_db) as session:
+            row = session.get(service, service_id)
+            if row is None:
+                return None
+            for name, value in changes.items():
+                setattr(row, name, value)
+            # Always a new time, even if nothing changed, so that the
+            # status read from this record supersedes older readings.
+            row.updated_at = base.naive_utc(base.utcnow())
+            session.flush()
+            return base.apply_row(cls(), row, _ALL_FIELDS)
+
+    @classmethod
+    def destroy(cls, ctx, service_id):
+        with engines.writer(ctx.cell_db) as session:
+            return session.execute(sa.delete(models.Service).where(
+                models.Service.id == service_id)).rowcount == 1
 
     @classmethod
     def get_minimum_version(cls, ctx, binary):

@@ -12,6 +12,7 @@ from scheduler_split.policies import flavors
 from scheduler_split.policies import instance_actions
 from scheduler_split.policies import server_groups
 from scheduler_split.policies import servers
+from scheduler_split.policies import services
 
 
 def list_rules():
@@ -21,4 +22,5 @@ def list_rules():
         flavors.list_rules(),
         server_groups.list_rules(),
         instance_actions.list_rules(),
+        services.list_rules(),
     ))

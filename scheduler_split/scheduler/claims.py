@@ -45,7 +45,8 @@ def claim(url, provider_uuid, consumer_id, resources, group=None):
     other providers are released in the same transaction. Returns the
     provider's new generation. Raises ``ClaimConflict`` when the provider
     (or the group) changed concurrently, ``ClaimCapacityExceeded`` when it
-    is full and ``ComputeHostDisabled`` when its service is disabled.
+    is full and ``ComputeHostDisabled`` when its service is disabled (by
+    the compute or by the operator) or forced down.
 
     ``group`` (``{"uuid", "policy", "max_per_host"}``) makes the consumer a
     member of that server group; with a hard policy the claim raises
@@ -75,11 +76,15 @@ def _claim(url, provider_uuid, consumer_id, resources, group):
     with engines.writer(url) as session:
         group_row = _lock_group(session, group['uuid']) if group else None
         provider = session.execute(
-            sa.select(rp.id, rp.host, rp.generation, rp.disabled)
+            sa.select(rp.id, rp.host, rp.generation, rp.disabled,
+                      rp.service_disabled, rp.forced_down)
             .where(rp.uuid == provider_uuid)).first()
         if provider is None:
             raise exception.ComputeHostNotFound(host=provider_uuid)
-        if provider.disabled:
+        if (provider.disabled or provider.service_disabled or
+                provider.forced_down):
+            # Whatever any scheduler's memory says: the operator's status
+            # (os-services) is read in the claim's transaction.
             raise exception.ComputeHostDisabled(host=provider.host)
         seen = provider.generation
 

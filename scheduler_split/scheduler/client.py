@@ -56,6 +56,49 @@ class SchedulerClient:
         """Drop whatever the instance holds; repeating it is harmless."""
         return self._api.release_resources(ctx, instance_uuid)
 
+    # --- what operators steer and see (scheduler RPC 1.2) ------------------
+    # Each raises oslo.messaging's MessagingException (a timeout, or
+    # RPCVersionCapError while a scheduler older than 1.2 runs) when no
+    # scheduler can answer.
+
+    def update_host_status(self, ctx, host, disabled, disabled_reason,
+                           forced_down, updated_at=None):
+        """Tell the schedulers the operator's status of ``host``'s
+        compute service (its cell record, written at ``updated_at``, an
+        ISO 8601 time: an older reading never replaces a newer one). A
+        disabled or forced-down host gets no new claim. Returns the uuids
+        of the host's compute nodes."""
+        status = {'disabled': bool(disabled),
+                  'disabled_reason': disabled_reason,
+                  'forced_down': bool(forced_down)}
+        return self._api.update_host_status(ctx, host, status, updated_at)
+
+    def delete_host(self, ctx, host):
+        """Forget ``host``'s compute nodes (their resource providers);
+        ``Conflict`` while allocations are held on them."""
+        return self._api.delete_host(ctx, host)
+
+    def get_compute_nodes(self, ctx):
+        """Every compute node, as a list of dicts: ``id``, ``uuid``,
+        ``host``, ``hypervisor_hostname``, ``cell_uuid``,
+        ``availability_zone``, ``inventory`` (``{rc: [total, reserved,
+        allocation_ratio]}``), ``used`` (``{rc: amount}``),
+        ``running_vms``, ``up``, ``service_disabled``,
+        ``disabled_reason``, ``forced_down``, ``last_report_at`` and the
+        hypervisor's ``host_ip``, ``hypervisor_type``,
+        ``hypervisor_version``, ``cpu_arch``, ``cpu_info``."""
+        return self._api.get_compute_nodes(ctx)
+
+    def get_services(self, ctx):
+        """The scheduler services' records, as dicts: ``id``, ``uuid``,
+        ``host``, ``binary``, ``last_seen_up``, ``created_at``,
+        ``updated_at`` (ISO 8601 times)."""
+        return self._api.get_services(ctx)
+
+    def delete_service(self, ctx, service_uuid):
+        """Forget a scheduler service's record; False if unknown."""
+        return self._api.delete_service(ctx, service_uuid)
+
     def try_release_resources(self, ctx, instance_uuid):
         """``release_resources`` for failure paths: an error is logged and
         False returned, so that the caller can still settle the instance.

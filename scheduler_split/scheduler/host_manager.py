@@ -4,6 +4,13 @@ Loaded from the scheduler database at start and every
 ``host_state_refresh_interval`` seconds, and kept current in between by
 the reports computes send and by this scheduler's own claims and releases.
 Memory only steers the choice; the claim in the database decides.
+
+The operator's status of hosts (os-services: disabled, forced down) is
+written to the database by whichever scheduler the API's call reached.
+Every scheduler process sees it on its next select: ``host_states``
+re-reads the status of the hosts that have one (disabled or forced down,
+plus those this process still holds as such), one small query, whatever
+the refresh interval. Claims read it in their transaction anyway.
 """
 
 import logging
@@ -11,10 +18,12 @@ import threading
 import time
 
 import sqlalchemy as sa
+from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
 from scheduler_split import conf
 from scheduler_split.db import engines
+from scheduler_split import exception
 from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
 from scheduler_split.scheduler import claims
@@ -32,8 +41,21 @@ class HostState:
         self.nodename = nodename
         self.cell_uuid = cell_uuid
         self.availability_zone = None
+        # Whether builds may not come here: the compute's own report or
+        # the operator's status (os-services).
         self.disabled = False
+        self.reported_disabled = False
+        self.service_disabled = False
+        self.disabled_reason = None
+        self.forced_down = False
         self.last_report_at = None
+        # What the compute reports of its hypervisor (the contract of
+        # ImagePropertiesFilter, among others).
+        self.host_ip = None
+        self.hypervisor_type = None
+        self.hypervisor_version = None
+        self.cpu_arch = None
+        self.cpu_info = None
         # {resource class: (total, reserved, allocation_ratio)}
         self.inventory = {}
         # {resource class: amount allocated}
@@ -62,12 +84,45 @@ class HostState:
         for rc, amount in resources.items():
             self.used[rc] = max(0, self.used.get(rc, 0) - amount)
 
+    def set_status(self, service_disabled, disabled_reason, forced_down):
+        self.service_disabled = bool(service_disabled)
+        self.disabled_reason = disabled_reason
+        self.forced_down = bool(forced_down)
+        self.disabled = self.reported_disabled or self.service_disabled
+
     def is_up(self, now=None):
-        if self.last_report_at is None:
+        if self.forced_down or self.last_report_at is None:
             return False
         now = now or obj_base.naive_utc(obj_base.utcnow())
         return (now - self.last_report_at).total_seconds() <= \
             CONF.service_down_time
+
+
+# What a compute reports of its hypervisor, kept as it says.
+HYPERVISOR_FIELDS = ('host_ip', 'hypervisor_type', 'hypervisor_version',
+                     'cpu_arch', 'cpu_info')
+
+
+def _status_time(value):
+    """The time of a status reading (ISO 8601 text), naive UTC."""
+    if not value:
+        return None
+    return obj_base.naive_utc(timeutils.parse_isotime(value))
+
+
+def _apply_status(row, status, updated_at):
+    """Write a reading of the operator's status onto a provider row
+    unless the row already holds a newer reading; True if written."""
+    if updated_at is None:
+        return False
+    if row.status_updated_at is not None and \
+            updated_at < row.status_updated_at:
+        return False
+    row.service_disabled = bool(status.get('disabled'))
+    row.disabled_reason = status.get('disabled_reason')
+    row.forced_down = bool(status.get('forced_down'))
+    row.status_updated_at = updated_at
+    return True
 
 
 class HostManager:
@@ -87,7 +142,33 @@ class HostManager:
                     time.monotonic() - self._loaded_at >
                     CONF.filter_scheduler.host_state_refresh_interval):
                 self._load_all()
+            else:
+                self._refresh_status()
             return list(self._hosts.values())
+
+    def _refresh_status(self):
+        """Apply the operator's status another scheduler may have
+        written since the last load."""
+        rp = models.ResourceProvider
+        held = [uuid for uuid, state in self._hosts.items()
+                if state.service_disabled or state.forced_down]
+        condition = sa.or_(rp.service_disabled.is_(True),
+                           rp.forced_down.is_(True))
+        if held:
+            condition = sa.or_(condition, rp.uuid.in_(held))
+        with engines.reader(self.db_url) as session:
+            rows = session.execute(sa.select(
+                rp.uuid, rp.service_disabled, rp.disabled_reason,
+                rp.forced_down).where(condition)).all()
+        for row in rows:
+            state = self._hosts.get(row.uuid)
+            if state is not None:
+                state.set_status(row.service_disabled, row.disabled_reason,
+                                 row.forced_down)
+        missing = set(held) - {row.uuid for row in rows}
+        for uuid in missing:
+            # Deleted meanwhile.
+            self._hosts.pop(uuid, None)
 
     def _load_all(self):
         hosts = self._read_states()
@@ -132,8 +213,12 @@ class HostManager:
     def _state_from_row(row):
         state = HostState(row.uuid, row.host, row.name, row.cell_uuid)
         state.availability_zone = row.availability_zone
-        state.disabled = row.disabled
+        state.reported_disabled = row.disabled
+        state.set_status(row.service_disabled, row.disabled_reason,
+                         row.forced_down)
         state.last_report_at = row.last_report_at
+        for name in HYPERVISOR_FIELDS:
+            setattr(state, name, getattr(row, name))
         return state
 
     def refresh_host(self, uuid):
@@ -201,7 +286,17 @@ class HostManager:
             row.availability_zone = stats.get('availability_zone')
             row.disabled = bool(stats.get('disabled', False))
             row.last_report_at = now
+            for name in HYPERVISOR_FIELDS:
+                if name in stats:
+                    setattr(row, name, stats[name])
+            status = stats.get('service_status')
+            if status:
+                # The compute's cell record as its conductor last
+                # answered: applied only if newer than what the API told.
+                _apply_status(row, status,
+                              _status_time(status.get('updated_at')))
             session.flush()
+            fresh = self._state_from_row(row)
             current = {inv.resource_class: inv for inv in session.scalars(
                 sa.select(models.Inventory).where(
                     models.Inventory.resource_provider_id == row.id))}
@@ -234,7 +329,94 @@ class HostManager:
                                                       cell_uuid)
             state.cell_uuid = cell_uuid or state.cell_uuid
             state.availability_zone = stats.get('availability_zone')
-            state.disabled = bool(stats.get('disabled', False))
+            state.reported_disabled = fresh.reported_disabled
+            state.set_status(fresh.service_disabled, fresh.disabled_reason,
+                             fresh.forced_down)
+            for name in HYPERVISOR_FIELDS:
+                setattr(state, name, getattr(fresh, name))
             state.last_report_at = now
             state.inventory = inventory
         return uuid
+
+    def update_status(self, host, status, updated_at):
+        """Record the operator's status of ``host``'s compute service
+        (``{disabled, disabled_reason, forced_down}``, read from its cell
+        record of time ``updated_at``); the uuids of its providers."""
+        rp = models.ResourceProvider
+        updated_at = _status_time(updated_at) or obj_base.naive_utc(
+            obj_base.utcnow())
+        with engines.writer(self.db_url) as session:
+            rows = list(session.scalars(sa.select(rp).where(rp.host == host)))
+            for row in rows:
+                _apply_status(row, status, updated_at)
+            session.flush()
+            states = {row.uuid: (row.service_disabled, row.disabled_reason,
+                                 row.forced_down) for row in rows}
+        with self._lock:
+            for uuid, values in states.items():
+                state = self._hosts.get(uuid)
+                if state is not None:
+                    state.set_status(*values)
+        return sorted(states)
+
+    def delete_host(self, host):
+        """Forget ``host``'s compute nodes; refused (``Conflict``) while
+        any consumer holds an allocation on them. The uuids deleted."""
+        rp = models.ResourceProvider
+        with engines.writer(self.db_url) as session:
+            ids = dict(session.execute(sa.select(rp.id, rp.uuid).where(
+                rp.host == host)).all())
+            if not ids:
+                return []
+            held = session.scalar(sa.select(sa.func.count()).where(
+                models.Allocation.resource_provider_id.in_(list(ids))))
+            if held:
+                raise exception.Conflict(
+                    reason='host %s still holds %d allocations' % (host,
+                                                                   held))
+            session.execute(sa.delete(models.Inventory).where(
+                models.Inventory.resource_provider_id.in_(list(ids))))
+            session.execute(sa.delete(rp).where(rp.id.in_(list(ids))))
+        with self._lock:
+            for uuid in ids.values():
+                self._hosts.pop(uuid, None)
+        return sorted(ids.values())
+
+    def compute_nodes(self):
+        """Every compute node as os-hypervisors shows it: a list of
+        plain dicts (what the scheduler's RPC answers with)."""
+        rp, alloc = models.ResourceProvider, models.Allocation
+        states = self._read_states()
+        with engines.reader(self.db_url) as session:
+            rows = {row.uuid: row for row in session.scalars(sa.select(rp))}
+            running = dict(session.execute(
+                sa.select(rp.uuid, sa.func.count(sa.distinct(
+                    alloc.consumer_id)))
+                .join(alloc, alloc.resource_provider_id == rp.id)
+                .group_by(rp.uuid)).all())
+        nodes = []
+        for uuid, state in states.items():
+            row = rows.get(uuid)
+            if row is None:
+                continue
+            node = {
+                'id': row.id, 'uuid': uuid, 'host': state.host,
+                'hypervisor_hostname': state.nodename,
+                'cell_uuid': state.cell_uuid,
+                'availability_zone': state.availability_zone,
+                'reported_disabled': state.reported_disabled,
+                'service_disabled': state.service_disabled,
+                'disabled_reason': state.disabled_reason,
+                'forced_down': state.forced_down,
+                'last_report_at': (row.last_report_at.isoformat()
+                                   if row.last_report_at else None),
+                'up': state.is_up(),
+                'running_vms': running.get(uuid, 0),
+                'inventory': {rc: list(inv)
+                              for rc, inv in state.inventory.items()},
+                'used': dict(state.used),
+            }
+            for name in HYPERVISOR_FIELDS:
+                node[name] = getattr(state, name)
+            nodes.append(node)
+        return sorted(nodes, key=lambda n: n['id'])

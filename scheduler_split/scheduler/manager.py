@@ -12,6 +12,8 @@ import logging
 import threading
 
 import oslo_messaging as messaging
+from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
@@ -32,7 +34,7 @@ from scheduler_split.scheduler import weights
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.1'
+RPC_VERSION = '1.2'
 
 # The ways a host refuses a claim for good: the caller moves on.
 CLAIM_REFUSED = (exception.ClaimCapacityExceeded,
@@ -44,6 +46,10 @@ CLAIM_ATTEMPTS = 5
 # How many consumers one question of the heal to the super-conductor
 # carries.
 HEAL_CHUNK = 500
+
+
+def _iso(value):
+    return value.isoformat() if value is not None else None
 
 
 class SchedulerManager:
@@ -251,6 +257,49 @@ class SchedulerManager:
     def update_resource_stats(self, ctx, cell_uuid, host, node, stats):
         self.host_manager.update_from_stats(cell_uuid, host, node, stats)
 
+    # --- what operators steer and see (1.2) --------------------------------
+
+    def update_host_status(self, ctx, host, status, updated_at=None):
+        """The operator's status of ``host``'s compute service; the
+        uuids of its compute nodes (empty if it never reported)."""
+        uuids = self.host_manager.update_status(host, status, updated_at)
+        LOG.info('Host %s is now %s%s (compute nodes %s)', host,
+                 'disabled' if status.get('disabled') else 'enabled',
+                 ', forced down' if status.get('forced_down') else '',
+                 uuids)
+        return uuids
+
+    def delete_host(self, ctx, host):
+        uuids = self.host_manager.delete_host(host)
+        LOG.info('Deleted the compute nodes %s of host %s', uuids, host)
+        return uuids
+
+    def get_compute_nodes(self, ctx):
+        return self.host_manager.compute_nodes()
+
+    def get_services(self, ctx):
+        """The records of the scheduler services, as plain dicts."""
+        svc = models.SchedulerService
+        with engines.writer(self.db_url) as session:
+            rows = list(session.scalars(sa.select(svc).order_by(svc.id)))
+            for row in rows:
+                if row.uuid is None:
+                    row.uuid = uuidutils.generate_uuid()
+            session.flush()
+            return [{'id': row.id, 'uuid': row.uuid, 'host': row.host,
+                     'binary': row.binary, 'topic': row.topic,
+                     'version': row.version,
+                     'last_seen_up': _iso(row.last_seen_up),
+                     'created_at': _iso(row.created_at),
+                     'updated_at': _iso(row.updated_at)} for row in rows]
+
+    def delete_service(self, ctx, service_uuid):
+        """Forget a scheduler's record; False if there is none."""
+        svc = models.SchedulerService
+        with engines.writer(self.db_url) as session:
+            return session.execute(sa.delete(svc).where(
+                svc.uuid == service_uuid)).rowcount == 1
+
     def report_service(self):
         """Periodic: heartbeat this scheduler's record, with its service
         version, in the scheduler database."""
@@ -358,6 +407,33 @@ class SchedulerEndpoint:
     def release_resources(self, ctx, instance_uuid):
         """Call from compute, conductors or the API: drop a claim."""
         return self.manager.release_resources(ctx, instance_uuid)
+
+    @messaging.expose
+    def update_host_status(self, ctx, host, status, updated_at=None):
+        """Call from the API (1.2): the operator's status of a host."""
+        return self.manager.update_host_status(ctx, host, status,
+                                               updated_at)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.Conflict)
+    def delete_host(self, ctx, host):
+        """Call from the API (1.2): a compute service was deleted."""
+        return self.manager.delete_host(ctx, host)
+
+    @messaging.expose
+    def get_compute_nodes(self, ctx):
+        """Call from the API (1.2): os-hypervisors."""
+        return self.manager.get_compute_nodes(ctx)
+
+    @messaging.expose
+    def get_services(self, ctx):
+        """Call from the API (1.2): the schedulers in os-services."""
+        return self.manager.get_services(ctx)
+
+    @messaging.expose
+    def delete_service(self, ctx, service_uuid):
+        """Call from the API (1.2): a scheduler service was deleted."""
+        return self.manager.delete_service(ctx, service_uuid)
 
     @messaging.expose
     def get_minimum_service_version(self, ctx):

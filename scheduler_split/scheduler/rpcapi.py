@@ -10,6 +10,9 @@ Version history:
           takes the caller's object_versions and answers at them (a 1.0
           call is answered at the versions of 1.0);
           get_minimum_service_version
+    1.2 - update_host_status, delete_host, get_compute_nodes, get_services,
+          delete_service: what operators steer and see (os-services,
+          os-hypervisors); all calls, carrying plain dicts only
 """
 
 import logging
@@ -33,6 +36,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.0'},
     '1.1': {'RequestSpec': '1.1', 'Flavor': '1.0', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.2': {'RequestSpec': '1.1', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -40,7 +45,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.1'
+    VERSION = '1.2'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -75,6 +80,29 @@ class SchedulerAPI:
         cctxt, _ = self.client.prepare('1.0')
         return cctxt.call(ctx, 'release_resources',
                           instance_uuid=instance_uuid)
+
+    # --- 1.2: what operators steer and see ---------------------------------
+
+    def _call_12(self, ctx, method, **kwargs):
+        cctxt, _ = self.client.prepare('1.2')
+        return cctxt.call(ctx, method, **kwargs)
+
+    def update_host_status(self, ctx, host, status, updated_at):
+        return self._call_12(ctx, 'update_host_status', host=host,
+                             status=status, updated_at=updated_at)
+
+    def delete_host(self, ctx, host):
+        return self._call_12(ctx, 'delete_host', host=host)
+
+    def get_compute_nodes(self, ctx):
+        return self._call_12(ctx, 'get_compute_nodes')
+
+    def get_services(self, ctx):
+        return self._call_12(ctx, 'get_services')
+
+    def delete_service(self, ctx, service_uuid):
+        return self._call_12(ctx, 'delete_service',
+                             service_uuid=service_uuid)
 
     def get_minimum_service_version(self):
         """The lowest service version of the running schedulers, as the

@@ -33,7 +33,7 @@ EXPECTED_FINGERPRINTS = {
     'RequestSpec': '1.1-4bee04cf3754efce3400e8284e8695e2',
     'SchedulerRetries': '1.0-7ac345807a200669b26324c34cdac6a1',
     'Selection': '1.1-bbc22a210ed895f4cfefa19745eab8d2',
-    'Service': '1.1-b5b4f8c6241587b912601ce492f53e04',
+    'Service': '1.2-0bd2a4b1c81091a7dfe7d27368d5dfd5',
 }
 
 

@@ -1,5 +1,6 @@
 """A fake hypervisor: configurable size, spawn time and failures."""
 
+import json
 import random
 import threading
 import time
@@ -20,7 +21,14 @@ class FakeDriver:
     def get_available_resource(self):
         opts = CONF.fake_driver
         return {'vcpus': opts.vcpus, 'memory_mb': opts.memory_mb,
-                'local_gb': opts.local_gb}
+                'local_gb': opts.local_gb, 'hypervisor_type': 'fake',
+                'hypervisor_version': opts.hypervisor_version,
+                'cpu_arch': opts.cpu_arch,
+                'cpu_info': json.dumps({
+                    'arch': opts.cpu_arch, 'model': 'fake', 'vendor': 'fake',
+                    'topology': {'cells': 1, 'sockets': 1,
+                                 'cores': opts.vcpus, 'threads': 1},
+                    'features': []})}
 
     def nodename(self):
         return self.host

@@ -1,0 +1,365 @@
+"""``/os-services``: the compute, conductor and scheduler services.
+
+Computes and conductors are read from (and written to) every cell
+database; the schedulers' records are the scheduler's, asked for through
+its client library. Names are Nova's (``nova-compute``, ...), since
+clients filter on them.
+
+Disabling, enabling or forcing down a compute writes its cell record
+first, then tells the schedulers through their library (a call). If no
+scheduler answers, the request fails with 503 and the cell record stays
+written: the compute's next report carries the record's status to the
+scheduler (the conductor answers every heartbeat with it), so the change
+lands within a report interval anyway.
+"""
+
+import logging
+
+import oslo_messaging as messaging
+from oslo_utils import strutils
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
+import sqlalchemy as sa
+
+from scheduler_split.api import errors
+from scheduler_split.api import schemas
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import service as service_obj
+from scheduler_split import policy
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+# Our binaries as the compute API names them.
+NOVA_BINARIES = {
+    service_obj.COMPUTE: 'nova-compute',
+    service_obj.CONDUCTOR: 'nova-conductor',
+    service_obj.SCHEDULER: 'nova-scheduler',
+}
+COMPUTE = 'nova-compute'
+INTERNAL_ZONE = 'internal'
+
+_TIME_FORMAT = '%Y-%m-%dT%H:%M:%S.%f'
+
+_BOOLEAN = {'type': ['boolean', 'string'],
+            'enum': [True, 'True', 'TRUE', 'true', '1', 'ON', 'On', 'on',
+                     'YES', 'Yes', 'yes', False, 'False', 'FALSE', 'false',
+                     '0', 'OFF', 'Off', 'off', 'NO', 'No', 'no']}
+_HOST = {'type': 'string', 'minLength': 1, 'maxLength': 255,
+         'pattern': '^[a-zA-Z0-9-._]*$'}
+_NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
+
+UPDATE_V21 = {
+    'type': 'object',
+    'properties': {'host': _HOST, 'binary': _NAME, 'disabled_reason': _NAME},
+    'required': ['host', 'binary'],
+    'additionalProperties': False,
+}
+UPDATE_V211 = {
+    'type': 'object',
+    'properties': dict(UPDATE_V21['properties'], forced_down=_BOOLEAN),
+    'required': ['host', 'binary'],
+    'additionalProperties': False,
+}
+UPDATE_V253 = {
+    'type': 'object',
+    'properties': {'status': {'type': 'string',
+                              'enum': ['enabled', 'disabled']},
+                   'disabled_reason': _NAME, 'forced_down': _BOOLEAN},
+    'additionalProperties': False,
+}
+
+
+class _Service:
+    """One row of the listing, wherever it was read from."""
+
+    def __init__(self, **kwargs):
+        self.cell = None
+        self.disabled = False
+        self.disabled_reason = None
+        self.forced_down = False
+        self.__dict__.update(kwargs)
+
+    @property
+    def is_up(self):
+        if self.forced_down or self.last_seen_up is None:
+            return False
+        age = obj_base.naive_utc(obj_base.utcnow()) - obj_base.naive_utc(
+            self.last_seen_up)
+        return age.total_seconds() <= CONF.service_down_time
+
+
+def _time(value):
+    if value is None:
+        return None
+    return obj_base.naive_utc(value).strftime(_TIME_FORMAT)
+
+
+def _from_cell(service, cell):
+    return _Service(id=service.id, uuid=service.uuid, host=service.host,
+                    binary=NOVA_BINARIES.get(service.binary, service.binary),
+                    disabled=service.disabled,
+                    disabled_reason=service.disabled_reason,
+                    forced_down=service.forced_down,
+                    last_seen_up=service.last_seen_up,
+                    updated_at=service.updated_at, cell=cell)
+
+
+def _zones(req, ctx):
+    """``{host: availability zone}`` of the computes, as the scheduler
+    knows them; empty if no scheduler answers."""
+    try:
+        nodes = req.compute_api.scheduler.get_compute_nodes(ctx)
+    except messaging.MessagingException as exc:
+        LOG.warning('No scheduler answered for the compute nodes (%s); '
+                    'listing computes in the default zone', exc)
+        return {}
+    return {node['host']: node['availability_zone'] for node in nodes
+            if node.get('availability_zone')}
+
+
+def _cell_services(ctx, cells=None):
+    found = []
+    for cell in cells or objects.CellMapping.get_all(ctx):
+        cctx = ss_context.target_cell(ctx, cell)
+        for service in objects.Service.get_all(cctx):
+            found.append(_from_cell(service, cell))
+    return found
+
+
+def _scheduler_services(req, ctx):
+    try:
+        records = req.compute_api.scheduler.get_services(ctx)
+    except messaging.MessagingException as exc:
+        LOG.warning('No scheduler answered for its services (%s)', exc)
+        return []
+    return [_Service(id=r['id'], uuid=r['uuid'], host=r['host'],
+                     binary=NOVA_BINARIES.get(r['binary'], r['binary']),
+                     last_seen_up=_parse(r['last_seen_up']),
+                     updated_at=_parse(r['updated_at']))
+            for r in records]
+
+
+def _parse(value):
+    if not value:
+        return None
+    return obj_base.naive_utc(timeutils.parse_isotime(value))
+
+
+def _render(service, version, zones):
+    if service.binary == COMPUTE:
+        zone = zones.get(service.host) or CONF.compute.availability_zone
+    else:
+        zone = INTERNAL_ZONE
+    body = {
+        'id': service.uuid if version >= (2, 53) else service.id,
+        'binary': service.binary,
+        'host': service.host,
+        'zone': zone,
+        'status': 'disabled' if service.disabled else 'enabled',
+        'state': 'up' if service.is_up else 'down',
+        'updated_at': _time(service.last_seen_up or service.updated_at),
+        'disabled_reason': service.disabled_reason,
+    }
+    if version >= (2, 11):
+        body['forced_down'] = service.forced_down
+    return body
+
+
+def index(req, ctx, version):
+    policy.authorize(ctx, 'os_compute_api:os-services:list', target={})
+    if version >= (2, 75):
+        unknown = sorted(set(req.GET) - {'host', 'binary'})
+        if unknown:
+            raise errors.bad_request(
+                "Invalid input for query parameters %s. Value: %s. "
+                "Additional properties are not allowed (%s was "
+                "unexpected)" % (unknown[0], req.GET[unknown[0]],
+                                 repr(unknown[0])))
+    host = req.GET.get('host')
+    binary = req.GET.get('binary')
+    services = _cell_services(ctx) + _scheduler_services(req, ctx)
+    if host:
+        services = [s for s in services if s.host == host]
+    if binary:
+        services = [s for s in services if s.binary == binary]
+    zones = _zones(req, ctx) if any(s.binary == COMPUTE
+                                    for s in services) else {}
+    return {'services': [_render(s, version, zones) for s in services]}
+
+
+# --- update -----------------------------------------------------------------
+
+def _find_compute(ctx, host, binary):
+    """The cell service of ``host`` and ``binary``, or 404."""
+    if binary != COMPUTE:
+        raise errors.bad_request(
+            'Updating a %s service is not supported. Only nova-compute '
+            'services can be updated.' % binary)
+    for service in _cell_services(ctx):
+        if service.host == host and service.binary == binary:
+            return service
+    raise errors.not_found('Host %s could not be found.' % host)
+
+
+def _apply(req, ctx, service, **changes):
+    """Write the cell record, then tell the schedulers; the record."""
+    cctx = ss_context.target_cell(ctx, service.cell)
+    written = objects.Service.update_status(cctx, service.id, **changes)
+    if written is None:
+        raise errors.not_found('Service %s could not be found.'
+                               % service.id)
+    try:
+        req.compute_api.scheduler.update_host_status(
+            ctx, written.host, written.disabled, written.disabled_reason,
+            written.forced_down, updated_at=written.updated_at.isoformat())
+    except messaging.MessagingException as exc:
+        LOG.error('The service of host %s was updated but no scheduler '
+                  'heard it (%s); its next report carries it there',
+                  written.host, exc)
+        raise exception.ServiceUnavailable(
+            reason='the service record of host %s was updated but the '
+                   'scheduler could not be told; it learns it from the '
+                   "host's next report" % written.host)
+    return _from_cell(written, service.cell)
+
+
+def update(req, ctx, version, service_id):
+    if version >= (2, 53):
+        return _update_v253(req, ctx, version, service_id)
+    policy.authorize(ctx, 'os_compute_api:os-services:update', target={})
+    actions = {'enable', 'disable', 'disable-log-reason'}
+    if version >= (2, 11):
+        actions.add('force-down')
+    body = req.json_body_or_error()
+    schemas.validate(body, UPDATE_V211 if version >= (2, 11) else UPDATE_V21)
+    if service_id not in actions:
+        raise errors.not_found('Unknown action')
+    host, binary = body['host'], body['binary']
+    if service_id == 'force-down':
+        if 'forced_down' not in body:
+            raise errors.bad_request('Missing forced_down field')
+        forced_down = strutils.bool_from_string(body['forced_down'])
+        service = _find_compute(ctx, host, binary)
+        _apply(req, ctx, service, forced_down=forced_down)
+        return {'service': {'host': host, 'binary': binary,
+                            'forced_down': forced_down}}
+    if service_id == 'enable':
+        changes = {'disabled': False, 'disabled_reason': None}
+    else:
+        reason = None
+        if service_id == 'disable-log-reason':
+            if 'disabled_reason' not in body:
+                raise errors.bad_request('Missing disabled reason field')
+            reason = body['disabled_reason']
+        changes = {'disabled': True, 'disabled_reason': reason}
+    service = _find_compute(ctx, host, binary)
+    _apply(req, ctx, service, **changes)
+    result = {'host': host, 'binary': binary,
+              'status': 'disabled' if changes['disabled'] else 'enabled'}
+    if changes['disabled_reason']:
+        result['disabled_reason'] = changes['disabled_reason']
+    return {'service': result}
+
+
+def _find_by_uuid(req, ctx, service_uuid):
+    for service in _cell_services(ctx) + _scheduler_services(req, ctx):
+        if service.uuid == service_uuid:
+            return service
+    raise errors.not_found('Service %s could not be found.' % service_uuid)
+
+
+def _update_v253(req, ctx, version, service_id):
+    if not uuidutils.is_uuid_like(service_id):
+        raise errors.bad_request('Invalid uuid %s' % service_id)
+    policy.authorize(ctx, 'os_compute_api:os-services:update', target={})
+    body = req.json_body_or_error()
+    schemas.validate(body, UPDATE_V253)
+    service = _find_by_uuid(req, ctx, service_id)
+    if service.binary != COMPUTE:
+        raise errors.bad_request(
+            'Updating a %s service is not supported. Only nova-compute '
+            'services can be updated.' % service.binary)
+    changes = {}
+    if 'status' in body:
+        if body['status'] == 'enabled':
+            if body.get('disabled_reason'):
+                raise errors.bad_request(
+                    "Specifying 'disabled_reason' with status 'enabled' is "
+                    "invalid.")
+            changes.update(disabled=False, disabled_reason=None)
+        else:
+            changes.update(disabled=True,
+                           disabled_reason=body.get('disabled_reason'))
+    if 'forced_down' in body:
+        changes['forced_down'] = strutils.bool_from_string(
+            body['forced_down'], strict=True)
+    if not changes:
+        raise errors.bad_request(
+            "No updates were requested. Fields 'status' or 'forced_down' "
+            "should be specified.")
+    written = _apply(req, ctx, service, **changes)
+    return {'service': _render(written, version, _zones(req, ctx))}
+
+
+# --- delete -----------------------------------------------------------------
+
+def _instances_on(cell, host):
+    instance = models.Instance
+    with engines.reader(cell.database_connection) as session:
+        return session.scalar(sa.select(sa.func.count()).where(
+            instance.host == host, instance.deleted.is_(False)))
+
+
+def delete(req, ctx, version, service_id):
+    policy.authorize(ctx, 'os_compute_api:os-services:delete', target={})
+    if version >= (2, 53):
+        if not uuidutils.is_uuid_like(service_id):
+            raise errors.bad_request('Invalid uuid %s' % service_id)
+        matches = [s for s in _cell_services(ctx) +
+                   _scheduler_services(req, ctx) if s.uuid == service_id]
+    else:
+        try:
+            wanted = int(service_id)
+        except ValueError:
+            raise errors.bad_request('id must be an integer')
+        matches = [s for s in _cell_services(ctx) +
+                   _scheduler_services(req, ctx) if s.id == wanted]
+    if not matches:
+        raise errors.not_found('Service %s not found.' % service_id)
+    if len(matches) > 1:
+        raise errors.bad_request('Service id %s refers to multiple '
+                                 'services.' % service_id)
+    service = matches[0]
+    scheduler = req.compute_api.scheduler
+    if service.cell is None:
+        # A scheduler's record: the scheduler's own to forget.
+        if not scheduler.delete_service(ctx, service.uuid):
+            raise errors.not_found('Service %s not found.' % service_id)
+        return 204, None
+    if service.binary == COMPUTE:
+        if _instances_on(service.cell, service.host):
+            raise errors.HTTPError(
+                409, 'Unable to delete compute service that is hosting '
+                     'instances. Migrate or delete the instances first.')
+        try:
+            scheduler.delete_host(ctx, service.host)
+        except exception.Conflict:
+            raise errors.HTTPError(
+                409, 'Unable to delete compute service that has '
+                     'in-progress migrations. Complete the migrations or '
+                     'delete the instances first.')
+        except messaging.MessagingException as exc:
+            raise exception.ServiceUnavailable(
+                reason='the scheduler could not be told to forget host %s '
+                       '(%s); nothing was deleted' % (service.host, exc))
+        objects.HostMapping.destroy_by_host(ctx, service.host)
+    cctx = ss_context.target_cell(ctx, service.cell)
+    objects.Service.destroy(cctx, service.id)
+    return 204, None

@@ -1,0 +1,249 @@
+"""os-services and os-hypervisors: operators take hosts out of
+scheduling and see capacity, in Nova's shapes."""
+
+import pytest
+
+from scheduler_split import conf
+from tests.functional.fixtures import nova_error
+
+CONF = conf.CONF
+pytestmark = pytest.mark.functional
+
+
+def _services(api, **params):
+    resp = api.get('/v2.1/os-services', params=params)
+    assert resp.status_code == 200, resp.text
+    return resp.json()['services']
+
+
+def _compute(api, host):
+    [service] = _services(api, host=host, binary='nova-compute')
+    return service
+
+
+def _hosts_of(api, server_ids):
+    return [api.wait_for(s)['OS-EXT-SRV-ATTR:host'] for s in server_ids]
+
+
+def test_services_are_listed_in_novas_shapes(start_system):
+    system = start_system(cells=2, hosts_per_cell=1)
+    api = system.api
+    services = _services(api.at('2.52'))
+    by_binary = {}
+    for service in services:
+        by_binary.setdefault(service['binary'], []).append(service)
+    assert sorted(s['host'] for s in by_binary['nova-compute']) == [
+        'cell1-compute1', 'cell2-compute1']
+    assert len(by_binary['nova-conductor']) >= 1
+    assert len(by_binary['nova-scheduler']) == 1
+    compute = by_binary['nova-compute'][0]
+    assert set(compute) == {'id', 'binary', 'host', 'zone', 'status',
+                            'state', 'updated_at', 'disabled_reason',
+                            'forced_down'}
+    assert isinstance(compute['id'], int)
+    assert (compute['zone'], compute['status'], compute['state'],
+            compute['forced_down']) == ('nova', 'enabled', 'up', False)
+    assert by_binary['nova-scheduler'][0]['zone'] == 'internal'
+    assert by_binary['nova-scheduler'][0]['state'] == 'up'
+
+    old = _services(api.at('2.10'), binary='nova-compute')
+    assert len(old) == 2 and 'forced_down' not in old[0]
+    new = _services(api, host='cell1-compute1')
+    assert [(s['binary'], len(s['id'])) for s in new] == [
+        ('nova-compute', 36)]
+    assert _services(api, binary='nova-api') == []
+
+    # Unknown query parameters are refused from 2.75 only.
+    assert api.at('2.74').get('/v2.1/os-services',
+                              params={'foo': 'bar'}).status_code == 200
+    nova_error(api.get('/v2.1/os-services', params={'foo': 'bar'}), 400,
+               'badRequest')
+
+
+def test_a_disabled_host_gets_no_new_server_until_enabled(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    compute = _compute(api, 'cell1-compute1')
+    resp = api.put('/v2.1/os-services/%s' % compute['id'],
+                   {'status': 'disabled', 'disabled_reason': 'maintenance'})
+    assert resp.status_code == 200, resp.text
+    service = resp.json()['service']
+    assert (service['status'], service['disabled_reason'],
+            service['state']) == ('disabled', 'maintenance', 'up')
+
+    # The next reports of the disabled compute do not enable it again.
+    system.aio.computes['cell1-compute1'].manager.heartbeat()
+    system.aio.computes['cell1-compute1'].manager.report()
+
+    servers = [api.boot(name='vm%d' % i) for i in range(6)]
+    assert _hosts_of(api, servers) == ['cell1-compute2'] * 6
+
+    resp = api.put('/v2.1/os-services/%s' % compute['id'],
+                   {'status': 'enabled'})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()['service']['disabled_reason'] is None
+    more = [api.boot(name='after%d' % i) for i in range(4)]
+    assert 'cell1-compute1' in _hosts_of(api, more)
+
+
+def test_a_forced_down_host_gets_no_new_server(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api.at('2.11')
+    resp = api.put('/v2.1/os-services/force-down',
+                   {'host': 'cell1-compute2', 'binary': 'nova-compute',
+                    'forced_down': True})
+    assert resp.status_code == 200, resp.text
+    assert resp.json() == {'service': {
+        'host': 'cell1-compute2', 'binary': 'nova-compute',
+        'forced_down': True}}
+    service = _compute(api, 'cell1-compute2')
+    assert (service['state'], service['forced_down']) == ('down', True)
+    servers = [system.api.boot(name='vm%d' % i) for i in range(4)]
+    assert _hosts_of(system.api, servers) == ['cell1-compute1'] * 4
+
+
+def test_pre_253_actions_and_their_errors(start_system):
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api.at('2.1')
+    body = {'host': 'cell1-compute1', 'binary': 'nova-compute'}
+    resp = api.put('/v2.1/os-services/disable-log-reason',
+                   dict(body, disabled_reason='broken fan'))
+    assert resp.json() == {'service': dict(
+        body, status='disabled', disabled_reason='broken fan')}
+    assert _compute(api, 'cell1-compute1')['disabled_reason'] == \
+        'broken fan'
+    resp = api.put('/v2.1/os-services/enable', body)
+    assert resp.json() == {'service': dict(body, status='enabled')}
+
+    nova_error(api.put('/v2.1/os-services/disable-log-reason', body), 400,
+               'badRequest')
+    nova_error(api.put('/v2.1/os-services/force-down',
+                       dict(body, forced_down=True)), 400, 'badRequest')
+    assert nova_error(api.put('/v2.1/os-services/reboot', body), 404,
+                      'itemNotFound') == 'Unknown action'
+    nova_error(api.put('/v2.1/os-services/disable',
+                       {'host': 'nowhere', 'binary': 'nova-compute'}),
+               404, 'itemNotFound')
+    assert 'Only nova-compute' in nova_error(api.put(
+        '/v2.1/os-services/disable',
+        {'host': 'cell1-compute1', 'binary': 'nova-scheduler'}), 400,
+        'badRequest')
+    nova_error(api.put('/v2.1/os-services/disable', {'host': 'x'}), 400,
+               'badRequest')
+
+
+def test_253_update_errors(start_system):
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    compute = _compute(api, 'cell1-compute1')
+    path = '/v2.1/os-services/%s' % compute['id']
+    nova_error(api.put('/v2.1/os-services/not-a-uuid',
+                       {'status': 'disabled'}), 400, 'badRequest')
+    nova_error(api.put('/v2.1/os-services/%s' % ('0' * 8 + '-0000-0000-'
+                                                 '0000-' + '0' * 12),
+                       {'status': 'disabled'}), 404, 'itemNotFound')
+    nova_error(api.put(path, {}), 400, 'badRequest')
+    nova_error(api.put(path, {'status': 'off'}), 400, 'badRequest')
+    nova_error(api.put(path, {'status': 'enabled',
+                              'disabled_reason': 'x'}), 400, 'badRequest')
+    [scheduler] = _services(api, binary='nova-scheduler')
+    nova_error(api.put('/v2.1/os-services/%s' % scheduler['id'],
+                       {'status': 'disabled'}), 400, 'badRequest')
+    user = api.as_user('demo:demo')
+    nova_error(user.get('/v2.1/os-services'), 403, 'forbidden')
+    nova_error(user.put(path, {'status': 'disabled'}), 403, 'forbidden')
+
+
+def test_delete_refuses_a_compute_with_servers_then_forgets_it(
+        start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    disabled = _compute(api, 'cell1-compute2')
+    api.put('/v2.1/os-services/%s' % disabled['id'],
+            {'status': 'disabled'})
+    server = api.boot()
+    assert _hosts_of(api, [server]) == ['cell1-compute1']
+    busy = _compute(api, 'cell1-compute1')
+    message = nova_error(api.delete('/v2.1/os-services/%s' % busy['id']),
+                         409, 'conflictingRequest')
+    assert 'hosting instances' in message
+
+    resp = api.delete('/v2.1/os-services/%s' % disabled['id'])
+    assert resp.status_code == 204, resp.text
+    assert _services(api, host='cell1-compute2') == []
+    hypervisors = api.get('/v2.1/os-hypervisors').json()['hypervisors']
+    assert [h['hypervisor_hostname'] for h in hypervisors] == [
+        'cell1-compute1']
+    nova_error(api.delete('/v2.1/os-services/%s' % disabled['id']), 404,
+               'itemNotFound')
+    nova_error(api.at('2.52').delete('/v2.1/os-services/abc'), 400,
+               'badRequest')
+
+
+def test_hypervisors_show_capacity_and_usage(start_system, fake_driver):
+    fake_driver('cpu_arch', 'aarch64')
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server = api.boot(flavor='1')
+    [host] = _hosts_of(api, [server])
+
+    listed = api.get('/v2.1/os-hypervisors').json()['hypervisors']
+    assert sorted(h['hypervisor_hostname'] for h in listed) == [
+        'cell1-compute1', 'cell1-compute2']
+    assert set(listed[0]) == {'id', 'hypervisor_hostname', 'state',
+                              'status'}
+    old = api.at('2.87')
+    detail = old.get('/v2.1/os-hypervisors/detail').json()['hypervisors']
+    used = {h['hypervisor_hostname']: h for h in detail}[host]
+    assert (used['vcpus'], used['memory_mb'], used['local_gb']) == (
+        8, 16384, 200)
+    assert (used['vcpus_used'], used['running_vms'],
+            used['hypervisor_type'], used['host_ip']) == (
+        1, 1, 'fake', '127.0.0.1')
+    # Reserved memory counts as used, as in Nova; m1.tiny has 512 MiB.
+    reserved = CONF.compute.reserved_host_memory_mb
+    assert used['memory_mb_used'] == 512 + reserved
+    assert used['free_ram_mb'] == 16384 - 512 - reserved
+    assert used['cpu_info']['arch'] == 'aarch64'
+    assert used['service']['host'] == host
+
+    shown = old.get('/v2.1/os-hypervisors/%s' % used['id']).json()[
+        'hypervisor']
+    assert shown['id'] == used['id'] and shown['running_vms'] == 1
+    trimmed = api.get('/v2.1/os-hypervisors/%s' % used['id']).json()[
+        'hypervisor']
+    assert 'vcpus' not in trimmed and 'uptime' in trimmed
+    stats = old.get('/v2.1/os-hypervisors/statistics').json()[
+        'hypervisor_statistics']
+    assert (stats['count'], stats['vcpus'], stats['vcpus_used'],
+            stats['running_vms']) == (2, 16, 1, 1)
+    nova_error(api.get('/v2.1/os-hypervisors/statistics'), 404,
+               'itemNotFound')
+
+    with_servers = api.get('/v2.1/os-hypervisors', params={
+        'with_servers': 'true',
+        'hypervisor_hostname_pattern': host}).json()['hypervisors']
+    assert [[s['uuid'] for s in h['servers']] for h in with_servers] == [
+        [server]]
+    v21 = api.at('2.1')
+    found = v21.get('/v2.1/os-hypervisors/%s/servers' % host).json()
+    assert found['hypervisors'][0]['servers'][0]['uuid'] == server
+    assert isinstance(found['hypervisors'][0]['id'], int)
+    nova_error(v21.get('/v2.1/os-hypervisors/nomatch/search'), 404,
+               'itemNotFound')
+    nova_error(api.get('/v2.1/os-hypervisors/%s/search' % host), 404,
+               'itemNotFound')
+    nova_error(api.get('/v2.1/os-hypervisors/42'), 400, 'badRequest')
+    nova_error(v21.get('/v2.1/os-hypervisors/999'), 404, 'itemNotFound')
+    assert 'uptime' in v21.get('/v2.1/os-hypervisors/%d/uptime' % found[
+        'hypervisors'][0]['id']).json()['hypervisor']
+
+    page = api.at('2.33').get('/v2.1/os-hypervisors',
+                              params={'limit': 1}).json()
+    assert len(page['hypervisors']) == 1
+    assert page['hypervisors_links'][0]['rel'] == 'next'
+    nova_error(api.at('2.33').get('/v2.1/os-hypervisors',
+                                  params={'marker': '9999'}), 400,
+               'badRequest')
+    nova_error(api.as_user('demo:demo').get('/v2.1/os-hypervisors'), 403,
+               'forbidden')
