@@ -9,6 +9,7 @@ import sys
 import openstack
 import pytest
 
+from scheduler_split.api import wsgi
 from scheduler_split.cmd import all_in_one
 
 pytestmark = pytest.mark.functional
@@ -104,3 +105,74 @@ def test_openstack_cli_keeps_anti_affinity_members_apart(start_system,
     assert sorted(shown['members']) == sorted(ids)
     cli('server', 'group', 'delete', 'apart')
     assert json.loads(cli('server', 'group', 'list', '-f', 'json')) == []
+
+
+def test_openstack_cli_lists_disables_enables_forces_down_and_deletes_services(
+        start_system, openstack_cli):
+    system = start_system(cells=1, hosts_per_cell=2)
+    cli = openstack_cli(system)
+
+    listed = json.loads(cli('compute', 'service', 'list', '-f', 'json'))
+    assert {'nova-compute', 'nova-conductor', 'nova-scheduler'} <= {
+        s['Binary'] for s in listed}
+    computes = json.loads(cli('compute', 'service', 'list', '--service',
+                              'nova-compute', '-f', 'json'))
+    assert sorted((s['Host'], s['Status'], s['State']) for s in computes) \
+        == [('cell1-compute1', 'enabled', 'up'),
+            ('cell1-compute2', 'enabled', 'up')]
+
+    cli('compute', 'service', 'set', '--disable', '--disable-reason',
+        'maintenance', 'cell1-compute1', 'nova-compute')
+    shown = json.loads(cli('compute', 'service', 'list', '--host',
+                           'cell1-compute1', '--long', '-f', 'json'))
+    assert [(s['Status'], s['Disabled Reason']) for s in shown] == [
+        ('disabled', 'maintenance')]
+    cli('compute', 'service', 'set', '--enable', 'cell1-compute1',
+        'nova-compute')
+    shown = json.loads(cli('compute', 'service', 'list', '--host',
+                           'cell1-compute1', '-f', 'json'))
+    assert [s['Status'] for s in shown] == ['enabled']
+
+    cli('compute', 'service', 'set', '--down', 'cell1-compute2',
+        'nova-compute')
+    shown = json.loads(cli('compute', 'service', 'list', '--host',
+                           'cell1-compute2', '-f', 'json'))
+    assert [s['State'] for s in shown] == ['down']
+
+    cli('compute', 'service', 'delete', str(shown[0]['ID']))
+    remaining = json.loads(cli('compute', 'service', 'list', '--service',
+                               'nova-compute', '-f', 'json'))
+    assert [s['Host'] for s in remaining] == ['cell1-compute1']
+
+
+def test_openstack_cli_shows_hypervisors_and_their_statistics(
+        start_system, openstack_cli):
+    system = start_system(cells=1, hosts_per_cell=2)
+    cli = openstack_cli(system)
+    cli('server', 'create', '--flavor', 'm1.tiny', '--image', 'cirros',
+        '--no-network', '--wait', 'vm1')
+
+    listed = json.loads(cli('hypervisor', 'list', '-f', 'json'))
+    assert sorted(h['Hypervisor Hostname'] for h in listed) == [
+        'cell1-compute1', 'cell1-compute2']
+    assert {h['State'] for h in listed} == {'up'}
+    stats = json.loads(cli('--os-compute-api-version', '2.87', 'hypervisor',
+                           'stats', 'show', '-f', 'json'))
+    assert stats['count'] == 2
+    assert stats['vcpus'] == 16
+    assert stats['running_vms'] == 1
+    assert stats['vcpus_used'] == 1
+
+
+@pytest.mark.skipif('/v2.1/os-aggregates' not in wsgi.ROUTES,
+                    reason='hypervisor show lists the host\'s aggregates '
+                           '(os-aggregates)')
+def test_openstack_cli_shows_a_hypervisor(start_system, openstack_cli):
+    cli = openstack_cli(start_system(cells=1, hosts_per_cell=2))
+    shown = json.loads(cli('hypervisor', 'show', 'cell1-compute1', '-f',
+                           'json'))
+    assert shown['hypervisor_hostname'] == 'cell1-compute1'
+    assert shown['hypervisor_type'] == 'fake'
+    assert shown['host_ip'] == '127.0.0.1'
+    assert shown['state'] == 'up'
+    assert shown['status'] == 'enabled'
