@@ -1,9 +1,13 @@
 """os-services and os-hypervisors: operators take hosts out of
 scheduling and see capacity, in Nova's shapes."""
 
+import time
+
 import pytest
+import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import engines
 from tests.functional.fixtures import nova_error
 
 CONF = conf.CONF
@@ -19,6 +23,20 @@ def _services(api, **params):
 def _compute(api, host):
     [service] = _services(api, host=host, binary='nova-compute')
     return service
+
+
+def _wait_for_scheduler_status(system, host, disabled, timeout=10):
+    """Until the scheduler database holds the host's status (reports are
+    casts, processed after the caller moves on)."""
+    deadline = time.monotonic() + timeout
+    query = sa.text('SELECT service_disabled FROM resource_providers '
+                    'WHERE host = :host')
+    while True:
+        with engines.reader(system.scheduler_db()) as session:
+            if session.scalar(query, {'host': host}) == disabled:
+                return
+        assert time.monotonic() < deadline, 'the scheduler never heard'
+        time.sleep(0.05)
 
 
 def _hosts_of(api, server_ids):
@@ -247,3 +265,32 @@ def test_hypervisors_show_capacity_and_usage(start_system, fake_driver):
                'badRequest')
     nova_error(api.as_user('demo:demo').get('/v2.1/os-hypervisors'), 403,
                'forbidden')
+
+
+def test_a_disable_the_scheduler_did_not_hear_arrives_with_the_next_report(
+        start_system, monkeypatch):
+    import oslo_messaging as messaging
+
+    from scheduler_split.scheduler import rpcapi
+
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    compute = _compute(api, 'cell1-compute1')
+
+    def lost(self, *args, **kwargs):
+        raise messaging.MessagingTimeout('no scheduler answered')
+
+    with monkeypatch.context() as patch:
+        patch.setattr(rpcapi.SchedulerAPI, 'update_host_status', lost)
+        resp = api.put('/v2.1/os-services/%s' % compute['id'],
+                       {'status': 'disabled'})
+        nova_error(resp, 503, 'serviceUnavailable')
+    # The record is written; the compute's next heartbeat and report carry
+    # it to the scheduler.
+    assert _compute(api, 'cell1-compute1')['status'] == 'disabled'
+    manager = system.aio.computes['cell1-compute1'].manager
+    manager.heartbeat()
+    manager.report()
+    _wait_for_scheduler_status(system, 'cell1-compute1', disabled=True)
+    servers = [api.boot(name='vm%d' % i) for i in range(4)]
+    assert _hosts_of(api, servers) == ['cell1-compute2'] * 4
