@@ -202,10 +202,16 @@ def _find_compute(ctx, host, binary):
         raise errors.bad_request(
             'Updating a %s service is not supported. Only nova-compute '
             'services can be updated.' % binary)
-    for service in _cell_services(ctx):
+    mapping = {m.host: m.cell_mapping for m in
+               objects.HostMapping.get_all(ctx)}.get(host)
+    cells = [mapping] if mapping is not None else None
+    for service in _cell_services(ctx, cells):
         if service.host == host and service.binary == binary:
             return service
-    raise errors.not_found('Host %s could not be found.' % host)
+    if mapping is None:
+        raise errors.not_found("Host '%s' is not mapped to any cell" % host)
+    raise errors.not_found('Could not find binary %s on host %s.'
+                           % (binary, host))
 
 
 def _apply(req, ctx, service, **changes):

@@ -190,7 +190,10 @@ class ConductorAPI:
                           timeout=None):
         """Call from a compute: refresh its service record, with its
         service ``version``. ``timeout``: how long an answer is worth
-        waiting for (the next heartbeat supersedes this one)."""
+        waiting for (the next heartbeat supersedes this one). Answers
+        with what the operator said of the service (a dict: disabled,
+        disabled_reason, forced_down, updated_at); conductors of service
+        versions before 5 answer None."""
         return self._call(ctx, 'service_heartbeat', timeout=timeout,
                           host=host, binary=binary, topic=topic,
                           version=version)

@@ -139,9 +139,10 @@ def test_pre_253_actions_and_their_errors(start_system):
                        dict(body, forced_down=True)), 400, 'badRequest')
     assert nova_error(api.put('/v2.1/os-services/reboot', body), 404,
                       'itemNotFound') == 'Unknown action'
-    nova_error(api.put('/v2.1/os-services/disable',
-                       {'host': 'nowhere', 'binary': 'nova-compute'}),
-               404, 'itemNotFound')
+    assert nova_error(api.put('/v2.1/os-services/disable',
+                              {'host': 'nowhere', 'binary': 'nova-compute'}),
+                      404, 'itemNotFound') == (
+        "Host 'nowhere' is not mapped to any cell")
     assert 'Only nova-compute' in nova_error(api.put(
         '/v2.1/os-services/disable',
         {'host': 'cell1-compute1', 'binary': 'nova-scheduler'}), 400,
