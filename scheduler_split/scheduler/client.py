@@ -42,7 +42,13 @@ class SchedulerClient:
 
         ``name`` is ``(host, node)``; ``stats`` is a dict with ``vcpus``,
         ``memory_mb``, ``local_gb``, reserved amounts, allocation ratios,
-        ``availability_zone`` and ``disabled``.
+        ``availability_zone`` and ``disabled``; from service version 5
+        also the hypervisor's ``host_ip``, ``hypervisor_type``,
+        ``hypervisor_version``, ``cpu_arch`` and ``cpu_info``, and
+        ``service_status``: the operator's status of the compute's service
+        as its cell conductor last answered a heartbeat (``disabled``,
+        ``disabled_reason``, ``forced_down``, ``updated_at``), which the
+        scheduler applies unless it holds a newer one.
         """
         host, node = name
         self._api.update_resource_stats(ctx, host, node, stats)
