@@ -20,6 +20,7 @@ import pytest
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.objects import service as service_obj
+from scheduler_split.scheduler import rpcapi as scheduler_rpcapi
 from tests.functional import fixtures
 from tests.integration import deployment as deployment_mod
 
@@ -33,6 +34,7 @@ OLD_COMPUTE = 'cell1-compute2'
 OLD_SCHEDULER = 'scheduler-2'
 OLD = (OLD_COMPUTE, OLD_SCHEDULER)
 NEWEST_COMPUTE_RPC = compute_rpcapi.ComputeAPI.VERSION
+NEWEST_SCHEDULER_RPC = scheduler_rpcapi.SchedulerAPI.VERSION
 # The zone of every host in this test: cell2's hosts get one of their own,
 # so that a boot there has an alternate.
 ZONES = {'cell1-compute1': 'edge', 'cell1-compute2': 'nova',
@@ -296,5 +298,5 @@ def test_after_the_upgrade_auto_lifts_the_cap_and_servers_get_zones(
             if 'compute_rpc capped at %s' % NEWEST_COMPUTE_RPC in line and
             'ss_cell1' in line]
     assert 'compute_rpc capped at 1.0' not in conductor_log
-    assert ('scheduler_rpc capped at 1.1 for the schedulers'
-            in conductor_log)
+    assert ('scheduler_rpc capped at %s for the schedulers'
+            % NEWEST_SCHEDULER_RPC in conductor_log)
