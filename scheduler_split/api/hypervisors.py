@@ -96,7 +96,9 @@ def _nodes(req, ctx):
         raise exception.ServiceUnavailable(
             reason='the scheduler, which knows the hypervisors, could not '
                    'be reached (%s)' % exc)
-    services = {s.host: s for s in services_api._cell_services(ctx)
+    # The nodes of a cell that cannot be reached are left out, as Nova
+    # leaves them out.
+    services = {s.host: s for s in services_api._cell_services(ctx, down=[])
                 if s.binary == services_api.COMPUTE}
     found = []
     for node in nodes:

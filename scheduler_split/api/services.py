@@ -20,6 +20,7 @@ from oslo_utils import strutils
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
@@ -44,6 +45,10 @@ NOVA_BINARIES = {
 }
 COMPUTE = 'nova-compute'
 INTERNAL_ZONE = 'internal'
+
+# What a cell database that cannot be reached raises.
+CELL_DOWN = (sa_exc.OperationalError, sa_exc.InterfaceError,
+             sa_exc.DisconnectionError, sa_exc.TimeoutError)
 
 _TIME_FORMAT = '%Y-%m-%dT%H:%M:%S.%f'
 
@@ -124,13 +129,33 @@ def _zones(req, ctx):
             if node.get('availability_zone')}
 
 
-def _cell_services(ctx, cells=None):
+def _cell_services(ctx, cells=None, down=None):
+    """The services of every cell (or of ``cells``). A cell whose
+    database cannot be reached raises, unless ``down`` is a list: then the
+    cell is appended to it and skipped."""
     found = []
     for cell in cells or objects.CellMapping.get_all(ctx):
         cctx = ss_context.target_cell(ctx, cell)
-        for service in objects.Service.get_all(cctx):
-            found.append(_from_cell(service, cell))
+        try:
+            services = objects.Service.get_all(cctx)
+        except CELL_DOWN as exc:
+            if down is None:
+                raise
+            LOG.warning('Cell %s cannot be reached (%s); its services are '
+                        'not listed', cell.name, exc)
+            down.append(cell)
+            continue
+        found.extend(_from_cell(service, cell) for service in services)
     return found
+
+
+def _down_cell_computes(ctx, down):
+    """What 2.69 shows of the computes of cells that cannot be reached:
+    their host mappings, status UNKNOWN."""
+    uuids = {cell.uuid for cell in down}
+    return [{'binary': COMPUTE, 'host': mapping.host, 'status': 'UNKNOWN'}
+            for mapping in objects.HostMapping.get_all(ctx)
+            if mapping.cell_mapping.uuid in uuids]
 
 
 def _scheduler_services(req, ctx):
@@ -184,14 +209,23 @@ def index(req, ctx, version):
                                  repr(unknown[0])))
     host = req.GET.get('host')
     binary = req.GET.get('binary')
-    services = _cell_services(ctx) + _scheduler_services(req, ctx)
+    down = []
+    services = _cell_services(ctx, down=down) + _scheduler_services(req,
+                                                                    ctx)
     if host:
         services = [s for s in services if s.host == host]
     if binary:
         services = [s for s in services if s.binary == binary]
     zones = _zones(req, ctx) if any(s.binary == COMPUTE
                                     for s in services) else {}
-    return {'services': [_render(s, version, zones) for s in services]}
+    listed = [_render(s, version, zones) for s in services]
+    if down and version >= (2, 69):
+        # As Nova: the computes of a cell that cannot be reached are
+        # listed from their host mappings; before 2.69 they are left out.
+        listed += [s for s in _down_cell_computes(ctx, down)
+                   if (not host or s['host'] == host) and
+                   (not binary or s['binary'] == binary)]
+    return {'services': listed}
 
 
 # --- update -----------------------------------------------------------------
@@ -357,10 +391,10 @@ def delete(req, ctx, version, service_id):
         try:
             scheduler.delete_host(ctx, service.host)
         except exception.Conflict:
+            # A server being built there holds a claim already.
             raise errors.HTTPError(
-                409, 'Unable to delete compute service that has '
-                     'in-progress migrations. Complete the migrations or '
-                     'delete the instances first.')
+                409, 'Unable to delete compute service that is hosting '
+                     'instances. Migrate or delete the instances first.')
         except messaging.MessagingException as exc:
             raise exception.ServiceUnavailable(
                 reason='the scheduler could not be told to forget host %s '

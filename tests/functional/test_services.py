@@ -295,3 +295,43 @@ def test_a_disable_the_scheduler_did_not_hear_arrives_with_the_next_report(
     _wait_for_scheduler_status(system, 'cell1-compute1', disabled=True)
     servers = [api.boot(name='vm%d' % i) for i in range(4)]
     assert _hosts_of(api, servers) == ['cell1-compute2'] * 4
+
+
+def _nobody_listens():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    return 'postgresql+psycopg2://nova:secret@127.0.0.1:%d/nova' % port
+
+
+def test_a_cell_that_cannot_be_reached_is_shown_as_nova_shows_it(
+        start_system):
+    system = start_system(cells=2, hosts_per_cell=1)
+    api = system.api
+    cell2 = [c for c in system.aio.cells if c.name == 'cell2'][0]
+    url = cell2.database_connection
+    gone = sa.create_engine(_nobody_listens())
+    saved = {key: engines._engines.get(key)
+             for key in ((url, True), (url, False))}
+    for key in saved:
+        engines._engines[key] = gone
+    try:
+        computes = _services(api, binary='nova-compute')
+        unknown = [s for s in computes if s['status'] == 'UNKNOWN']
+        assert unknown == [{'binary': 'nova-compute',
+                            'host': 'cell2-compute1', 'status': 'UNKNOWN'}]
+        assert [s['host'] for s in computes if s not in unknown] == [
+            'cell1-compute1']
+        old = _services(api.at('2.68'), binary='nova-compute')
+        assert [s['host'] for s in old] == ['cell1-compute1']
+        hypervisors = api.get('/v2.1/os-hypervisors').json()['hypervisors']
+        assert [h['hypervisor_hostname'] for h in hypervisors] == [
+            'cell1-compute1']
+    finally:
+        for key, engine in saved.items():
+            if engine is None:
+                engines._engines.pop(key, None)
+            else:
+                engines._engines[key] = engine
+        gone.dispose()
