@@ -153,3 +153,29 @@ class BuildAbortException(SchedulerSplitException):
 
 class CellsNotConfigured(SchedulerSplitException):
     msg_fmt = '%(reason)s'
+
+
+class AggregateNotFound(NotFound):
+    msg_fmt = 'Aggregate %(aggregate_id)s could not be found.'
+
+
+class AggregateNameExists(Conflict):
+    msg_fmt = 'Aggregate %(aggregate_name)s already exists.'
+
+
+class AggregateHostExists(Conflict):
+    msg_fmt = 'Aggregate %(aggregate_id)s already has host %(host)s.'
+
+
+class AggregateHostNotFound(NotFound):
+    msg_fmt = 'Cannot remove host %(host)s in aggregate %(aggregate_id)s'
+
+
+class InvalidAggregateAction(Conflict):
+    msg_fmt = ('Cannot %(action)s aggregate %(aggregate_id)s. Reason: '
+               '%(reason)s.')
+
+
+class AggregateNotEmpty(Invalid):
+    msg_fmt = ('Cannot remove aggregate %(aggregate_id)s. Reason: Host '
+               'aggregate is not empty.')

@@ -8,6 +8,7 @@ import time
 from oslo_utils import timeutils
 import regex
 
+from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
 from scheduler_split.api import images
 from scheduler_split.api import schemas
@@ -316,6 +317,7 @@ def create(req, ctx, version):
              for k, v in hints.items()}
     zone, force_hosts = _zone_and_host(ctx, server.get('availability_zone'),
                                        target)
+    availability_zones.check_requested_zone(req, ctx, zone)
     group = None
     if hints.get('group'):
         try:

@@ -17,7 +17,9 @@ import webob
 import webob.dec
 import webob.request
 
+from scheduler_split.api import aggregates
 from scheduler_split.api import auth
+from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
 from scheduler_split.api import flavors
 from scheduler_split.api import hypervisors
@@ -71,6 +73,18 @@ ROUTES = {
         'GET': hypervisors.uptime},
     '/v2.1/os-hypervisors/{pattern}/search': {'GET': hypervisors.search},
     '/v2.1/os-hypervisors/{pattern}/servers': {'GET': hypervisors.servers},
+    '/v2.1/os-aggregates': {'GET': aggregates.index,
+                            'POST': aggregates.create},
+    '/v2.1/os-aggregates/{aggregate_id}': {'GET': aggregates.show,
+                                           'PUT': aggregates.update,
+                                           'DELETE': aggregates.delete},
+    '/v2.1/os-aggregates/{aggregate_id}/action': {
+        'POST': aggregates.action},
+    '/v2.1/os-aggregates/{aggregate_id}/images': {
+        'POST': aggregates.cache_images},
+    '/v2.1/os-availability-zone': {'GET': availability_zones.index},
+    '/v2.1/os-availability-zone/detail': {
+        'GET': availability_zones.detail},
     '/image': {'GET': images.versions},
     '/image/': {'GET': images.versions},
     '/image/v2/images': {'GET': images.list_images},

@@ -337,6 +337,57 @@ class ConsumerGroupMember(_Timestamps, SchedulerBase):
     consumer_id = sa.Column(sa.String(36), nullable=False)
 
 
+class Aggregate(_Timestamps, SchedulerBase):
+    """A host aggregate: hosts grouped by the operator, with metadata the
+    filters and weighers read (an ``availability_zone`` key makes it a
+    zone). Soft-deleted as Nova shows it: ``deleted`` is 0 while it lives
+    and its own id once deleted, so names are unique among live ones."""
+    __tablename__ = 'aggregates'
+    __table_args__ = (
+        sa.UniqueConstraint('name', 'deleted',
+                            name='uniq_aggregates0name0deleted'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    name = sa.Column(sa.String(255), nullable=False)
+    # Bumped by every change of the aggregate, its hosts or metadata: the
+    # sum over all aggregates tells a scheduler whether to reload them.
+    generation = sa.Column(sa.Integer, nullable=False, default=0,
+                           server_default='0')
+    deleted = sa.Column(sa.Integer, nullable=False, default=0,
+                        server_default='0')
+    deleted_at = sa.Column(sa.DateTime)
+    hosts = orm.relationship('AggregateHost', lazy='selectin',
+                             cascade='all, delete-orphan',
+                             order_by='AggregateHost.id')
+    metadata_items = orm.relationship('AggregateMetadata', lazy='selectin',
+                                      cascade='all, delete-orphan',
+                                      order_by='AggregateMetadata.id')
+
+
+class AggregateHost(_Timestamps, SchedulerBase):
+    __tablename__ = 'aggregate_hosts'
+    __table_args__ = (
+        sa.UniqueConstraint('aggregate_id', 'host',
+                            name='uniq_aggregate_hosts0aggregate_id0host'),
+        sa.Index('aggregate_hosts_host_idx', 'host'))
+    id = sa.Column(sa.Integer, primary_key=True)
+    aggregate_id = sa.Column(sa.Integer, sa.ForeignKey('aggregates.id'),
+                             nullable=False)
+    host = sa.Column(sa.String(255), nullable=False)
+
+
+class AggregateMetadata(_Timestamps, SchedulerBase):
+    __tablename__ = 'aggregate_metadata'
+    __table_args__ = (
+        sa.UniqueConstraint('aggregate_id', 'key',
+                            name='uniq_aggregate_metadata0aggregate_id0key'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    aggregate_id = sa.Column(sa.Integer, sa.ForeignKey('aggregates.id'),
+                             nullable=False)
+    key = sa.Column(sa.String(255), nullable=False)
+    value = sa.Column(sa.String(255), nullable=False)
+
+
 class SchedulerService(_Timestamps, SchedulerBase):
     """A scheduler process, as it records itself in its own database so
     that clients can ask (through the scheduler) what the schedulers

@@ -16,7 +16,7 @@ CONF = conf.CONF
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 5
+SERVICE_VERSION = 6
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -41,6 +41,9 @@ SERVICE_VERSION_HISTORY = (
     #    service record's status (which the conductor's heartbeat answers
     #    with) and their hypervisor's details in their reports.
     {'compute_rpc': '1.2', 'conductor_rpc': '1.4', 'scheduler_rpc': '1.2'},
+    # 6: the scheduler keeps host aggregates and answers for availability
+    #    zones: scheduler 1.3.
+    {'compute_rpc': '1.2', 'conductor_rpc': '1.4', 'scheduler_rpc': '1.3'},
 )
 
 # The binary names services record themselves under.

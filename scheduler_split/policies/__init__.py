@@ -7,6 +7,7 @@ the operations they guard, so that ``oslopolicy-sample-generator``
 
 import itertools
 
+from scheduler_split.policies import aggregates
 from scheduler_split.policies import base
 from scheduler_split.policies import flavors
 from scheduler_split.policies import instance_actions
@@ -23,4 +24,5 @@ def list_rules():
         server_groups.list_rules(),
         instance_actions.list_rules(),
         services.list_rules(),
+        aggregates.list_rules(),
     ))

@@ -105,6 +105,48 @@ class SchedulerClient:
         """Forget a scheduler service's record; False if unknown."""
         return self._api.delete_service(ctx, service_uuid)
 
+    # --- host aggregates and availability zones (scheduler RPC 1.3) -------
+    # Aggregates are the scheduler's data: these are the only way to read
+    # or change them. An aggregate is a dict: ``id``, ``uuid``, ``name``,
+    # ``availability_zone``, ``hosts``, ``metadata``, ``deleted``,
+    # ``deleted_at``, ``created_at``, ``updated_at``. Errors are the
+    # Aggregate* exceptions of ``scheduler_split.exception`` and
+    # ``ComputeHostNotFound``; a change is seen by every scheduler
+    # process on its next select.
+
+    def aggregate_list(self, ctx):
+        return self._api.aggregate_list(ctx)
+
+    def aggregate_get(self, ctx, aggregate_id):
+        """By id or uuid."""
+        return self._api.aggregate_get(ctx, aggregate_id)
+
+    def aggregate_create(self, ctx, name, availability_zone=None):
+        return self._api.aggregate_create(ctx, name, availability_zone)
+
+    def aggregate_update(self, ctx, aggregate_id, values):
+        """``values``: ``name`` and/or ``availability_zone`` (None
+        takes the aggregate out of its zone)."""
+        return self._api.aggregate_update(ctx, aggregate_id, values)
+
+    def aggregate_delete(self, ctx, aggregate_id):
+        return self._api.aggregate_delete(ctx, aggregate_id)
+
+    def aggregate_add_host(self, ctx, aggregate_id, host):
+        return self._api.aggregate_add_host(ctx, aggregate_id, host)
+
+    def aggregate_remove_host(self, ctx, aggregate_id, host):
+        return self._api.aggregate_remove_host(ctx, aggregate_id, host)
+
+    def aggregate_set_metadata(self, ctx, aggregate_id, metadata):
+        """Set keys; a None value removes its key."""
+        return self._api.aggregate_set_metadata(ctx, aggregate_id, metadata)
+
+    def get_availability_zones(self, ctx):
+        """``{zone: {host: {available, active, updated_at}}}`` of the
+        compute hosts."""
+        return self._api.get_availability_zones(ctx)
+
     def try_release_resources(self, ctx, instance_uuid):
         """``release_resources`` for failure paths: an error is logged and
         False returned, so that the caller can still settle the instance.

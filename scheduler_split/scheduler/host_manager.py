@@ -26,6 +26,7 @@ from scheduler_split.db import engines
 from scheduler_split import exception
 from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
+from scheduler_split.scheduler import aggregates as aggregates_mod
 from scheduler_split.scheduler import claims
 
 CONF = conf.CONF
@@ -40,7 +41,11 @@ class HostState:
         self.host = host
         self.nodename = nodename
         self.cell_uuid = cell_uuid
+        # The effective zone: its aggregates', else what it reports.
         self.availability_zone = None
+        self.reported_availability_zone = None
+        # The aggregates the host is in (scheduler.aggregates.Aggregate).
+        self.aggregates = []
         # Whether builds may not come here: the compute's own report or
         # the operator's status (os-services).
         self.disabled = False
@@ -83,6 +88,11 @@ class HostState:
     def give_back(self, resources):
         for rc, amount in resources.items():
             self.used[rc] = max(0, self.used.get(rc, 0) - amount)
+
+    def set_aggregates(self, aggregates):
+        self.aggregates = aggregates
+        self.availability_zone = aggregates_mod.zone_of(
+            aggregates, self.reported_availability_zone)
 
     def set_status(self, service_disabled, disabled_reason, forced_down):
         self.service_disabled = bool(service_disabled)
@@ -132,6 +142,9 @@ class HostManager:
         self._hosts = {}
         self._loaded_at = None
         self._lock = threading.RLock()
+        # {host: [Aggregate]} and the signature it was read at.
+        self._aggregates = {}
+        self._aggregates_seen = None
 
     # --- reading ------------------------------------------------------------
 
@@ -144,7 +157,24 @@ class HostManager:
                 self._load_all()
             else:
                 self._refresh_status()
+                self._refresh_aggregates()
             return list(self._hosts.values())
+
+    def _refresh_aggregates(self, force=False):
+        """Reload the aggregates if any changed (one small query), and
+        give every host its own."""
+        seen = aggregates_mod.signature(self.db_url)
+        if not force and seen == self._aggregates_seen:
+            return
+        self._aggregates = aggregates_mod.by_host(self.db_url)
+        self._aggregates_seen = seen
+        for state in self._hosts.values():
+            state.set_aggregates(self._aggregates.get(state.host, []))
+
+    def aggregates_changed(self):
+        """This process changed an aggregate: apply it now."""
+        with self._lock:
+            self._refresh_aggregates(force=True)
 
     def _refresh_status(self):
         """Apply the operator's status another scheduler may have
@@ -174,6 +204,7 @@ class HostManager:
         hosts = self._read_states()
         self._hosts = hosts
         self._loaded_at = time.monotonic()
+        self._refresh_aggregates(force=True)
         LOG.debug('Loaded %d host states', len(hosts))
 
     def _read_states(self, uuid=None):
@@ -212,6 +243,7 @@ class HostManager:
     @staticmethod
     def _state_from_row(row):
         state = HostState(row.uuid, row.host, row.name, row.cell_uuid)
+        state.reported_availability_zone = row.availability_zone
         state.availability_zone = row.availability_zone
         state.reported_disabled = row.disabled
         state.set_status(row.service_disabled, row.disabled_reason,
@@ -229,6 +261,7 @@ class HostManager:
                 self._hosts.pop(uuid, None)
             return None
         with self._lock:
+            state.set_aggregates(self._aggregates.get(state.host, []))
             existing = self._hosts.get(uuid)
             if existing is None:
                 self._hosts[uuid] = state
@@ -236,6 +269,21 @@ class HostManager:
             # Update in place: a request in flight holds this object.
             existing.__dict__.update(state.__dict__)
             return existing
+
+    def known_hosts(self):
+        """The hosts whose compute has reported, from the database."""
+        rp = models.ResourceProvider
+        with engines.reader(self.db_url) as session:
+            return set(session.scalars(sa.select(rp.host).distinct()))
+
+    def zones(self):
+        """``{zone: [host state, ...]}`` of every known host."""
+        result = {}
+        for state in self.host_states():
+            for zone in (state.availability_zone or '').split(','):
+                if zone:
+                    result.setdefault(zone, []).append(state)
+        return result
 
     def get(self, uuid):
         with self._lock:
@@ -328,7 +376,9 @@ class HostManager:
                 state = self._hosts[uuid] = HostState(uuid, host, nodename,
                                                       cell_uuid)
             state.cell_uuid = cell_uuid or state.cell_uuid
-            state.availability_zone = stats.get('availability_zone')
+            state.reported_availability_zone = stats.get(
+                'availability_zone')
+            state.set_aggregates(self._aggregates.get(host, []))
             state.reported_disabled = fresh.reported_disabled
             state.set_status(fresh.service_disabled, fresh.disabled_reason,
                              fresh.forced_down)
@@ -387,6 +437,10 @@ class HostManager:
         plain dicts (what the scheduler's RPC answers with)."""
         rp, alloc = models.ResourceProvider, models.Allocation
         states = self._read_states()
+        with self._lock:
+            self._refresh_aggregates()
+            for state in states.values():
+                state.set_aggregates(self._aggregates.get(state.host, []))
         with engines.reader(self.db_url) as session:
             rows = {row.uuid: row for row in session.scalars(sa.select(rp))}
             running = dict(session.execute(

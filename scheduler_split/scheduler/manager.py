@@ -25,6 +25,7 @@ from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
+from scheduler_split.scheduler import aggregates
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler import host_manager
@@ -34,7 +35,7 @@ from scheduler_split.scheduler import weights
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.2'
+RPC_VERSION = '1.3'
 
 # The ways a host refuses a claim for good: the caller moves on.
 CLAIM_REFUSED = (exception.ClaimCapacityExceeded,
@@ -300,6 +301,63 @@ class SchedulerManager:
             return session.execute(sa.delete(svc).where(
                 svc.uuid == service_uuid)).rowcount == 1
 
+    # --- host aggregates and availability zones (1.3) ----------------------
+
+    def aggregate_list(self, ctx):
+        return aggregates.list_all(self.db_url)
+
+    def aggregate_get(self, ctx, aggregate_id):
+        return aggregates.get(self.db_url, aggregate_id)
+
+    def _aggregate_write(self, write, *args, **kwargs):
+        try:
+            return write(self.db_url, *args, **kwargs)
+        finally:
+            self.host_manager.aggregates_changed()
+
+    def aggregate_create(self, ctx, name, availability_zone=None):
+        return self._aggregate_write(aggregates.create, name,
+                                     availability_zone)
+
+    def aggregate_update(self, ctx, aggregate_id, values):
+        return self._aggregate_write(
+            aggregates.update, aggregate_id, name=values.get('name'),
+            availability_zone=values.get('availability_zone'),
+            set_zone='availability_zone' in values)
+
+    def aggregate_delete(self, ctx, aggregate_id):
+        return self._aggregate_write(aggregates.delete, aggregate_id)
+
+    def aggregate_add_host(self, ctx, aggregate_id, host):
+        return self._aggregate_write(aggregates.add_host, aggregate_id, host,
+                                     self.host_manager.known_hosts())
+
+    def aggregate_remove_host(self, ctx, aggregate_id, host):
+        return self._aggregate_write(aggregates.remove_host, aggregate_id,
+                                     host)
+
+    def aggregate_set_metadata(self, ctx, aggregate_id, metadata):
+        return self._aggregate_write(aggregates.set_metadata, aggregate_id,
+                                     metadata)
+
+    def get_availability_zones(self, ctx):
+        """``{zone: {host: {available, active, updated_at}}}``: the
+        zones of the known compute hosts; a host is available when its
+        compute is enabled and active when it reports in time."""
+        result = {}
+        for zone, states in self.host_manager.zones().items():
+            hosts = result.setdefault(zone, {})
+            for state in states:
+                entry = hosts.setdefault(state.host, {
+                    'available': False, 'active': False,
+                    'updated_at': None})
+                entry['available'] |= not state.disabled
+                entry['active'] |= state.is_up()
+                seen = _iso(state.last_report_at)
+                if seen and (entry['updated_at'] or '') < seen:
+                    entry['updated_at'] = seen
+        return result
+
     def report_service(self):
         """Periodic: heartbeat this scheduler's record, with its service
         version, in the scheduler database."""
@@ -434,6 +492,52 @@ class SchedulerEndpoint:
     def delete_service(self, ctx, service_uuid):
         """Call from the API (1.2): a scheduler service was deleted."""
         return self.manager.delete_service(ctx, service_uuid)
+
+    # Calls from the API (1.3): host aggregates and availability zones.
+
+    @messaging.expose
+    def aggregate_list(self, ctx):
+        return self.manager.aggregate_list(ctx)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_get(self, ctx, aggregate_id):
+        return self.manager.aggregate_get(ctx, aggregate_id)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_create(self, ctx, name, availability_zone=None):
+        return self.manager.aggregate_create(ctx, name, availability_zone)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_update(self, ctx, aggregate_id, values):
+        return self.manager.aggregate_update(ctx, aggregate_id, values)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_delete(self, ctx, aggregate_id):
+        return self.manager.aggregate_delete(ctx, aggregate_id)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_add_host(self, ctx, aggregate_id, host):
+        return self.manager.aggregate_add_host(ctx, aggregate_id, host)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_remove_host(self, ctx, aggregate_id, host):
+        return self.manager.aggregate_remove_host(ctx, aggregate_id, host)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_set_metadata(self, ctx, aggregate_id, metadata):
+        return self.manager.aggregate_set_metadata(ctx, aggregate_id,
+                                                   metadata)
+
+    @messaging.expose
+    def get_availability_zones(self, ctx):
+        return self.manager.get_availability_zones(ctx)
 
     @messaging.expose
     def get_minimum_service_version(self, ctx):

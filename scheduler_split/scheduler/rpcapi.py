@@ -13,6 +13,11 @@ Version history:
     1.2 - update_host_status, delete_host, get_compute_nodes, get_services,
           delete_service: what operators steer and see (os-services,
           os-hypervisors); all calls, carrying plain dicts only
+    1.3 - aggregate_list, aggregate_get, aggregate_create,
+          aggregate_update, aggregate_delete, aggregate_add_host,
+          aggregate_remove_host, aggregate_set_metadata,
+          get_availability_zones: host aggregates and availability zones
+          (os-aggregates, os-availability-zone); calls, plain dicts only
 """
 
 import logging
@@ -38,6 +43,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.2': {'RequestSpec': '1.1', 'Flavor': '1.0', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.3': {'RequestSpec': '1.1', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -45,7 +52,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.2'
+    VERSION = '1.3'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -103,6 +110,45 @@ class SchedulerAPI:
     def delete_service(self, ctx, service_uuid):
         return self._call_12(ctx, 'delete_service',
                              service_uuid=service_uuid)
+
+    # --- 1.3: host aggregates and availability zones ----------------------
+
+    def _call_13(self, ctx, method, **kwargs):
+        cctxt, _ = self.client.prepare('1.3')
+        return cctxt.call(ctx, method, **kwargs)
+
+    def aggregate_list(self, ctx):
+        return self._call_13(ctx, 'aggregate_list')
+
+    def aggregate_get(self, ctx, aggregate_id):
+        return self._call_13(ctx, 'aggregate_get', aggregate_id=aggregate_id)
+
+    def aggregate_create(self, ctx, name, availability_zone):
+        return self._call_13(ctx, 'aggregate_create', name=name,
+                             availability_zone=availability_zone)
+
+    def aggregate_update(self, ctx, aggregate_id, values):
+        return self._call_13(ctx, 'aggregate_update',
+                             aggregate_id=aggregate_id, values=values)
+
+    def aggregate_delete(self, ctx, aggregate_id):
+        return self._call_13(ctx, 'aggregate_delete',
+                             aggregate_id=aggregate_id)
+
+    def aggregate_add_host(self, ctx, aggregate_id, host):
+        return self._call_13(ctx, 'aggregate_add_host',
+                             aggregate_id=aggregate_id, host=host)
+
+    def aggregate_remove_host(self, ctx, aggregate_id, host):
+        return self._call_13(ctx, 'aggregate_remove_host',
+                             aggregate_id=aggregate_id, host=host)
+
+    def aggregate_set_metadata(self, ctx, aggregate_id, metadata):
+        return self._call_13(ctx, 'aggregate_set_metadata',
+                             aggregate_id=aggregate_id, metadata=metadata)
+
+    def get_availability_zones(self, ctx):
+        return self._call_13(ctx, 'get_availability_zones')
 
     def get_minimum_service_version(self):
         """The lowest service version of the running schedulers, as the

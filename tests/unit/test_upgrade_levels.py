@@ -440,7 +440,8 @@ def test_auto_asks_a_scheduler_which_version_the_schedulers_run(
     api = scheduler_bus(manager.endpoint(None))
 
     assert api.get_minimum_service_version() == service_obj.SERVICE_VERSION
-    assert api.client.cap.resolve() == '1.2'
+    assert api.client.cap.resolve() == \
+        service_obj.SERVICE_VERSION_HISTORY[-1]['scheduler_rpc']
 
 
 def test_auto_takes_a_scheduler_that_refuses_the_question_for_the_oldest(

@@ -5,6 +5,8 @@ A filter is a small class with ``host_passes(host_state, spec_obj)``;
 first. Adding a filter is adding a class here and its name to that option.
 """
 
+import operator
+
 from scheduler_split import scheduler
 
 
@@ -26,11 +28,125 @@ class ComputeFilter(BaseHostFilter):
 
 
 class AvailabilityZoneFilter(BaseHostFilter):
-    """The host is in the availability zone the request asked for."""
+    """The host is in the availability zone the request asked for (its
+    aggregates' zone, else the one its compute reports)."""
 
     def host_passes(self, host_state, spec_obj):
         wanted = spec_obj.get('availability_zone')
-        return not wanted or host_state.availability_zone == wanted
+        if not wanted:
+            return True
+        return wanted in (host_state.availability_zone or '').split(',')
+
+
+def _aggregate_metadata(host_state):
+    """``{key: {value, ...}}`` over every aggregate of the host."""
+    metadata = {}
+    for aggregate in getattr(host_state, 'aggregates', None) or ():
+        for key, value in aggregate.metadata.items():
+            metadata.setdefault(key, set()).add(value)
+    return metadata
+
+
+def _number(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _compare(compare, numeric):
+    def test(value, wanted):
+        if numeric:
+            value, wanted = _number(value), _number(wanted)
+            if value is None or wanted is None:
+                return False
+        return compare(value, wanted)
+    return test
+
+
+# The operators of a requirement in a flavor's extra specs, as Nova spells
+# them: "<op> <operand>". Without one the value must be equal.
+_OPERATORS = {
+    '=': _compare(operator.ge, True),  # at least
+    '==': _compare(operator.eq, True),
+    '!=': _compare(operator.ne, True),
+    '>=': _compare(operator.ge, True),
+    '<=': _compare(operator.le, True),
+    's==': _compare(operator.eq, False),
+    's!=': _compare(operator.ne, False),
+    's<': _compare(operator.lt, False),
+    's<=': _compare(operator.le, False),
+    's>': _compare(operator.gt, False),
+    's>=': _compare(operator.ge, False),
+    '<in>': lambda value, wanted: wanted in value,
+    '<all-in>': lambda value, wanted: all(
+        w in value.split() for w in wanted),
+    '<or>': lambda value, wanted: value in wanted,
+}
+
+
+def extra_spec_matches(value, requirement):
+    """Whether ``value`` (an aggregate's) satisfies ``requirement`` (a
+    flavor's extra spec), e.g. ``">= 4"``, ``"<or> a <or> b"``,
+    ``"s== ssd"`` or a plain value."""
+    if value is None:
+        return False
+    words = str(requirement).split()
+    if not words:
+        return value == requirement
+    op = words[0]
+    if op not in _OPERATORS:
+        return value == requirement
+    if op == '<or>':
+        return value in words[1::2]
+    if op == '<all-in>':
+        return _OPERATORS[op](value, words[1:])
+    if len(words) != 2:
+        return False
+    return _OPERATORS[op](value, words[1])
+
+
+class AggregateInstanceExtraSpecsFilter(BaseHostFilter):
+    """A flavor's ``aggregate_instance_extra_specs:KEY`` extra specs (and
+    its unscoped ones) must be matched by the metadata of one of the
+    host's aggregates, with Nova's operators."""
+
+    SCOPE = 'aggregate_instance_extra_specs'
+
+    def host_passes(self, host_state, spec_obj):
+        specs = spec_obj.flavor.get('extra_specs') or {}
+        if not specs:
+            return True
+        metadata = None
+        for key, requirement in specs.items():
+            scope, sep, name = key.partition(':')
+            if sep:
+                if scope != self.SCOPE:
+                    continue
+                key = name
+            if metadata is None:
+                metadata = _aggregate_metadata(host_state)
+            values = metadata.get(key)
+            if not values or not any(extra_spec_matches(v, requirement)
+                                     for v in values):
+                return False
+        return True
+
+
+class AggregateMultiTenancyIsolation(BaseHostFilter):
+    """A host in an aggregate with ``filter_tenant_id`` metadata (or keys
+    starting so, values comma-separated) takes only those projects'
+    instances; other hosts take anyone's."""
+
+    KEY = 'filter_tenant_id'
+
+    def host_passes(self, host_state, spec_obj):
+        allowed = set()
+        for key, values in _aggregate_metadata(host_state).items():
+            if key.startswith(self.KEY):
+                for value in values:
+                    allowed.update(p.strip() for p in value.split(','))
+        return not allowed or spec_obj.project_id in allowed
 
 
 def _group(spec_obj, policy):
@@ -84,7 +200,8 @@ class DiskFilter(_ResourceFilter):
 
 ALL_FILTERS = {cls.__name__: cls for cls in (
     ComputeFilter, AvailabilityZoneFilter, RamFilter, CoreFilter,
-    DiskFilter, ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter)}
+    DiskFilter, ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter,
+    AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation)}
 
 # The policies claims enforce, whatever filters are enabled: the scheduler
 # runs these again over its candidates when a claim refuses a host for

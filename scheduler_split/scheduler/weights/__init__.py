@@ -4,18 +4,50 @@ A weigher returns a raw value per host; values are normalized to 0..1
 over the candidate hosts and multiplied by the weigher's multiplier, and
 the host with the highest sum wins. A positive multiplier spreads, a
 negative one packs.
+
+A weigher's multiplier is its ``[filter_scheduler]`` option, unless the
+host is in an aggregate whose metadata sets the option's name (e.g.
+``ram_weight_multiplier=-1.0``): then that value, the smallest one if its
+aggregates disagree. Operators pack some hosts and spread others so.
 """
+
+import logging
 
 from scheduler_split import conf
 from scheduler_split import scheduler
 
 CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+
+def aggregate_multiplier(host_state, name, default):
+    """The multiplier ``name`` for ``host_state``: from its aggregates'
+    metadata (the smallest valid value), else ``default``."""
+    values = []
+    for aggregate in getattr(host_state, 'aggregates', None) or ():
+        raw = aggregate.metadata.get(name)
+        if raw is None:
+            continue
+        try:
+            values.append(float(raw))
+        except ValueError:
+            LOG.warning('Aggregate %s sets %s to %r, which is not a number; '
+                        'ignoring it', aggregate.name, name, raw)
+    return min(values) if values else default
 
 
 class BaseHostWeigher:
+    # The [filter_scheduler] option (and aggregate metadata key) of the
+    # multiplier; None for a fixed multiplier of 1.0.
+    option = None
 
-    def weight_multiplier(self):
-        return 1.0
+    def weight_multiplier(self, host_state=None):
+        if self.option is None:
+            return 1.0
+        default = getattr(CONF.filter_scheduler, self.option)
+        if host_state is None:
+            return default
+        return aggregate_multiplier(host_state, self.option, default)
 
     def raw_weight(self, host_state, spec_obj):
         raise NotImplementedError()
@@ -24,8 +56,7 @@ class BaseHostWeigher:
 class RAMWeigher(BaseHostWeigher):
     """More free memory weighs more."""
 
-    def weight_multiplier(self):
-        return CONF.filter_scheduler.ram_weight_multiplier
+    option = 'ram_weight_multiplier'
 
     def raw_weight(self, host_state, spec_obj):
         return host_state.free('MEMORY_MB')
@@ -34,8 +65,7 @@ class RAMWeigher(BaseHostWeigher):
 class CPUWeigher(BaseHostWeigher):
     """More free vCPUs weigh more."""
 
-    def weight_multiplier(self):
-        return CONF.filter_scheduler.cpu_weight_multiplier
+    option = 'cpu_weight_multiplier'
 
     def raw_weight(self, host_state, spec_obj):
         return host_state.free('VCPU')
@@ -57,8 +87,7 @@ class ServerGroupSoftAffinityWeigher(_SoftGroupWeigher):
     policy = 'soft-affinity'
     sign = 1
 
-    def weight_multiplier(self):
-        return CONF.filter_scheduler.soft_affinity_weight_multiplier
+    option = 'soft_affinity_weight_multiplier'
 
 
 class ServerGroupSoftAntiAffinityWeigher(_SoftGroupWeigher):
@@ -67,8 +96,7 @@ class ServerGroupSoftAntiAffinityWeigher(_SoftGroupWeigher):
     policy = 'soft-anti-affinity'
     sign = -1
 
-    def weight_multiplier(self):
-        return CONF.filter_scheduler.soft_anti_affinity_weight_multiplier
+    option = 'soft_anti_affinity_weight_multiplier'
 
 
 ALL_WEIGHERS = {cls.__name__: cls for cls in (
@@ -84,15 +112,17 @@ def weigh(weighers, host_states, spec_obj):
     """``[(weight, host_state)]`` best first."""
     totals = [0.0] * len(host_states)
     for weigher in weighers:
-        multiplier = weigher.weight_multiplier()
-        if not multiplier or not host_states:
+        if not host_states:
+            break
+        multipliers = [weigher.weight_multiplier(h) for h in host_states]
+        if not any(multipliers):
             continue
         raw = [weigher.raw_weight(h, spec_obj) for h in host_states]
         low, high = min(raw), max(raw)
         span = high - low
         for i, value in enumerate(raw):
             normalized = (value - low) / span if span else 0.0
-            totals[i] += multiplier * normalized
+            totals[i] += multipliers[i] * normalized
     ranked = sorted(zip(totals, range(len(host_states))),
                     key=lambda pair: (-pair[0], pair[1]))
     return [(weight, host_states[i]) for weight, i in ranked]

@@ -1,0 +1,86 @@
+"""``/os-availability-zone``: the zones servers can be asked into.
+
+A compute host's zone is its aggregates' ``availability_zone`` metadata,
+else the zone its compute reports (``[compute] availability_zone``);
+conductors and schedulers are in the ``internal`` zone, which only the
+detail lists. The zones come from the scheduler, through its library.
+"""
+
+import logging
+
+import oslo_messaging as messaging
+
+from scheduler_split.api import errors
+from scheduler_split.api import services
+from scheduler_split import exception
+from scheduler_split import policy
+
+LOG = logging.getLogger(__name__)
+
+INTERNAL_ZONE = 'internal'
+
+
+def compute_zones(req, ctx):
+    """``{zone: {host: {available, active, updated_at}}}``; 503 if no
+    scheduler answers."""
+    try:
+        return req.compute_api.scheduler.get_availability_zones(ctx)
+    except messaging.MessagingException as exc:
+        LOG.error('No scheduler answered for the availability zones (%s)',
+                  exc)
+        raise exception.ServiceUnavailable(
+            reason='the scheduler, which knows the availability zones, '
+                   'could not be reached')
+
+
+def check_requested_zone(req, ctx, zone):
+    """At boot: 400 unless some compute host is in ``zone``."""
+    if not zone or zone in compute_zones(req, ctx):
+        return
+    raise errors.bad_request('The requested availability zone is not '
+                             'available')
+
+
+def _zone_state(hosts):
+    return {'available': any(h['available'] for h in hosts.values())}
+
+
+def index(req, ctx, version):
+    policy.authorize(ctx, 'os_compute_api:os-availability-zone:list',
+                     target={})
+    zones = compute_zones(req, ctx)
+    return {'availabilityZoneInfo': [
+        {'zoneName': zone, 'zoneState': _zone_state(hosts), 'hosts': None}
+        for zone, hosts in sorted(zones.items())]}
+
+
+def _internal_hosts(req, ctx):
+    hosts = {}
+    found = services._cell_services(ctx, down=[])
+    found += services._scheduler_services(req, ctx)
+    for service in found:
+        if service.binary == services.COMPUTE:
+            continue
+        hosts.setdefault(service.host, {})[service.binary] = {
+            'available': not service.disabled, 'active': service.is_up,
+            'updated_at': services._time(service.last_seen_up or
+                                         service.updated_at)}
+    return hosts
+
+
+def detail(req, ctx, version):
+    policy.authorize(ctx, 'os_compute_api:os-availability-zone:detail',
+                     target={})
+    info = []
+    internal = _internal_hosts(req, ctx)
+    if internal:
+        info.append({'zoneName': INTERNAL_ZONE,
+                     'zoneState': {'available': True}, 'hosts': internal})
+    for zone, hosts in sorted(compute_zones(req, ctx).items()):
+        info.append({
+            'zoneName': zone, 'zoneState': _zone_state(hosts),
+            'hosts': {host: {services.COMPUTE: {
+                'available': entry['available'], 'active': entry['active'],
+                'updated_at': entry['updated_at']}}
+                for host, entry in sorted(hosts.items())}})
+    return {'availabilityZoneInfo': info}
