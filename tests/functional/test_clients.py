@@ -9,7 +9,6 @@ import sys
 import openstack
 import pytest
 
-from scheduler_split.api import wsgi
 from scheduler_split.cmd import all_in_one
 
 pytestmark = pytest.mark.functional
@@ -164,9 +163,6 @@ def test_openstack_cli_shows_hypervisors_and_their_statistics(
     assert stats['vcpus_used'] == 1
 
 
-@pytest.mark.skipif('/v2.1/os-aggregates' not in wsgi.ROUTES,
-                    reason='hypervisor show lists the host\'s aggregates '
-                           '(os-aggregates)')
 def test_openstack_cli_shows_a_hypervisor(start_system, openstack_cli):
     cli = openstack_cli(start_system(cells=1, hosts_per_cell=2))
     shown = json.loads(cli('hypervisor', 'show', 'cell1-compute1', '-f',
@@ -176,3 +172,48 @@ def test_openstack_cli_shows_a_hypervisor(start_system, openstack_cli):
     assert shown['host_ip'] == '127.0.0.1'
     assert shown['state'] == 'up'
     assert shown['status'] == 'enabled'
+    # The CLI shows the host's aggregates beside it.
+    assert shown['aggregates'] == []
+
+
+def test_openstack_cli_manages_aggregates_and_zones(start_system,
+                                                    openstack_cli):
+    system = start_system(cells=1, hosts_per_cell=2)
+    cli = openstack_cli(system)
+    created = json.loads(cli('aggregate', 'create', '--zone', 'az1',
+                             'agg1', '-f', 'json'))
+    assert (created['name'], created['availability_zone']) == ('agg1',
+                                                               'az1')
+    cli('aggregate', 'add', 'host', 'agg1', 'cell1-compute2')
+    cli('aggregate', 'set', '--property', 'ssd=true', 'agg1')
+    shown = json.loads(cli('aggregate', 'show', 'agg1', '-f', 'json'))
+    assert shown['hosts'] == ['cell1-compute2']
+    assert shown['properties'] == {'ssd': 'true'}
+    listed = json.loads(cli('aggregate', 'list', '--long', '-f', 'json'))
+    assert [(a['Name'], a['Availability Zone']) for a in listed] == [
+        ('agg1', 'az1')]
+
+    zones = json.loads(cli('availability', 'zone', 'list', '--compute',
+                           '-f', 'json'))
+    # Admins see the conductors' and schedulers' zone too, as in Nova.
+    assert sorted((z['Zone Name'], z['Zone Status']) for z in zones) == [
+        ('az1', 'available'), ('internal', 'available'),
+        ('nova', 'available')]
+    long = json.loads(cli('availability', 'zone', 'list', '--compute',
+                          '--long', '-f', 'json'))
+    assert ('az1', 'cell1-compute2', 'nova-compute') in {
+        (z['Zone Name'], z['Host Name'], z['Service Name']) for z in long}
+
+    created = json.loads(cli('server', 'create', '--flavor', 'm1.tiny',
+                             '--image', 'cirros', '--no-network',
+                             '--availability-zone', 'az1', '--wait',
+                             '-f', 'json', 'vm1'))
+    shown = system.api.server(created['id'])
+    assert shown['OS-EXT-SRV-ATTR:host'] == 'cell1-compute2'
+    assert shown['OS-EXT-AZ:availability_zone'] == 'az1'
+
+    cli('server', 'delete', '--wait', 'vm1')
+    cli('aggregate', 'unset', '--property', 'ssd', 'agg1')
+    cli('aggregate', 'remove', 'host', 'agg1', 'cell1-compute2')
+    cli('aggregate', 'delete', 'agg1')
+    assert json.loads(cli('aggregate', 'list', '-f', 'json')) == []
