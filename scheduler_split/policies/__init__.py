@@ -11,6 +11,7 @@ from scheduler_split.policies import base
 from scheduler_split.policies import flavors
 from scheduler_split.policies import instance_actions
 from scheduler_split.policies import server_groups
+from scheduler_split.policies import server_lifecycle
 from scheduler_split.policies import servers
 
 
@@ -21,4 +22,5 @@ def list_rules():
         flavors.list_rules(),
         server_groups.list_rules(),
         instance_actions.list_rules(),
+        server_lifecycle.list_rules(),
     ))
