@@ -9,6 +9,8 @@ import webob
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
 from scheduler_split.api import servers
+from scheduler_split.compute import lifecycle
+from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split.objects import instance as instance_obj
@@ -17,6 +19,8 @@ from scheduler_split import policy
 
 
 # The states in which Nova lets metadata and tags change.
+CONF = conf.CONF
+
 _CHANGEABLE = [instance_obj.ACTIVE, instance_obj.PAUSED,
                instance_obj.SUSPENDED, instance_obj.STOPPED]
 
@@ -191,8 +195,9 @@ def tags_update_all(req, ctx, version, server_id):
     instance = _get(req, ctx, server_id,
                     'os_compute_api:os-server-tags:update_all')
     cctx = _cell_context(req, ctx, instance, 'update tags')
-    return {'tags': instance_tag.replace(cctx, instance.uuid,
-                                         body['tags'])}
+    tags = instance_tag.replace(cctx, instance.uuid, body['tags'])
+    _tags_changed(req, ctx, instance)
+    return {'tags': tags}
 
 
 def tags_delete_all(req, ctx, version, server_id):
@@ -201,12 +206,18 @@ def tags_delete_all(req, ctx, version, server_id):
                     'os_compute_api:os-server-tags:delete_all')
     cctx = _cell_context(req, ctx, instance, 'delete tags')
     instance_tag.delete_all(cctx, instance.uuid)
+    _tags_changed(req, ctx, instance)
     return 204, None
 
 
-def _no_tag(instance, value):
-    return errors.not_found("Instance %s has no tag '%s'"
-                            % (instance.uuid, value))
+def _tags_changed(req, ctx, instance):
+    """``instance.update``, as Nova sends for a change of tags."""
+    try:
+        instance = req.compute_api.get(ctx, instance.uuid)
+    except exception.InstanceNotFound:
+        return
+    lifecycle.notify(ctx, 'scheduler-split-api:%s' % CONF.host, instance,
+                     'instance.update')
 
 
 def tag_show(req, ctx, version, server_id, tag):
@@ -214,7 +225,8 @@ def tag_show(req, ctx, version, server_id, tag):
     instance = _get(req, ctx, server_id,
                     'os_compute_api:os-server-tags:show')
     if tag not in (instance.get('tags') or []):
-        raise _no_tag(instance, tag)
+        raise errors.not_found("Server %s has no tag '%s'"
+                               % (instance.uuid, tag))
     return 204, None
 
 
@@ -222,12 +234,13 @@ def tag_update(req, ctx, version, server_id, tag):
     """PUT a tag: 201 with its Location if new, 204 if the server had it.
     """
     _tags_version(version)
-    _check_tag(tag)
     instance = _get(req, ctx, server_id,
                     'os_compute_api:os-server-tags:update')
     cctx = _cell_context(req, ctx, instance, 'update tag')
+    _check_tag(tag)
     if not instance_tag.add(cctx, instance.uuid, tag):
         return 204, None
+    _tags_changed(req, ctx, instance)
     response = webob.Response(status=201)
     response.content_type = None
     response.headers['Location'] = '%s/v2.1/servers/%s/tags/%s' % (
@@ -241,7 +254,9 @@ def tag_delete(req, ctx, version, server_id, tag):
                     'os_compute_api:os-server-tags:delete')
     cctx = _cell_context(req, ctx, instance, 'delete tag')
     if not instance_tag.delete(cctx, instance.uuid, tag):
-        raise _no_tag(instance, tag)
+        raise errors.not_found("Instance %s has no tag '%s'"
+                               % (instance.uuid, tag))
+    _tags_changed(req, ctx, instance)
     return 204, None
 
 

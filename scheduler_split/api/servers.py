@@ -546,6 +546,15 @@ update_server = {
 update_server_v219 = copy.deepcopy(update_server)
 update_server_v219['properties']['server']['properties']['description'] = {
     'type': ['string', 'null'], 'maxLength': 255}
+# 2.90: the hostname (as Nova's parameter_types.hostname); 2.94: any FQDN.
+update_server_v290 = copy.deepcopy(update_server_v219)
+update_server_v290['properties']['server']['properties']['hostname'] = {
+    'type': 'string', 'minLength': 2, 'maxLength': 63,
+    'pattern': '^[a-zA-Z0-9]+[a-zA-Z0-9-]*[a-zA-Z0-9]+$'}
+update_server_v294 = copy.deepcopy(update_server_v219)
+update_server_v294['properties']['server']['properties']['hostname'] = {
+    'type': 'string', 'minLength': 1, 'maxLength': 255,
+    'pattern': '^[a-zA-Z0-9-._]*$'}
 
 # What the update answer leaves out before 2.75, from which it shows the
 # server as GET does (Nova's ``show_all_attributes``).
@@ -560,8 +569,15 @@ _NOT_IN_UPDATE_BEFORE_2_75 = (
 
 def update(req, ctx, version, server_id):
     body = req.json_body_or_error()
-    schemas.validate(body, update_server_v219 if version >= (2, 19)
-                     else update_server)
+    if version >= (2, 94):
+        schema = update_server_v294
+    elif version >= (2, 90):
+        schema = update_server_v290
+    elif version >= (2, 19):
+        schema = update_server_v219
+    else:
+        schema = update_server
+    schemas.validate(body, schema)
     try:
         instance = req.compute_api.get(ctx, server_id)
     except exception.InstanceNotFound as exc:
@@ -575,6 +591,8 @@ def update(req, ctx, version, server_id):
         changes['display_name'] = server['name']
     if 'description' in server:
         changes['display_description'] = server['description']
+    if 'hostname' in server:
+        changes['hostname'] = server['hostname']
     try:
         instance = req.compute_api.update(ctx, instance, changes)
     except exception.InstanceNotFound as exc:

@@ -36,7 +36,7 @@ RESUMING = 'resuming'
 
 # What a user may change with PUT /servers/{id}.
 USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',
-                 'access_ip_v6')
+                 'access_ip_v6', 'hostname')
 # What a lock of a server still being scheduled changes, which the
 # conductor carries over to its instance like the user's edits.
 LOCK_FIELDS = ('locked', 'locked_by', 'locked_reason')

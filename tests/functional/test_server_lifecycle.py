@@ -369,3 +369,147 @@ def test_notifications_tell_each_action_in_novas_event_types(
     assert sent[16][3]['display_name'] == 'renamed'
     assert sent[-1][1] == 'ERROR'
     assert 'injected reboot failure' in sent[-1][3]['fault_message']
+
+
+def test_server_metadata_in_novas_shapes(start_system):
+    from scheduler_split import conf
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    server_id = _active(system, metadata={'a': '1'})
+    url = '/v2.1/servers/%s/metadata' % server_id
+
+    assert api.get(url).json() == {'metadata': {'a': '1'}}
+    resp = api.post(url, {'metadata': {'b': '2'}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json() == {'metadata': {'a': '1', 'b': '2'}}
+    resp = api.put(url, {'metadata': {'c': '3'}})
+    assert resp.json() == {'metadata': {'c': '3'}}
+    resp = api.put(url + '/d', {'meta': {'d': '4'}})
+    assert resp.status_code == 200 and resp.json() == {'meta': {'d': '4'}}
+    assert api.get(url + '/d').json() == {'meta': {'d': '4'}}
+    assert api.server(server_id)['metadata'] == {'c': '3', 'd': '4'}
+    assert api.delete(url + '/c').status_code == 204
+    assert api.get(url).json() == {'metadata': {'d': '4'}}
+
+    assert nova_error(api.get(url + '/c'), 404,
+                      'itemNotFound') == 'Metadata item was not found'
+    nova_error(api.delete(url + '/c'), 404, 'itemNotFound')
+    assert nova_error(api.put(url + '/d', {'meta': {'e': '5'}}), 400,
+                      'badRequest') == 'Request body and URI mismatch'
+    nova_error(api.put(url + '/d', {'meta': {'d': '4', 'e': '5'}}), 400,
+               'badRequest')
+    nova_error(api.post(url, {'metadata': {'k/slash': 'v'}}), 400,
+               'badRequest')
+    nova_error(api.post(url, {'metadata': {'k': 'v' * 256}}), 400,
+               'badRequest')
+    nova_error(api.post(url, {'metadata': {'k': 1}}), 400, 'badRequest')
+
+    conf.CONF.set_override('metadata_items', 2, group='quota')
+    try:
+        message = nova_error(api.post(url, {'metadata': {'x': '1',
+                                                         'y': '2'}}),
+                             403, 'forbidden')
+    finally:
+        conf.CONF.clear_override('metadata_items', group='quota')
+    assert message.startswith('Quota exceeded for metadata items')
+    assert api.get(url).json() == {'metadata': {'d': '4'}}
+
+
+def test_server_tags_in_novas_shapes_and_filters(start_system):
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    one = _active(system, name='one')
+    two = _active(system, name='two')
+    url = '/v2.1/servers/%s/tags' % one
+
+    nova_error(api.at('2.25').get(url), 404, 'itemNotFound')
+    assert 'tags' not in api.at('2.25').server(one)
+    assert api.get(url).json() == {'tags': []}
+    resp = api.put(url, {'tags': ['b', 'a', 'a']})
+    assert resp.status_code == 200 and resp.json() == {'tags': ['a', 'b']}
+    resp = api.put(url + '/c')
+    assert resp.status_code == 201, resp.text
+    assert resp.headers['Location'].endswith('/servers/%s/tags/c' % one)
+    assert api.put(url + '/c').status_code == 204
+    assert api.get(url + '/c').status_code == 204
+    assert nova_error(api.get(url + '/z'), 404, 'itemNotFound') == (
+        "Server %s has no tag 'z'" % one)
+    assert api.server(one)['tags'] == ['a', 'b', 'c']
+    assert api.delete(url + '/c').status_code == 204
+    assert nova_error(api.delete(url + '/c'), 404, 'itemNotFound') == (
+        "Instance %s has no tag 'c'" % one)
+    assert api.put('/v2.1/servers/%s/tags' % two,
+                   {'tags': ['b', 'x']}).status_code == 200
+
+    def names(**params):
+        return sorted(s['name'] for s in api.servers(**params))
+    assert names(tags='a,b') == ['one']
+    assert names(tags='b') == ['one', 'two']
+    assert names(**{'tags-any': 'a,x'}) == ['one', 'two']
+    assert names(**{'not-tags': 'a,b'}) == ['two']
+    assert names(**{'not-tags-any': 'x'}) == ['one']
+    assert names(**{'not-tags-any': 'a,x'}) == []
+
+    # Nova's limits: 60 characters, no ',' or '/', 50 tags a server.
+    nova_error(api.put(url + '/' + 'x' * 61), 400, 'badRequest')
+    assert "is invalid" in nova_error(api.put(url + '/a,b'), 400,
+                                      'badRequest')
+    nova_error(api.put(url, {'tags': ['a/b']}), 400, 'badRequest')
+    nova_error(api.put(url, {'tags': ['t%d' % i for i in range(51)]}),
+               400, 'badRequest')
+    assert api.put(url, {'tags': ['t%d' % i for i in range(50)]}
+                   ).status_code == 200
+    assert nova_error(api.put(url + '/one-more'), 400, 'badRequest') == (
+        'The number of tags exceeded the per-server limit 50')
+    assert api.delete(url).status_code == 204
+    assert api.get(url).json() == {'tags': []}
+
+
+def test_tags_and_metadata_of_a_building_server_are_409s(start_system,
+                                                         fake_driver):
+    fake_driver('spawn_delay', 3)
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    server_id = api.boot()
+    assert api.server(server_id)['status'] == 'BUILD'
+    message = nova_error(api.put('/v2.1/servers/%s/tags/t' % server_id),
+                         409, 'conflictingRequest')
+    assert message == ("Cannot 'update tag' instance %s while it is in "
+                       "vm_state building" % server_id)
+    message = nova_error(api.post('/v2.1/servers/%s/metadata' % server_id,
+                                  {'metadata': {'a': 'b'}}),
+                         409, 'conflictingRequest')
+    assert message == ("Cannot 'update metadata' instance %s while it is "
+                       "in vm_state building" % server_id)
+    message = nova_error(_action(api, server_id, {'os-stop': None}), 409,
+                         'conflictingRequest')
+    assert message == ("Cannot 'stop' instance %s while it is in vm_state "
+                       "building" % server_id)
+
+
+def test_update_takes_nova_fields_by_microversion(start_system):
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    server_id = _active(system)
+    url = '/v2.1/servers/%s' % server_id
+
+    resp = api.at('2.18').put(url, {'server': {'description': 'd'}})
+    nova_error(resp, 400, 'badRequest')
+    resp = api.at('2.19').put(url, {'server': {'name': 'new',
+                                               'description': 'd',
+                                               'accessIPv4': '10.0.0.1'}})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()['server']
+    assert (body['name'], body['description'], body['accessIPv4']) == (
+        'new', 'd', '10.0.0.1')
+    nova_error(api.at('2.89').put(url, {'server': {'hostname': 'h1'}}),
+               400, 'badRequest')
+    nova_error(api.at('2.90').put(url, {'server': {'hostname': 'a.b'}}),
+               400, 'badRequest')
+    assert api.at('2.90').put(
+        url, {'server': {'hostname': 'h1'}}).status_code == 200
+    assert api.at('2.94').put(
+        url, {'server': {'hostname': 'h1.example.org'}}).status_code == 200
+    nova_error(api.put(url, {'server': {'name': ''}}), 400, 'badRequest')
+    # No instance action is recorded for an update, as in Nova.
+    assert [a['action'] for a in _actions(api, server_id)] == ['create']
