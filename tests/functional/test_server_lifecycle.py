@@ -513,3 +513,28 @@ def test_update_takes_nova_fields_by_microversion(start_system):
     nova_error(api.put(url, {'server': {'name': ''}}), 400, 'badRequest')
     # No instance action is recorded for an update, as in Nova.
     assert [a['action'] for a in _actions(api, server_id)] == ['create']
+
+
+def test_racing_tag_additions_never_pass_the_limit(start_system):
+    import threading
+
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    server_id = _active(system)
+    url = '/v2.1/servers/%s/tags' % server_id
+    assert api.put(url, {'tags': ['t%d' % i for i in range(48)]}
+                   ).status_code == 200
+    barrier = threading.Barrier(6)
+    codes = []
+
+    def add(tag):
+        barrier.wait()
+        codes.append(api.put('%s/%s' % (url, tag)).status_code)
+    threads = [threading.Thread(target=add, args=('new%d' % i,))
+               for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(codes) == [201, 201, 400, 400, 400, 400]
+    assert len(api.get(url).json()['tags']) == 50
