@@ -13,6 +13,7 @@ from scheduler_split.compute import lifecycle
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_tag
 from scheduler_split import policy
@@ -74,16 +75,26 @@ def _check_state(instance, action):
 
 # --- metadata ---------------------------------------------------------------
 
-def _write_metadata(req, ctx, instance, metadata, action):
+def _change_metadata(req, ctx, instance, action, change):
+    """Apply ``change`` (current metadata -> new metadata) atomically,
+    once the server's lock and state allow it; the new metadata."""
     req.compute_api.check_lock(ctx, instance)
     _check_state(instance, action)
-    servers.check_metadata_quota(metadata)
+    _, cell = req.compute_api.locate(ctx, instance.uuid)
+    if cell is None:
+        raise exception.InstanceInvalidState(
+            action=action, instance_uuid=instance.uuid, attr='vm_state',
+            state=instance_obj.BUILDING)
+
+    def checked(current):
+        metadata = change(current)
+        servers.check_metadata_quota(metadata)
+        return metadata
     try:
-        instance = req.compute_api.update(ctx, instance,
-                                          {'metadata': metadata})
+        return objects.Instance.update_metadata(
+            ss_context.target_cell(ctx, cell), instance.uuid, checked)
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())
-    return dict(instance.metadata)
 
 
 def metadata_index(req, ctx, version, server_id):
@@ -98,10 +109,9 @@ def metadata_create(req, ctx, version, server_id):
     schemas.validate(body, metadata_schema)
     instance = _get(req, ctx, server_id,
                     'os_compute_api:server-metadata:create')
-    metadata = dict(instance.metadata)
-    metadata.update(body['metadata'])
-    return {'metadata': _write_metadata(req, ctx, instance, metadata,
-                                        'update metadata')}
+    return {'metadata': _change_metadata(
+        req, ctx, instance, 'update metadata',
+        lambda current: dict(current, **body['metadata']))}
 
 
 def metadata_update_all(req, ctx, version, server_id):
@@ -110,9 +120,9 @@ def metadata_update_all(req, ctx, version, server_id):
     schemas.validate(body, metadata_schema)
     instance = _get(req, ctx, server_id,
                     'os_compute_api:server-metadata:update_all')
-    return {'metadata': _write_metadata(req, ctx, instance,
-                                        dict(body['metadata']),
-                                        'update metadata')}
+    return {'metadata': _change_metadata(
+        req, ctx, instance, 'update metadata',
+        lambda current: dict(body['metadata']))}
 
 
 def metadata_show(req, ctx, version, server_id, key):
@@ -130,9 +140,8 @@ def metadata_update(req, ctx, version, server_id, key):
         raise errors.bad_request('Request body and URI mismatch')
     instance = _get(req, ctx, server_id,
                     'os_compute_api:server-metadata:update')
-    metadata = dict(instance.metadata)
-    metadata[key] = body['meta'][key]
-    _write_metadata(req, ctx, instance, metadata, 'update metadata')
+    _change_metadata(req, ctx, instance, 'update metadata',
+                     lambda current: dict(current, **body['meta']))
     return {'meta': {key: body['meta'][key]}}
 
 
@@ -141,14 +150,12 @@ def metadata_delete(req, ctx, version, server_id, key):
                     'os_compute_api:server-metadata:delete')
     if key not in instance.metadata:
         raise errors.not_found('Metadata item was not found')
-    metadata = dict(instance.metadata)
-    del metadata[key]
-    req.compute_api.check_lock(ctx, instance)
-    _check_state(instance, 'delete metadata')
-    try:
-        req.compute_api.update(ctx, instance, {'metadata': metadata})
-    except exception.InstanceNotFound as exc:
-        raise errors.not_found(exc.format_message())
+
+    def without(current):
+        if key not in current:
+            raise errors.not_found('Metadata item was not found')
+        return {k: v for k, v in current.items() if k != key}
+    _change_metadata(req, ctx, instance, 'delete metadata', without)
     return 204, None
 
 

@@ -182,7 +182,9 @@ class LifecycleMixin:
                 instance = self.conductor.instance_save(
                     ctx, instance, expected_task_states=[action.task_state])
             except (exception.InstanceNotFound, exception.Conflict):
-                LOG.info('Instance %s was deleted during its %s', uuid,
+                # A delete (or a hard reboot) took over meanwhile; its
+                # own step decides what the server becomes.
+                LOG.info('Instance %s moved on during its %s', uuid,
                          action.action, extra={'instance_uuid': uuid})
                 return
             notify(ctx, self._publisher(), instance,

@@ -315,6 +315,24 @@ class Instance(base.SchedulerSplitObject):
         self.updated_at = changes['updated_at']
         self.obj_reset_changes()
 
+    @classmethod
+    def update_metadata(cls, ctx, uuid, change):
+        """Apply ``change`` (the current metadata -> the new metadata, or
+        an exception) in one transaction holding the instance's row, so
+        that concurrent changes of different items are all kept. Returns
+        the new metadata."""
+        with engines.writer(_cell_db(ctx)) as session:
+            row = session.scalars(sa.select(models.Instance).where(
+                models.Instance.uuid == uuid,
+                models.Instance.deleted.is_(False))
+                .with_for_update()).first()
+            if row is None:
+                raise exception.InstanceNotFound(instance_id=uuid)
+            metadata = change(jsonutils.loads(row.metadata_ or '{}'))
+            row.metadata_ = jsonutils.dumps(metadata)
+            row.updated_at = base.naive_utc(base.utcnow())
+        return metadata
+
     def destroy(self, ctx):
         """Mark the instance deleted; it disappears from the API."""
         now = base.utcnow()

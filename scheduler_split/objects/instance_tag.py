@@ -49,16 +49,13 @@ def get_all(ctx, uuid):
 
 def _lock_instance(session, uuid):
     """Take the instance row for this transaction, so that concurrent
-    changes of one server's tags are counted one after the other."""
+    changes of one server's tags are counted one after the other (SQLite's
+    writing transactions are serial already: BEGIN IMMEDIATE)."""
     row = session.scalars(sa.select(models.Instance).where(
         models.Instance.uuid == uuid,
         models.Instance.deleted.is_(False)).with_for_update()).first()
     if row is None:
         raise exception.InstanceNotFound(instance_id=uuid)
-    # SQLite has no row locks: an update of the row serialises writers.
-    session.execute(sa.update(models.Instance).where(
-        models.Instance.id == row.id).values(
-        updated_at=models.Instance.updated_at))
 
 
 def replace(ctx, uuid, tags):

@@ -485,6 +485,9 @@ def test_tags_and_metadata_of_a_building_server_are_409s(start_system,
                          'conflictingRequest')
     assert message == ("Cannot 'stop' instance %s while it is in vm_state "
                        "building" % server_id)
+    # Once built, the same requests are taken.
+    assert api.wait_for(server_id)['status'] == 'ACTIVE'
+    assert api.put('/v2.1/servers/%s/tags/t' % server_id).status_code == 201
 
 
 def test_update_takes_nova_fields_by_microversion(start_system):
@@ -538,3 +541,27 @@ def test_racing_tag_additions_never_pass_the_limit(start_system):
         thread.join()
     assert sorted(codes) == [201, 201, 400, 400, 400, 400]
     assert len(api.get(url).json()['tags']) == 50
+
+
+def test_racing_metadata_changes_are_all_kept(start_system):
+    import threading
+
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    server_id = _active(system)
+    url = '/v2.1/servers/%s/metadata' % server_id
+    barrier = threading.Barrier(8)
+    codes = []
+
+    def add(key):
+        barrier.wait()
+        codes.append(api.post(url, {'metadata': {key: 'v'}}).status_code)
+    threads = [threading.Thread(target=add, args=('k%d' % i,))
+               for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert codes == [200] * 8
+    assert api.get(url).json() == {
+        'metadata': {'k%d' % i: 'v' for i in range(8)}}
