@@ -179,3 +179,25 @@ class InvalidAggregateAction(Conflict):
 class AggregateNotEmpty(Invalid):
     msg_fmt = ('Cannot remove aggregate %(aggregate_id)s. Reason: Host '
                'aggregate is not empty.')
+
+
+class InstanceInvalidState(Conflict):
+    """The API words it as Nova's: Cannot '<action>' instance <uuid>
+    while it is in <attr> <state>."""
+    msg_fmt = ("Cannot '%(action)s' instance %(instance_uuid)s while it is "
+               "in %(attr)s %(state)s")
+
+
+class InstanceIsLocked(Conflict):
+    msg_fmt = 'Instance %(instance_uuid)s is locked'
+
+
+class InstanceNotReady(Conflict):
+    msg_fmt = 'Instance %(instance_id)s is not ready'
+
+
+class ComputeTooOld(Conflict):
+    msg_fmt = ("Cannot '%(action)s' instance %(instance_uuid)s: the compute "
+               "services of its cell are too old for it (they run compute "
+               "RPC %(cap)s, it needs %(needed)s); try again once they are "
+               "upgraded")

@@ -8,6 +8,7 @@ super-conductor; everything after that happens behind the bus.
 
 import logging
 
+import oslo_messaging as messaging
 from oslo_utils import uuidutils
 from sqlalchemy import exc as sa_exc
 
@@ -251,3 +252,80 @@ class ComputeAPI:
             return
         raise exception.Conflict(
             reason='server %s keeps changing state; try again' % uuid)
+
+    # --- lifecycle after boot -----------------------------------------------
+
+    @staticmethod
+    def check_lock(ctx, instance):
+        """409, as Nova's, for a non-admin's action on a locked server."""
+        if instance.get('locked', False) and not ctx.is_admin:
+            raise exception.InstanceIsLocked(instance_uuid=instance.uuid)
+
+    @staticmethod
+    def check_state(instance, action, vm_states, task_states=None):
+        """409 unless the server is in one of ``vm_states`` (and, unless
+        ``task_states`` is None, in one of those task states)."""
+        if vm_states is not None and instance.vm_state not in vm_states:
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=instance.uuid, attr='vm_state',
+                state=instance.vm_state)
+        if task_states is not None and instance.task_state not in \
+                task_states:
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=instance.uuid,
+                attr='task_state', state=instance.task_state)
+
+    def cast_action(self, ctx, uuid, action, task_state, vm_states,
+                    task_states, method, **kwargs):
+        """Start ``action`` on the server ``uuid``: check its lock and
+        state, set ``task_state`` guarded by the task state read (so that
+        of two concurrent actions only one wins), record the instance
+        action and cast ``method`` to its compute. The compute's cell
+        must run compute RPC 1.3 (409 otherwise, before anything is
+        written)."""
+        for _ in range(10):
+            instance, cell = self.locate(ctx, uuid)
+            self.check_lock(ctx, instance)
+            self.check_state(instance, action, vm_states, task_states)
+            if cell is None or cell.is_cell0 or not instance.host:
+                raise exception.InstanceNotReady(instance_id=uuid)
+            compute = compute_rpcapi.ComputeAPI(
+                rpc.get_transport(cell.transport_url),
+                cell.database_connection)
+            try:
+                compute.can_send_lifecycle()
+            except messaging.RPCVersionCapError as exc:
+                raise exception.ComputeTooOld(
+                    action=action, instance_uuid=uuid,
+                    cap=exc.version_cap, needed='1.3')
+            cctx = ss_context.target_cell(ctx, cell)
+            seen = instance.task_state
+            instance.task_state = task_state
+            try:
+                instance.save(cctx, expected_task_state=seen,
+                              expected_vm_state=instance.vm_state)
+            except exception.Conflict:
+                continue
+            instance_action.start_action(cctx, uuid, action)
+            try:
+                getattr(compute, method)(ctx, instance.host, instance,
+                                         **kwargs)
+            except Exception:
+                LOG.exception('Casting %s of %s failed', method, uuid)
+                instance.task_state = seen
+                try:
+                    instance.save(cctx, expected_task_state=task_state)
+                except exception.SchedulerSplitException:
+                    pass
+                raise exception.ServiceUnavailable(
+                    reason='the compute service could not be reached; '
+                           'nothing was done')
+            return instance
+        raise exception.Conflict(
+            reason='server %s keeps changing state; try again' % uuid)
+
+    def record_api_action(self, ctx, instance, cell, action):
+        """An instance action done by the API alone (lock, unlock)."""
+        if cell is not None:
+            instance_action.start_action(
+                ss_context.target_cell(ctx, cell), instance.uuid, action)

@@ -11,8 +11,10 @@ import regex
 from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
 from scheduler_split.api import images
+from scheduler_split.api import microversion
 from scheduler_split.api import schemas
 from scheduler_split.api import server_groups
+from scheduler_split.compute import lifecycle
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import objects
@@ -27,9 +29,20 @@ _STATUS = {
     instance_obj.ACTIVE: 'ACTIVE',
     instance_obj.ERROR: 'ERROR',
     instance_obj.DELETED: 'DELETED',
+    instance_obj.STOPPED: 'SHUTOFF',
+    instance_obj.PAUSED: 'PAUSED',
+    instance_obj.SUSPENDED: 'SUSPENDED',
+}
+# A task state that shows as the status, by vm state (Nova's state map).
+_STATUS_OF_TASK = {
+    instance_obj.ACTIVE: {instance_obj.REBOOTING: 'REBOOT',
+                          instance_obj.REBOOTING_HARD: 'HARD_REBOOT'},
+    instance_obj.STOPPED: {instance_obj.REBOOTING: 'REBOOT',
+                           instance_obj.REBOOTING_HARD: 'HARD_REBOOT'},
 }
 _POWER = {instance_obj.NOSTATE: 0, instance_obj.RUNNING: 1,
-          instance_obj.SHUTDOWN: 4}
+          instance_obj.PAUSED_POWER: 3, instance_obj.SHUTDOWN: 4,
+          instance_obj.SUSPENDED_POWER: 7}
 
 
 def _time(value):
@@ -44,6 +57,9 @@ def _links(req, uuid):
 
 
 def status_of(instance):
+    by_task = _STATUS_OF_TASK.get(instance.vm_state, {})
+    if instance.task_state in by_task:
+        return by_task[instance.task_state]
     return _STATUS.get(instance.vm_state, 'UNKNOWN')
 
 
@@ -138,15 +154,15 @@ def render(req, version, instance, disclosure):
         body['OS-EXT-SRV-ATTR:instance_name'] = 'instance-%s' % \
             instance.uuid[:8]
     if version >= (2, 9):
-        body['locked'] = False
+        body['locked'] = bool(instance.get('locked', False))
     if version >= (2, 19):
         body['description'] = instance.display_description
     if version >= (2, 26):
-        body['tags'] = []
+        body['tags'] = list(instance.get('tags') or [])
     if version >= (2, 63):
         body['trusted_image_certificates'] = None
     if version >= (2, 73):
-        body['locked_reason'] = None
+        body['locked_reason'] = instance.get('locked_reason')
     if version >= (2, 96):
         body['pinned_availability_zone'] = _requested_zone(req.ctx, instance)
     fault = instance.get('fault')
@@ -259,7 +275,7 @@ def _count(server, key, default):
     return int(value)
 
 
-def _check_metadata_quota(metadata):
+def check_metadata_quota(metadata):
     """403, as Nova's, for more metadata items than ``[quota]
     metadata_items``; the schema has already checked each key (1 to 255
     characters) and value (at most 255)."""
@@ -291,7 +307,7 @@ def create(req, ctx, version):
         raise errors.bad_request(
             "Invalid input for field/attribute server. Additional "
             "properties are not allowed ('description' was unexpected)")
-    _check_metadata_quota(server.get('metadata'))
+    check_metadata_quota(server.get('metadata'))
     min_count = _count(server, 'min_count', 1)
     max_count = _count(server, 'max_count', min_count)
     if min_count > max_count:
@@ -358,6 +374,9 @@ def _matches(req, instance):
         return False
     name_filter = req.environ.get('scheduler_split.name_filter')
     if name_filter and not name_filter(instance.display_name or ''):
+        return False
+    tag_filter = req.environ.get('scheduler_split.tag_filter')
+    if tag_filter and not tag_filter(instance):
         return False
     return True
 
@@ -443,6 +462,9 @@ def _listed(req, ctx, compute_api, rule, all_tenants_rule):
     if all_tenants:
         policy.authorize(ctx, all_tenants_rule)
     req.environ['scheduler_split.name_filter'] = _name_filter(req)
+    from scheduler_split.api import server_metadata
+    req.environ['scheduler_split.tag_filter'] = server_metadata.tag_filter(
+        req, microversion.parse(req))
     since = _time_parameter(req, 'changes-since')
     instances = [i for i in compute_api.list(ctx, all_tenants=all_tenants)
                  if _matches(req, i)]
@@ -526,6 +548,15 @@ update_server = {
 update_server_v219 = copy.deepcopy(update_server)
 update_server_v219['properties']['server']['properties']['description'] = {
     'type': ['string', 'null'], 'maxLength': 255}
+# 2.90: the hostname (as Nova's parameter_types.hostname); 2.94: any FQDN.
+update_server_v290 = copy.deepcopy(update_server_v219)
+update_server_v290['properties']['server']['properties']['hostname'] = {
+    'type': 'string', 'minLength': 2, 'maxLength': 63,
+    'pattern': '^[a-zA-Z0-9]+[a-zA-Z0-9-]*[a-zA-Z0-9]+$'}
+update_server_v294 = copy.deepcopy(update_server_v219)
+update_server_v294['properties']['server']['properties']['hostname'] = {
+    'type': 'string', 'minLength': 1, 'maxLength': 255,
+    'pattern': '^[a-zA-Z0-9-._]*$'}
 
 # What the update answer leaves out before 2.75, from which it shows the
 # server as GET does (Nova's ``show_all_attributes``).
@@ -540,8 +571,15 @@ _NOT_IN_UPDATE_BEFORE_2_75 = (
 
 def update(req, ctx, version, server_id):
     body = req.json_body_or_error()
-    schemas.validate(body, update_server_v219 if version >= (2, 19)
-                     else update_server)
+    if version >= (2, 94):
+        schema = update_server_v294
+    elif version >= (2, 90):
+        schema = update_server_v290
+    elif version >= (2, 19):
+        schema = update_server_v219
+    else:
+        schema = update_server
+    schemas.validate(body, schema)
     try:
         instance = req.compute_api.get(ctx, server_id)
     except exception.InstanceNotFound as exc:
@@ -555,10 +593,14 @@ def update(req, ctx, version, server_id):
         changes['display_name'] = server['name']
     if 'description' in server:
         changes['display_description'] = server['description']
+    if 'hostname' in server:
+        changes['hostname'] = server['hostname']
     try:
         instance = req.compute_api.update(ctx, instance, changes)
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())
+    lifecycle.notify(ctx, 'scheduler-split-api:%s' % CONF.host, instance,
+                     'instance.update')
     result = render(req, version, instance, Disclosure(ctx))
     if version < (2, 75):
         for key in _NOT_IN_UPDATE_BEFORE_2_75:
@@ -574,6 +616,7 @@ def delete(req, ctx, version, server_id):
         instance = req.compute_api.get(ctx, server_id)
         policy.authorize(ctx, 'os_compute_api:servers:delete',
                          {'project_id': instance.project_id})
+        req.compute_api.check_lock(ctx, instance)
         req.compute_api.delete(ctx, server_id)
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())

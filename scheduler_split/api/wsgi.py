@@ -28,7 +28,9 @@ from scheduler_split.api import instance_actions
 from scheduler_split.api import images
 from scheduler_split.api import manager
 from scheduler_split.api import microversion
+from scheduler_split.api import server_actions
 from scheduler_split.api import server_groups
+from scheduler_split.api import server_metadata
 from scheduler_split.api import servers
 from scheduler_split.api import services
 from scheduler_split.api import versions
@@ -54,6 +56,23 @@ ROUTES = {
     '/v2.1/servers/{server_id}': {'GET': servers.show,
                                   'PUT': servers.update,
                                   'DELETE': servers.delete},
+    '/v2.1/servers/{server_id}/action': {'POST': server_actions.action},
+    '/v2.1/servers/{server_id}/metadata': {
+        'GET': server_metadata.metadata_index,
+        'POST': server_metadata.metadata_create,
+        'PUT': server_metadata.metadata_update_all},
+    '/v2.1/servers/{server_id}/metadata/{key}': {
+        'GET': server_metadata.metadata_show,
+        'PUT': server_metadata.metadata_update,
+        'DELETE': server_metadata.metadata_delete},
+    '/v2.1/servers/{server_id}/tags': {
+        'GET': server_metadata.tags_index,
+        'PUT': server_metadata.tags_update_all,
+        'DELETE': server_metadata.tags_delete_all},
+    '/v2.1/servers/{server_id}/tags/{tag}': {
+        'GET': server_metadata.tag_show,
+        'PUT': server_metadata.tag_update,
+        'DELETE': server_metadata.tag_delete},
     '/v2.1/servers/{server_id}/os-instance-actions': {
         'GET': instance_actions.index},
     '/v2.1/servers/{server_id}/os-instance-actions/{request_id}': {

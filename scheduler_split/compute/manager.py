@@ -7,6 +7,7 @@ import threading
 
 import oslo_messaging as messaging
 
+from scheduler_split.compute import lifecycle
 from scheduler_split.compute import resource_tracker
 from scheduler_split.compute.virt import fake
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
@@ -24,7 +25,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.2'
+RPC_VERSION = '1.3'
 
 
 class _InstanceLocks:
@@ -56,7 +57,7 @@ class _InstanceLocks:
                     self._locks[uuid] = (lock, users - 1)
 
 
-class ComputeManager:
+class ComputeManager(lifecycle.LifecycleMixin):
     """One hypervisor host. It holds no database credentials: every
     instance record it reads or writes, its instance-action events and
     its service heartbeat go through its cell conductor (object
@@ -117,6 +118,12 @@ class ComputeManager:
                 # to its own cast.
                 if first or self._older_than_a_check(instance):
                     self.terminate_instance(ctx, instance)
+                continue
+            if instance.task_state in lifecycle.TASK_STATES:
+                # Not a build: a power action this process no longer runs
+                # after a restart is cleared; otherwise its cast does it.
+                if first:
+                    self._settle_lifecycle(ctx, instance)
                 continue
             if instance.vm_state != instance_obj.BUILDING:
                 continue

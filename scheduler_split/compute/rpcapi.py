@@ -6,6 +6,9 @@ Version history:
           the host's availability zone)
     1.2 - Instance 1.2 (accessIPv4/accessIPv6) in build_and_run_instance
           and terminate_instance
+    1.3 - stop_instance, start_instance, reboot_instance, pause_instance,
+          unpause_instance, suspend_instance, resume_instance; Instance
+          1.3 (locked, locked_by, locked_reason, tags)
 """
 
 from scheduler_split import conf
@@ -29,7 +32,15 @@ OBJECT_VERSIONS = {
     '1.2': {'Instance': '1.2', 'InstanceFault': '1.0', 'Flavor': '1.0',
             'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.3': {'Instance': '1.3', 'InstanceFault': '1.0', 'Flavor': '1.0',
+            'RequestSpec': '1.1', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
+
+# The casts of 1.3, each a power or pause/suspend action on one instance.
+LIFECYCLE_CASTS = ('stop_instance', 'start_instance', 'reboot_instance',
+                   'pause_instance', 'unpause_instance', 'suspend_instance',
+                   'resume_instance')
 
 
 def version_cap(cell_db):
@@ -47,7 +58,7 @@ def version_cap(cell_db):
 
 
 class ComputeAPI:
-    VERSION = '1.2'
+    VERSION = '1.3'
 
     def __init__(self, transport, cell_db):
         """A client for the computes of one cell: its bus and database."""
@@ -68,5 +79,39 @@ class ComputeAPI:
 
     def terminate_instance(self, ctx, host, instance):
         """Cast from the API to the instance's compute: delete it."""
-        cctxt, _ = self.client.prepare('1.2', '1.0', server=host)
+        cctxt, _ = self.client.prepare('1.3', '1.2', '1.0', server=host)
         cctxt.cast(ctx, 'terminate_instance', instance=instance)
+
+    def can_send_lifecycle(self):
+        """Whether the computes of the cell take the 1.3 casts (raises
+        ``RPCVersionCapError`` if not), before anything is recorded."""
+        self.client.prepare('1.3')
+
+    def _lifecycle_cast(self, ctx, method, host, instance, **kwargs):
+        cctxt, _ = self.client.prepare('1.3', server=host)
+        cctxt.cast(ctx, method, instance=instance, **kwargs)
+
+    def stop_instance(self, ctx, host, instance):
+        """Cast from the API: power the instance off (1.3)."""
+        self._lifecycle_cast(ctx, 'stop_instance', host, instance)
+
+    def start_instance(self, ctx, host, instance):
+        """Cast from the API: power a stopped instance on (1.3)."""
+        self._lifecycle_cast(ctx, 'start_instance', host, instance)
+
+    def reboot_instance(self, ctx, host, instance, reboot_type):
+        """Cast from the API: reboot, ``SOFT`` or ``HARD`` (1.3)."""
+        self._lifecycle_cast(ctx, 'reboot_instance', host, instance,
+                             reboot_type=reboot_type)
+
+    def pause_instance(self, ctx, host, instance):
+        self._lifecycle_cast(ctx, 'pause_instance', host, instance)
+
+    def unpause_instance(self, ctx, host, instance):
+        self._lifecycle_cast(ctx, 'unpause_instance', host, instance)
+
+    def suspend_instance(self, ctx, host, instance):
+        self._lifecycle_cast(ctx, 'suspend_instance', host, instance)
+
+    def resume_instance(self, ctx, host, instance):
+        self._lifecycle_cast(ctx, 'resume_instance', host, instance)

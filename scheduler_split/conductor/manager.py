@@ -28,7 +28,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.4'
+RPC_VERSION = '1.5'
 
 LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
                           '[conductor] lost_build_timeout; the boot was lost')
@@ -634,13 +634,17 @@ class CellConductorManager:
     @messaging.expose
     @_EXPECTED
     def instance_save(self, ctx, instance, expected_task_states=None,
-                      expected_vm_state=None):
+                      expected_vm_state=None, fault=None):
         """Call from a compute: write the fields it changed, if the row
-        is still as it expects; answers the instance as saved."""
+        is still as it expects; answers the instance as saved. From 1.5
+        with ``fault``, recorded in the same write."""
         instance.save(ss_context.targeted(ctx, self.cell_db),
                       expected_task_state=self._expected(
                           expected_task_states),
-                      expected_vm_state=expected_vm_state)
+                      expected_vm_state=expected_vm_state, fault=fault)
+        if fault is not None:
+            instance.fault = fault
+            instance.obj_reset_changes(['fault'])
         return instance
 
     @messaging.expose

@@ -16,6 +16,9 @@ Version history:
           records only through these calls
     1.4 - consumers_needing_claims (super): the scheduler's heal asks
           which consumers still need their claims
+    1.5 - (cell) Instance 1.3 (locked, locked_by, locked_reason, tags) in
+          the instance calls; instance_save takes a ``fault`` to record
+          with the write (a failed power action, which keeps its state)
 """
 
 import logging
@@ -49,6 +52,9 @@ OBJECT_VERSIONS = {
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.4': {'BuildRequest': '1.0', 'Instance': '1.2', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.5': {'BuildRequest': '1.0', 'Instance': '1.3', 'InstanceFault': '1.0',
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
@@ -91,7 +97,7 @@ def version_cap(service_db):
 
 
 class ConductorAPI:
-    VERSION = '1.4'
+    VERSION = '1.5'
 
     def __init__(self, transport, service_db=cell0_db):
         """A client for the conductors on ``transport``, which record
@@ -132,7 +138,7 @@ class ConductorAPI:
     # as themselves (scheduler_split.exception is an allowed remote module).
 
     def _call(self, ctx, method, timeout=None, **kwargs):
-        cctxt, _ = self.client.prepare('1.3', timeout=timeout)
+        cctxt, _ = self.client.prepare('1.5', '1.3', timeout=timeout)
         return cctxt.call(ctx, method, **kwargs)
 
     def instance_get(self, ctx, instance_uuid, read_deleted=False):
@@ -152,6 +158,16 @@ class ConductorAPI:
         return self._call(ctx, 'instance_save', instance=instance,
                           expected_task_states=expected_task_states,
                           expected_vm_state=expected_vm_state)
+
+    def instance_save_with_fault(self, ctx, instance, fault,
+                                 expected_task_states=None):
+        """Call from a compute (1.5): as :meth:`instance_save`, with
+        ``fault`` recorded in the same write, whatever the vm state
+        becomes (a failed power action keeps the state it had)."""
+        cctxt, _ = self.client.prepare('1.5')
+        return cctxt.call(ctx, 'instance_save', instance=instance,
+                          expected_task_states=expected_task_states,
+                          fault=fault)
 
     def instance_save_error(self, ctx, instance, fault,
                             expected_task_states=None,

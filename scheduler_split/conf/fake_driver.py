@@ -43,6 +43,17 @@ fake_driver_opts = [
     cfg.IntOpt('hypervisor_version', default=1000, min=0,
                help='Hypervisor version each fake host reports, as an '
                     'integer (os-hypervisors hypervisor_version).'),
+    cfg.ListOpt('fail_actions', default=[],
+                item_type=cfg.types.String(choices=[
+                    'stop', 'start', 'reboot', 'pause', 'unpause',
+                    'suspend', 'resume']),
+                help='Server actions that fail on every host (stop, start, '
+                     'reboot, pause, unpause, suspend, resume): the server '
+                     'keeps the state it had, with a fault and an '
+                     'instance-action event in Error.'),
+    cfg.FloatOpt('action_delay', default=0.0, min=0.0,
+                 help='Seconds a fake power, pause or suspend action '
+                      'takes.'),
 ]
 
 

@@ -180,6 +180,18 @@ class Instance(_Timestamps, CellBase):
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     access_ip_v4 = sa.Column(sa.String(39))
     access_ip_v6 = sa.Column(sa.String(39))
+    locked = sa.Column(sa.Boolean, nullable=False, default=False,
+                       server_default=sa.false())
+    locked_by = sa.Column(sa.String(255))
+    locked_reason = sa.Column(sa.String(255))
+
+
+class InstanceTag(CellBase):
+    """One tag of a server (2.26); ``resource_id`` is its uuid."""
+    __tablename__ = 'instance_tags'
+    __table_args__ = (sa.Index('instance_tags_tag_idx', 'tag'),)
+    resource_id = sa.Column(sa.String(36), primary_key=True)
+    tag = sa.Column(sa.String(80), primary_key=True)
 
 
 class InstanceFault(_Timestamps, CellBase):

@@ -10,21 +10,36 @@ from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import flavor as flavor_obj
+from scheduler_split.objects import instance_tag
 
 # vm_state values (as Nova names them)
 BUILDING = 'building'
 ACTIVE = 'active'
 ERROR = 'error'
 DELETED = 'deleted'
+STOPPED = 'stopped'
+PAUSED = 'paused'
+SUSPENDED = 'suspended'
 
 # task_state values
 SCHEDULING = 'scheduling'
 SPAWNING = 'spawning'
 DELETING = 'deleting'
+POWERING_OFF = 'powering-off'
+POWERING_ON = 'powering-on'
+REBOOTING = 'rebooting'
+REBOOTING_HARD = 'rebooting_hard'
+PAUSING = 'pausing'
+UNPAUSING = 'unpausing'
+SUSPENDING = 'suspending'
+RESUMING = 'resuming'
 
 # What a user may change with PUT /servers/{id}.
 USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',
-                 'access_ip_v6')
+                 'access_ip_v6', 'hostname')
+# What a lock of a server still being scheduled changes, which the
+# conductor carries over to its instance like the user's edits.
+LOCK_FIELDS = ('locked', 'locked_by', 'locked_reason')
 
 # Why get_unhandled_builds() found a build.
 LOST_NO_HOST = 'no-host'
@@ -36,14 +51,17 @@ ANY_TASK_STATE = object()
 # power_state values
 NOSTATE = 0
 RUNNING = 1
+PAUSED_POWER = 3
 SHUTDOWN = 4
+SUSPENDED_POWER = 7
 
 _SIMPLE = ('uuid', 'display_name', 'display_description', 'hostname',
            'project_id', 'user_id', 'host', 'node', 'vm_state',
            'task_state', 'power_state', 'image_ref', 'availability_zone',
            'key_name', 'reservation_id', 'launch_index', 'launched_at',
            'terminated_at', 'created_at', 'updated_at', 'deleted_at',
-           'deleted', 'access_ip_v4', 'access_ip_v6')
+           'deleted', 'access_ip_v4', 'access_ip_v6', 'locked',
+           'locked_by', 'locked_reason')
 _DATETIMES = ('launched_at', 'terminated_at', 'created_at', 'updated_at',
               'deleted_at')
 
@@ -122,7 +140,8 @@ class Instance(base.SchedulerSplitObject):
     # 1.0: initial
     # 1.1: display_description
     # 1.2: access_ip_v4, access_ip_v6
-    VERSION = '1.2'
+    # 1.3: locked, locked_by, locked_reason, tags
+    VERSION = '1.3'
 
     fields = {
         'id': fields.IntegerField(nullable=True),
@@ -156,11 +175,21 @@ class Instance(base.SchedulerSplitObject):
         # (accessIPv4/accessIPv6): stored and shown, never configured.
         'access_ip_v4': fields.IPV4AddressField(nullable=True, default=None),
         'access_ip_v6': fields.IPV6AddressField(nullable=True, default=None),
+        # The lock action (2.9; its reason from 2.73): ``locked_by`` is
+        # ``owner`` or ``admin``.
+        'locked': fields.BooleanField(default=False),
+        'locked_by': fields.StringField(nullable=True, default=None),
+        'locked_reason': fields.StringField(nullable=True, default=None),
+        # Read with the instance, written only through instance_tag.
+        'tags': fields.ListOfStringsField(default=[]),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 3):
+            for name in ('locked', 'locked_by', 'locked_reason', 'tags'):
+                primitive.pop(name, None)
         if target < (1, 2):
             primitive.pop('access_ip_v4', None)
             primitive.pop('access_ip_v6', None)
@@ -168,10 +197,13 @@ class Instance(base.SchedulerSplitObject):
             primitive.pop('display_description', None)
 
     @classmethod
-    def _from_row(cls, row, fault=None):
+    def _from_row(cls, row, fault=None, tags=None):
         inst = cls()
         for name in _SIMPLE:
             setattr(inst, name, getattr(row, name))
+        inst.locked = bool(inst.locked)
+        if tags is not None:
+            inst.tags = tags
         inst.id = row.id
         inst.flavor = flavor_obj.Flavor.from_json(row.flavor)
         inst.metadata = jsonutils.loads(row.metadata_ or '{}')
@@ -182,7 +214,8 @@ class Instance(base.SchedulerSplitObject):
     def _values(self, names):
         values = {}
         for name in names:
-            if name in ('id', 'fault') or not self.obj_attr_is_set(name):
+            if (name in ('id', 'fault', 'tags') or
+                    not self.obj_attr_is_set(name)):
                 continue
             value = getattr(self, name)
             if name == 'flavor':
@@ -216,9 +249,9 @@ class Instance(base.SchedulerSplitObject):
         """Take from ``recorded`` (this instance as its build request last
         held it) what users changed meanwhile; True if anything was."""
         changed = False
-        for name in USER_EDITABLE:
-            value = recorded.get(name)
-            if self.get(name) != value:
+        for name in USER_EDITABLE + LOCK_FIELDS:
+            value = recorded.get(name, False if name == 'locked' else None)
+            if self.get(name, False if name == 'locked' else None) != value:
                 setattr(self, name, value)
                 changed = True
         return changed
@@ -282,6 +315,24 @@ class Instance(base.SchedulerSplitObject):
         self.updated_at = changes['updated_at']
         self.obj_reset_changes()
 
+    @classmethod
+    def update_metadata(cls, ctx, uuid, change):
+        """Apply ``change`` (the current metadata -> the new metadata, or
+        an exception) in one transaction holding the instance's row, so
+        that concurrent changes of different items are all kept. Returns
+        the new metadata."""
+        with engines.writer(_cell_db(ctx)) as session:
+            row = session.scalars(sa.select(models.Instance).where(
+                models.Instance.uuid == uuid,
+                models.Instance.deleted.is_(False))
+                .with_for_update()).first()
+            if row is None:
+                raise exception.InstanceNotFound(instance_id=uuid)
+            metadata = change(jsonutils.loads(row.metadata_ or '{}'))
+            row.metadata_ = jsonutils.dumps(metadata)
+            row.updated_at = base.naive_utc(base.utcnow())
+        return metadata
+
     def destroy(self, ctx):
         """Mark the instance deleted; it disappears from the API."""
         now = base.utcnow()
@@ -307,7 +358,8 @@ class Instance(base.SchedulerSplitObject):
             if row is None:
                 raise exception.InstanceNotFound(instance_id=uuid)
             faults = InstanceFault.get_latest(session, [uuid])
-            return cls._from_row(row, faults.get(uuid))
+            tags = instance_tag.tags_of(session, [uuid])
+            return cls._from_row(row, faults.get(uuid), tags[uuid])
 
     @classmethod
     def get_unhandled_builds(cls, ctx, seconds, compute_binary,
@@ -368,4 +420,6 @@ class Instance(base.SchedulerSplitObject):
             rows = list(session.scalars(query))
             faults = InstanceFault.get_latest(
                 session, [r.uuid for r in rows if r.vm_state == ERROR])
-            return [cls._from_row(r, faults.get(r.uuid)) for r in rows]
+            tags = instance_tag.tags_of(session, [r.uuid for r in rows])
+            return [cls._from_row(r, faults.get(r.uuid), tags[r.uuid])
+                    for r in rows]

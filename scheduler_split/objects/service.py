@@ -16,7 +16,7 @@ CONF = conf.CONF
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 6
+SERVICE_VERSION = 7
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -44,6 +44,10 @@ SERVICE_VERSION_HISTORY = (
     # 6: the scheduler keeps host aggregates and answers for availability
     #    zones: scheduler 1.3.
     {'compute_rpc': '1.2', 'conductor_rpc': '1.4', 'scheduler_rpc': '1.3'},
+    # 7: computes take stop/start/reboot/pause/unpause/suspend/resume
+    #    casts and Instance 1.3 (the lock and tags): compute 1.3;
+    #    conductor 1.5 (Instance 1.3, instance_save with a fault).
+    {'compute_rpc': '1.3', 'conductor_rpc': '1.5', 'scheduler_rpc': '1.3'},
 )
 
 # The binary names services record themselves under.

@@ -12,6 +12,7 @@ from scheduler_split.policies import base
 from scheduler_split.policies import flavors
 from scheduler_split.policies import instance_actions
 from scheduler_split.policies import server_groups
+from scheduler_split.policies import server_lifecycle
 from scheduler_split.policies import servers
 from scheduler_split.policies import services
 
@@ -25,4 +26,5 @@ def list_rules():
         instance_actions.list_rules(),
         services.list_rules(),
         aggregates.list_rules(),
+        server_lifecycle.list_rules(),
     ))

@@ -1,4 +1,5 @@
-"""A fake hypervisor: configurable size, spawn time and failures."""
+"""A fake hypervisor: configurable size, spawn time and failures; power,
+pause and suspend actions with their own injected failures."""
 
 import json
 import random
@@ -10,12 +11,24 @@ from scheduler_split import exception
 
 CONF = conf.CONF
 
+# Power states, as Nova's.
+RUNNING = 1
+PAUSED = 3
+SHUTDOWN = 4
+SUSPENDED = 7
+
+
+class ActionFailed(exception.SchedulerSplitException):
+    msg_fmt = 'fake driver: injected %(action)s failure on %(host)s'
+    code = 500
+
 
 class FakeDriver:
 
     def __init__(self, host):
         self.host = host
-        self._running = set()
+        # uuid -> power state of each VM this driver runs.
+        self._running = {}
         self._lock = threading.Lock()
 
     def get_available_resource(self):
@@ -48,11 +61,48 @@ class FakeDriver:
             raise exception.BuildAbortException(
                 instance_uuid=instance.uuid, reason=reason)
         with self._lock:
-            self._running.add(instance.uuid)
+            self._running[instance.uuid] = RUNNING
 
     def destroy(self, instance):
         with self._lock:
-            self._running.discard(instance.uuid)
+            self._running.pop(instance.uuid, None)
+
+    def get_power_state(self, instance):
+        """The VM's power state; one this process did not start (the
+        service restarted) is taken to be as the record says."""
+        with self._lock:
+            return self._running.get(instance.uuid, instance.power_state)
+
+    def _act(self, instance, action, power_state):
+        opts = CONF.fake_driver
+        if opts.action_delay:
+            time.sleep(opts.action_delay)
+        if action in opts.fail_actions:
+            raise ActionFailed(action=action, host=self.host)
+        with self._lock:
+            self._running[instance.uuid] = power_state
+
+    def power_off(self, instance):
+        self._act(instance, 'stop', SHUTDOWN)
+
+    def power_on(self, instance):
+        self._act(instance, 'start', RUNNING)
+
+    def reboot(self, instance, reboot_type):
+        # A failed reboot leaves the VM as it was.
+        self._act(instance, 'reboot', RUNNING)
+
+    def pause(self, instance):
+        self._act(instance, 'pause', PAUSED)
+
+    def unpause(self, instance):
+        self._act(instance, 'unpause', RUNNING)
+
+    def suspend(self, instance):
+        self._act(instance, 'suspend', SUSPENDED)
+
+    def resume(self, instance):
+        self._act(instance, 'resume', RUNNING)
 
     def list_instances(self):
         with self._lock:

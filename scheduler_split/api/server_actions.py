@@ -1,0 +1,249 @@
+"""``POST /v2.1/servers/{server_id}/action``: the lifecycle actions.
+
+``os-stop``, ``os-start``, ``reboot``, ``pause``, ``unpause``,
+``suspend``, ``resume`` are checked here (policy, lock, state, as Nova
+checks them) and cast to the server's compute; ``lock`` and ``unlock``
+are the API's alone. ``createImage`` and ``createBackup`` need an image
+service that takes uploads, which the built-in catalog is not: they get
+a 409. Any other action is a 400, as in Nova.
+"""
+
+from scheduler_split.api import errors
+from scheduler_split.api import schemas
+from scheduler_split.compute import lifecycle
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import instance_action
+from scheduler_split import policy
+
+CONF = conf.CONF
+
+_REBOOT_TYPES = ['HARD', 'Hard', 'hard', 'SOFT', 'Soft', 'soft']
+reboot_schema = {
+    'type': 'object',
+    'properties': {
+        'reboot': {
+            'type': 'object',
+            'properties': {'type': {'type': 'string',
+                                    'enum': _REBOOT_TYPES}},
+            'required': ['type'],
+            'additionalProperties': False,
+        },
+    },
+    'required': ['reboot'],
+    'additionalProperties': False,
+}
+lock_schema_v273 = {
+    'type': 'object',
+    'properties': {
+        'lock': {
+            'type': ['object', 'null'],
+            'properties': {'locked_reason': {'type': 'string',
+                                             'minLength': 1,
+                                             'maxLength': 255}},
+            'additionalProperties': False,
+        },
+    },
+    'required': ['lock'],
+    'additionalProperties': False,
+}
+create_image_schema = {
+    'type': 'object',
+    'properties': {
+        'createImage': {
+            'type': 'object',
+            'properties': {'name': schemas.name,
+                           'metadata': {'type': 'object'}},
+            'required': ['name'],
+            'additionalProperties': False,
+        },
+    },
+    'required': ['createImage'],
+    'additionalProperties': False,
+}
+create_backup_schema = {
+    'type': 'object',
+    'properties': {
+        'createBackup': {
+            'type': 'object',
+            'properties': {
+                'name': schemas.name,
+                'backup_type': {'type': 'string'},
+                'rotation': {'type': ['integer', 'string'],
+                             'pattern': '^[0-9]+$', 'minimum': 0},
+                'metadata': {'type': 'object'},
+            },
+            'required': ['name', 'backup_type', 'rotation'],
+            'additionalProperties': False,
+        },
+    },
+    'required': ['createBackup'],
+    'additionalProperties': False,
+}
+
+_ANY_STATE_BUT_BUSY = [None]
+_HARD_REBOOT_VM_STATES = [instance_obj.ACTIVE, instance_obj.STOPPED,
+                          instance_obj.PAUSED, instance_obj.SUSPENDED,
+                          instance_obj.ERROR]
+_HARD_REBOOT_TASK_STATES = [None, instance_obj.REBOOTING,
+                            instance_obj.REBOOTING_HARD,
+                            instance_obj.RESUMING, instance_obj.UNPAUSING,
+                            instance_obj.PAUSING, instance_obj.SUSPENDING]
+
+# body key -> (policy rule, instance action, task state, vm states the
+#              server may be in, compute cast)
+_CASTS = {
+    'os-stop': ('os_compute_api:servers:stop', 'stop',
+                instance_obj.POWERING_OFF,
+                [instance_obj.ACTIVE, instance_obj.ERROR], 'stop_instance'),
+    'os-start': ('os_compute_api:servers:start', 'start',
+                 instance_obj.POWERING_ON, [instance_obj.STOPPED],
+                 'start_instance'),
+    'pause': ('os_compute_api:os-pause-server:pause', 'pause',
+              instance_obj.PAUSING, [instance_obj.ACTIVE], 'pause_instance'),
+    'unpause': ('os_compute_api:os-pause-server:unpause', 'unpause',
+                instance_obj.UNPAUSING, [instance_obj.PAUSED],
+                'unpause_instance'),
+    'suspend': ('os_compute_api:os-suspend-server:suspend', 'suspend',
+                instance_obj.SUSPENDING, [instance_obj.ACTIVE],
+                'suspend_instance'),
+    'resume': ('os_compute_api:os-suspend-server:resume', 'resume',
+               instance_obj.RESUMING, [instance_obj.SUSPENDED],
+               'resume_instance'),
+}
+
+
+def _publisher():
+    return 'scheduler-split-api:%s' % CONF.host
+
+
+def _get(req, ctx, server_id):
+    try:
+        return req.compute_api.get(ctx, server_id)
+    except exception.InstanceNotFound as exc:
+        raise errors.not_found(exc.format_message())
+
+
+def _target(instance):
+    return {'project_id': instance.project_id, 'user_id': instance.user_id}
+
+
+def action(req, ctx, version, server_id):
+    body = req.json_body_or_error()
+    if len(body) != 1:
+        raise errors.bad_request('Malformed request body: exactly one '
+                                 'action is expected')
+    name = next(iter(body))
+    handler = _HANDLERS.get(name)
+    if handler is None:
+        raise errors.bad_request('There is no such action: %s' % name)
+    instance = _get(req, ctx, server_id)
+    try:
+        return handler(req, ctx, version, instance, body)
+    except exception.InstanceNotFound as exc:
+        raise errors.not_found(exc.format_message())
+
+
+def _cast(name):
+    rule, action_name, task_state, vm_states, method = _CASTS[name]
+
+    def handler(req, ctx, version, instance, body):
+        if body[name] is not None and not isinstance(body[name], dict):
+            raise errors.bad_request(
+                "Invalid input for field/attribute %s. Value: %s. %r is "
+                "not of type 'null'" % (name, body[name], body[name]))
+        policy.authorize(ctx, rule, _target(instance))
+        req.compute_api.cast_action(ctx, instance.uuid, action_name,
+                                    task_state, vm_states,
+                                    _ANY_STATE_BUT_BUSY, method)
+        return 202, None
+    return handler
+
+
+def _reboot(req, ctx, version, instance, body):
+    schemas.validate(body, reboot_schema)
+    policy.authorize(ctx, 'os_compute_api:servers:reboot',
+                     _target(instance))
+    reboot_type = body['reboot']['type'].upper()
+    if reboot_type == 'SOFT':
+        req.compute_api.cast_action(
+            ctx, instance.uuid, 'reboot', instance_obj.REBOOTING,
+            [instance_obj.ACTIVE], [None], 'reboot_instance',
+            reboot_type='SOFT')
+    else:
+        req.compute_api.cast_action(
+            ctx, instance.uuid, 'reboot', instance_obj.REBOOTING_HARD,
+            _HARD_REBOOT_VM_STATES, _HARD_REBOOT_TASK_STATES,
+            'reboot_instance', reboot_type='HARD')
+    return 202, None
+
+
+def _save_lock(req, ctx, instance, action_name, changes):
+    """Write the lock fields and record the API's event, as Nova's
+    ``api_lock``/``api_unlock``."""
+    _, cell = req.compute_api.locate(ctx, instance.uuid)
+    instance = req.compute_api.update(ctx, instance, changes)
+    if cell is not None:
+        instance_action.record_event(
+            ss_context.target_cell(ctx, cell), instance.uuid,
+            'api_%s' % action_name, host=CONF.host, action=action_name)
+    lifecycle.notify(ctx, _publisher(), instance,
+                     'instance.%s' % action_name)
+
+
+def _lock(req, ctx, version, instance, body):
+    reason = None
+    if version >= (2, 73):
+        schemas.validate(body, lock_schema_v273)
+        reason = (body['lock'] or {}).get('locked_reason')
+    policy.authorize(ctx, 'os_compute_api:os-lock-server:lock',
+                     _target(instance))
+    is_owner = instance.project_id == ctx.project_id
+    if instance.get('locked', False) and is_owner:
+        # As Nova: locking a locked server again changes nothing.
+        return 202, None
+    _save_lock(req, ctx, instance, 'lock',
+               {'locked': True,
+                'locked_by': 'owner' if is_owner else 'admin',
+                'locked_reason': reason})
+    return 202, None
+
+
+def _unlock(req, ctx, version, instance, body):
+    target = _target(instance)
+    policy.authorize(ctx, 'os_compute_api:os-lock-server:unlock', target)
+    expected = ('owner' if instance.project_id == ctx.project_id
+                else 'admin')
+    locked_by = instance.get('locked_by')
+    if locked_by and locked_by != expected:
+        policy.authorize(
+            ctx, 'os_compute_api:os-lock-server:unlock:unlock_override',
+            target)
+    _save_lock(req, ctx, instance, 'unlock',
+               {'locked': False, 'locked_by': None, 'locked_reason': None})
+    return 202, None
+
+
+def _no_uploads(action_name, schema, rule):
+    def handler(req, ctx, version, instance, body):
+        schemas.validate(body, schema)
+        policy.authorize(ctx, rule, _target(instance))
+        req.compute_api.check_lock(ctx, instance)
+        raise errors.HTTPError(
+            409, "Cannot '%s' instance %s: the image service does not "
+                 "accept uploads" % (action_name, instance.uuid))
+    return handler
+
+
+_HANDLERS = {name: _cast(name) for name in _CASTS}
+_HANDLERS.update({
+    'reboot': _reboot,
+    'lock': _lock,
+    'unlock': _unlock,
+    'createImage': _no_uploads('createImage', create_image_schema,
+                               'os_compute_api:servers:create_image'),
+    'createBackup': _no_uploads('createBackup', create_backup_schema,
+                                'os_compute_api:os-create-backup'),
+})

@@ -1,0 +1,103 @@
+"""The unmodified openstack CLI drives a server's life after boot."""
+
+import json
+import time
+
+import pytest
+
+from tests.functional.test_clients import openstack_cli  # noqa: F401
+
+pytestmark = pytest.mark.functional
+
+
+def _show(cli, name, *version):
+    return json.loads(cli(*version, 'server', 'show', name, '-f', 'json'))
+
+
+def _wait(cli, name, status, timeout=60):
+    """``server show`` once the server is ``status`` with no task."""
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = _show(cli, name)
+        if (shown['status'] == status and
+                not shown.get('OS-EXT-STS:task_state')):
+            return shown
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.2)
+
+
+def _boot(cli, name='vm1'):
+    cli('server', 'create', '--flavor', 'm1.tiny', '--image', 'cirros',
+        '--no-network', '--wait', name)
+
+
+@pytest.fixture
+def cli(start_system, openstack_cli):  # noqa: F811
+    return openstack_cli(start_system(cells=1, hosts_per_cell=1))
+
+
+def test_openstack_server_stop_start_and_reboot(cli):
+    _boot(cli)
+    cli('server', 'stop', 'vm1')
+    shown = _wait(cli, 'vm1', 'SHUTOFF')
+    assert shown['OS-EXT-STS:power_state'] in ('Shutdown', 4)
+    cli('server', 'start', 'vm1')
+    shown = _wait(cli, 'vm1', 'ACTIVE')
+    assert shown['OS-EXT-STS:power_state'] in ('Running', 1)
+    cli('server', 'reboot', '--soft', '--wait', 'vm1')
+    assert _show(cli, 'vm1')['status'] == 'ACTIVE'
+    cli('server', 'reboot', '--hard', '--wait', 'vm1')
+    assert _show(cli, 'vm1')['status'] == 'ACTIVE'
+    actions = json.loads(cli('server', 'event', 'list', 'vm1', '-f',
+                             'json'))
+    assert sorted(a['Action'] for a in actions) == [
+        'create', 'reboot', 'reboot', 'start', 'stop']
+
+
+def test_openstack_server_pause_unpause_suspend_resume(cli):
+    _boot(cli)
+    cli('server', 'pause', 'vm1')
+    _wait(cli, 'vm1', 'PAUSED')
+    cli('server', 'unpause', 'vm1')
+    _wait(cli, 'vm1', 'ACTIVE')
+    cli('server', 'suspend', 'vm1')
+    _wait(cli, 'vm1', 'SUSPENDED')
+    cli('server', 'resume', 'vm1')
+    _wait(cli, 'vm1', 'ACTIVE')
+
+
+def test_openstack_server_lock_and_unlock(cli):
+    _boot(cli)
+    cli('--os-compute-api-version', '2.73', 'server', 'lock', '--reason',
+        'maintenance', 'vm1')
+    shown = _show(cli, 'vm1', '--os-compute-api-version', '2.73')
+    assert shown['locked'] is True
+    assert shown['locked_reason'] == 'maintenance'
+    cli('server', 'unlock', 'vm1')
+    shown = _show(cli, 'vm1', '--os-compute-api-version', '2.73')
+    assert shown['locked'] is False
+    assert shown['locked_reason'] is None
+
+
+def test_openstack_server_set_and_unset_name_properties_and_tags(cli):
+    _boot(cli)
+    cli('server', 'set', '--name', 'renamed', 'vm1')
+    assert _show(cli, 'renamed')['name'] == 'renamed'
+    cli('server', 'set', '--property', 'k=v', '--property', 'k2=v2',
+        'renamed')
+    properties = _show(cli, 'renamed')['properties']
+    assert properties in ({'k': 'v', 'k2': 'v2'}, "k='v', k2='v2'")
+    cli('server', 'unset', '--property', 'k', 'renamed')
+    assert _show(cli, 'renamed')['properties'] in ({'k2': 'v2'},
+                                                   "k2='v2'")
+    v226 = ('--os-compute-api-version', '2.26')
+    cli(*v226, 'server', 'set', '--tag', 'red', '--tag', 'blue', 'renamed')
+    assert sorted(_show(cli, 'renamed', *v226)['tags']) == ['blue', 'red']
+    cli(*v226, 'server', 'unset', '--tag', 'red', 'renamed')
+    assert _show(cli, 'renamed', *v226)['tags'] == ['blue']
+    listed = json.loads(cli(*v226, 'server', 'list', '--tags', 'blue',
+                            '-f', 'json'))
+    assert [s['Name'] for s in listed] == ['renamed']
+    listed = json.loads(cli(*v226, 'server', 'list', '--tags', 'red',
+                            '-f', 'json'))
+    assert listed == []
