@@ -16,11 +16,13 @@ from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import engines
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
+from scheduler_split import quota
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 
@@ -40,14 +42,39 @@ class ComputeAPI:
     def create(self, ctx, name, flavor, image_ref, count=1,
                availability_zone=None, force_hosts=None, metadata=None,
                key_name=None, scheduler_hints=None, description=None,
-               group=None, access_ip_v4=None, access_ip_v6=None):
-        """Accept a boot of ``count`` instances; return them (BUILD).
+               group=None, access_ip_v4=None, access_ip_v6=None,
+               min_count=None):
+        """Accept a boot of ``count`` instances (fewer, down to
+        ``min_count``, if the project's quota takes no more); return them
+        (BUILD).
 
-        With ``group`` (an InstanceGroup) every instance joins that server
-        group in the transaction that records it.
+        Every instance is recorded in one transaction of the API database
+        that first takes the project's quota turn, counts and then
+        records (see ``scheduler_split.quota``): all of them or none, and
+        never past a quota. With ``group`` (an InstanceGroup) every
+        instance joins that server group in that transaction.
         """
         reservation_id = 'r-' + uuidutils.generate_uuid()[:8]
         now = obj_base.utcnow()
+        min_count = count if min_count is None else min_count
+        with engines.writer(CONF.api_database.connection) as session:
+            quota.lock_project(session, ctx.project_id)
+            count = quota.servers_that_fit(
+                session, ctx.project_id, flavor, min_count, count,
+                group_uuid=group.uuid if group is not None else None)
+            build_requests, request_specs = self._build_requests(
+                ctx, session, count, name, flavor, image_ref, now,
+                reservation_id, availability_zone, force_hosts, metadata,
+                key_name, scheduler_hints, description, group, access_ip_v4,
+                access_ip_v6)
+        return self._cast_boot(ctx, reservation_id, build_requests,
+                               request_specs)
+
+    @staticmethod
+    def _build_requests(ctx, session, count, name, flavor, image_ref, now,
+                        reservation_id, availability_zone, force_hosts,
+                        metadata, key_name, scheduler_hints, description,
+                        group, access_ip_v4, access_ip_v6):
         build_requests, request_specs = [], []
         for index in range(count):
             uuid = uuidutils.generate_uuid()
@@ -77,14 +104,12 @@ class ComputeAPI:
             build_request = objects.BuildRequest(
                 instance_uuid=uuid, project_id=ctx.project_id,
                 instance=instance, created_at=now)
-            try:
-                build_request.create(ctx, request_spec=spec)
-            except Exception:
-                # The boot is refused as a whole: take back those recorded.
-                self._take_back(ctx, build_requests)
-                raise
+            build_request.create(ctx, request_spec=spec, session=session)
             build_requests.append(build_request)
             request_specs.append(spec)
+        return build_requests, request_specs
+
+    def _cast_boot(self, ctx, reservation_id, build_requests, request_specs):
         try:
             self.conductor.schedule_and_build_instances(ctx, build_requests,
                                                         request_specs)
@@ -109,6 +134,14 @@ class ComputeAPI:
                 pass
             except Exception:
                 LOG.exception('Could not take back the build request of %s',
+                              build_request.instance_uuid)
+                continue
+            try:
+                # What was taken back counts against no quota.
+                objects.InstanceMapping.queue_for_delete(
+                    ctx, build_request.instance_uuid)
+            except Exception:
+                LOG.exception('Could not release the quota of %s',
                               build_request.instance_uuid)
 
     # --- read ---------------------------------------------------------------
@@ -218,6 +251,13 @@ class ComputeAPI:
             LOG.warning('Server %s is being deleted but could not be taken '
                         'out of its server group; it stays listed there',
                         uuid, exc_info=True, extra={'instance_uuid': uuid})
+        # From now on it counts against no quota (as in Nova).
+        try:
+            objects.InstanceMapping.queue_for_delete(ctx, uuid)
+        except sa_exc.SQLAlchemyError:
+            LOG.warning('Server %s is being deleted but still counts against '
+                        'its project\'s quota', uuid, exc_info=True,
+                        extra={'instance_uuid': uuid})
 
     def _delete(self, ctx, uuid):
         for _ in range(10):

@@ -15,6 +15,7 @@ from scheduler_split.api import schemas
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split import policy
+from scheduler_split import quota
 
 
 def render(group, version):
@@ -112,7 +113,7 @@ def create(req, ctx, version):
     group = objects.InstanceGroup(
         name=values['name'], project_id=ctx.project_id,
         user_id=ctx.user_id, policy=group_policy, rules=rules)
-    group.create(ctx)
+    quota.create_server_group(ctx, group)
     return {'server_group': render(group, version)}
 
 

@@ -11,6 +11,7 @@ import regex
 from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
 from scheduler_split.api import images
+from scheduler_split.api import keypairs
 from scheduler_split.api import microversion
 from scheduler_split.api import schemas
 from scheduler_split.api import server_groups
@@ -340,8 +341,10 @@ def create(req, ctx, version):
             group = server_groups.get_visible(ctx, hints['group'][0])
         except exception.InstanceGroupNotFound as exc:
             raise errors.bad_request(exc.format_message())
+    keypairs.check_key_name(ctx, server.get('key_name'))
     reservation_id, instances = compute_api.create(
         ctx, server['name'], flavor, image_ref, count=max_count,
+        min_count=min_count,
         availability_zone=zone, force_hosts=force_hosts,
         metadata=server.get('metadata'), key_name=server.get('key_name'),
         scheduler_hints=hints, description=server.get('description'),

@@ -25,9 +25,11 @@ from scheduler_split.api import flavors
 from scheduler_split.api import hypervisors
 from scheduler_split.api import identity
 from scheduler_split.api import instance_actions
+from scheduler_split.api import keypairs
 from scheduler_split.api import images
 from scheduler_split.api import manager
 from scheduler_split.api import microversion
+from scheduler_split.api import quotas
 from scheduler_split.api import server_actions
 from scheduler_split.api import server_groups
 from scheduler_split.api import server_metadata
@@ -104,6 +106,17 @@ ROUTES = {
     '/v2.1/os-availability-zone': {'GET': availability_zones.index},
     '/v2.1/os-availability-zone/detail': {
         'GET': availability_zones.detail},
+    '/v2.1/limits': {'GET': quotas.limits},
+    '/v2.1/os-quota-sets/{project_id}': {'GET': quotas.show,
+                                         'PUT': quotas.update,
+                                         'DELETE': quotas.delete},
+    '/v2.1/os-quota-sets/{project_id}/detail': {'GET': quotas.detail},
+    '/v2.1/os-quota-sets/{project_id}/defaults': {'GET': quotas.defaults},
+    '/v2.1/os-quota-class-sets/{class_name}': {
+        'GET': quotas.show_class, 'PUT': quotas.update_class},
+    '/v2.1/os-keypairs': {'GET': keypairs.index, 'POST': keypairs.create},
+    '/v2.1/os-keypairs/{name}': {'GET': keypairs.show,
+                                 'DELETE': keypairs.delete},
     '/image': {'GET': images.versions},
     '/image/': {'GET': images.versions},
     '/image/v2/images': {'GET': images.list_images},

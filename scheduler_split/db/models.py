@@ -62,6 +62,10 @@ class InstanceMapping(_Timestamps, ApiBase):
     project_id = sa.Column(sa.String(255), nullable=False)
     user_id = sa.Column(sa.String(255), nullable=True)
     queued_for_delete = sa.Column(sa.Boolean, nullable=False, default=False)
+    # What the instance counts against its project's quota of cores and
+    # ram (NULL for instances booted before quotas were counted).
+    vcpus = sa.Column(sa.Integer)
+    memory_mb = sa.Column(sa.Integer)
 
 
 class BuildRequest(_Timestamps, ApiBase):
@@ -145,6 +149,47 @@ class InstanceGroupMember(_Timestamps, ApiBase):
     group_id = sa.Column(sa.Integer, sa.ForeignKey('instance_groups.id'),
                          nullable=False)
     instance_uuid = sa.Column(sa.String(36), nullable=False)
+
+
+class Quota(_Timestamps, ApiBase):
+    """A project's limit of one resource, overriding the defaults."""
+    __tablename__ = 'quotas'
+    __table_args__ = (sa.UniqueConstraint('project_id', 'resource'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    resource = sa.Column(sa.String(255), nullable=False)
+    hard_limit = sa.Column(sa.Integer, nullable=False)
+
+
+class QuotaClass(_Timestamps, ApiBase):
+    """A quota class's limit of one resource; the class "default" holds
+    the defaults every project starts from."""
+    __tablename__ = 'quota_classes'
+    __table_args__ = (sa.UniqueConstraint('class_name', 'resource'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    class_name = sa.Column(sa.String(255), nullable=False)
+    resource = sa.Column(sa.String(255), nullable=False)
+    hard_limit = sa.Column(sa.Integer, nullable=False)
+
+
+class ProjectQuotaLock(ApiBase):
+    """One row per project that creates counted resources: whoever
+    checks a quota and records what it counts updates it first, so that
+    two such transactions of one project take turns."""
+    __tablename__ = 'project_quota_locks'
+    project_id = sa.Column(sa.String(255), primary_key=True)
+    generation = sa.Column(sa.Integer, nullable=False, default=0)
+
+
+class KeyPair(_Timestamps, ApiBase):
+    __tablename__ = 'key_pairs'
+    __table_args__ = (sa.UniqueConstraint('user_id', 'name'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    name = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255), nullable=False)
+    fingerprint = sa.Column(sa.String(255))
+    public_key = sa.Column(sa.Text)
+    type = sa.Column(sa.String(10), nullable=False, default='ssh')
 
 
 # --- cell database ----------------------------------------------------------

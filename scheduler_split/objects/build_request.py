@@ -33,25 +33,30 @@ class BuildRequest(base.SchedulerSplitObject):
         br.obj_reset_changes()
         return br
 
-    def create(self, ctx, request_spec=None):
+    def create(self, ctx, request_spec=None, session=None):
         """Record the build request, its instance mapping (no cell yet),
         ``request_spec`` and the instance's membership of the spec's server
-        group in one transaction: all of them or none."""
+        group in one transaction: all of them or none. With ``session``,
+        in that transaction (which its caller commits)."""
+        if session is None:
+            with engines.writer(CONF.api_database.connection) as session:
+                return self.create(ctx, request_spec, session)
         instance = self.instance
-        with engines.writer(CONF.api_database.connection) as session:
-            session.add(models.InstanceMapping(
-                instance_uuid=self.instance_uuid, cell_id=None,
-                project_id=self.project_id, user_id=instance.user_id))
-            if request_spec is not None:
-                session.add(models.RequestSpec(
-                    instance_uuid=self.instance_uuid,
-                    spec=request_spec.to_json()))
-                group = request_spec.instance_group
-                if group is not None:
-                    group.add_member_in(session, self.instance_uuid)
-            session.add(models.BuildRequest(
-                instance_uuid=self.instance_uuid, project_id=self.project_id,
-                instance=instance.to_json()))
+        flavor = instance.flavor
+        session.add(models.InstanceMapping(
+            instance_uuid=self.instance_uuid, cell_id=None,
+            project_id=self.project_id, user_id=instance.user_id,
+            vcpus=flavor.vcpus, memory_mb=flavor.memory_mb))
+        if request_spec is not None:
+            session.add(models.RequestSpec(
+                instance_uuid=self.instance_uuid,
+                spec=request_spec.to_json()))
+            group = request_spec.instance_group
+            if group is not None:
+                group.add_member_in(session, self.instance_uuid)
+        session.add(models.BuildRequest(
+            instance_uuid=self.instance_uuid, project_id=self.project_id,
+            instance=instance.to_json()))
         self.obj_reset_changes()
 
     @classmethod

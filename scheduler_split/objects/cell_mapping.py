@@ -141,6 +141,14 @@ class InstanceMapping(base.SchedulerSplitObject):
             session.execute(sa.delete(models.InstanceMapping).where(
                 models.InstanceMapping.instance_uuid == self.instance_uuid))
 
+    @staticmethod
+    def queue_for_delete(ctx, instance_uuid):
+        """The instance is being deleted: it counts against no quota."""
+        with engines.writer(_api_db()) as session:
+            session.execute(sa.update(models.InstanceMapping).where(
+                models.InstanceMapping.instance_uuid == instance_uuid).values(
+                queued_for_delete=True))
+
 
 @base.ObjectRegistry.register
 class HostMapping(base.SchedulerSplitObject):

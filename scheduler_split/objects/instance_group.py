@@ -73,17 +73,20 @@ class InstanceGroup(base.SchedulerSplitObject):
         group.obj_reset_changes()
         return group
 
-    def create(self, ctx):
+    def create(self, ctx, session=None):
+        """Record the group; with ``session``, in that transaction."""
         if not self.obj_attr_is_set('uuid'):
             self.uuid = uuidutils.generate_uuid()
-        with engines.writer(_api_db()) as session:
-            row = models.InstanceGroup(
-                uuid=self.uuid, name=self.name, project_id=self.project_id,
-                user_id=self.user_id, policy=self.policy,
-                rules=jsonutils.dumps(self.rules))
-            session.add(row)
-            session.flush()
-            self.created_at = row.created_at
+        if session is None:
+            with engines.writer(_api_db()) as session:
+                return self.create(ctx, session)
+        row = models.InstanceGroup(
+            uuid=self.uuid, name=self.name, project_id=self.project_id,
+            user_id=self.user_id, policy=self.policy,
+            rules=jsonutils.dumps(self.rules))
+        session.add(row)
+        session.flush()
+        self.created_at = row.created_at
         self.members = []
         self.obj_reset_changes()
 

@@ -11,6 +11,7 @@ from scheduler_split.policies import aggregates
 from scheduler_split.policies import base
 from scheduler_split.policies import flavors
 from scheduler_split.policies import instance_actions
+from scheduler_split.policies import quotas
 from scheduler_split.policies import server_groups
 from scheduler_split.policies import server_lifecycle
 from scheduler_split.policies import servers
@@ -26,5 +27,6 @@ def list_rules():
         instance_actions.list_rules(),
         services.list_rules(),
         aggregates.list_rules(),
+        quotas.list_rules(),
         server_lifecycle.list_rules(),
     ))

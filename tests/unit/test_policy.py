@@ -89,6 +89,19 @@ EXPECTED = {
     'os_compute_api:os-aggregates:images': ADMINS,
     'os_compute_api:os-availability-zone:list': set(PERSONAS),
     'os_compute_api:os-availability-zone:detail': ADMINS,
+    'os_compute_api:limits': set(PERSONAS),
+    'os_compute_api:limits:other_project': ADMINS,
+    'os_compute_api:os-quota-sets:show': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:os-quota-sets:detail': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:os-quota-sets:defaults': set(PERSONAS),
+    'os_compute_api:os-quota-sets:update': ADMINS,
+    'os_compute_api:os-quota-sets:delete': ADMINS,
+    'os_compute_api:os-quota-class-sets:show': ADMINS,
+    'os_compute_api:os-quota-class-sets:update': ADMINS,
+    'os_compute_api:os-keypairs:index': ADMINS,  # or the key's user
+    'os_compute_api:os-keypairs:create': ADMINS,  # or the key's user
+    'os_compute_api:os-keypairs:show': ADMINS,  # or the key's user
+    'os_compute_api:os-keypairs:delete': ADMINS,  # or the key's user
     'os_compute_api:os-services:list': ADMINS,
     'os_compute_api:os-services:update': ADMINS,
     'os_compute_api:os-services:delete': ADMINS,
@@ -150,6 +163,18 @@ def test_a_member_of_another_project_passes_for_its_own_project(
     policy.authorize(other, 'os_compute_api:servers:create')
     policy.authorize(other, 'os_compute_api:servers:delete',
                      {'project_id': 'p2'})
+
+
+def test_a_key_pair_is_its_users(configured):
+    member = PERSONAS['member']
+    for action in ('index', 'create', 'show', 'delete'):
+        rule = 'os_compute_api:os-keypairs:' + action
+        assert policy.authorize(member, rule, {'user_id': member.user_id},
+                                fatal=False)
+        assert not policy.authorize(member, rule, {'user_id': 'someone'},
+                                    fatal=False)
+        assert policy.authorize(PERSONAS['admin'], rule,
+                                {'user_id': 'someone'}, fatal=False)
 
 
 def test_refusal_is_a_403_in_novas_words(configured):

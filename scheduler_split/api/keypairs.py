@@ -1,0 +1,219 @@
+"""``/os-keypairs``: SSH key pairs, kept per user in the API database.
+
+A key pair is generated here (RSA 2048, until 2.91; its private key is
+answered once and never stored) or imported from a public key. Each user
+may hold ``[quota] key_pairs`` of them, counted in the same turn as the
+insert (see ``scheduler_split.quota``).
+"""
+
+import base64
+import hashlib
+import re
+
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives import serialization
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from scheduler_split.api import errors
+from scheduler_split.api import schemas
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import policy
+from scheduler_split import quota
+
+CONF = conf.CONF
+
+_NAME = re.compile(r'^(?! )[a-zA-Z0-9. _-]+(?<! )$')
+# From 2.92 names may also hold '@'.
+_NAME_292 = re.compile(r'^(?! )[a-zA-Z0-9. _@-]+(?<! )$')
+
+CREATE = {
+    'type': 'object',
+    'properties': {'keypair': {
+        'type': 'object',
+        'properties': {
+            'name': {'type': 'string', 'minLength': 1, 'maxLength': 255},
+            'public_key': {'type': 'string'},
+            'type': {'type': 'string', 'enum': ['ssh', 'x509']},
+            'user_id': {'type': 'string', 'minLength': 1,
+                        'maxLength': 255},
+        },
+        'required': ['name'], 'additionalProperties': False}},
+    'required': ['keypair'], 'additionalProperties': False}
+
+
+def _api_db():
+    return CONF.api_database.connection
+
+
+def _invalid(reason):
+    return errors.bad_request('Keypair data is invalid: %s' % reason)
+
+
+def _time(value):
+    return value.strftime('%Y-%m-%dT%H:%M:%S.%f') if value else None
+
+
+def fingerprint(public_key):
+    """The MD5 fingerprint of an OpenSSH public key, as ssh-keygen -l -E
+    md5 (and Nova) print it; 400 for a key that is not one."""
+    try:
+        serialization.load_ssh_public_key(public_key.strip().encode())
+        blob = base64.b64decode(public_key.split()[1])
+    except Exception:
+        raise _invalid('failed to generate fingerprint')
+    digest = hashlib.md5(blob, usedforsecurity=False).hexdigest()
+    return ':'.join(digest[i:i + 2] for i in range(0, len(digest), 2))
+
+
+def _generate():
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH,
+        serialization.PublicFormat.OpenSSH).decode()
+    return private, public + ' Generated-by-Nova'
+
+
+def _user(req, ctx, version, rule):
+    """The user acted for: the caller, or (admins, from 2.10) the
+    ``user_id`` asked for."""
+    user_id = ctx.user_id
+    if version >= (2, 10) and req.GET.get('user_id'):
+        user_id = req.GET['user_id']
+    policy.authorize(ctx, rule, {'user_id': user_id})
+    return user_id
+
+
+def _render(row, version, detail=False):
+    body = {'name': row.name, 'public_key': row.public_key,
+            'fingerprint': row.fingerprint}
+    if version >= (2, 2):
+        body['type'] = row.type
+    if detail:
+        body.update({'user_id': row.user_id, 'id': row.id,
+                     'created_at': _time(row.created_at),
+                     'updated_at': _time(row.updated_at),
+                     'deleted': False, 'deleted_at': None})
+    return body
+
+
+def _get(session, user_id, name):
+    kp = models.KeyPair
+    row = session.scalars(sa.select(kp).where(
+        kp.user_id == user_id, kp.name == name)).first()
+    if row is None:
+        raise errors.not_found('Keypair %s not found for user %s'
+                               % (name, user_id))
+    return row
+
+
+def check_key_name(ctx, key_name):
+    """At boot: ``key_name`` must be one of the caller's key pairs."""
+    if key_name is None:
+        return
+    kp = models.KeyPair
+    with engines.reader(_api_db()) as session:
+        found = session.scalar(sa.select(kp.id).where(
+            kp.user_id == ctx.user_id, kp.name == key_name))
+    if found is None:
+        raise errors.bad_request('Invalid key_name provided.')
+
+
+def create(req, ctx, version):
+    body = req.json_body_or_error()
+    schemas.validate(body, CREATE)
+    values = body['keypair']
+    user_id = ctx.user_id
+    if version >= (2, 10) and values.get('user_id'):
+        user_id = values['user_id']
+    policy.authorize(ctx, 'os_compute_api:os-keypairs:create',
+                     {'user_id': user_id})
+    name = values['name']
+    if not (_NAME_292 if version >= (2, 92) else _NAME).match(name):
+        raise _invalid('The keypair name contains unsafe characters')
+    key_type = values.get('type', 'ssh') if version >= (2, 2) else 'ssh'
+    if key_type == 'x509':
+        raise _invalid('x509 certificates are not supported here; import '
+                       'an SSH public key')
+    private_key = None
+    public_key = values.get('public_key')
+    if public_key is None:
+        if version >= (2, 92):
+            raise errors.bad_request(
+                "Invalid input for field/attribute keypair. Value: %s. "
+                "'public_key' is a required property" % values)
+        private_key, public_key = _generate()
+    print_ = fingerprint(public_key)
+    with engines.writer(_api_db()) as session:
+        quota.lock_project(session, 'user:' + user_id)
+        kp = models.KeyPair
+        if session.scalar(sa.select(kp.id).where(
+                kp.user_id == user_id, kp.name == name)) is not None:
+            raise errors.HTTPError(409, "Key pair '%s' already exists."
+                                   % name)
+        quota.check('key_pairs', 1, quota.key_pair_count(session, user_id),
+                    quota.limits(ctx.project_id, session)['key_pairs'])
+        row = kp(name=name, user_id=user_id, public_key=public_key,
+                 fingerprint=print_, type=key_type,
+                 created_at=timeutils.utcnow())
+        session.add(row)
+        session.flush()
+        answer = _render(row, version)
+    answer['user_id'] = user_id
+    if private_key is not None:
+        answer['private_key'] = private_key
+    return (201 if version >= (2, 2) else 200), {'keypair': answer}
+
+
+def index(req, ctx, version):
+    user_id = _user(req, ctx, version, 'os_compute_api:os-keypairs:index')
+    kp = models.KeyPair
+    query = sa.select(kp).where(kp.user_id == user_id).order_by(kp.name)
+    limit = marker = None
+    if version >= (2, 35):
+        marker = req.GET.get('marker')
+        if 'limit' in req.GET:
+            try:
+                limit = int(req.GET['limit'])
+                if limit < 0:
+                    raise ValueError()
+            except ValueError:
+                raise errors.bad_request('Invalid input for query '
+                                         'parameter limit')
+    with engines.reader(_api_db()) as session:
+        if marker is not None:
+            found = session.scalar(sa.select(kp.name).where(
+                kp.user_id == user_id, kp.name == marker))
+            if found is None:
+                raise errors.bad_request('marker [%s] not found' % marker)
+            query = query.where(kp.name > marker)
+        if limit is not None:
+            query = query.limit(limit)
+        rows = list(session.scalars(query))
+    body = {'keypairs': [{'keypair': _render(row, version)} for row in rows]}
+    if limit is not None and rows and len(rows) == limit:
+        body['keypairs_links'] = [{
+            'rel': 'next',
+            'href': '%s/v2.1/os-keypairs?limit=%d&marker=%s'
+                    % (req.application_url, limit, rows[-1].name)}]
+    return body
+
+
+def show(req, ctx, version, name):
+    user_id = _user(req, ctx, version, 'os_compute_api:os-keypairs:show')
+    with engines.reader(_api_db()) as session:
+        return {'keypair': _render(_get(session, user_id, name), version,
+                                   detail=True)}
+
+
+def delete(req, ctx, version, name):
+    user_id = _user(req, ctx, version, 'os_compute_api:os-keypairs:delete')
+    with engines.writer(_api_db()) as session:
+        session.delete(_get(session, user_id, name))
+    return (204 if version >= (2, 2) else 202), None

@@ -1,0 +1,210 @@
+"""Quotas: what a project (or a user, for key pairs) may hold, and what
+it holds now.
+
+A limit is, from the most specific: the project's own (``quotas``), the
+quota class ``default`` (``quota_classes``), the ``[quota]`` option; -1
+means no limit. Usage is counted from the API database, which records
+every server from its boot (instance mappings carry the vCPUs and RAM each
+one counts) until the API deletes it.
+
+Counting and recording are one transaction that first updates the
+project's row of ``project_quota_locks``: two creates of one project
+(in one API process or several) take turns there, so the second counts
+what the first recorded and two creates can never both take the last
+slot. Nothing is reserved ahead and nothing needs a recheck.
+"""
+
+import sqlalchemy as sa
+
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+
+CONF = conf.CONF
+
+# What os-quota-sets shows and sets, in Nova's names.
+RESOURCES = ('instances', 'cores', 'ram', 'metadata_items', 'key_pairs',
+             'server_groups', 'server_group_members', 'injected_files',
+             'injected_file_content_bytes', 'injected_file_path_bytes')
+# Shown before 2.57 only (personality went away).
+INJECTED = ('injected_files', 'injected_file_content_bytes',
+            'injected_file_path_bytes')
+# Shown before 2.36 only (the network proxies went away): nothing here
+# counts them, and their limits are Nova's defaults.
+NETWORK_DEFAULTS = {'fixed_ips': -1, 'floating_ips': 10,
+                    'security_groups': 10, 'security_group_rules': 20}
+DEFAULT_CLASS = 'default'
+
+
+class OverQuota(exception.NotAuthorized):
+    """403, in Nova's words: 'Quota exceeded for instances: Requested 1,
+    but already used 10 of 10 instances'."""
+    msg_fmt = 'Quota exceeded for %(resource)s: %(detail)s'
+
+
+def _api_db():
+    return CONF.api_database.connection
+
+
+def defaults(session=None):
+    """``{resource: limit}`` every project starts from."""
+    limits = {name: getattr(CONF.quota, name) for name in RESOURCES}
+    if session is None:
+        with engines.reader(_api_db()) as session:
+            return defaults(session)
+    qc = models.QuotaClass
+    for resource, limit in session.execute(
+            sa.select(qc.resource, qc.hard_limit).where(
+                qc.class_name == DEFAULT_CLASS)):
+        if resource in limits:
+            limits[resource] = limit
+    return limits
+
+
+def class_limits(class_name):
+    with engines.reader(_api_db()) as session:
+        limits = defaults(session)
+        if class_name != DEFAULT_CLASS:
+            qc = models.QuotaClass
+            for resource, limit in session.execute(
+                    sa.select(qc.resource, qc.hard_limit).where(
+                        qc.class_name == class_name)):
+                if resource in limits:
+                    limits[resource] = limit
+        return limits
+
+
+def limits(project_id, session=None):
+    """``{resource: limit}`` of ``project_id``."""
+    if session is None:
+        with engines.reader(_api_db()) as session:
+            return limits(project_id, session)
+    result = defaults(session)
+    q = models.Quota
+    for resource, limit in session.execute(
+            sa.select(q.resource, q.hard_limit).where(
+                q.project_id == project_id)):
+        if resource in result:
+            result[resource] = limit
+    return result
+
+
+def usage(project_id, user_id=None, session=None):
+    """What ``project_id`` holds: instances, cores, ram, server_groups
+    (and the user's key_pairs with ``user_id``)."""
+    if session is None:
+        with engines.reader(_api_db()) as session:
+            return usage(project_id, user_id, session)
+    im = models.InstanceMapping
+    count, cores, ram = session.execute(
+        sa.select(sa.func.count(im.id),
+                  sa.func.coalesce(sa.func.sum(im.vcpus), 0),
+                  sa.func.coalesce(sa.func.sum(im.memory_mb), 0)).where(
+            im.project_id == project_id,
+            im.queued_for_delete.is_(False))).one()
+    groups = session.scalar(sa.select(sa.func.count(
+        models.InstanceGroup.id)).where(
+        models.InstanceGroup.project_id == project_id))
+    result = {'instances': int(count), 'cores': int(cores),
+              'ram': int(ram), 'server_groups': int(groups)}
+    if user_id is not None:
+        result['key_pairs'] = key_pair_count(session, user_id)
+    return result
+
+
+def key_pair_count(session, user_id):
+    return int(session.scalar(sa.select(sa.func.count(
+        models.KeyPair.id)).where(models.KeyPair.user_id == user_id)))
+
+
+def group_member_count(session, group_uuid):
+    ig, member = models.InstanceGroup, models.InstanceGroupMember
+    return int(session.scalar(
+        sa.select(sa.func.count(member.id))
+        .join(ig, ig.id == member.group_id).where(ig.uuid == group_uuid)))
+
+
+def lock_project(session, project_id):
+    """Take the project's turn: held until ``session`` commits."""
+    lock = models.ProjectQuotaLock
+    updated = session.execute(sa.update(lock).where(
+        lock.project_id == project_id).values(
+        generation=lock.generation + 1)).rowcount
+    if updated:
+        return
+    # The project's first counted create: make its row, then take it.
+    try:
+        with engines.writer(_api_db()) as other:
+            other.add(lock(project_id=project_id, generation=0))
+    except sa.exc.IntegrityError:
+        pass  # made by a concurrent create meanwhile
+    session.execute(sa.update(lock).where(
+        lock.project_id == project_id).values(
+        generation=lock.generation + 1))
+
+
+def _unlimited(limit):
+    return limit is None or limit < 0
+
+
+def _over(resource, requested, used, limit):
+    return OverQuota(resource=resource, detail=(
+        'Requested %d, but already used %d of %d %s'
+        % (requested, used, limit, resource)))
+
+
+def check(resource, requested, used, limit):
+    """OverQuota unless ``used + requested`` fits ``limit``."""
+    if not _unlimited(limit) and used + requested > limit:
+        raise _over(resource, requested, used, limit)
+
+
+def servers_that_fit(session, project_id, flavor, min_count, max_count,
+                     group_uuid=None):
+    """How many servers of ``flavor`` (``min_count``..``max_count``) the
+    project may boot now, counted in ``session`` (which holds the
+    project's lock); OverQuota in Nova's words if not even ``min_count``.
+    """
+    allowed = limits(project_id, session)
+    used = usage(project_id, session=session)
+    each = {'instances': 1, 'cores': flavor.vcpus, 'ram': flavor.memory_mb}
+    fit = max_count
+    for resource, amount in each.items():
+        limit = allowed[resource]
+        if _unlimited(limit) or not amount:
+            continue
+        fit = min(fit, (limit - used[resource]) // amount)
+    if group_uuid is not None:
+        limit = allowed['server_group_members']
+        if not _unlimited(limit):
+            fit = min(fit, limit - group_member_count(session, group_uuid))
+    if fit >= min_count:
+        return fit
+    # Name every resource the minimum does not fit, as Nova does.
+    over = []
+    for resource, amount in each.items():
+        limit = allowed[resource]
+        if not _unlimited(limit) and \
+                used[resource] + amount * min_count > limit:
+            over.append((resource, amount * min_count, used[resource],
+                         limit))
+    if not over and group_uuid is not None:
+        raise OverQuota('Quota exceeded, too many servers in group')
+
+    def join(index):
+        return ', '.join(str(item[index]) for item in over)
+    raise OverQuota(resource=join(0), detail=(
+        'Requested %s, but already used %s of %s %s'
+        % (join(1), join(2), join(3), join(0))))
+
+
+def create_server_group(ctx, group):
+    """Record ``group`` unless its project holds ``server_groups``
+    already (counted in the project's turn)."""
+    with engines.writer(_api_db()) as session:
+        lock_project(session, group.project_id)
+        check('server_groups', 1,
+              usage(group.project_id, session=session)['server_groups'],
+              limits(group.project_id, session)['server_groups'])
+        group.create(ctx, session=session)
