@@ -133,15 +133,16 @@ def lock_project(session, project_id):
         generation=lock.generation + 1)).rowcount
     if updated:
         return
-    # The project's first counted create: make its row, then take it.
+    # The project's first counted create: make its row, which holds the
+    # turn as the update would have.
     try:
-        with engines.writer(_api_db()) as other:
-            other.add(lock(project_id=project_id, generation=0))
+        with session.begin_nested():
+            session.add(lock(project_id=project_id, generation=0))
     except sa.exc.IntegrityError:
-        pass  # made by a concurrent create meanwhile
-    session.execute(sa.update(lock).where(
-        lock.project_id == project_id).values(
-        generation=lock.generation + 1))
+        # Made by a concurrent create meanwhile (which has committed).
+        session.execute(sa.update(lock).where(
+            lock.project_id == project_id).values(
+            generation=lock.generation + 1))
 
 
 def _unlimited(limit):
