@@ -1,9 +1,13 @@
-"""Identity version discovery only, for clients with auth type none.
+"""Identity version discovery and project lookup, for clients with auth
+type none.
 
 ``openstack server list`` builds an Identity v3 client before it sends a
 single compute request, and fails when no identity endpoint answers
-version discovery. The all-in-one has no identity service; it serves the
-two discovery documents under ``/identity`` and nothing else.
+version discovery; ``openstack quota show PROJECT`` looks the project up
+by name or id. The all-in-one has no identity service: without
+authentication a project is whatever a token names, so it serves the two
+discovery documents under ``/identity`` and answers a project lookup with
+the project of that id (and name), nothing else.
 """
 
 _UPDATED = '2024-01-01T00:00:00Z'
@@ -23,3 +27,20 @@ def versions(req, ctx, version):
 
 def v3(req, ctx, version):
     return {'version': _version(req.application_url)}
+
+
+def _project(project_id):
+    return {'id': project_id, 'name': project_id, 'domain_id': 'default',
+            'enabled': True, 'description': '', 'is_domain': False,
+            'parent_id': 'default', 'tags': [], 'options': {}}
+
+
+def projects(req, ctx, version):
+    """``GET /identity/v3/projects?name=NAME``: that project."""
+    name = req.GET.get('name')
+    return {'projects': [_project(name)] if name else [],
+            'links': {'self': None, 'previous': None, 'next': None}}
+
+
+def project(req, ctx, version, project_id):
+    return {'project': _project(project_id)}

@@ -125,6 +125,8 @@ ROUTES = {
     '/identity/': {'GET': identity.versions},
     '/identity/v3': {'GET': identity.v3},
     '/identity/v3/': {'GET': identity.v3},
+    '/identity/v3/projects': {'GET': identity.projects},
+    '/identity/v3/projects/{project_id}': {'GET': identity.project},
 }
 
 # Paths that answer without authentication (version discovery).

@@ -25,7 +25,8 @@ class Deployment:
     # A host in its own availability zone, to tell when it can be chosen.
     EDGE_HOST = 'cell1-compute1'
 
-    def __init__(self, base_dir, schedulers=1, host_memory_mb=16384):
+    def __init__(self, base_dir, schedulers=1, host_memory_mb=16384,
+                 extra_apis=0):
         self.schedulers = schedulers
         self.host_memory_mb = host_memory_mb
         self.base = str(base_dir)
@@ -42,6 +43,10 @@ class Deployment:
         self.extra_conf = {}
         self.api_port = backends.free_port()
         self.base_url = 'http://127.0.0.1:%d' % self.api_port
+        # More API processes on the same databases and bus, each its own
+        # gunicorn: ``api-2``, ``api-3``, ...
+        self.extra_api_ports = [backends.free_port()
+                                for _ in range(extra_apis)]
 
     # --- set up -------------------------------------------------------------
 
@@ -206,7 +211,17 @@ class Deployment:
             '127.0.0.1:%d' % self.api_port, '--worker-class', 'gthread',
             '--workers', '1', '--threads', '16', '--graceful-timeout', '30',
             'scheduler_split.api.wsgi_app:application']
+        for number, port in enumerate(self.extra_api_ports, start=2):
+            command = list(commands['api'])
+            command[2] = '127.0.0.1:%d' % port
+            commands['api-%d' % number] = command
         return commands
+
+    @property
+    def api_urls(self):
+        """The base URL of every API process, ``api`` first."""
+        return [self.base_url] + ['http://127.0.0.1:%d' % port
+                                  for port in self.extra_api_ports]
 
     def add_config(self, names, filename, text):
         """Give the processes ``names`` the extra config file ``filename``
@@ -233,7 +248,7 @@ class Deployment:
             extra = self.extra_conf.get(name, [])
             env = dict(os.environ, SCHEDULER_SPLIT_CONFIG_FILES=','.join(
                 [self.main_conf, self.api_conf] + extra))
-            if name != 'api':
+            if not name.startswith('api'):
                 command += ['--log-file',
                             os.path.join(self.log_dir, '%s.log' % name)]
                 for path in extra:
@@ -281,14 +296,17 @@ class Deployment:
 
     def wait_for_api(self, timeout=60):
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(self.base_url + '/', timeout=2).ok:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        raise AssertionError('the API did not come up')
+        for url in self.api_urls:
+            while True:
+                try:
+                    if requests.get(url + '/', timeout=2).ok:
+                        break
+                except requests.RequestException:
+                    pass
+                if time.monotonic() > deadline:
+                    raise AssertionError('the API at %s did not come up'
+                                         % url)
+                time.sleep(0.2)
 
     def reported_hosts(self, within=3):
         """Hosts whose last report is at most ``within`` seconds old."""
