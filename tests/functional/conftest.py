@@ -28,7 +28,12 @@ def start_system(tmp_path, fake_driver):
     """
     started = []
 
-    def start(cells=2, hosts_per_cell=2, state_dir=None):
+    def start(cells=2, hosts_per_cell=2, state_dir=None, quotas=False):
+        if not quotas:
+            # Most tests boot more servers than the default quota of one
+            # project allows; the quota tests ask for the defaults.
+            for name in ('instances', 'cores', 'ram'):
+                CONF.set_override(name, -1, group='quota')
         system = fixtures.System(state_dir or tmp_path / 'state', cells,
                                  hosts_per_cell).start()
         started.append(system)

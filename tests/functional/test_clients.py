@@ -221,7 +221,7 @@ def test_openstack_cli_manages_aggregates_and_zones(start_system,
 
 def test_openstack_cli_shows_and_sets_quotas_limits_and_key_pairs(
         start_system, openstack_cli, tmp_path):
-    system = start_system(cells=1, hosts_per_cell=2)
+    system = start_system(cells=1, hosts_per_cell=2, quotas=True)
     cli = openstack_cli(system)
     shown = json.loads(cli('quota', 'show', '--compute', 'admin', '-f',
                            'json'))

@@ -34,7 +34,7 @@ def _boot(api, name, flavor='1', **extra):
 
 
 def test_quota_sets_in_novas_shapes(start_system):
-    api = start_system(cells=1, hosts_per_cell=1).api
+    api = start_system(cells=1, hosts_per_cell=1, quotas=True).api
     shown = _quota(api, 'p1')
     assert shown == {'id': 'p1', 'instances': 10, 'cores': 20,
                      'ram': 51200, 'metadata_items': 128, 'key_pairs': 100,
@@ -73,7 +73,7 @@ def test_quota_sets_in_novas_shapes(start_system):
 
 
 def test_boots_past_the_quota_are_refused_in_novas_words(start_system):
-    system = start_system(cells=1, hosts_per_cell=2)
+    system = start_system(cells=1, hosts_per_cell=2, quotas=True)
     api = system.api
     user = api.as_user('u1:p1')
     _set_quota(api, 'p1', instances=3, cores=4, ram=100000)
@@ -126,7 +126,7 @@ def test_boots_past_the_quota_are_refused_in_novas_words(start_system):
 
 
 def test_group_and_metadata_quotas(start_system):
-    api = start_system(cells=1, hosts_per_cell=2).api
+    api = start_system(cells=1, hosts_per_cell=2, quotas=True).api
     user = api.as_user('u1:p1')
     _set_quota(api, 'p1', server_groups=1, server_group_members=1)
     resp = user.post('/v2.1/os-server-groups', {'server_group': {
@@ -151,7 +151,7 @@ def _image():
 
 
 def test_key_pairs_in_novas_shapes(start_system):
-    system = start_system(cells=1, hosts_per_cell=1)
+    system = start_system(cells=1, hosts_per_cell=1, quotas=True)
     user = system.api.as_user('u1:p1')
     # Generated key pairs are there until 2.91.
     resp = user.at('2.91').post('/v2.1/os-keypairs',

@@ -85,6 +85,12 @@ class Deployment:
             [fake_driver]
             spawn_delay = 0.2
             memory_mb = %d
+            [quota]
+            # Bursts of boots of one project; quotas are set per project
+            # where a test is about them.
+            instances = -1
+            cores = -1
+            ram = -1
             """ % (api_bus, self.api_db, self.scheduler_db,
                    HOST_STATE_REFRESH_INTERVAL, self.host_memory_mb))
         # What every compute reads besides its own file: no database, no
