@@ -107,10 +107,17 @@ create_server = {
     'required': ['server'],
     'additionalProperties': False,
     '$defs': {
+        'instances': {'oneOf': [
+            {'type': 'string', 'format': 'uuid'},
+            {'type': 'array', 'items': {'type': 'string', 'format': 'uuid'},
+             'uniqueItems': True}]},
         'scheduler_hints': {
             'type': 'object',
             'properties': {
                 'group': {'type': 'string', 'format': 'uuid'},
+                # An instance uuid or a list of them, as Nova takes them.
+                'same_host': {'$ref': '#/$defs/instances'},
+                'different_host': {'$ref': '#/$defs/instances'},
             },
         },
     },

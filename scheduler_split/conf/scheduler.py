@@ -9,7 +9,8 @@ filter_scheduler_opts = [
                 default=['ComputeFilter', 'AvailabilityZoneFilter',
                          'RamFilter', 'CoreFilter', 'DiskFilter',
                          'ServerGroupAntiAffinityFilter',
-                         'ServerGroupAffinityFilter'],
+                         'ServerGroupAffinityFilter', 'SameHostFilter',
+                         'DifferentHostFilter'],
                 help='Filters applied to every host, in this order. Each '
                      'name is a class in scheduler_split.scheduler.filters. '
                      'The affinity and anti-affinity policies of server '

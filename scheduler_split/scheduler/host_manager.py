@@ -65,6 +65,9 @@ class HostState:
         self.inventory = {}
         # {resource class: amount allocated}
         self.used = {}
+        # The consumers (instances) holding allocations here, for the
+        # same_host and different_host hints.
+        self.instances = set()
 
     def __repr__(self):
         return '<HostState %s/%s cell=%s>' % (self.host, self.nodename,
@@ -217,6 +220,8 @@ class HostManager:
                           sa.func.sum(alloc.used)).group_by(
             alloc.resource_provider_id, alloc.resource_class)
         providers = sa.select(rp)
+        consumers = sa.select(alloc.resource_provider_id,
+                              alloc.consumer_id).distinct()
         with engines.reader(self.db_url) as session:
             if uuid is not None:
                 providers = providers.where(rp.uuid == uuid)
@@ -229,6 +234,8 @@ class HostManager:
                     inv_t.resource_provider_id.in_(list(by_id)))
                 usage = usage.where(
                     alloc.resource_provider_id.in_(list(by_id)))
+                consumers = consumers.where(
+                    alloc.resource_provider_id.in_(list(by_id)))
             for inv in session.scalars(inventories):
                 state = by_id.get(inv.resource_provider_id)
                 if state is not None:
@@ -238,6 +245,10 @@ class HostManager:
                 state = by_id.get(rp_id)
                 if state is not None:
                     state.used[rc] = int(used)
+            for rp_id, consumer in session.execute(consumers):
+                state = by_id.get(rp_id)
+                if state is not None:
+                    state.instances.add(consumer)
         return {state.uuid: state for state in by_id.values()}
 
     @staticmethod
@@ -291,19 +302,41 @@ class HostManager:
 
     # --- writing ------------------------------------------------------------
 
-    def note_claim(self, uuid, resources):
+    def note_claim(self, uuid, resources, consumer=None):
         with self._lock:
             state = self._hosts.get(uuid)
             if state is not None:
                 state.consume(resources)
+                if consumer is not None:
+                    state.instances.add(consumer)
 
-    def note_release(self, released):
-        """Apply ``{provider_uuid: resources}`` given back by a release."""
+    def note_release(self, released, consumer=None):
+        """Apply ``{provider_uuid: resources}`` given back by a release
+        of ``consumer``."""
         with self._lock:
             for uuid, resources in released.items():
                 state = self._hosts.get(uuid)
                 if state is not None:
                     state.give_back(resources)
+                    state.instances.discard(consumer)
+
+    def locate_consumers(self, consumers):
+        """Make the host states know where ``consumers`` hold
+        allocations now, whoever claimed them (another scheduler process
+        too): one small query, for the same_host/different_host hints."""
+        alloc, rp = models.Allocation, models.ResourceProvider
+        with engines.reader(self.db_url) as session:
+            rows = session.execute(
+                sa.select(rp.uuid, alloc.consumer_id).distinct()
+                .join(rp, rp.id == alloc.resource_provider_id)
+                .where(alloc.consumer_id.in_(list(consumers)))).all()
+        with self._lock:
+            for state in self._hosts.values():
+                state.instances.difference_update(consumers)
+            for uuid, consumer in rows:
+                state = self._hosts.get(uuid)
+                if state is not None:
+                    state.instances.add(consumer)
 
     def update_from_stats(self, cell_uuid, host, nodename, stats):
         """Record a compute's report: capacity, zone, enabled, liveness.

@@ -109,7 +109,8 @@ class SchedulerManager:
                     locks.enter_context(self._claim_lock(host_uuid))
                     claims.claim(self.db_url, host_uuid, instance_uuid,
                                  resources, group=group)
-                self.host_manager.note_claim(host_uuid, resources)
+                self.host_manager.note_claim(host_uuid, resources,
+                                             instance_uuid)
                 return True
             except exception.ClaimConflict as exc:
                 LOG.debug('Claim for instance %s lost a race: %s',
@@ -178,6 +179,9 @@ class SchedulerManager:
         resources = spec_obj.resources
         num_alternates = num_alternates if return_alternates else 0
         host_states = self.host_manager.host_states()
+        hinted = filters.hinted_instances(spec_obj)
+        if hinted:
+            self.host_manager.locate_consumers(hinted)
         group = spec_obj.get('instance_group')
         claim_group = None
         if group is not None:
@@ -249,7 +253,7 @@ class SchedulerManager:
 
     def release_resources(self, ctx, instance_uuid):
         released = claims.release(self.db_url, instance_uuid)
-        self.host_manager.note_release(released)
+        self.host_manager.note_release(released, instance_uuid)
         if released:
             LOG.info('Released the claim of instance %s', instance_uuid,
                      extra={'instance_uuid': instance_uuid})

@@ -265,3 +265,33 @@ def test_openstack_cli_shows_and_sets_quotas_limits_and_key_pairs(
     cli('keypair', 'delete', 'k2')
     assert [k['Name'] for k in json.loads(
         cli('keypair', 'list', '-f', 'json'))] == ['k1']
+
+
+def test_openstack_cli_places_servers_with_same_and_different_host_hints(
+        start_system, openstack_cli):
+    system = start_system(cells=2, hosts_per_cell=2)
+    cli = openstack_cli(system)
+
+    def create(name, *hint):
+        return json.loads(cli('server', 'create', '--flavor', 'm1.tiny',
+                              '--image', 'cirros', '--no-network',
+                              *hint, '--wait', '-f', 'json', name))['id']
+
+    def host_of(server_id):
+        return system.api.server(server_id)['OS-EXT-SRV-ATTR:host']
+
+    first = create('first')
+    together = [create('t%d' % i, '--hint', 'same_host=' + first)
+                for i in range(3)]
+    assert {host_of(s) for s in together} == {host_of(first)}
+    apart = [create('a%d' % i, '--hint', 'different_host=' + first)
+             for i in range(3)]
+    assert host_of(first) not in {host_of(s) for s in apart}
+
+    # A hint that is no server uuid is refused as Nova refuses it.
+    resp = system.api.post('/v2.1/servers', {
+        'server': {'name': 'x', 'flavorRef': '1', 'networks': 'none',
+                   'imageRef': system.api.server(first)['image']['id']},
+        'os:scheduler_hints': {'same_host': 'not-a-uuid'}})
+    assert resp.status_code == 400, resp.text
+    assert 'same_host' in resp.json()['badRequest']['message']

@@ -180,3 +180,44 @@ def test_an_aggregate_sets_a_weighers_multiplier_for_its_hosts(override):
         state.inventory = {'MEMORY_MB': (free, 0, 1.0)}
     ranked = weights.weigh([weigher], [packed, spread], helpers.make_spec())
     assert [h.host for _, h in ranked] == ['spread', 'packed']
+
+
+# --- same_host / different_host ---------------------------------------------
+
+def _hinted(**hints):
+    spec = helpers.make_spec(vcpus=1, memory_mb=512, root_gb=10)
+    spec.scheduler_hints = {k: v if isinstance(v, list) else [v]
+                            for k, v in hints.items()}
+    return spec
+
+
+def test_same_and_different_host_follow_the_named_instances(
+        scheduler_db, ctx, override):
+    override('host_state_refresh_interval', 3600, group='filter_scheduler')
+    first, second = _manager(scheduler_db), _manager(scheduler_db)
+    for host in ('h1', 'h2', 'h3'):
+        _add_host(first, host)
+    second.host_manager.host_states()
+    [[placed]] = [[s.service_host for s in hl] for hl in
+                  first.select_destinations(
+                      ctx, _hinted(), ['11111111-1111-4111-8111-111111111111'],
+                      return_alternates=False, num_alternates=0)]
+    # The second process never saw that claim; the hint makes it look.
+    assert _chosen(second, ctx, _hinted(
+        same_host='11111111-1111-4111-8111-111111111111'), count=3) == [
+        placed] * 3
+    others = _chosen(second, ctx, _hinted(
+        different_host='11111111-1111-4111-8111-111111111111'), count=4)
+    assert placed not in others
+    # Once released, no host holds it: same_host finds nothing.
+    first.release_resources(ctx, '11111111-1111-4111-8111-111111111111')
+    with pytest.raises(exception.NoValidHost):
+        _chosen(second, ctx, _hinted(
+            same_host='11111111-1111-4111-8111-111111111111'))
+
+
+def test_same_and_different_host_filters_without_hints_pass():
+    state = _state('h')
+    for host_filter in (filters.SameHostFilter(),
+                        filters.DifferentHostFilter()):
+        assert host_filter.host_passes(state, helpers.make_spec())

@@ -198,10 +198,41 @@ class DiskFilter(_ResourceFilter):
     resource_class = 'DISK_GB'
 
 
+def _hint(spec_obj, name):
+    hints = spec_obj.get('scheduler_hints') or {}
+    value = hints.get(name) or []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def hinted_instances(spec_obj):
+    """The instances the request's same_host/different_host hints name."""
+    return set(_hint(spec_obj, 'same_host') +
+               _hint(spec_obj, 'different_host'))
+
+
+class SameHostFilter(BaseHostFilter):
+    """With the ``same_host`` hint, only a host holding one of the named
+    instances."""
+
+    def host_passes(self, host_state, spec_obj):
+        wanted = _hint(spec_obj, 'same_host')
+        return not wanted or any(u in host_state.instances for u in wanted)
+
+
+class DifferentHostFilter(BaseHostFilter):
+    """With the ``different_host`` hint, only a host holding none of the
+    named instances."""
+
+    def host_passes(self, host_state, spec_obj):
+        avoided = _hint(spec_obj, 'different_host')
+        return not any(u in host_state.instances for u in avoided)
+
+
 ALL_FILTERS = {cls.__name__: cls for cls in (
     ComputeFilter, AvailabilityZoneFilter, RamFilter, CoreFilter,
     DiskFilter, ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter,
-    AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation)}
+    AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation,
+    SameHostFilter, DifferentHostFilter)}
 
 # The policies claims enforce, whatever filters are enabled: the scheduler
 # runs these again over its candidates when a claim refuses a host for
