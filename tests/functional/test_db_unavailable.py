@@ -144,11 +144,11 @@ def test_boot_that_cannot_be_fully_recorded_is_refused_whole(
     real_create = objects.BuildRequest.create
     recorded = []
 
-    def create(self, ctx, request_spec=None):
+    def create(self, ctx, request_spec=None, session=None):
         if recorded:
             raise sa.exc.OperationalError(
                 'INSERT', {}, Exception('could not connect to server'))
-        real_create(self, ctx, request_spec=request_spec)
+        real_create(self, ctx, request_spec=request_spec, session=session)
         recorded.append(self.instance_uuid)
 
     monkeypatch.setattr(objects.BuildRequest, 'create', create)

@@ -122,12 +122,13 @@ def tempest_conf(keystone, compute_url, workspace):
       ``snapshot = false`` keeps out those that would create one from a
       server.
     - Microversions 2.1 to 2.96, what the API announces.
-    - Every server action (resize, migrations, pause, suspend, shelve,
-      rescue, snapshot, consoles, password, interface attach, config
-      drive, metadata service, personality) is off: those routes do not
-      exist. A create answers with an ``adminPass``, as Nova does with
-      ``enable_instance_password``. Servers are never reachable (fake
-      driver): no validation.
+    - Pause and suspend are on (with stop, start, reboot and lock, which
+      Tempest does not gate). Every other server action (resize,
+      migrations, shelve, rescue, snapshot, consoles, password, interface
+      attach, config drive, metadata service, personality) is off: those
+      routes do not exist. A create answers with an ``adminPass``, as
+      Nova does with ``enable_instance_password``. Servers are never
+      reachable (fake driver): no validation.
     - The scheduler filters are the ones the scheduler runs by default.
     """
     values = {
@@ -189,10 +190,10 @@ def tempest_conf(keystone, compute_url, workspace):
         change_password = false
         console_output = false
         resize = false
-        pause = false
+        pause = true
         shelve = false
         shelve_migrate = false
-        suspend = false
+        suspend = true
         cold_migration = false
         live_migration = false
         live_migrate_back_and_forth = false
