@@ -47,32 +47,31 @@ def _api_db():
     return CONF.api_database.connection
 
 
-def defaults(session=None):
-    """``{resource: limit}`` every project starts from."""
-    limits = {name: getattr(CONF.quota, name) for name in RESOURCES}
-    if session is None:
-        with engines.reader(_api_db()) as session:
-            return defaults(session)
-    qc = models.QuotaClass
+def _overridden(session, limits, model, column, owner):
+    """``limits`` with the rows of ``model`` whose ``column`` is
+    ``owner`` written over them."""
     for resource, limit in session.execute(
-            sa.select(qc.resource, qc.hard_limit).where(
-                qc.class_name == DEFAULT_CLASS)):
+            sa.select(model.resource, model.hard_limit).where(
+                getattr(model, column) == owner)):
         if resource in limits:
             limits[resource] = limit
     return limits
 
 
+def defaults(session=None):
+    """``{resource: limit}`` every project starts from."""
+    if session is None:
+        with engines.reader(_api_db()) as session:
+            return defaults(session)
+    return _overridden(
+        session, {name: getattr(CONF.quota, name) for name in RESOURCES},
+        models.QuotaClass, 'class_name', DEFAULT_CLASS)
+
+
 def class_limits(class_name):
     with engines.reader(_api_db()) as session:
-        limits = defaults(session)
-        if class_name != DEFAULT_CLASS:
-            qc = models.QuotaClass
-            for resource, limit in session.execute(
-                    sa.select(qc.resource, qc.hard_limit).where(
-                        qc.class_name == class_name)):
-                if resource in limits:
-                    limits[resource] = limit
-        return limits
+        return _overridden(session, defaults(session), models.QuotaClass,
+                           'class_name', class_name)
 
 
 def limits(project_id, session=None):
@@ -80,14 +79,8 @@ def limits(project_id, session=None):
     if session is None:
         with engines.reader(_api_db()) as session:
             return limits(project_id, session)
-    result = defaults(session)
-    q = models.Quota
-    for resource, limit in session.execute(
-            sa.select(q.resource, q.hard_limit).where(
-                q.project_id == project_id)):
-        if resource in result:
-            result[resource] = limit
-    return result
+    return _overridden(session, defaults(session), models.Quota,
+                       'project_id', project_id)
 
 
 def usage(project_id, user_id=None, session=None):
