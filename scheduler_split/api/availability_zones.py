@@ -34,11 +34,25 @@ def compute_zones(req, ctx):
 
 
 def check_requested_zone(req, ctx, zone):
-    """At boot: 400 unless some compute host is in ``zone``."""
-    if not zone or zone in compute_zones(req, ctx):
+    """At boot: 400 unless some compute host is in ``zone``.
+
+    When no scheduler can answer (during a rolling upgrade the schedulers
+    of the previous release do not know the call, and the client is
+    capped below it), the boot goes on unchecked: the scheduler's
+    AvailabilityZoneFilter still keeps it in the zone, and a zone with no
+    host ends the build in ERROR, as in the previous release.
+    """
+    if not zone:
         return
-    raise errors.bad_request('The requested availability zone is not '
-                             'available')
+    try:
+        zones = req.compute_api.scheduler.get_availability_zones(ctx)
+    except messaging.MessagingException as exc:
+        LOG.warning('No scheduler said which availability zones exist (%s); '
+                    'the boot into %s goes on unchecked', exc, zone)
+        return
+    if zone not in zones:
+        raise errors.bad_request('The requested availability zone is not '
+                                 'available')
 
 
 def _zone_state(hosts):

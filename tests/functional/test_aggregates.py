@@ -230,3 +230,27 @@ def test_aggregate_metadata_steers_flavors_and_projects(
     gold = system.api.as_user('u1:p-gold')
     mine = [gold.boot(name='g%d' % i, flavor='1') for i in range(6)]
     assert 'cell1-compute2' in _hosts_of(api, mine)
+
+
+def test_a_boot_into_a_zone_goes_on_when_no_scheduler_can_say(
+        start_system, monkeypatch):
+    """During a rolling upgrade the schedulers of the previous release
+    cannot list the zones: the boot is not refused for it, and the
+    scheduler keeps it in its zone."""
+    import oslo_messaging as messaging
+
+    from scheduler_split.scheduler import client
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    zone = _create(api, 'rack-a', zone='az1')
+    _add_host(api, zone['id'], 'cell1-compute2')
+
+    def refuse(self, ctx):
+        raise messaging.RPCVersionCapError(version='1.3', version_cap='1.0')
+    monkeypatch.setattr(client.SchedulerClient, 'get_availability_zones',
+                        refuse)
+    server = api.boot(name='z', availability_zone='az1')
+    assert _hosts_of(api, [server]) == ['cell1-compute2']
+    # A zone no host is in now ends in ERROR rather than a 400.
+    lost = api.boot(name='lost', availability_zone='nowhere')
+    assert api.wait_for(lost)['status'] == 'ERROR'
