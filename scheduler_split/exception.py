@@ -48,6 +48,16 @@ class FlavorNotFound(NotFound):
     msg_fmt = 'Flavor %(flavor_id)s could not be found.'
 
 
+class FlavorExtraSpecsNotFound(NotFound):
+    msg_fmt = ('Flavor %(flavor_id)s has no extra specs with key '
+               '%(extra_specs_key)s.')
+
+
+class FlavorAccessNotFound(NotFound):
+    msg_fmt = ('Flavor access not found for %(flavor_id)s / '
+               '%(project_id)s combination.')
+
+
 class ImageNotFound(NotFound):
     msg_fmt = 'Image %(image_id)s could not be found.'
 
@@ -67,6 +77,19 @@ class BuildRequestNotFound(NotFound):
 class Conflict(SchedulerSplitException):
     msg_fmt = 'Conflict: %(reason)s'
     code = 409
+
+
+class FlavorExists(Conflict):
+    msg_fmt = 'Flavor with name %(name)s already exists.'
+
+
+class FlavorIdExists(Conflict):
+    msg_fmt = 'Flavor with ID %(flavor_id)s already exists.'
+
+
+class FlavorAccessExists(Conflict):
+    msg_fmt = ('Flavor access already exists for flavor %(flavor_id)s and '
+               'project %(project_id)s combination.')
 
 
 class NotAuthorized(SchedulerSplitException):

@@ -319,8 +319,11 @@ def create(req, ctx, version):
                  '%d may be created in one request.'
             % (max_count, CONF.api.max_servers_per_request))
     try:
+        # A private flavor only for projects given access to it.
         flavor = objects.Flavor.get_by_flavor_id(
-            ctx, _flavor_id(server['flavorRef']))
+            ctx, _flavor_id(server['flavorRef']),
+            project_id=None if policy.check_is_admin(ctx)
+            else ctx.project_id)
     except exception.FlavorNotFound:
         raise errors.bad_request('Flavor %s could not be found.'
                                  % server['flavorRef'])

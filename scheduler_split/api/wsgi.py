@@ -21,6 +21,8 @@ from scheduler_split.api import aggregates
 from scheduler_split.api import auth
 from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
+from scheduler_split.api import flavor_access
+from scheduler_split.api import flavor_extra_specs
 from scheduler_split.api import flavors
 from scheduler_split.api import hypervisors
 from scheduler_split.api import identity
@@ -50,9 +52,19 @@ ROUTES = {
     '/v2.1/': {'GET': versions.v21},
     '/v2': {'GET': versions.v20},
     '/v2/': {'GET': versions.v20},
-    '/v2.1/flavors': {'GET': flavors.index},
+    '/v2.1/flavors': {'GET': flavors.index, 'POST': flavors.create},
     '/v2.1/flavors/detail': {'GET': flavors.detail},
-    '/v2.1/flavors/{flavor_id}': {'GET': flavors.show},
+    '/v2.1/flavors/{flavor_id}': {'GET': flavors.show,
+                                  'PUT': flavors.update,
+                                  'DELETE': flavors.delete},
+    '/v2.1/flavors/{flavor_id}/action': {'POST': flavor_access.action},
+    '/v2.1/flavors/{flavor_id}/os-flavor-access': {
+        'GET': flavor_access.index},
+    '/v2.1/flavors/{flavor_id}/os-extra_specs': {
+        'GET': flavor_extra_specs.index, 'POST': flavor_extra_specs.create},
+    '/v2.1/flavors/{flavor_id}/os-extra_specs/{key}': {
+        'GET': flavor_extra_specs.show, 'PUT': flavor_extra_specs.update,
+        'DELETE': flavor_extra_specs.delete},
     '/v2.1/servers': {'GET': servers.index, 'POST': servers.create},
     '/v2.1/servers/detail': {'GET': servers.detail},
     '/v2.1/servers/{server_id}': {'GET': servers.show,

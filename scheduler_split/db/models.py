@@ -110,6 +110,8 @@ class Flavor(_Timestamps, ApiBase):
     description = sa.Column(sa.Text, nullable=True)
     extra_specs = orm.relationship('FlavorExtraSpec', lazy='selectin',
                                    cascade='all, delete-orphan')
+    projects = orm.relationship('FlavorProject', lazy='selectin',
+                                cascade='all, delete-orphan')
 
 
 class FlavorExtraSpec(_Timestamps, ApiBase):
@@ -120,6 +122,17 @@ class FlavorExtraSpec(_Timestamps, ApiBase):
                           nullable=False)
     key = sa.Column(sa.String(255), nullable=False)
     value = sa.Column(sa.String(255), nullable=True)
+
+
+class FlavorProject(_Timestamps, ApiBase):
+    """A project that may see and use a private flavor."""
+    __tablename__ = 'flavor_projects'
+    __table_args__ = (sa.UniqueConstraint('flavor_id', 'project_id'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    flavor_id = sa.Column(sa.Integer,
+                          sa.ForeignKey('flavors.id', ondelete='CASCADE'),
+                          nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
 
 
 class InstanceGroup(_Timestamps, ApiBase):

@@ -48,20 +48,33 @@ class Flavor(base.SchedulerSplitObject):
         return flavor
 
     @classmethod
-    def get_by_flavor_id(cls, ctx, flavorid):
+    def get_by_flavor_id(cls, ctx, flavorid, project_id=None):
+        """The flavor of that id; with ``project_id``, only if it is
+        public or that project was given access to it."""
         with engines.reader(CONF.api_database.connection) as session:
-            row = session.scalars(sa.select(models.Flavor).where(
-                models.Flavor.flavorid == str(flavorid))).first()
-            if row is None:
+            row = _row(session, flavorid)
+            if project_id is not None and not row.is_public and \
+                    project_id not in {p.project_id for p in row.projects}:
                 raise exception.FlavorNotFound(flavor_id=flavorid)
             return cls._from_row(row)
 
     @classmethod
-    def get_all(cls, ctx, is_public=True):
+    def get_all(cls, ctx, is_public=True, project_id=None, sort_key=None,
+                sort_dir='asc'):
+        """Flavors by ``is_public`` (None: all). With ``project_id`` the
+        private flavors that project has access to come with the public
+        ones."""
+        flavor = models.Flavor
+        key = getattr(flavor, sort_key or 'flavorid')
+        order = key.desc() if sort_dir == 'desc' else key.asc()
         with engines.reader(CONF.api_database.connection) as session:
-            query = sa.select(models.Flavor).order_by(models.Flavor.flavorid)
+            query = sa.select(flavor).order_by(order, flavor.id)
             if is_public is not None:
-                query = query.where(models.Flavor.is_public == is_public)
+                condition = flavor.is_public == is_public
+                if is_public and project_id is not None:
+                    condition = sa.or_(condition, flavor.projects.any(
+                        models.FlavorProject.project_id == project_id))
+                query = query.where(condition)
             return [cls._from_row(row) for row in session.scalars(query)]
 
     def create(self, ctx):
@@ -73,6 +86,99 @@ class Flavor(base.SchedulerSplitObject):
                                for k, v in self.get('extra_specs',
                                                     {}).items()]
             session.add(row)
-            session.flush()
+            try:
+                session.flush()
+            except sa.exc.IntegrityError:
+                raise _duplicate(ctx, self.flavorid, self.name)
             self.id = row.id
         self.obj_reset_changes()
+
+    def destroy(self, ctx):
+        with engines.writer(CONF.api_database.connection) as session:
+            session.delete(_row(session, self.flavorid))
+
+    def save_description(self, ctx, description):
+        with engines.writer(CONF.api_database.connection) as session:
+            _row(session, self.flavorid).description = description
+        self.description = description
+        self.obj_reset_changes(['description'])
+
+    def update_extra_specs(self, ctx, specs):
+        """Set ``specs`` (a dict of strings) over the flavor's own, in one
+        transaction."""
+        with engines.writer(CONF.api_database.connection) as session:
+            row = _row(session, self.flavorid)
+            current = {s.key: s for s in row.extra_specs}
+            for key, value in specs.items():
+                if key in current:
+                    current[key].value = value
+                else:
+                    row.extra_specs.append(
+                        models.FlavorExtraSpec(key=key, value=value))
+            try:
+                session.flush()
+            except sa.exc.IntegrityError:
+                # Another request added one of these keys first.
+                raise exception.Conflict(
+                    reason='the extra specs of flavor %s changed '
+                           'concurrently' % self.flavorid)
+            self.extra_specs = {s.key: s.value for s in row.extra_specs}
+        self.obj_reset_changes(['extra_specs'])
+
+    def delete_extra_spec(self, ctx, key):
+        with engines.writer(CONF.api_database.connection) as session:
+            row = _row(session, self.flavorid)
+            spec = next((s for s in row.extra_specs if s.key == key), None)
+            if spec is None:
+                raise exception.FlavorExtraSpecsNotFound(
+                    flavor_id=self.flavorid, extra_specs_key=key)
+            row.extra_specs.remove(spec)
+            self.extra_specs = {s.key: s.value for s in row.extra_specs}
+        self.obj_reset_changes(['extra_specs'])
+
+    def projects(self, ctx):
+        """The projects given access to this (private) flavor."""
+        with engines.reader(CONF.api_database.connection) as session:
+            return sorted(p.project_id
+                          for p in _row(session, self.flavorid).projects)
+
+    def add_access(self, ctx, project_id):
+        with engines.writer(CONF.api_database.connection) as session:
+            row = _row(session, self.flavorid)
+            if project_id in {p.project_id for p in row.projects}:
+                raise exception.FlavorAccessExists(
+                    flavor_id=self.flavorid, project_id=project_id)
+            row.projects.append(models.FlavorProject(project_id=project_id))
+            try:
+                session.flush()
+            except sa.exc.IntegrityError:
+                raise exception.FlavorAccessExists(
+                    flavor_id=self.flavorid, project_id=project_id)
+
+    def remove_access(self, ctx, project_id):
+        with engines.writer(CONF.api_database.connection) as session:
+            row = _row(session, self.flavorid)
+            access = next((p for p in row.projects
+                           if p.project_id == project_id), None)
+            if access is None:
+                raise exception.FlavorAccessNotFound(
+                    flavor_id=self.flavorid, project_id=project_id)
+            row.projects.remove(access)
+
+
+def _row(session, flavorid):
+    row = session.scalars(sa.select(models.Flavor).where(
+        models.Flavor.flavorid == str(flavorid))).first()
+    if row is None:
+        raise exception.FlavorNotFound(flavor_id=flavorid)
+    return row
+
+
+def _duplicate(ctx, flavorid, name):
+    """Which of the flavor's id or name another flavor already has."""
+    with engines.reader(CONF.api_database.connection) as session:
+        taken = session.scalars(sa.select(models.Flavor.flavorid).where(
+            models.Flavor.flavorid == str(flavorid))).first()
+    if taken is not None:
+        return exception.FlavorIdExists(flavor_id=flavorid)
+    return exception.FlavorExists(name=name)

@@ -295,3 +295,46 @@ def test_openstack_cli_places_servers_with_same_and_different_host_hints(
         'os:scheduler_hints': {'same_host': 'not-a-uuid'}})
     assert resp.status_code == 400, resp.text
     assert 'same_host' in resp.json()['badRequest']['message']
+
+
+def test_openstack_cli_creates_sets_unsets_and_deletes_flavors(
+        start_system, openstack_cli):
+    system = start_system(cells=1, hosts_per_cell=2)
+    cli = openstack_cli(system)
+    created = json.loads(cli(
+        'flavor', 'create', '--ram', '128', '--vcpus', '2', '--disk', '1',
+        '--description', 'for tests', '--property',
+        'aggregate_instance_extra_specs:ssd=true', '-f', 'json',
+        'm1.custom'))
+    assert (created['ram'], created['vcpus'], created['disk']) == (
+        128, 2, 1)
+    cli('flavor', 'set', '--property', 'hw:numa_nodes=1', 'm1.custom')
+    shown = json.loads(cli('flavor', 'show', '-f', 'json', 'm1.custom'))
+    assert shown['properties'] == {
+        'aggregate_instance_extra_specs:ssd': 'true', 'hw:numa_nodes': '1'}
+    assert shown['description'] == 'for tests'
+    cli('flavor', 'unset', '--property', 'hw:numa_nodes', 'm1.custom')
+    shown = json.loads(cli('flavor', 'show', '-f', 'json', 'm1.custom'))
+    assert shown['properties'] == {
+        'aggregate_instance_extra_specs:ssd': 'true'}
+
+    # A private flavor of another project: listed for the admin only on
+    # request, and bootable by the admin.
+    cli('flavor', 'create', '--ram', '64', '--vcpus', '1', '--disk', '1',
+        '--private', '--project', 'p1', 'm1.private')
+    assert [a['tenant_id'] for a in system.api.get(
+        '/v2.1/flavors/%s/os-flavor-access' % json.loads(cli(
+            'flavor', 'show', '-f', 'json', 'm1.private'))['id']).json()[
+        'flavor_access']] == ['p1']
+    assert 'm1.private' not in [f['Name'] for f in json.loads(
+        cli('flavor', 'list', '-f', 'json'))]
+    assert 'm1.private' in [f['Name'] for f in json.loads(
+        cli('flavor', 'list', '--private', '-f', 'json'))]
+    server = json.loads(cli('server', 'create', '--flavor', 'm1.private',
+                            '--image', 'cirros', '--no-network', '--wait',
+                            '-f', 'json', 'vm1'))
+    assert server['status'] == 'ACTIVE'
+
+    cli('flavor', 'delete', 'm1.custom')
+    assert 'm1.custom' not in [f['Name'] for f in json.loads(
+        cli('flavor', 'list', '--all', '-f', 'json'))]

@@ -1,0 +1,31 @@
+"""which projects may use a private flavor
+
+Revision ID: 0006
+Revises: 0005
+Create Date: 2026-11-22
+"""
+
+from alembic import op
+import sqlalchemy as sa
+
+revision = '0006'
+down_revision = '0005'
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.create_table(
+        'flavor_projects',
+        sa.Column('id', sa.Integer(), primary_key=True),
+        sa.Column('flavor_id', sa.Integer(),
+                  sa.ForeignKey('flavors.id', ondelete='CASCADE'),
+                  nullable=False),
+        sa.Column('project_id', sa.String(255), nullable=False),
+        sa.Column('created_at', sa.DateTime(), nullable=False),
+        sa.Column('updated_at', sa.DateTime(), nullable=True),
+        sa.UniqueConstraint('flavor_id', 'project_id'))
+
+
+def downgrade():
+    op.drop_table('flavor_projects')
