@@ -1,14 +1,28 @@
-"""Identity version discovery and project lookup, for clients with auth
-type none.
+"""Identity for the all-in-one, which has no identity service.
 
 ``openstack server list`` builds an Identity v3 client before it sends a
 single compute request, and fails when no identity endpoint answers
 version discovery; ``openstack quota show PROJECT`` looks the project up
-by name or id. The all-in-one has no identity service: without
-authentication a project is whatever a token names, so it serves the two
-discovery documents under ``/identity`` and answers a project lookup with
-the project of that id (and name), nothing else.
+by name or id; ``openstack quota set`` and ``limits show`` read the
+service catalog to learn which services the cloud has. Without
+authentication (``noauth2``) a project is whatever a token names, so this
+serves the two discovery documents under ``/identity``, answers a project
+lookup with the project of that id (and name), and issues tokens: a login
+with a token or a user name and password gets the ``user:project`` token
+that ``noauth2`` trusts, with a catalog of the services this API serves
+(compute, image, identity), nothing else. Behind Keystone none of it
+issues anything: tokens come from Keystone.
 """
+
+import datetime
+import json
+
+import webob
+
+from scheduler_split.api import errors
+from scheduler_split import conf
+
+CONF = conf.CONF
 
 _UPDATED = '2024-01-01T00:00:00Z'
 
@@ -44,3 +58,71 @@ def projects(req, ctx, version):
 
 def project(req, ctx, version, project_id):
     return {'project': _project(project_id)}
+
+
+def _catalog(base_url):
+    def entry(service_type, name, url):
+        return {'id': service_type, 'type': service_type, 'name': name,
+                'endpoints': [
+                    {'id': '%s-%s' % (service_type, interface),
+                     'interface': interface, 'region': 'RegionOne',
+                     'region_id': 'RegionOne', 'url': url}
+                    for interface in ('public', 'internal', 'admin')]}
+    return [entry('compute', 'nova', base_url + '/v2.1'),
+            entry('image', 'glance', base_url + '/image'),
+            entry('identity', 'keystone', base_url + '/identity')]
+
+
+def _login(auth):
+    """(user, project) of a v3 login body, or a 400/401 naming why."""
+    identity = auth.get('identity') or {}
+    methods = identity.get('methods') or []
+    user = None
+    if 'token' in methods:
+        token = (identity.get('token') or {}).get('id') or ''
+        user, _, project = token.partition(':')
+        project = project or user
+    elif 'password' in methods:
+        entry = (identity.get('password') or {}).get('user') or {}
+        user = entry.get('name') or entry.get('id')
+        project = None
+    else:
+        raise errors.bad_request('Only the token and password methods are '
+                                 'served: %s' % methods)
+    if not user:
+        raise errors.HTTPError(401, 'The request you have made requires '
+                                    'authentication.')
+    scope = (auth.get('scope') or {}).get('project') or {}
+    project = scope.get('id') or scope.get('name') or project or user
+    return user, project
+
+
+def tokens(req, ctx, version):
+    """``POST /identity/v3/auth/tokens`` under ``noauth2``: a token for
+    ``user:project``, with the catalog of this API's services."""
+    if CONF.api.auth_strategy != 'noauth2':
+        raise errors.not_found('The resource could not be found.')
+    body = req.json_body_or_error()
+    if not isinstance(body, dict) or not isinstance(body.get('auth'), dict):
+        raise errors.bad_request("Expecting to find auth in request body.")
+    user, project = _login(body['auth'])
+    now = datetime.datetime.now(datetime.timezone.utc).replace(
+        microsecond=0)
+    roles = ['reader', 'member'] + (['admin'] if user == 'admin' else [])
+    domain = {'id': 'default', 'name': 'Default'}
+    token = {
+        'methods': body['auth']['identity']['methods'],
+        'user': {'id': user, 'name': user, 'domain': domain,
+                 'password_expires_at': None},
+        'project': {'id': project, 'name': project, 'domain': domain},
+        'roles': [{'id': r, 'name': r} for r in roles],
+        'issued_at': now.isoformat().replace('+00:00', '.000000Z'),
+        'expires_at': (now + datetime.timedelta(days=1)).isoformat().replace(
+            '+00:00', '.000000Z'),
+        'catalog': _catalog(req.application_url),
+    }
+    response = webob.Response(status=201, content_type='application/json',
+                              charset='UTF-8')
+    response.headers['X-Subject-Token'] = '%s:%s' % (user, project)
+    response.text = json.dumps({'token': token})
+    return response

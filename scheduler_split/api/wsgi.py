@@ -137,13 +137,15 @@ ROUTES = {
     '/identity/': {'GET': identity.versions},
     '/identity/v3': {'GET': identity.v3},
     '/identity/v3/': {'GET': identity.v3},
+    '/identity/v3/auth/tokens': {'POST': identity.tokens},
     '/identity/v3/projects': {'GET': identity.projects},
     '/identity/v3/projects/{project_id}': {'GET': identity.project},
 }
 
 # Paths that answer without authentication (version discovery).
 PUBLIC = {'', '/', '/v2.1', '/v2.1/', '/v2', '/v2/', '/image', '/image/',
-          '/identity', '/identity/', '/identity/v3', '/identity/v3/'}
+          '/identity', '/identity/', '/identity/v3', '/identity/v3/',
+          '/identity/v3/auth/tokens'}
 
 
 class Request(webob.Request):

@@ -91,22 +91,25 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
 def write_clouds_yaml(state_dir, base_url, keystone_url=None):
     """A clouds.yaml for the openstack CLI and openstacksdk.
 
-    With noauth2 it needs nothing more; behind Keystone it names the
-    Keystone to log in to, and the user adds their own credentials
-    (``OS_USERNAME``, ``OS_PASSWORD``, ``OS_PROJECT_NAME``).
+    With noauth2 it logs in to the API's own identity endpoint with the
+    token ``admin:admin`` and finds the services in the catalog that
+    answers; behind Keystone it names the Keystone to log in to, and the
+    user adds their own credentials (``OS_USERNAME``, ``OS_PASSWORD``,
+    ``OS_PROJECT_NAME``).
     """
     path = os.path.join(state_dir, 'clouds.yaml')
-    cloud = {
-        'compute_endpoint_override': base_url + '/v2.1',
-        'image_endpoint_override': base_url + '/image',
-    }
     if keystone_url:
-        cloud.update(auth_type='password', auth={
-            'auth_url': keystone_url, 'user_domain_name': 'Default',
-            'project_domain_name': 'Default'})
+        cloud = {
+            'compute_endpoint_override': base_url + '/v2.1',
+            'image_endpoint_override': base_url + '/image',
+            'auth_type': 'password',
+            'auth': {'auth_url': keystone_url,
+                     'user_domain_name': 'Default',
+                     'project_domain_name': 'Default'}}
     else:
-        cloud.update(auth_type='none',
-                     identity_endpoint_override=base_url + '/identity')
+        cloud = {'auth_type': 'v3token',
+                 'auth': {'auth_url': base_url + '/identity/v3',
+                          'token': 'admin:admin', 'project_id': 'admin'}}
     with open(path, 'w') as f:
         yaml.safe_dump({'clouds': {'scheduler-split': cloud}}, f,
                        default_flow_style=False)

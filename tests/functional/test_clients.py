@@ -8,8 +8,10 @@ import sys
 
 import openstack
 import pytest
+import requests
 
 from scheduler_split.cmd import all_in_one
+from tests.functional.fixtures import nova_error
 
 pytestmark = pytest.mark.functional
 
@@ -228,22 +230,23 @@ def test_openstack_cli_shows_and_sets_quotas_limits_and_key_pairs(
     by_name = {row['Resource']: row['Limit'] for row in shown} \
         if isinstance(shown, list) else shown
     assert by_name['instances'] == 10 and by_name['cores'] == 20
-    # The CLI's quota set (and limits show) probe the block-storage
-    # service first, which a cloud without a service catalog cannot
-    # answer: set it through the API, and see it through the CLI.
-    resp = system.api.put('/v2.1/os-quota-sets/admin', {'quota_set': {
-        'instances': 5, 'cores': 8}})
-    assert resp.status_code == 200, resp.text
+    cli('quota', 'set', '--instances', '5', '--cores', '8', 'admin')
     shown = json.loads(cli('quota', 'show', '--compute', 'admin', '-f',
                            'json'))
     by_name = {row['Resource']: row['Limit'] for row in shown} \
         if isinstance(shown, list) else shown
     assert (by_name['instances'], by_name['cores']) == (5, 8)
+    assert system.api.get('/v2.1/os-quota-sets/admin').json()[
+        'quota_set']['instances'] == 5
     defaults = json.loads(cli('quota', 'show', '--compute', '--default',
                               'admin', '-f', 'json'))
     by_name = {row['Resource']: row['Limit'] for row in defaults} \
         if isinstance(defaults, list) else defaults
     assert by_name['instances'] == 10
+    limits = {row['Name']: row['Value'] for row in json.loads(
+        cli('limits', 'show', '--absolute', '-f', 'json'))}
+    assert (limits['instances'], limits['total_cores']) == (5, 8)
+    assert limits['instances_used'] == 0
 
     generated = cli('keypair', 'create', 'k1')
     assert 'PRIVATE KEY' in generated
@@ -338,3 +341,32 @@ def test_openstack_cli_creates_sets_unsets_and_deletes_flavors(
     cli('flavor', 'delete', 'm1.custom')
     assert 'm1.custom' not in [f['Name'] for f in json.loads(
         cli('flavor', 'list', '--all', '-f', 'json'))]
+
+
+def test_noauth_identity_issues_tokens_with_this_apis_catalog(start_system):
+    system = start_system(cells=1, hosts_per_cell=1)
+    url = system.base_url + '/identity/v3/auth/tokens'
+    resp = requests.post(url, json={'auth': {
+        'identity': {'methods': ['password'], 'password': {'user': {
+            'name': 'u1', 'password': 'x', 'domain': {'id': 'default'}}}},
+        'scope': {'project': {'name': 'p1',
+                              'domain': {'id': 'default'}}}}})
+    assert resp.status_code == 201, resp.text
+    assert resp.headers['X-Subject-Token'] == 'u1:p1'
+    token = resp.json()['token']
+    assert (token['user']['id'], token['project']['id']) == ('u1', 'p1')
+    assert {e['type']: e['endpoints'][0]['url'] for e in token['catalog']} \
+        == {'compute': system.base_url + '/v2.1',
+            'image': system.base_url + '/image',
+            'identity': system.base_url + '/identity'}
+    # The token it issued is one noauth2 trusts.
+    assert requests.get(system.base_url + '/v2.1/servers', headers={
+        'X-Auth-Token': resp.headers['X-Subject-Token']}).status_code == 200
+    resp = requests.post(url, json={'auth': {'identity': {
+        'methods': ['token'], 'token': {'id': 'admin:admin'}}}})
+    assert resp.headers['X-Subject-Token'] == 'admin:admin'
+    assert [r['name'] for r in resp.json()['token']['roles']] == [
+        'reader', 'member', 'admin']
+    nova_error(requests.post(url, json={'nope': 1}), 400, 'badRequest')
+    nova_error(requests.post(url, json={'auth': {'identity': {
+        'methods': ['totp']}}}), 400, 'badRequest')
