@@ -4,10 +4,22 @@ Off unless ``[oslo_messaging_notifications] driver`` is set (e.g.
 ``messagingv2``). Payloads are versioned objects, sent as their
 primitives, so a consumer can tell what version of a payload it reads:
 
-- ``select_destinations.start`` / ``.end`` / ``.error``: from the
-  super-conductor around its one call to the scheduler.
+Event types are Nova's, so that consumers of Nova's notifications read
+them unchanged:
+
+- ``scheduler.select_destinations.start`` / ``.end``: from the
+  super-conductor around its one call to the scheduler (claims
+  included), which is where the scheduler's notifications moved.
+- ``compute_task.build_instances.error``: from the super-conductor, for
+  each instance of a request the scheduler could not place.
 - ``instance.create.start`` / ``.end`` / ``.error``: from the compute a
-  build runs on.
+  build runs on; ``instance.delete.start`` / ``.end`` from the compute a
+  server is deleted on.
+- ``instance.power_off``, ``power_on``, ``reboot``, ``pause``,
+  ``unpause``, ``suspend``, ``resume`` (``.start`` / ``.end``, and
+  ``.error`` for a reboot that fails): from the compute;
+  ``instance.lock``, ``instance.unlock`` and ``instance.update`` (a
+  rename, metadata or tags) from the API.
 """
 
 import logging
@@ -37,6 +49,18 @@ class SelectDestinationsPayload(base.SchedulerSplitObject):
         'flavor_name': fields.StringField(),
         'num_alternates': fields.IntegerField(),
         'fault_message': fields.StringField(nullable=True, default=None),
+    }
+
+
+@base.ObjectRegistry.register
+class ComputeTaskPayload(base.SchedulerSplitObject):
+    VERSION = '1.0'
+
+    fields = {
+        'instance_uuid': fields.UUIDField(),
+        'flavor_name': fields.StringField(),
+        'state': fields.StringField(),
+        'reason': fields.StringField(nullable=True, default=None),
     }
 
 

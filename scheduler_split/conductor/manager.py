@@ -136,30 +136,44 @@ class SuperConductorManager:
         uuids = [br.instance_uuid for br in build_requests]
         num_alternates = CONF.conductor.build_max_attempts - 1
 
-        def payload(exc=None):
+        def payload():
             return notifications.SelectDestinationsPayload(
                 instance_uuids=uuids, flavor_name=spec_obj.flavor.name,
-                num_alternates=num_alternates,
-                fault_message=exception.describe(exc) if exc else None)
+                num_alternates=num_alternates)
 
+        # The scheduler's notifications, under Nova's names, from the one
+        # caller of the scheduler: consumers of Nova's see them unchanged.
         publisher = 'scheduler-split-conductor:%s' % CONF.host
-        notifications.emit(ctx, publisher, 'select_destinations.start',
-                           payload)
+        notifications.emit(ctx, publisher,
+                           'scheduler.select_destinations.start', payload)
         try:
             host_lists = self.scheduler.select_destinations(
                 ctx, spec_obj, uuids, return_alternates=True,
                 num_alternates=num_alternates)
         except Exception as exc:
-            notifications.emit(ctx, publisher, 'select_destinations.error',
-                               functools.partial(payload, exc), error=True)
+            self._notify_build_error(ctx, uuids, spec_obj, exc)
             self._scheduling_failed(ctx, build_requests, uuids, exc)
             return
-        notifications.emit(ctx, publisher, 'select_destinations.end',
-                           payload)
+        notifications.emit(ctx, publisher,
+                           'scheduler.select_destinations.end', payload)
 
         for build_request, request_spec, host_list in zip(
                 build_requests, request_specs, host_lists):
             self._build_in_cell(ctx, build_request, request_spec, host_list)
+
+    @staticmethod
+    def _notify_build_error(ctx, uuids, spec_obj, exc):
+        """``compute_task.build_instances.error`` for each instance the
+        scheduler did not place, as Nova's conductor sends it."""
+        publisher = 'scheduler-split-conductor:%s' % CONF.host
+        for uuid in uuids:
+            notifications.emit(
+                ctx, publisher, 'compute_task.build_instances.error',
+                functools.partial(
+                    notifications.ComputeTaskPayload, instance_uuid=uuid,
+                    flavor_name=spec_obj.flavor.name, state='error',
+                    reason=exception.describe(exc)),
+                error=True)
 
     def _scheduling_failed(self, ctx, build_requests, uuids, exc):
         """The instances of a request the scheduler did not place go to

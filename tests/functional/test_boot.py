@@ -218,6 +218,8 @@ def test_scheduler_takes_up_a_cell_mapped_while_it_runs(start_system):
 
 def test_versioned_notifications_tell_scheduling_and_builds(start_system,
                                                             fake_driver):
+    """Nova's event types, so that consumers of Nova's notifications read
+    them unchanged."""
     from oslo_messaging.notify import _impl_test
 
     from scheduler_split import conf
@@ -229,25 +231,40 @@ def test_versioned_notifications_tell_scheduling_and_builds(start_system,
     _impl_test.reset()
     fake_driver('fail_hosts', ['cell1-compute1'])
     system = start_system(cells=1, hosts_per_cell=2)
+
+    def sent():
+        return [(message['event_type'], message['publisher_id'],
+                 message['payload']['scheduler_split_object.name'],
+                 message['payload']['scheduler_split_object.data'])
+                for _, message, _, _ in _impl_test.NOTIFICATIONS]
     try:
         system.api.boot(name='told', count=2)
         for server in system.api.servers():
             assert system.api.wait_for(server['id'])['status'] == 'ACTIVE'
-        sent = [(message['event_type'], message['publisher_id'],
-                 message['payload']['scheduler_split_object.name'],
-                 message['payload']['scheduler_split_object.data'])
-                for _, message, _, _ in _impl_test.NOTIFICATIONS]
+        built = sent()
+        _impl_test.reset()
+        nowhere = system.api.boot(name='nowhere', flavor='5')
+        assert system.api.wait_for(nowhere)['status'] == 'ERROR'
+        unplaced = sent()
+        _impl_test.reset()
+        victim = [s['id'] for s in system.api.servers()
+                  if s['name'].startswith('told')][0]
+        assert system.api.delete('/v2.1/servers/' + victim).status_code \
+            == 204
+        system.api.wait_gone(victim)
+        deleted = sent()
     finally:
         notifications.reset()
 
-    events = [(event, publisher) for event, publisher, _, _ in sent]
+    scheduler = 'scheduler-split-conductor:all-in-one'
+    events = [(event, publisher) for event, publisher, _, _ in built]
     assert events[:2] == [
-        ('select_destinations.start', 'scheduler-split-conductor:all-in-one'),
-        ('select_destinations.end', 'scheduler-split-conductor:all-in-one')]
-    assert sent[0][2] == 'SelectDestinationsPayload'
-    assert sent[0][3]['num_alternates'] == 2
-    assert len(sent[0][3]['instance_uuids']) == 2
-    creates = [(event, publisher) for event, publisher, _, _ in sent[2:]]
+        ('scheduler.select_destinations.start', scheduler),
+        ('scheduler.select_destinations.end', scheduler)]
+    assert built[0][2] == 'SelectDestinationsPayload'
+    assert built[0][3]['num_alternates'] == 2
+    assert len(built[0][3]['instance_uuids']) == 2
+    creates = [(event, publisher) for event, publisher, _, _ in built[2:]]
     # One build failed on cell1-compute1 and went to the alternate; the
     # other built on cell1-compute2 at once.
     assert sorted(creates) == sorted([
@@ -257,9 +274,22 @@ def test_versioned_notifications_tell_scheduling_and_builds(start_system,
         ('instance.create.end', 'scheduler-split-compute:cell1-compute2'),
         ('instance.create.start', 'scheduler-split-compute:cell1-compute2'),
         ('instance.create.end', 'scheduler-split-compute:cell1-compute2')])
-    error = [data for event, _, _, data in sent
+    error = [data for event, _, _, data in built
              if event == 'instance.create.error'][0]
     assert 'injected spawn failure' in error['fault_message']
+
+    # A flavor no host fits: the scheduler starts, and the conductor
+    # tells of the instance it could not place.
+    assert [(event, publisher) for event, publisher, _, _ in unplaced] == [
+        ('scheduler.select_destinations.start', scheduler),
+        ('compute_task.build_instances.error', scheduler)]
+    assert unplaced[1][3]['instance_uuid'] == nowhere
+    assert 'No valid host' in unplaced[1][3]['reason']
+
+    assert [(event, publisher) for event, publisher, _, _ in deleted] == [
+        ('instance.delete.start', 'scheduler-split-compute:cell1-compute2'),
+        ('instance.delete.end', 'scheduler-split-compute:cell1-compute2')]
+    assert deleted[0][3]['uuid'] == victim
 
 
 def test_admins_can_force_a_host_and_others_cannot(start_system):

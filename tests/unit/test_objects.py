@@ -23,6 +23,7 @@ EXPECTED_FINGERPRINTS = {
     'InstanceCreatePayload': '1.0-39abb3bded1f589e0df854928494b59b',
     'SelectDestinationsPayload': '1.0-310ae6b1adecb0da58c2da4bba84ff49',
     'BuildRequest': '1.0-36b7017fd790efc21e6492097b8fdd3d',
+    'ComputeTaskPayload': '1.0-4a17a046ad8702aa8fd53ecbeb13f038',
     'CellMapping': '1.0-4be932d51d6a4227b18f3a02ed872bd1',
     'Flavor': '1.0-a6ae59e8f275ab1aef73df74fd2d7437',
     'HostMapping': '1.0-9297466faf35f923d342b1558062fa3f',
