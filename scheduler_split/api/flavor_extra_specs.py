@@ -63,4 +63,4 @@ def delete(req, ctx, version, flavor_id, key):
     policy.authorize(
         ctx, 'os_compute_api:os-flavor-extra-specs:delete', target={})
     flavors.get(ctx, flavor_id).delete_extra_spec(ctx, key)
-    return 202, None
+    return 200, None

@@ -1,17 +1,23 @@
 """``/os-keypairs``: SSH key pairs, kept per user in the API database.
 
 A key pair is generated here (RSA 2048, until 2.91; its private key is
-answered once and never stored) or imported from a public key. Each user
+answered once and never stored) or imported from a public key: an SSH
+key, or from 2.2 (``type`` ``x509``) a PEM certificate, generated as a
+self-signed certificate when none is given. Each user
 may hold ``[quota] key_pairs`` of them, counted in the same turn as the
 insert (see ``scheduler_split.quota``).
 """
 
 import base64
+import datetime
 import hashlib
 import re
 
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives import serialization
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
@@ -68,16 +74,49 @@ def fingerprint(public_key):
     return ':'.join(digest[i:i + 2] for i in range(0, len(digest), 2))
 
 
-def _generate():
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
+def x509_fingerprint(certificate):
+    """The SHA-1 fingerprint of a PEM certificate, as Nova prints it; 400
+    for anything else."""
+    try:
+        cert = x509.load_pem_x509_certificate(certificate.encode())
+    except Exception:
+        raise _invalid('failed to generate fingerprint')
+    digest = cert.fingerprint(hashes.SHA1()).hex()
+    return ':'.join(digest[i:i + 2] for i in range(0, len(digest), 2))
+
+
+def _private_pem(key):
+    return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.TraditionalOpenSSL,
         serialization.NoEncryption()).decode()
+
+
+def _generate():
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     public = key.public_key().public_bytes(
         serialization.Encoding.OpenSSH,
         serialization.PublicFormat.OpenSSH).decode()
-    return private, public + ' Generated-by-Nova'
+    return _private_pem(key), public + ' Generated-by-Nova'
+
+
+def _generate_x509(user_id, project_id):
+    """A private key and a self-signed certificate for it, valid ten
+    years, naming the user and project (2.2's ``x509`` key pairs)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([
+        x509.NameAttribute(NameOID.ORGANIZATION_NAME, (project_id or
+                                                       'none')[:64]),
+        x509.NameAttribute(NameOID.COMMON_NAME, (user_id or 'none')[:64])])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=3650))
+            .sign(key, hashes.SHA256()))
+    return _private_pem(key), cert.public_bytes(
+        serialization.Encoding.PEM).decode()
 
 
 def _user(req, ctx, version, rule):
@@ -138,9 +177,6 @@ def create(req, ctx, version):
     if not (_NAME_292 if version >= (2, 92) else _NAME).match(name):
         raise _invalid('The keypair name contains unsafe characters')
     key_type = values.get('type', 'ssh') if version >= (2, 2) else 'ssh'
-    if key_type == 'x509':
-        raise _invalid('x509 certificates are not supported here; import '
-                       'an SSH public key')
     private_key = None
     public_key = values.get('public_key')
     if public_key is None:
@@ -148,8 +184,13 @@ def create(req, ctx, version):
             raise errors.bad_request(
                 "Invalid input for field/attribute keypair. Value: %s. "
                 "'public_key' is a required property" % values)
-        private_key, public_key = _generate()
-    print_ = fingerprint(public_key)
+        if key_type == 'x509':
+            private_key, public_key = _generate_x509(user_id,
+                                                     ctx.project_id)
+        else:
+            private_key, public_key = _generate()
+    print_ = (x509_fingerprint if key_type == 'x509' else
+              fingerprint)(public_key)
     with engines.writer(_api_db()) as session:
         quota.lock_project(session, 'user:' + user_id)
         kp = models.KeyPair

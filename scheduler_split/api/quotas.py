@@ -30,8 +30,7 @@ def _shown(version):
 
 
 def _set_schema(version, with_force):
-    properties = {r: _LIMIT for r in _shown(version)
-                  if r not in quota.NETWORK_DEFAULTS}
+    properties = {r: _LIMIT for r in _shown(version)}
     if with_force:
         properties['force'] = _FORCE
     return {'type': 'object',
@@ -83,10 +82,9 @@ def limits(req, ctx, version):
             'injected_file_content_bytes']
     if version < (2, 36):
         absolute.update({
-            'maxSecurityGroups': quota.NETWORK_DEFAULTS['security_groups'],
-            'maxSecurityGroupRules':
-                quota.NETWORK_DEFAULTS['security_group_rules'],
-            'maxTotalFloatingIps': quota.NETWORK_DEFAULTS['floating_ips'],
+            'maxSecurityGroups': allowed['security_groups'],
+            'maxSecurityGroupRules': allowed['security_group_rules'],
+            'maxTotalFloatingIps': allowed['floating_ips'],
             'totalSecurityGroupsUsed': 0, 'totalFloatingIpsUsed': 0})
     return {'limits': {'rate': [], 'absolute': absolute}}
 
@@ -137,8 +135,6 @@ def update(req, ctx, version, project_id):
         used = quota.usage(project_id, user_id=ctx.user_id, session=session)
         for resource, raw in values.items():
             limit = int(raw)
-            if resource in quota.NETWORK_DEFAULTS:
-                continue
             minimum = used.get(resource, 0)
             if not force and limit != -1 and limit < minimum:
                 raise errors.bad_request(

@@ -43,6 +43,18 @@ def test_quota_sets_in_novas_shapes(start_system):
     assert old['injected_files'] == 5 and old['floating_ips'] == 10
     assert _quota(api.at('2.56'), 'p1')['injected_file_path_bytes'] == 255
     assert 'floating_ips' not in _quota(api.at('2.56'), 'p1')
+    # Before 2.36 the network quotas are set and shown (and enforced
+    # nowhere: there are no networks); from 2.36 they are unknown.
+    assert _set_quota(api.at('2.35'), 'p1', floating_ips=20,
+                      security_groups=30)['floating_ips'] == 20
+    assert _quota(api.at('2.35'), 'p1')['security_groups'] == 30
+    nova_error(api.put('/v2.1/os-quota-sets/p1', {'quota_set': {
+        'floating_ips': 5}}), 400, 'badRequest')
+    resp = api.at('2.35').put('/v2.1/os-quota-class-sets/default', {
+        'quota_class_set': {'fixed_ips': 99, 'floating_ips': 110}})
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()['quota_class_set']['fixed_ips'],
+            resp.json()['quota_class_set']['floating_ips']) == (99, 110)
 
     assert _set_quota(api, 'p1', instances=3, cores='6')['instances'] == 3
     assert (_quota(api, 'p1')['instances'], _quota(api, 'p1')['cores'],
@@ -162,6 +174,22 @@ def test_key_pairs_in_novas_shapes(start_system):
     assert generated['public_key'].startswith('ssh-rsa ')
     assert generated['type'] == 'ssh' and generated['user_id'] == 'u1'
     assert len(generated['fingerprint'].split(':')) == 16
+    # 2.2's x509 key pairs: a self-signed certificate, or an imported one.
+    resp = user.at('2.91').post('/v2.1/os-keypairs', {'keypair': {
+        'name': 'cert', 'type': 'x509'}})
+    assert resp.status_code == 201, resp.text
+    cert = resp.json()['keypair']
+    assert cert['public_key'].startswith('-----BEGIN CERTIFICATE')
+    assert cert['type'] == 'x509'
+    assert len(cert['fingerprint'].split(':')) == 20
+    resp = user.post('/v2.1/os-keypairs', {'keypair': {
+        'name': 'cert2', 'type': 'x509', 'public_key': cert['public_key']}})
+    assert resp.status_code == 201, resp.text
+    assert resp.json()['keypair']['fingerprint'] == cert['fingerprint']
+    nova_error(user.post('/v2.1/os-keypairs', {'keypair': {
+        'name': 'cert3', 'type': 'x509', 'public_key': SSH_KEY}}), 400,
+        'badRequest')
+    assert user.delete('/v2.1/os-keypairs/cert2').status_code in (202, 204)
 
     resp = user.post('/v2.1/os-keypairs', {'keypair': {
         'name': 'imported.key', 'public_key': SSH_KEY}})
@@ -172,11 +200,11 @@ def test_key_pairs_in_novas_shapes(start_system):
     assert old.status_code == 200 and 'type' not in old.json()['keypair']
 
     listed = user.get('/v2.1/os-keypairs').json()['keypairs']
-    assert [k['keypair']['name'] for k in listed] == ['gen', 'imported.key',
-                                                      'old']
+    assert [k['keypair']['name'] for k in listed] == [
+        'cert', 'gen', 'imported.key', 'old']
     page = user.get('/v2.1/os-keypairs', params={'limit': 1}).json()
-    assert [k['keypair']['name'] for k in page['keypairs']] == ['gen']
-    assert 'marker=gen' in page['keypairs_links'][0]['href']
+    assert [k['keypair']['name'] for k in page['keypairs']] == ['cert']
+    assert 'marker=cert' in page['keypairs_links'][0]['href']
     shown = user.get('/v2.1/os-keypairs/imported.key').json()['keypair']
     assert (shown['name'], shown['user_id'], shown['deleted']) == (
         'imported.key', 'u1', False)
