@@ -80,6 +80,7 @@ class ComputeManager(lifecycle.LifecycleMixin):
         # is not among them will not finish (see settle_instances).
         self._building = set()
         self._building_guard = threading.Lock()
+        self.resource_tracker.builds_in_flight = lambda: len(self._building)
         # Why builds failed whose ERROR could not be saved yet.
         self._unsaved_errors = {}
         self._first_settle = True
@@ -245,6 +246,7 @@ class ComputeManager(lifecycle.LifecycleMixin):
         try:
             self.driver.spawn(instance)
         except exception.RescheduledException as exc:
+            self.resource_tracker.build_failed(ctx)
             self._notify(ctx, instance, 'error', exc)
             self._record(ctx, uuid, instance_action.ERROR,
                          '%s; rescheduling' % exc.format_message())
@@ -254,11 +256,13 @@ class ComputeManager(lifecycle.LifecycleMixin):
         except Exception as exc:
             LOG.warning('Build of instance %s failed: %s', uuid, exc,
                         extra={'instance_uuid': uuid})
+            self.resource_tracker.build_failed(ctx)
             self._notify(ctx, instance, 'error', exc)
             self._record(ctx, uuid, instance_action.ERROR,
                          exception.describe(exc))
             self._fail(ctx, instance, exc)
             return
+        self.resource_tracker.build_succeeded(ctx)
         self._record(ctx, uuid, instance_action.SUCCESS,
                      'spawned on %s' % self.host)
         instance.vm_state = instance_obj.ACTIVE

@@ -31,6 +31,11 @@ class ResourceTracker:
         # What the operator said of this service, as its cell conductor
         # last answered a heartbeat (None before the first answer).
         self.service_status = None
+        # Builds that failed here in a row (a success resets it), for
+        # the scheduler's BuildFailureWeigher.
+        self.failed_builds = 0
+        # How many builds run here now (set by the compute manager).
+        self.builds_in_flight = lambda: 0
 
     def stats(self):
         resources = self.driver.get_available_resource()
@@ -53,7 +58,27 @@ class ResourceTracker:
             'hypervisor_version': resources.get('hypervisor_version'),
             'cpu_arch': resources.get('cpu_arch'),
             'cpu_info': resources.get('cpu_info'),
+            'failed_builds': self.failed_builds,
+            'num_io_ops': self.builds_in_flight(),
         }
+
+    def build_failed(self, ctx):
+        """Count a failed build and tell the scheduler now, so that the
+        next build weighs this host down without waiting for a report."""
+        self.failed_builds += 1
+        self._report_soon(ctx)
+
+    def build_succeeded(self, ctx):
+        if self.failed_builds:
+            self.failed_builds = 0
+            self._report_soon(ctx)
+
+    def _report_soon(self, ctx):
+        try:
+            self.report(ctx)
+        except Exception:
+            LOG.exception('Could not report to the scheduler; the next '
+                          'periodic report will')
 
     def heartbeat(self, ctx):
         """Refresh this compute's service record in the cell database,

@@ -20,7 +20,9 @@ filter_scheduler_opts = [
     cfg.ListOpt('weighers',
                 default=['RAMWeigher', 'CPUWeigher',
                          'ServerGroupSoftAffinityWeigher',
-                         'ServerGroupSoftAntiAffinityWeigher'],
+                         'ServerGroupSoftAntiAffinityWeigher',
+                         'BuildFailureWeigher', 'NumInstancesWeigher',
+                         'IoOpsWeigher'],
                 help='Weighers whose weighted sum ranks the hosts that '
                      'passed the filters.'),
     cfg.FloatOpt('soft_affinity_weight_multiplier',
@@ -39,6 +41,35 @@ filter_scheduler_opts = [
                  default=1.0,
                  help='Positive spreads instances over hosts by free vCPUs, '
                       'negative packs them.'),
+    cfg.FloatOpt('build_failure_weight_multiplier',
+                 default=1000000.0,
+                 help='How strongly a host whose builds keep failing is '
+                      'avoided. Each compute counts its failed builds in a '
+                      'row (a successful build resets the count) and tells '
+                      'the scheduler at once. The default outweighs every '
+                      'other weigher, so such a host is chosen only when '
+                      'no other fits; 0 turns it off.'),
+    cfg.FloatOpt('num_instances_weight_multiplier',
+                 default=0.0,
+                 help='Positive packs instances onto hosts holding more '
+                      'instances, negative spreads them; 0 (the default) '
+                      'ignores the count.'),
+    cfg.FloatOpt('io_ops_weight_multiplier',
+                 default=-1.0,
+                 help='Negative (the default) prefers hosts with fewer '
+                      'builds in flight, positive prefers busier ones.'),
+    cfg.IntOpt('max_instances_per_host',
+               default=50, min=1,
+               help='With NumInstancesFilter enabled, a host holding this '
+                    'many instances takes no more. AggregateNumInstances'
+                    'Filter lets an aggregate\'s max_instances_per_host '
+                    'metadata set it for its hosts.'),
+    cfg.IntOpt('max_io_ops_per_host',
+               default=8, min=1,
+               help='With IoOpsFilter enabled, a host running this many '
+                    'builds takes no more until one ends. AggregateIoOps'
+                    'Filter lets an aggregate\'s max_io_ops_per_host '
+                    'metadata set it for its hosts.'),
     cfg.IntOpt('host_state_refresh_interval',
                default=60, min=1,
                help='Seconds between two reloads of every host state from '

@@ -351,6 +351,12 @@ class ResourceProvider(_Timestamps, SchedulerBase):
     hypervisor_version = sa.Column(sa.Integer)
     cpu_arch = sa.Column(sa.String(32))
     cpu_info = sa.Column(sa.Text)
+    # What the compute counts of its builds: failures in a row (reset by
+    # a success) and builds in flight.
+    failed_builds = sa.Column(sa.Integer, nullable=False, default=0,
+                              server_default='0')
+    num_io_ops = sa.Column(sa.Integer, nullable=False, default=0,
+                           server_default='0')
 
 
 class Inventory(_Timestamps, SchedulerBase):

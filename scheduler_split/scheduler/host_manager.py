@@ -68,6 +68,14 @@ class HostState:
         # The consumers (instances) holding allocations here, for the
         # same_host and different_host hints.
         self.instances = set()
+        # What the compute counts of its builds: failures in a row, and
+        # builds in flight (plus those claimed here since its report).
+        self.failed_builds = 0
+        self.num_io_ops = 0
+
+    @property
+    def num_instances(self):
+        return len(self.instances)
 
     def __repr__(self):
         return '<HostState %s/%s cell=%s>' % (self.host, self.nodename,
@@ -114,6 +122,8 @@ class HostState:
 # What a compute reports of its hypervisor, kept as it says.
 HYPERVISOR_FIELDS = ('host_ip', 'hypervisor_type', 'hypervisor_version',
                      'cpu_arch', 'cpu_info')
+# The counts of its builds a compute reports.
+BUILD_COUNTS = ('failed_builds', 'num_io_ops')
 
 
 def _status_time(value):
@@ -260,7 +270,7 @@ class HostManager:
         state.set_status(row.service_disabled, row.disabled_reason,
                          row.forced_down)
         state.last_report_at = row.last_report_at
-        for name in HYPERVISOR_FIELDS:
+        for name in HYPERVISOR_FIELDS + BUILD_COUNTS:
             setattr(state, name, getattr(row, name))
         return state
 
@@ -309,6 +319,9 @@ class HostManager:
                 state.consume(resources)
                 if consumer is not None:
                     state.instances.add(consumer)
+                # A build is on its way there, until the compute's next
+                # report counts it.
+                state.num_io_ops += 1
 
     def note_release(self, released, consumer=None):
         """Apply ``{provider_uuid: resources}`` given back by a release
@@ -367,7 +380,7 @@ class HostManager:
             row.availability_zone = stats.get('availability_zone')
             row.disabled = bool(stats.get('disabled', False))
             row.last_report_at = now
-            for name in HYPERVISOR_FIELDS:
+            for name in HYPERVISOR_FIELDS + BUILD_COUNTS:
                 if name in stats:
                     setattr(row, name, stats[name])
             status = stats.get('service_status')
@@ -415,7 +428,12 @@ class HostManager:
             state.reported_disabled = fresh.reported_disabled
             state.set_status(fresh.service_disabled, fresh.disabled_reason,
                              fresh.forced_down)
-            for name in HYPERVISOR_FIELDS:
+            if fresh.failed_builds != state.failed_builds:
+                LOG.log(logging.WARNING if fresh.failed_builds else
+                        logging.INFO, 'Host %s (%s) reports %d failed '
+                        'builds in a row', host, nodename,
+                        fresh.failed_builds)
+            for name in HYPERVISOR_FIELDS + BUILD_COUNTS:
                 setattr(state, name, getattr(fresh, name))
             state.last_report_at = now
             state.inventory = inventory

@@ -177,3 +177,37 @@ def test_heal_releases_allocations_that_no_instance_needs(start_system):
         [gone, ghost])
     assert set(system.allocations()) == {keep}
     assert scheduler.heal_allocations(grace=0) == []
+
+
+def test_a_host_whose_builds_keep_failing_is_avoided_until_one_succeeds(
+        start_system, fake_driver):
+    from scheduler_split import conf
+    fake_driver('fail_hosts', ['cell1-compute1'])
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    api.boot(name='first', count=2)
+    servers = [s['id'] for s in api.servers()]
+    hosts = [api.wait_for(s)['OS-EXT-SRV-ATTR:host'] for s in servers]
+    # One build failed on compute1 and went to its alternate.
+    assert hosts == ['cell1-compute2', 'cell1-compute2']
+
+    # The host works again, but its failures in a row weigh it down more
+    # than all its free memory weighs it up.
+    fake_driver('fail_hosts', [])
+    later = [api.boot(name='later%d' % i) for i in range(3)]
+    assert [api.wait_for(s)['OS-EXT-SRV-ATTR:host'] for s in later] == [
+        'cell1-compute2'] * 3
+
+    # Without the weigher, free memory wins again; a success there
+    # resets its count.
+    conf.CONF.set_override('build_failure_weight_multiplier', 0.0,
+                           group='filter_scheduler')
+    try:
+        spread = api.boot(name='spread')
+        assert api.wait_for(spread)['OS-EXT-SRV-ATTR:host'] == \
+            'cell1-compute1'
+    finally:
+        conf.CONF.clear_override('build_failure_weight_multiplier',
+                                 group='filter_scheduler')
+    again = api.boot(name='again')
+    assert api.wait_for(again)['OS-EXT-SRV-ATTR:host'] == 'cell1-compute1'

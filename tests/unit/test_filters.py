@@ -206,3 +206,49 @@ def test_group_filters_ignore_soft_policies_and_specs_without_group(policy):
         assert host_filter.host_passes(_host(), _member_spec(policy,
                                                              ['host2']))
         assert host_filter.host_passes(_host(), helpers.make_spec())
+
+
+def _counted(name, instances=0, io_ops=0, limits=None):
+    from scheduler_split.scheduler import aggregates
+    state = host_manager.HostState('uuid-' + name, name, name, 'cell')
+    state.instances = {'i%d' % n for n in range(instances)}
+    state.num_io_ops = io_ops
+    if limits:
+        state.set_aggregates([aggregates.Aggregate({
+            'id': 1, 'uuid': 'agg', 'name': 'agg', 'metadata': limits,
+            'hosts': [name]})])
+    return state
+
+
+def test_num_instances_filter_refuses_a_host_at_max_instances_per_host(
+        override):
+    override('max_instances_per_host', 3, group='filter_scheduler')
+    spec = helpers.make_spec()
+    check = filters.NumInstancesFilter()
+    assert check.host_passes(_counted('a', instances=2), spec)
+    assert not check.host_passes(_counted('b', instances=3), spec)
+
+
+def test_aggregate_num_instances_filter_takes_the_smallest_aggregate_limit(
+        override):
+    override('max_instances_per_host', 50, group='filter_scheduler')
+    spec = helpers.make_spec()
+    check = filters.AggregateNumInstancesFilter()
+    assert not check.host_passes(
+        _counted('a', instances=2, limits={'max_instances_per_host': '2'}),
+        spec)
+    assert check.host_passes(_counted('b', instances=2), spec)
+    # A value that is not a number is ignored, with a warning.
+    assert check.host_passes(
+        _counted('c', instances=2, limits={'max_instances_per_host': 'x'}),
+        spec)
+
+
+def test_io_ops_filters_refuse_a_host_running_too_many_builds(override):
+    override('max_io_ops_per_host', 2, group='filter_scheduler')
+    spec = helpers.make_spec()
+    assert filters.IoOpsFilter().host_passes(_counted('a', io_ops=1), spec)
+    assert not filters.IoOpsFilter().host_passes(_counted('b', io_ops=2),
+                                                 spec)
+    assert not filters.AggregateIoOpsFilter().host_passes(
+        _counted('c', io_ops=1, limits={'max_io_ops_per_host': '1'}), spec)

@@ -148,3 +148,46 @@ def test_soft_affinity_prefers_the_host_with_most_members_then_soft_anti():
     # Each weigher leaves other policies alone.
     assert ranked(soft, 'soft-anti-affinity') == ['a', 'b', 'c']
     assert ranked(soft_anti, 'anti-affinity') == ['a', 'b', 'c']
+
+
+def test_build_failure_weigher_outweighs_free_memory_by_default():
+    failing = _host('failing', free_ram=16384)
+    failing.failed_builds = 3
+    healthy = _host('healthy', free_ram=1024)
+    weighers = [weights.RAMWeigher(), weights.BuildFailureWeigher()]
+    assert _ranked_names(weighers, [failing, healthy]) == [
+        'healthy', 'failing']
+    # Fewer failures in a row weigh less heavily.
+    flaky = _host('flaky', free_ram=1024)
+    flaky.failed_builds = 1
+    assert _ranked_names(weighers, [failing, flaky]) == ['flaky', 'failing']
+
+
+def test_build_failure_weigher_off_at_zero(multipliers):
+    multipliers(build_failure_weight_multiplier=0.0)
+    failing = _host('failing', free_ram=16384)
+    failing.failed_builds = 3
+    healthy = _host('healthy', free_ram=1024)
+    assert _ranked_names([weights.RAMWeigher(), weights.BuildFailureWeigher()],
+                         [healthy, failing]) == ['failing', 'healthy']
+
+
+def test_num_instances_weigher_is_off_by_default_and_packs_when_positive(
+        multipliers):
+    busy = _host('busy')
+    busy.instances = {'a', 'b', 'c'}
+    idle = _host('idle')
+    weigher = weights.NumInstancesWeigher()
+    assert _ranked_names([weigher], [idle, busy]) == ['idle', 'busy']
+    multipliers(num_instances_weight_multiplier=1.0)
+    assert _ranked_names([weigher], [idle, busy]) == ['busy', 'idle']
+    multipliers(num_instances_weight_multiplier=-1.0)
+    assert _ranked_names([weigher], [busy, idle]) == ['idle', 'busy']
+
+
+def test_io_ops_weigher_prefers_quiet_hosts_by_default():
+    building = _host('building')
+    building.num_io_ops = 2
+    quiet = _host('quiet')
+    assert _ranked_names([weights.IoOpsWeigher()], [building, quiet]) == [
+        'quiet', 'building']

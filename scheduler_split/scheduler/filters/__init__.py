@@ -5,9 +5,14 @@ A filter is a small class with ``host_passes(host_state, spec_obj)``;
 first. Adding a filter is adding a class here and its name to that option.
 """
 
+import logging
 import operator
 
+from scheduler_split import conf
 from scheduler_split import scheduler
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
 
 
 class BaseHostFilter:
@@ -228,11 +233,69 @@ class DifferentHostFilter(BaseHostFilter):
         return not any(u in host_state.instances for u in avoided)
 
 
+def _aggregate_limit(host_state, key, default):
+    """The smallest whole-number ``key`` of the host's aggregates'
+    metadata, else ``default``."""
+    values = []
+    for aggregate in host_state.aggregates or ():
+        raw = aggregate.metadata.get(key)
+        if raw is None:
+            continue
+        try:
+            values.append(int(raw))
+        except ValueError:
+            LOG.warning('Aggregate %s sets %s to %r, which is not a whole '
+                        'number; ignoring it', aggregate.name, key, raw)
+    return min(values) if values else default
+
+
+class NumInstancesFilter(BaseHostFilter):
+    """The host holds fewer than ``[filter_scheduler]
+    max_instances_per_host`` instances."""
+
+    def _limit(self, host_state):
+        return CONF.filter_scheduler.max_instances_per_host
+
+    def host_passes(self, host_state, spec_obj):
+        return host_state.num_instances < self._limit(host_state)
+
+
+class AggregateNumInstancesFilter(NumInstancesFilter):
+    """As NumInstancesFilter, with the limit its aggregates'
+    ``max_instances_per_host`` metadata sets (the smallest)."""
+
+    def _limit(self, host_state):
+        return _aggregate_limit(
+            host_state, 'max_instances_per_host',
+            CONF.filter_scheduler.max_instances_per_host)
+
+
+class IoOpsFilter(BaseHostFilter):
+    """The host runs fewer than ``[filter_scheduler]
+    max_io_ops_per_host`` builds now."""
+
+    def _limit(self, host_state):
+        return CONF.filter_scheduler.max_io_ops_per_host
+
+    def host_passes(self, host_state, spec_obj):
+        return host_state.num_io_ops < self._limit(host_state)
+
+
+class AggregateIoOpsFilter(IoOpsFilter):
+    """As IoOpsFilter, with the limit its aggregates'
+    ``max_io_ops_per_host`` metadata sets (the smallest)."""
+
+    def _limit(self, host_state):
+        return _aggregate_limit(host_state, 'max_io_ops_per_host',
+                                CONF.filter_scheduler.max_io_ops_per_host)
+
+
 ALL_FILTERS = {cls.__name__: cls for cls in (
     ComputeFilter, AvailabilityZoneFilter, RamFilter, CoreFilter,
     DiskFilter, ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter,
     AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation,
-    SameHostFilter, DifferentHostFilter)}
+    SameHostFilter, DifferentHostFilter, NumInstancesFilter,
+    AggregateNumInstancesFilter, IoOpsFilter, AggregateIoOpsFilter)}
 
 # The policies claims enforce, whatever filters are enabled: the scheduler
 # runs these again over its candidates when a claim refuses a host for

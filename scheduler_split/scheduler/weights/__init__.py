@@ -99,9 +99,40 @@ class ServerGroupSoftAntiAffinityWeigher(_SoftGroupWeigher):
     option = 'soft_anti_affinity_weight_multiplier'
 
 
+class BuildFailureWeigher(BaseHostWeigher):
+    """A host whose builds keep failing weighs less: the compute counts
+    its failed builds in a row, and a success resets the count."""
+
+    option = 'build_failure_weight_multiplier'
+
+    def raw_weight(self, host_state, spec_obj):
+        return -host_state.failed_builds
+
+
+class NumInstancesWeigher(BaseHostWeigher):
+    """More instances weigh more: a positive multiplier packs, a
+    negative one spreads."""
+
+    option = 'num_instances_weight_multiplier'
+
+    def raw_weight(self, host_state, spec_obj):
+        return host_state.num_instances
+
+
+class IoOpsWeigher(BaseHostWeigher):
+    """More builds in flight weigh more: the default negative
+    multiplier prefers quiet hosts."""
+
+    option = 'io_ops_weight_multiplier'
+
+    def raw_weight(self, host_state, spec_obj):
+        return host_state.num_io_ops
+
+
 ALL_WEIGHERS = {cls.__name__: cls for cls in (
     RAMWeigher, CPUWeigher, ServerGroupSoftAffinityWeigher,
-    ServerGroupSoftAntiAffinityWeigher)}
+    ServerGroupSoftAntiAffinityWeigher, BuildFailureWeigher,
+    NumInstancesWeigher, IoOpsWeigher)}
 
 
 def load(names):
