@@ -4,6 +4,7 @@ import copy
 import hashlib
 import ipaddress
 import time
+import urllib.parse
 
 from oslo_utils import timeutils
 import regex
@@ -378,6 +379,10 @@ def _matches(req, instance):
     reservation_id = req.GET.get('reservation_id')
     if reservation_id and instance.get('reservation_id') != reservation_id:
         return False
+    for param, value in req.environ.get('scheduler_split.admin_filters',
+                                        {}).items():
+        if (instance.get(param) or '') != value:
+            return False
     name_filter = req.environ.get('scheduler_split.name_filter')
     if name_filter and not name_filter(instance.display_name or ''):
         return False
@@ -471,6 +476,19 @@ def _listed(req, ctx, compute_api, rule, all_tenants_rule):
     from scheduler_split.api import server_metadata
     req.environ['scheduler_split.tag_filter'] = server_metadata.tag_filter(
         req, microversion.parse(req))
+    admin = policy.check_is_admin(ctx)
+    # As in Nova, an admin narrows by host and node, and with all_tenants
+    # by project; for anyone else these are ignored.
+    wanted = {}
+    if admin:
+        for param in ('host', 'node'):
+            if req.GET.get(param):
+                wanted[param] = req.GET[param]
+        project = req.GET.get('project_id') or req.GET.get('tenant_id')
+        if all_tenants and project:
+            wanted['project_id'] = project
+    req.environ['scheduler_split.admin_filters'] = wanted
+    sort_keys, sort_dirs = _sort(req, admin)
     since = _time_parameter(req, 'changes-since')
     instances = [i for i in compute_api.list(ctx, all_tenants=all_tenants)
                  if _matches(req, i)]
@@ -480,6 +498,11 @@ def _listed(req, ctx, compute_api, rule, all_tenants_rule):
         instances = [i for i in instances
                      if obj_base.naive_utc(i.updated_at or i.created_at)
                      >= since]
+    if sort_keys:
+        # Stable sorts, last key first, give the order of all the keys.
+        for key, direction in reversed(list(zip(sort_keys, sort_dirs))):
+            instances.sort(key=lambda i: _sort_value(i, key),
+                           reverse=direction == 'desc')
     marker = req.GET.get('marker')
     if marker:
         uuids = [i.uuid for i in instances]
@@ -495,25 +518,81 @@ def _listed(req, ctx, compute_api, rule, all_tenants_rule):
         except ValueError:
             raise errors.bad_request('limit must be a non-negative '
                                      'integer')
-        instances = instances[:limit]
-    return instances
+    limit = min(CONF.api.max_limit,
+                CONF.api.max_limit if limit is None else limit)
+    full = len(instances) > limit
+    return instances[:limit], full
+
+
+# What servers may be sorted by, as Nova names them; only admins sort by
+# where servers run.
+_SORT_KEYS = {
+    'created_at': 'created_at', 'updated_at': 'updated_at',
+    'launched_at': 'launched_at', 'terminated_at': 'terminated_at',
+    'display_name': 'display_name', 'display_description':
+    'display_description', 'uuid': 'uuid', 'vm_state': 'vm_state',
+    'task_state': 'task_state', 'power_state': 'power_state',
+    'availability_zone': 'availability_zone', 'project_id': 'project_id',
+    'user_id': 'user_id', 'key_name': 'key_name', 'locked': 'locked',
+    'hostname': 'hostname', 'host': 'host', 'node': 'node',
+}
+_ADMIN_SORT_KEYS = ('host', 'node')
+
+
+def _sort(req, admin):
+    keys = req.GET.getall('sort_key')
+    dirs = req.GET.getall('sort_dir')
+    for key in keys:
+        if key not in _SORT_KEYS:
+            raise errors.bad_request('Invalid sort_key %s' % key)
+        if key in _ADMIN_SORT_KEYS and not admin:
+            raise errors.HTTPError(403, 'Only administrators can sort '
+                                        'servers by %s' % key)
+    for direction in dirs:
+        if direction not in ('asc', 'desc'):
+            raise errors.bad_request('Invalid sort_dir %s' % direction)
+    if dirs and len(dirs) != len(keys):
+        raise errors.bad_request('The number of sort_keys and sort_dirs '
+                                 'must be the same')
+    return keys, dirs or ['desc'] * len(keys)
+
+
+def _sort_value(instance, key):
+    value = instance.get(_SORT_KEYS[key], None)
+    # None sorts first, whatever the type of the others.
+    return (value is not None, value if value is not None else 0)
+
+
+def _page(req, servers, full):
+    """``servers_links`` with a next link when more servers follow."""
+    if not full or not servers:
+        return {}
+    query = [(k, v) for k, v in req.GET.items() if k != 'marker']
+    if 'limit' not in req.GET:
+        query.append(('limit', str(CONF.api.max_limit)))
+    query.append(('marker', servers[-1].uuid))
+    return {'servers_links': [{'rel': 'next', 'href': '%s?%s' % (
+        req.path_url, urllib.parse.urlencode(query))}]}
 
 
 def index(req, ctx, version):
-    return {'servers': [render_summary(req, i)
-                        for i in _listed(
-                            req, ctx, req.compute_api,
-                            'os_compute_api:servers:index',
-                            'os_compute_api:servers:index:get_all_tenants')]}
+    instances, full = _listed(
+        req, ctx, req.compute_api, 'os_compute_api:servers:index',
+        'os_compute_api:servers:index:get_all_tenants')
+    body = {'servers': [render_summary(req, i) for i in instances]}
+    body.update(_page(req, instances, full))
+    return body
 
 
 def detail(req, ctx, version):
-    instances = _listed(req, ctx, req.compute_api,
-                        'os_compute_api:servers:detail',
-                        'os_compute_api:servers:detail:get_all_tenants')
+    instances, full = _listed(
+        req, ctx, req.compute_api, 'os_compute_api:servers:detail',
+        'os_compute_api:servers:detail:get_all_tenants')
     disclosure = Disclosure(ctx)
-    return {'servers': [render(req, version, i, disclosure)
+    body = {'servers': [render(req, version, i, disclosure)
                         for i in instances]}
+    body.update(_page(req, instances, full))
+    return body
 
 
 def show(req, ctx, version, server_id):

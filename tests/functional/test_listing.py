@@ -79,3 +79,45 @@ def test_servers_filter_by_reservation_id(api):
     assert {s['name'] for s in pair} == {'pair-1', 'pair-2'}
     assert alone not in {s['id'] for s in pair}
     assert api.servers(reservation_id='r-unknown') == []
+
+
+def test_servers_page_sort_and_narrow_by_host_and_project(api):
+    ids = [api.boot(name='page-%d' % n) for n in range(3)]
+    for server_id in ids:
+        assert api.wait_for(server_id)['status'] == 'ACTIVE'
+
+    def page(**params):
+        params.setdefault('name', '^page-')
+        return api.get('/v2.1/servers', params=params).json()
+
+    # A full page links to the next one, with the same query.
+    first = page(limit=2, sort_key='display_name', sort_dir='desc')
+    assert [s['name'] for s in first['servers']] == ['page-2', 'page-1']
+    link = first['servers_links'][0]
+    assert link['rel'] == 'next' and 'marker=%s' % ids[1] in link['href']
+    rest = api.get(link['href'][len(api.base_url):]).json()
+    assert [s['name'] for s in rest['servers']] == ['page-0']
+    assert 'servers_links' not in rest
+
+    assert [s['name'] for s in page(sort_key='display_name',
+                                    sort_dir='asc')['servers']] == [
+        'page-0', 'page-1', 'page-2']
+    assert api.get('/v2.1/servers', params={
+        'sort_key': 'nonsense'}).status_code == 400
+    assert api.get('/v2.1/servers', params={
+        'sort_key': 'display_name', 'sort_dir': 'up'}).status_code == 400
+
+    # Admins narrow by host (and, with all_tenants, by project); others
+    # may not sort by host and their host filter is ignored.
+    assert len(page(host='cell1-compute1')['servers']) == 3
+    assert page(host='elsewhere')['servers'] == []
+    user = api.as_user('u9:p9')
+    mine = user.boot(name='page-user')
+    assert user.wait_for(mine)['status'] == 'ACTIVE'
+    assert [s['id'] for s in user.get('/v2.1/servers', params={
+        'host': 'elsewhere'}).json()['servers']] == [mine]
+    assert user.get('/v2.1/servers', params={
+        'sort_key': 'host'}).status_code == 403
+    everyone = api.get('/v2.1/servers', params={
+        'all_tenants': 1, 'tenant_id': 'p9'}).json()['servers']
+    assert [s['id'] for s in everyone] == [mine]
