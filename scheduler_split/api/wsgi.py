@@ -24,6 +24,7 @@ from scheduler_split.api import errors
 from scheduler_split.api import flavor_access
 from scheduler_split.api import flavor_extra_specs
 from scheduler_split.api import flavors
+from scheduler_split.api import hosts
 from scheduler_split.api import hypervisors
 from scheduler_split.api import identity
 from scheduler_split.api import instance_actions
@@ -106,6 +107,11 @@ ROUTES = {
         'GET': hypervisors.uptime},
     '/v2.1/os-hypervisors/{pattern}/search': {'GET': hypervisors.search},
     '/v2.1/os-hypervisors/{pattern}/servers': {'GET': hypervisors.servers},
+    '/v2.1/os-hosts': {'GET': hosts.index},
+    '/v2.1/os-hosts/{host_name}': {'GET': hosts.show, 'PUT': hosts.update},
+    '/v2.1/os-hosts/{host_name}/reboot': {'GET': hosts.reboot},
+    '/v2.1/os-hosts/{host_name}/shutdown': {'GET': hosts.shutdown},
+    '/v2.1/os-hosts/{host_name}/startup': {'GET': hosts.startup},
     '/v2.1/os-aggregates': {'GET': aggregates.index,
                             'POST': aggregates.create},
     '/v2.1/os-aggregates/{aggregate_id}': {'GET': aggregates.show,

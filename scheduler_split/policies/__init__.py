@@ -10,6 +10,7 @@ import itertools
 from scheduler_split.policies import aggregates
 from scheduler_split.policies import base
 from scheduler_split.policies import flavors
+from scheduler_split.policies import hosts
 from scheduler_split.policies import instance_actions
 from scheduler_split.policies import quotas
 from scheduler_split.policies import server_groups
@@ -26,6 +27,7 @@ def list_rules():
         server_groups.list_rules(),
         instance_actions.list_rules(),
         services.list_rules(),
+        hosts.list_rules(),
         aggregates.list_rules(),
         quotas.list_rules(),
         server_lifecycle.list_rules(),

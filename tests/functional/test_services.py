@@ -335,3 +335,60 @@ def test_a_cell_that_cannot_be_reached_is_shown_as_nova_shows_it(
             else:
                 engines._engines[key] = engine
         gone.dispose()
+
+
+def test_os_hosts_lists_shows_and_disables_hosts_until_2_42(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api.at('2.42')
+    user = system.api.as_user('u1:p1').at('2.42')
+    hosts = api.get('/v2.1/os-hosts').json()['hosts']
+    computes = sorted(h['host_name'] for h in hosts
+                      if h['service'] == 'compute')
+    assert computes == ['cell1-compute1', 'cell1-compute2']
+    assert {h['service'] for h in hosts} >= {'compute', 'conductor',
+                                             'scheduler'}
+    assert {h['zone'] for h in hosts if h['service'] == 'scheduler'} == {
+        'internal'}
+    zone = [h for h in hosts if h['service'] == 'compute'][0]['zone']
+    assert sorted(h['host_name'] for h in api.get(
+        '/v2.1/os-hosts', params={'zone': zone}).json()['hosts']) == computes
+    assert api.get('/v2.1/os-hosts',
+                   params={'zone': 'xxx'}).json()['hosts'] == []
+    nova_error(user.get('/v2.1/os-hosts'), 403, 'forbidden')
+    nova_error(system.api.at('2.43').get('/v2.1/os-hosts'), 404,
+               'itemNotFound')
+
+    server = user.boot(name='on-host')
+    assert user.wait_for(server)['status'] == 'ACTIVE'
+    placed = system.api.server(server)['OS-EXT-SRV-ATTR:host']
+    lines = [r['resource'] for r in api.get(
+        '/v2.1/os-hosts/%s' % placed).json()['host']]
+    assert [r['project'] for r in lines] == [
+        '(total)', '(used_now)', '(used_max)', 'p1']
+    assert lines[3]['memory_mb'] == 512 and lines[3]['cpu'] == 1
+    assert lines[2]['memory_mb'] == 512
+    assert lines[0]['cpu'] >= lines[1]['cpu'] >= 1
+    nova_error(api.get('/v2.1/os-hosts/nope'), 404, 'itemNotFound')
+
+    other = [h for h in computes if h != placed][0]
+    resp = api.put('/v2.1/os-hosts/%s' % other, {'status': 'disable'})
+    assert resp.json() == {'host': other, 'status': 'disabled'}
+    assert [system.api.wait_for(user.boot(name='n%d' % i))[
+        'OS-EXT-SRV-ATTR:host'] for i in range(2)] == [placed, placed]
+    assert api.put('/v2.1/os-hosts/%s' % other,
+                   {'status': 'enable'}).json()['status'] == 'enabled'
+    for body in ({}, {'status': 'off'}, {'maintenance_mode': 'on'}):
+        nova_error(api.put('/v2.1/os-hosts/%s' % other, body), 400,
+                   'badRequest')
+    nova_error(api.put('/v2.1/os-hosts/%s' % other,
+                       {'maintenance_mode': 'enable'}), 501,
+               'notImplemented')
+    nova_error(api.put('/v2.1/os-hosts/nope', {'status': 'enable'}), 404,
+               'itemNotFound')
+    for action in ('reboot', 'shutdown', 'startup'):
+        nova_error(api.get('/v2.1/os-hosts/%s/%s' % (other, action)), 501,
+                   'notImplemented')
+        nova_error(api.get('/v2.1/os-hosts/nope/%s' % action), 404,
+                   'itemNotFound')
+        nova_error(user.get('/v2.1/os-hosts/%s/%s' % (other, action)), 403,
+                   'forbidden')

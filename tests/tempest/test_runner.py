@@ -56,7 +56,7 @@ def test_a_pass_on_a_missing_route_is_not_a_real_pass(tmp_path):
     log = tmp_path / 'tempest.log'
     log.write_text(
         'INFO Request (XTest:test_a): 404 GET %(u)s/v2.1/servers/abc 0.01s\n'
-        'INFO Request (XTest:test_b): 404 GET %(u)s/v2.1/os-hosts/abc'
+        'INFO Request (XTest:test_b): 404 GET %(u)s/v2.1/os-networks/abc'
         ' 0.01s\n'
         'INFO Request (XTest:test_c): 404 GET %(u)s/v2.1/os-hypervisors/x'
         ' 0.01s\n' % {'u': url})
@@ -66,7 +66,7 @@ def test_a_pass_on_a_missing_route_is_not_a_real_pass(tmp_path):
     false = run.missing_route_passes(results, str(log), url)
     # test_a's 404 came from a route the API has (an unknown server);
     # test_b's from a route it does not have. test_c did not pass.
-    assert false == {CLS + '.test_b[id-2]': ['GET /v2.1/os-hosts/abc']}
+    assert false == {CLS + '.test_b[id-2]': ['GET /v2.1/os-networks/abc']}
 
 
 def test_the_include_list_only_grows(tmp_path):
@@ -77,7 +77,7 @@ def test_the_include_list_only_grows(tmp_path):
                _entry(CLS + '.test_a[id-1]', 'success'),
                _entry(CLS + '.test_b[id-2]', 'success'),
                _entry(CLS + '.test_c[id-3]', 'fail')]
-    false = {CLS + '.test_b[id-2]': ['GET /v2.1/os-hosts']}
+    false = {CLS + '.test_b[id-2]': ['GET /v2.1/os-networks']}
     assert run.grow_include_list(str(path), results, false) == 1
     assert run.include_patterns(str(path)) == [
         kept, run.anchored(CLS + '.test_a[id-1]')]
