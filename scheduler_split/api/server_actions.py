@@ -2,10 +2,10 @@
 
 ``os-stop``, ``os-start``, ``reboot``, ``pause``, ``unpause``,
 ``suspend``, ``resume`` are checked here (policy, lock, state, as Nova
-checks them) and cast to the server's compute; ``lock`` and ``unlock``
-are the API's alone. ``createImage`` and ``createBackup`` need an image
-service that takes uploads, which the built-in catalog is not: they get
-a 409. Any other action is a 400, as in Nova.
+checks them) and cast to the server's compute; ``lock``, ``unlock`` and
+the admins' ``os-resetState`` are the API's alone. ``createImage`` and
+``createBackup`` need an image service that takes uploads, which the
+built-in catalog is not: they get a 409. Any other action is a 400, as in Nova.
 """
 
 from scheduler_split.api import errors
@@ -226,6 +226,37 @@ def _unlock(req, ctx, version, instance, body):
     return 202, None
 
 
+reset_state_schema = {
+    'type': 'object',
+    'properties': {
+        'os-resetState': {
+            'type': 'object',
+            'properties': {'state': {'type': 'string',
+                                     'enum': ['active', 'error']}},
+            'required': ['state'],
+            'additionalProperties': False,
+        },
+    },
+    'required': ['os-resetState'],
+    'additionalProperties': False,
+}
+
+
+def _reset_state(req, ctx, version, instance, body):
+    """An admin's repair: the server's state is set to ACTIVE or ERROR and
+    whatever task it was in is forgotten. Nothing on its host changes."""
+    schemas.validate(body, reset_state_schema)
+    policy.authorize(ctx, 'os_compute_api:os-admin-actions:reset_state',
+                     _target(instance))
+    state = body['os-resetState']['state']
+    instance = req.compute_api.update(ctx, instance, {
+        'vm_state': (instance_obj.ACTIVE if state == 'active'
+                     else instance_obj.ERROR),
+        'task_state': None})
+    lifecycle.notify(ctx, _publisher(), instance, 'instance.update')
+    return 202, None
+
+
 def _no_uploads(action_name, schema, rule):
     def handler(req, ctx, version, instance, body):
         schemas.validate(body, schema)
@@ -242,6 +273,7 @@ _HANDLERS.update({
     'reboot': _reboot,
     'lock': _lock,
     'unlock': _unlock,
+    'os-resetState': _reset_state,
     'createImage': _no_uploads('createImage', create_image_schema,
                                'os_compute_api:servers:create_image'),
     'createBackup': _no_uploads('createBackup', create_backup_schema,

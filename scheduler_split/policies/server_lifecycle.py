@@ -46,6 +46,10 @@ rules = [
     _action('os_compute_api:os-lock-server:unlock:unlock_override',
             'Unlock a server locked by someone else (an admin).',
             'unlock', check_str=base.ADMIN),
+    _action('os_compute_api:os-admin-actions:reset_state',
+            'Set a server\'s state to active or error and forget its task '
+            '(an admin\'s repair; nothing on its host changes).',
+            'os-resetState', check_str=base.ADMIN),
     _action('os_compute_api:servers:create_image',
             'Create an image from a server (refused: the image service '
             'takes no uploads).', 'createImage'),

@@ -565,3 +565,32 @@ def test_racing_metadata_changes_are_all_kept(start_system):
     assert codes == [200] * 8
     assert api.get(url).json() == {
         'metadata': {'k%d' % i: 'v' for i in range(8)}}
+
+
+def test_an_admin_resets_a_server_state_and_then_deletes_it(start_system):
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    user = api.as_user('u1:p1')
+    server = user.boot(name='stuck')
+    assert user.wait_for(server)['status'] == 'ACTIVE'
+    path = '/v2.1/servers/%s/action' % server
+
+    nova_error(user.post(path, {'os-resetState': {'state': 'error'}}), 403,
+               'forbidden')
+    assert api.post(path, {'os-resetState': {
+        'state': 'error'}}).status_code == 202
+    assert api.server(server)['status'] == 'ERROR'
+    # An ERROR server cannot be paused; reset to active, it can again.
+    nova_error(user.post(path, {'pause': None}), 409, 'conflictingRequest')
+    assert api.post(path, {'os-resetState': {
+        'state': 'active'}}).status_code == 202
+    assert api.server(server)['status'] == 'ACTIVE'
+    nova_error(api.post(path, {'os-resetState': {'state': 'paused'}}), 400,
+               'badRequest')
+    nova_error(api.post('/v2.1/servers/%s/action' % ('0' * 32),
+                        {'os-resetState': {'state': 'error'}}), 404,
+               'itemNotFound')
+    api.post(path, {'os-resetState': {'state': 'error'}})
+    assert user.delete('/v2.1/servers/' + server).status_code == 204
+    user.wait_gone(server)
+    assert system.allocations_after_settling({}) == {}

@@ -72,6 +72,7 @@ EXPECTED = {
     'os_compute_api:os-flavor-extra-specs:create': ADMINS,
     'os_compute_api:os-flavor-extra-specs:update': ADMINS,
     'os_compute_api:os-flavor-extra-specs:delete': ADMINS,
+    'os_compute_api:os-admin-actions:reset_state': ADMINS,
     'os_compute_api:os-hosts:list': ADMINS,
     'os_compute_api:os-hosts:show': ADMINS,
     'os_compute_api:os-hosts:update': ADMINS,
