@@ -206,3 +206,69 @@ def test_group_filters_ignore_soft_policies_and_specs_without_group(policy):
         assert host_filter.host_passes(_host(), _member_spec(policy,
                                                              ['host2']))
         assert host_filter.host_passes(_host(), helpers.make_spec())
+
+
+# --- ImagePropertiesFilter --------------------------------------------------
+
+def _typed_host(cpu_arch=None, hypervisor_type=None, hypervisor_version=None):
+    host = _host(age_seconds=5)
+    host.cpu_arch = cpu_arch
+    host.hypervisor_type = hypervisor_type
+    host.hypervisor_version = hypervisor_version
+    return host
+
+
+def _image_spec(**props):
+    # The filter reads the request's image properties with ``get``.
+    return {'image_properties': props}
+
+
+def test_image_properties_filter_passes_request_without_image_properties():
+    host = _typed_host(cpu_arch='x86_64')
+    assert filters.ImagePropertiesFilter().host_passes(host,
+                                                       helpers.make_spec())
+
+
+def test_image_properties_filter_rejects_host_of_another_architecture():
+    host = _typed_host(cpu_arch='x86_64')
+    assert not filters.ImagePropertiesFilter().host_passes(
+        host, _image_spec(architecture='aarch64'))
+    assert not filters.ImagePropertiesFilter().host_passes(
+        host, _image_spec(hw_architecture='aarch64'))
+
+
+def test_image_properties_filter_passes_host_of_the_image_architecture():
+    host = _typed_host(cpu_arch='aarch64')
+    assert filters.ImagePropertiesFilter().host_passes(
+        host, _image_spec(architecture='AArch64'))
+
+
+def test_image_properties_filter_passes_host_that_reports_nothing():
+    assert filters.ImagePropertiesFilter().host_passes(
+        _host(age_seconds=5),
+        _image_spec(architecture='aarch64', img_hv_type='qemu',
+                    img_hv_requested_version='>=6000'))
+
+
+def test_image_properties_filter_compares_hypervisor_type():
+    host = _typed_host(hypervisor_type='QEMU')
+    f = filters.ImagePropertiesFilter()
+    assert f.host_passes(host, _image_spec(img_hv_type='qemu'))
+    assert f.host_passes(host, _image_spec(hypervisor_type='qemu'))
+    assert not f.host_passes(host, _image_spec(img_hv_type='xen'))
+
+
+@pytest.mark.parametrize('wanted,passes', [
+    ('>=6000', True), ('>= 7000', False), ('<7000', True),
+    ('6002', True), ('==6001', False), ('>=6.0.0', False),
+])
+def test_image_properties_filter_compares_requested_hypervisor_version(
+        wanted, passes):
+    host = _typed_host(hypervisor_version=6002)
+    assert filters.ImagePropertiesFilter().host_passes(
+        host, _image_spec(img_hv_requested_version=wanted)) is passes
+
+
+def test_image_properties_filter_can_be_enabled_by_name():
+    loaded = filters.load(['ImagePropertiesFilter'])
+    assert [type(f).__name__ for f in loaded] == ['ImagePropertiesFilter']
