@@ -219,14 +219,25 @@ def _typed_host(cpu_arch=None, hypervisor_type=None, hypervisor_version=None):
 
 
 def _image_spec(**props):
-    # The filter reads the request's image properties with ``get``.
-    return {'image_properties': props}
+    spec = helpers.make_spec()
+    spec.image_properties = props
+    return spec
 
 
 def test_image_properties_filter_passes_request_without_image_properties():
     host = _typed_host(cpu_arch='x86_64')
     assert filters.ImagePropertiesFilter().host_passes(host,
                                                        helpers.make_spec())
+
+
+def test_image_properties_filter_passes_request_spec_of_the_release_before():
+    # A RequestSpec 1.1 (from a conductor capped below 1.6) has no
+    # image_properties at all.
+    old = objects.RequestSpec.obj_from_primitive(
+        _image_spec(architecture='aarch64').obj_to_primitive(
+            target_version='1.1'))
+    assert filters.ImagePropertiesFilter().host_passes(
+        _typed_host(cpu_arch='x86_64'), old)
 
 
 def test_image_properties_filter_rejects_host_of_another_architecture():

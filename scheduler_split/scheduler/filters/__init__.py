@@ -233,9 +233,12 @@ class ImagePropertiesFilter(BaseHostFilter):
     """The host can run the image: its architecture, hypervisor type and
     hypervisor version match the image's ``architecture`` /
     ``hw_architecture``, ``img_hv_type`` / ``hypervisor_type`` and
-    ``img_hv_requested_version`` (e.g. ``>=6000``) properties. A request
-    without those properties, or a host that reports nothing about
-    them, passes."""
+    ``img_hv_requested_version`` (e.g. ``>=6000``) properties. Reads the
+    request's ``image_properties`` (RequestSpec 1.2, from the image
+    service at boot) and the host's reported ``cpu_arch``,
+    ``hypervisor_type`` and ``hypervisor_version``. A request without
+    those properties, or a host that reports nothing about them,
+    passes."""
 
     _OPS = {'>=': operator.ge, '<=': operator.le, '==': operator.eq,
             '!=': operator.ne, '>': operator.gt, '<': operator.lt,
@@ -260,11 +263,9 @@ class ImagePropertiesFilter(BaseHostFilter):
             return False
 
     def host_passes(self, host_state, spec_obj):
-        try:
-            props = spec_obj.get('image_properties') or {}
-        except AttributeError:
-            # A RequestSpec without the field: no image properties asked.
-            props = {}
+        # A RequestSpec from before 1.2 reads as an image without
+        # properties.
+        props = spec_obj.image_properties or {}
         arch = props.get('hw_architecture') or props.get('architecture')
         hv_type = props.get('img_hv_type') or props.get('hypervisor_type')
         hv_version = props.get('img_hv_requested_version')
