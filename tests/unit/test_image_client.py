@@ -2,65 +2,27 @@
 ``[glance] source = glance`` (here a small Glance on 127.0.0.1)."""
 
 import json
-import threading
-import wsgiref.simple_server
 
 import pytest
 import webob
-import webob.dec
 
 from scheduler_split.api import image_client
 from scheduler_split.api import images
 from scheduler_split import context
 from scheduler_split import exception
+from tests import glance as fake_glance
 
 ARM_IMAGE = '0d6f3b5e-6c1a-4e9b-8f3d-7a2c1b0e9d44'
 
 
-class QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-class FakeGlance:
-    """Glance v2 ``GET /v2/images/{id}`` for one image, recording the
-    requests it answers."""
-
-    def __init__(self):
-        self.requests = []
-        self.images = {ARM_IMAGE: {
-            'id': ARM_IMAGE, 'name': 'debian-arm', 'status': 'active',
-            'visibility': 'public', 'min_ram': 256, 'min_disk': 2,
-            'size': 1024, 'disk_format': 'qcow2', 'tags': ['x'],
-            'checksum': None, 'architecture': 'aarch64',
-            'hw_qemu_guest_agent': True, 'os_distro': 'debian',
-            'self': '/v2/images/%s' % ARM_IMAGE}}
-
-    @webob.dec.wsgify
-    def __call__(self, req):
-        self.requests.append(req.copy())
-        prefix = '/v2/images/'
-        image = self.images.get(req.path[len(prefix):]) \
-            if req.path.startswith(prefix) else None
-        if image is None:
-            return webob.Response(status=404, text='not found')
-        response = webob.Response(content_type='application/json',
-                                  charset='UTF-8')
-        response.text = json.dumps(image)
-        return response
-
-
 @pytest.fixture
 def glance():
-    app = FakeGlance()
-    server = wsgiref.simple_server.make_server(
-        '127.0.0.1', 0, app, handler_class=QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    app.url = 'http://127.0.0.1:%d' % server.server_port
-    yield app
-    server.shutdown()
-    server.server_close()
+    arm = fake_glance.image(
+        ARM_IMAGE, 'debian-arm', min_ram=256, min_disk=2, tags=['x'],
+        architecture='aarch64', hw_qemu_guest_agent=True,
+        os_distro='debian')
+    with fake_glance.serving(arm) as app:
+        yield app
 
 
 @pytest.fixture
