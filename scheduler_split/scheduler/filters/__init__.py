@@ -229,6 +229,8 @@ class DifferentHostFilter(BaseHostFilter):
     def host_passes(self, host_state, spec_obj):
         avoided = _hint(spec_obj, 'different_host')
         return not any(u in host_state.instances for u in avoided)
+
+
 class ImagePropertiesFilter(BaseHostFilter):
     """The host can run the image: its architecture, hypervisor type and
     hypervisor version match the image's ``architecture`` /
