@@ -33,7 +33,9 @@ IMAGES = [
     # id, name, size (bytes), min_disk, min_ram, properties
     ('a8c3e2a6-0f4e-4c8a-9d1e-3c1b8f2a7e01', 'cirros', 21430272, 0, 0,
      _CIRROS_PROPERTIES),
-    ('b1d4f3b7-1a5f-4d9b-8e2f-4d2c9a3b8f02', 'ubuntu-24.04', 617611264, 3,
+    # Tempest's image_ref_alt, which it boots with m1.tiny (512 MiB, 1 GiB
+    # root disk): no min_disk, as an uploaded cloud image has by default.
+    ('b1d4f3b7-1a5f-4d9b-8e2f-4d2c9a3b8f02', 'ubuntu-24.04', 617611264, 0,
      512, _UBUNTU_PROPERTIES),
     ('c2e5a4c8-2b6a-4eac-9f3a-5e3d0b4c9a03', 'fedora-41', 524288000, 5,
      1024, _FEDORA_PROPERTIES),

@@ -5,6 +5,8 @@ with the built-in catalog or an Image service."""
 import pytest
 
 from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import objects
 from tests.functional.fixtures import nova_error
 from tests import glance as fake_glance
 
@@ -52,17 +54,26 @@ def test_a_flavor_below_the_images_min_ram_or_min_disk_is_refused(
     message = nova_error(_boot(api, images.find('fedora-41')[0]), 400,
                          'badRequest')
     assert message == "Flavor's memory is too small for requested image."
-    # ubuntu-24.04 wants 512 MiB (m1.tiny has them) and a 3 GiB disk (1).
-    message = nova_error(_boot(api, images.find('ubuntu-24.04')[0]), 400,
-                         'badRequest')
+    # fedora-41 also wants a 5 GiB root disk: 2 GiB RAM do not make up
+    # for a 1 GiB disk, and a flavor without a root disk (0) takes any.
+    for flavorid, root_gb in (('small-disk', 1), ('no-disk', 0)):
+        objects.Flavor(flavorid=flavorid, name=flavorid, memory_mb=2048,
+                       vcpus=1, root_gb=root_gb, ephemeral_gb=0, swap=0,
+                       rxtx_factor=1.0, is_public=True,
+                       disabled=False).create(ss_context.get_admin_context())
+    message = nova_error(_boot(api, images.find('fedora-41')[0],
+                               flavor='small-disk'), 400, 'badRequest')
     assert message == "Flavor's disk is too small for requested image."
     assert nova_error(_boot(api, 'no-such-image'), 400,
                       'badRequest') == 'Can not find requested image'
     assert api.servers() == []
 
-    # m1.small (2048 MiB, 20 GiB) fits both.
-    server = api.wait_for(api.boot(flavor='2', image='fedora-41'))
-    assert server['status'] == 'ACTIVE'
+    # m1.small (2048 MiB, 20 GiB) fits; ubuntu-24.04's 512 MiB fit
+    # m1.tiny.
+    for flavor, image in (('2', 'fedora-41'), ('no-disk', 'fedora-41'),
+                          ('1', 'ubuntu-24.04')):
+        server = api.wait_for(api.boot(flavor=flavor, image=image))
+        assert server['status'] == 'ACTIVE', (flavor, image)
 
 
 def test_an_image_for_an_architecture_no_host_has_ends_in_no_valid_host(
