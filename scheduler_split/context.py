@@ -20,6 +20,9 @@ class RequestContext(o_context.RequestContext):
         if self.is_admin and 'admin' not in self.roles:
             self.roles = list(self.roles) + ['admin']
         self.cell_db = None
+        # The service catalog of the user's token (keystone auth only),
+        # where the API finds the Image service. It never crosses the bus.
+        self.service_catalog = []
 
     @classmethod
     def from_dict(cls, values):

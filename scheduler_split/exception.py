@@ -62,6 +62,11 @@ class ImageNotFound(NotFound):
     msg_fmt = 'Image %(image_id)s could not be found.'
 
 
+class ImageServiceUnavailable(SchedulerSplitException):
+    msg_fmt = 'The image service is unavailable: %(reason)s'
+    code = 503
+
+
 class CellMappingNotFound(NotFound):
     msg_fmt = 'Cell %(uuid)s has no mapping.'
 

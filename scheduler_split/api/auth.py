@@ -2,6 +2,7 @@
 
 import logging
 
+from oslo_serialization import jsonutils
 import webob.dec
 
 from scheduler_split.api import errors
@@ -42,6 +43,21 @@ class NoAuth2:
         return self.application
 
 
+def _service_catalog(req):
+    """The catalog keystonemiddleware passed on (``X-Service-Catalog``),
+    a list of services with their endpoints; empty if none or unreadable.
+    """
+    text = req.headers.get('X-Service-Catalog')
+    if not text:
+        return []
+    try:
+        catalog = jsonutils.loads(text)
+    except ValueError:
+        LOG.warning('X-Service-Catalog is not JSON; ignored')
+        return []
+    return catalog if isinstance(catalog, list) else []
+
+
 class KeystoneContext:
     """Builds the context from the identity headers keystonemiddleware set.
 
@@ -61,6 +77,7 @@ class KeystoneContext:
         ctx = ss_context.RequestContext.from_environ(
             req.environ,
             request_id=req.environ.get('openstack.request_id'))
+        ctx.service_catalog = _service_catalog(req)
         # Whether the token makes an admin is the policy's to say
         # (context_is_admin), which the router asks.
         req.environ['scheduler_split.context'] = ctx

@@ -2,7 +2,8 @@
 
 The fake driver boots nothing real, but clients resolve ``--image NAME``
 through the Image service, so the API serves these few named images under
-``/image`` and checks ``imageRef`` against them.
+``/image`` and, with ``[glance] source = builtin`` (the default), checks
+``imageRef`` against them (see :mod:`scheduler_split.api.image_client`).
 """
 
 import json
@@ -13,18 +14,38 @@ from scheduler_split.api import errors
 
 _CREATED = '2026-01-01T00:00:00Z'
 
+# What a Glance image of each carries beyond its core fields. No
+# ``architecture``: the fake hosts report the machine's own, and these
+# images boot on any of them.
+_CIRROS_PROPERTIES = {'os_distro': 'cirros', 'os_type': 'linux',
+                      'hypervisor_type': 'fake', 'hw_disk_bus': 'virtio',
+                      'hw_vif_model': 'virtio'}
+_UBUNTU_PROPERTIES = {'os_distro': 'ubuntu', 'os_version': '24.04',
+                      'os_type': 'linux', 'hypervisor_type': 'fake',
+                      'hw_disk_bus': 'virtio', 'hw_vif_model': 'virtio',
+                      'hw_qemu_guest_agent': 'yes'}
+_FEDORA_PROPERTIES = {'os_distro': 'fedora', 'os_version': '41',
+                      'os_type': 'linux', 'hypervisor_type': 'fake',
+                      'hw_disk_bus': 'virtio', 'hw_vif_model': 'virtio',
+                      'hw_qemu_guest_agent': 'yes'}
+
 IMAGES = [
-    # id, name, size (bytes), min_disk, min_ram
-    ('a8c3e2a6-0f4e-4c8a-9d1e-3c1b8f2a7e01', 'cirros', 21430272, 0, 0),
-    ('b1d4f3b7-1a5f-4d9b-8e2f-4d2c9a3b8f02', 'ubuntu-24.04', 617611264, 3,
-     512),
+    # id, name, size (bytes), min_disk, min_ram, properties
+    ('a8c3e2a6-0f4e-4c8a-9d1e-3c1b8f2a7e01', 'cirros', 21430272, 0, 0,
+     _CIRROS_PROPERTIES),
+    # Tempest's image_ref_alt, which it boots with m1.tiny (512 MiB, 1 GiB
+    # root disk): no min_disk, as an uploaded cloud image has by default.
+    ('b1d4f3b7-1a5f-4d9b-8e2f-4d2c9a3b8f02', 'ubuntu-24.04', 617611264, 0,
+     512, _UBUNTU_PROPERTIES),
     ('c2e5a4c8-2b6a-4eac-9f3a-5e3d0b4c9a03', 'fedora-41', 524288000, 5,
-     1024),
+     1024, _FEDORA_PROPERTIES),
 ]
 
 
-def _render(req, image_id, name, size, min_disk, min_ram):
-    return {
+def _render(req, image_id, name, size, min_disk, min_ram, properties):
+    # As Glance does, the properties are top-level keys of the image.
+    body = dict(properties)
+    body.update({
         'id': image_id, 'name': name, 'status': 'active',
         'visibility': 'public', 'protected': False, 'os_hidden': False,
         'disk_format': 'qcow2', 'container_format': 'bare', 'size': size,
@@ -35,7 +56,16 @@ def _render(req, image_id, name, size, min_disk, min_ram):
         'self': '/v2/images/%s' % image_id,
         'file': '/v2/images/%s/file' % image_id,
         'schema': '/v2/schemas/image',
-    }
+    })
+    return body
+
+
+def describe(entry):
+    """A catalog entry as the image client answers for an image."""
+    image_id, name, _size, min_disk, min_ram, properties = entry
+    return {'id': image_id, 'name': name, 'status': 'active',
+            'min_ram': min_ram, 'min_disk': min_disk,
+            'properties': dict(properties)}
 
 
 def find(image_ref):

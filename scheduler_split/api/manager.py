@@ -43,10 +43,11 @@ class ComputeAPI:
                availability_zone=None, force_hosts=None, metadata=None,
                key_name=None, scheduler_hints=None, description=None,
                group=None, access_ip_v4=None, access_ip_v6=None,
-               min_count=None):
+               min_count=None, image_properties=None):
         """Accept a boot of ``count`` instances (fewer, down to
         ``min_count``, if the project's quota takes no more); return them
-        (BUILD).
+        (BUILD). ``image_properties`` (the image's, as the image service
+        holds them) go to the scheduler in each RequestSpec.
 
         Every instance is recorded in one transaction of the API database
         that first takes the project's quota turn, counts and then
@@ -66,7 +67,7 @@ class ComputeAPI:
                 ctx, session, count, name, flavor, image_ref, now,
                 reservation_id, availability_zone, force_hosts, metadata,
                 key_name, scheduler_hints, description, group, access_ip_v4,
-                access_ip_v6)
+                access_ip_v6, image_properties)
         return self._cast_boot(ctx, reservation_id, build_requests,
                                request_specs)
 
@@ -74,7 +75,8 @@ class ComputeAPI:
     def _build_requests(ctx, session, count, name, flavor, image_ref, now,
                         reservation_id, availability_zone, force_hosts,
                         metadata, key_name, scheduler_hints, description,
-                        group, access_ip_v4, access_ip_v6):
+                        group, access_ip_v4, access_ip_v6,
+                        image_properties=None):
         build_requests, request_specs = [], []
         for index in range(count):
             uuid = uuidutils.generate_uuid()
@@ -100,7 +102,8 @@ class ComputeAPI:
                 num_instances=count, availability_zone=availability_zone,
                 force_hosts=force_hosts,
                 scheduler_hints=scheduler_hints or {},
-                instance_group=group and group.for_request())
+                instance_group=group and group.for_request(),
+                image_properties=image_properties or {})
             build_request = objects.BuildRequest(
                 instance_uuid=uuid, project_id=ctx.project_id,
                 instance=instance, created_at=now)

@@ -11,7 +11,7 @@ import regex
 
 from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
-from scheduler_split.api import images
+from scheduler_split.api import image_client
 from scheduler_split.api import keypairs
 from scheduler_split.api import microversion
 from scheduler_split.api import schemas
@@ -232,8 +232,9 @@ def _flavor_id(flavor_ref):
     return _last_part(flavor_ref)
 
 
-def _image_ref(server):
-    """The image to boot from: imageRef, or the image block device.
+def _image(ctx, server):
+    """The image to boot from (see ``image_client.get``): imageRef, or
+    the image block device.
 
     There is no block storage service: a block device may only name an
     image as the local boot disk.
@@ -251,10 +252,26 @@ def _image_ref(server):
     if not image_ref:
         raise errors.bad_request('Missing imageRef attribute')
     image_ref = image_ref.rstrip('/').rsplit('/', 1)[-1]
-    entry = images.find(image_ref)
-    if entry is None:
+    try:
+        image = image_client.get(ctx, image_ref)
+    except exception.ImageNotFound:
         raise errors.bad_request('Can not find requested image')
-    return entry[0]
+    except exception.ImageServiceUnavailable:
+        raise errors.HTTPError(503, 'The image service is unavailable.')
+    if image['status'] != 'active':
+        raise errors.bad_request('Image %s is not active.' % image['id'])
+    return image
+
+
+def _check_flavor_fits_image(flavor, image):
+    """400, as Nova's, for a flavor smaller than the image's minimums; a
+    flavor with no root disk (0) boots on whatever disk it is given."""
+    if image['min_ram'] > flavor.memory_mb:
+        raise errors.bad_request(
+            "Flavor's memory is too small for requested image.")
+    if flavor.root_gb and image['min_disk'] > flavor.root_gb:
+        raise errors.bad_request(
+            "Flavor's disk is too small for requested image.")
 
 
 def _zone_and_host(ctx, value, target):
@@ -330,7 +347,8 @@ def create(req, ctx, version):
                                  % server['flavorRef'])
     if flavor.disabled:
         raise errors.bad_request('Flavor is disabled.')
-    image_ref = _image_ref(server)
+    image = _image(ctx, server)
+    _check_flavor_fits_image(flavor, image)
     security_groups = _security_groups(server)
     hints = body.get('os:scheduler_hints') or body.get(
         'OS-SCH-HNT:scheduler_hints') or {}
@@ -347,7 +365,8 @@ def create(req, ctx, version):
             raise errors.bad_request(exc.format_message())
     keypairs.check_key_name(ctx, server.get('key_name'))
     reservation_id, instances = compute_api.create(
-        ctx, server['name'], flavor, image_ref, count=max_count,
+        ctx, server['name'], flavor, image['id'], count=max_count,
+        image_properties=image['properties'],
         min_count=min_count,
         availability_zone=zone, force_hosts=force_hosts,
         metadata=server.get('metadata'), key_name=server.get('key_name'),

@@ -25,7 +25,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.3'
+RPC_VERSION = '1.4'
 
 
 class _InstanceLocks:

@@ -9,6 +9,8 @@ Version history:
     1.3 - stop_instance, start_instance, reboot_instance, pause_instance,
           unpause_instance, suspend_instance, resume_instance; Instance
           1.3 (locked, locked_by, locked_reason, tags)
+    1.4 - RequestSpec 1.2 (the image's properties) in
+          build_and_run_instance
 """
 
 from scheduler_split import conf
@@ -35,6 +37,9 @@ OBJECT_VERSIONS = {
     '1.3': {'Instance': '1.3', 'InstanceFault': '1.0', 'Flavor': '1.0',
             'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.4': {'Instance': '1.3', 'InstanceFault': '1.0', 'Flavor': '1.0',
+            'RequestSpec': '1.2', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # The casts of 1.3, each a power or pause/suspend action on one instance.
@@ -58,7 +63,7 @@ def version_cap(cell_db):
 
 
 class ComputeAPI:
-    VERSION = '1.3'
+    VERSION = '1.4'
 
     def __init__(self, transport, cell_db):
         """A client for the computes of one cell: its bus and database."""
@@ -72,7 +77,8 @@ class ComputeAPI:
         ``host_list`` holds the alternates not tried yet, in order;
         ``retry`` records the attempt number and the hosts tried.
         """
-        cctxt, _ = self.client.prepare('1.2', '1.1', '1.0', server=host)
+        cctxt, _ = self.client.prepare('1.4', '1.2', '1.1', '1.0',
+                                       server=host)
         cctxt.cast(ctx, 'build_and_run_instance', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry, node=node)

@@ -28,7 +28,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.5'
+RPC_VERSION = '1.6'
 
 LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
                           '[conductor] lost_build_timeout; the boot was lost')

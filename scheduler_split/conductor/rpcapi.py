@@ -19,6 +19,8 @@ Version history:
     1.5 - (cell) Instance 1.3 (locked, locked_by, locked_reason, tags) in
           the instance calls; instance_save takes a ``fault`` to record
           with the write (a failed power action, which keeps its state)
+    1.6 - RequestSpec 1.2 (the image's properties) in
+          schedule_and_build_instances (super) and build_instances (cell)
 """
 
 import logging
@@ -56,6 +58,9 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.5': {'BuildRequest': '1.0', 'Instance': '1.3', 'InstanceFault': '1.0',
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.6': {'BuildRequest': '1.0', 'Instance': '1.3', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.2', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
@@ -97,7 +102,7 @@ def version_cap(service_db):
 
 
 class ConductorAPI:
-    VERSION = '1.5'
+    VERSION = '1.6'
 
     def __init__(self, transport, service_db=cell0_db):
         """A client for the conductors on ``transport``, which record
@@ -120,14 +125,14 @@ class ConductorAPI:
     def schedule_and_build_instances(self, ctx, build_requests,
                                      request_specs):
         """Cast from the API to the super-conductor (API bus)."""
-        cctxt, _ = self.client.prepare('1.2', '1.0')
+        cctxt, _ = self.client.prepare('1.6', '1.2', '1.0')
         cctxt.cast(ctx, 'schedule_and_build_instances',
                    build_requests=build_requests,
                    request_specs=request_specs)
 
     def build_instances(self, ctx, instance, request_spec, host_list, retry):
         """Cast from a compute to its cell conductor: reschedule a build."""
-        cctxt, _ = self.client.prepare('1.2', '1.1', '1.0')
+        cctxt, _ = self.client.prepare('1.6', '1.2', '1.1', '1.0')
         cctxt.cast(ctx, 'build_instances', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry)

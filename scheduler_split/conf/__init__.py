@@ -7,6 +7,7 @@ from scheduler_split.conf import compute
 from scheduler_split.conf import conductor
 from scheduler_split.conf import database
 from scheduler_split.conf import fake_driver
+from scheduler_split.conf import glance
 from scheduler_split.conf import policy
 from scheduler_split.conf import quota
 from scheduler_split.conf import scheduler
@@ -15,6 +16,6 @@ from scheduler_split.conf import upgrade_levels
 
 CONF = cfg.CONF
 
-for _module in (api, compute, conductor, database, fake_driver, policy,
-                quota, scheduler, service, upgrade_levels):
+for _module in (api, compute, conductor, database, fake_driver, glance,
+                policy, quota, scheduler, service, upgrade_levels):
     _module.register_opts(CONF)

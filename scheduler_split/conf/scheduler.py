@@ -10,7 +10,7 @@ filter_scheduler_opts = [
                          'RamFilter', 'CoreFilter', 'DiskFilter',
                          'ServerGroupAntiAffinityFilter',
                          'ServerGroupAffinityFilter', 'SameHostFilter',
-                         'DifferentHostFilter'],
+                         'DifferentHostFilter', 'ImagePropertiesFilter'],
                 help='Filters applied to every host, in this order. Each '
                      'name is a class in scheduler_split.scheduler.filters. '
                      'The affinity and anti-affinity policies of server '

@@ -25,7 +25,8 @@ class SchedulerRetries(base.SchedulerSplitObject):
 class RequestSpec(base.SchedulerSplitObject):
     """What the scheduler needs to place the instances of one request."""
     # 1.1: instance_group
-    VERSION = '1.1'
+    # 1.2: image_properties
+    VERSION = '1.2'
 
     fields = {
         'instance_uuid': fields.UUIDField(),
@@ -46,11 +47,18 @@ class RequestSpec(base.SchedulerSplitObject):
                                     default=None),
         'instance_group': fields.ObjectField('InstanceGroup', nullable=True,
                                              default=None),
+        # The image's properties as the image service holds them, for
+        # ImagePropertiesFilter (architecture, hypervisor type, ...).
+        'image_properties': fields.DictOfStringsField(nullable=True,
+                                                      default={}),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if tuple(int(p) for p in target_version.split('.')) < (1, 1):
+        target = tuple(int(p) for p in target_version.split('.'))
+        if target < (1, 2):
+            primitive.pop('image_properties', None)
+        if target < (1, 1):
             primitive.pop('instance_group', None)
 
     @property

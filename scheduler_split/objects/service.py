@@ -16,7 +16,7 @@ CONF = conf.CONF
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 7
+SERVICE_VERSION = 8
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -48,6 +48,9 @@ SERVICE_VERSION_HISTORY = (
     #    casts and Instance 1.3 (the lock and tags): compute 1.3;
     #    conductor 1.5 (Instance 1.3, instance_save with a fault).
     {'compute_rpc': '1.3', 'conductor_rpc': '1.5', 'scheduler_rpc': '1.3'},
+    # 8: RequestSpec 1.2 carries the image's properties (for
+    #    ImagePropertiesFilter): compute 1.4, conductor 1.6, scheduler 1.4.
+    {'compute_rpc': '1.4', 'conductor_rpc': '1.6', 'scheduler_rpc': '1.4'},
 )
 
 # The binary names services record themselves under.

@@ -35,7 +35,7 @@ from scheduler_split.scheduler import weights
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.3'
+RPC_VERSION = '1.4'
 
 # The ways a host refuses a claim for good: the caller moves on.
 CLAIM_REFUSED = (exception.ClaimCapacityExceeded,

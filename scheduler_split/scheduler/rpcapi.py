@@ -18,6 +18,7 @@ Version history:
           aggregate_remove_host, aggregate_set_metadata,
           get_availability_zones: host aggregates and availability zones
           (os-aggregates, os-availability-zone); calls, plain dicts only
+    1.4 - RequestSpec 1.2 (the image's properties) in select_destinations
 """
 
 import logging
@@ -45,6 +46,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.3': {'RequestSpec': '1.1', 'Flavor': '1.0', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.4': {'RequestSpec': '1.2', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -52,7 +55,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.3'
+    VERSION = '1.4'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -64,7 +67,7 @@ class SchedulerAPI:
 
     def select_destinations(self, ctx, spec_obj, instance_uuids,
                             return_alternates, num_alternates):
-        cctxt, version = self.client.prepare('1.1', '1.0')
+        cctxt, version = self.client.prepare('1.4', '1.1', '1.0')
         kwargs = {}
         if version != '1.0':
             kwargs['object_versions'] = OBJECT_VERSIONS[version]

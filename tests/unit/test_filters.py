@@ -252,3 +252,80 @@ def test_io_ops_filters_refuse_a_host_running_too_many_builds(override):
                                                  spec)
     assert not filters.AggregateIoOpsFilter().host_passes(
         _counted('c', io_ops=1, limits={'max_io_ops_per_host': '1'}), spec)
+
+
+# --- ImagePropertiesFilter --------------------------------------------------
+
+def _typed_host(cpu_arch=None, hypervisor_type=None, hypervisor_version=None):
+    host = _host(age_seconds=5)
+    host.cpu_arch = cpu_arch
+    host.hypervisor_type = hypervisor_type
+    host.hypervisor_version = hypervisor_version
+    return host
+
+
+def _image_spec(**props):
+    spec = helpers.make_spec()
+    spec.image_properties = props
+    return spec
+
+
+def test_image_properties_filter_passes_request_without_image_properties():
+    host = _typed_host(cpu_arch='x86_64')
+    assert filters.ImagePropertiesFilter().host_passes(host,
+                                                       helpers.make_spec())
+
+
+def test_image_properties_filter_passes_request_spec_of_the_release_before():
+    # A RequestSpec 1.1 (from a conductor capped below 1.6) has no
+    # image_properties at all.
+    old = objects.RequestSpec.obj_from_primitive(
+        _image_spec(architecture='aarch64').obj_to_primitive(
+            target_version='1.1'))
+    assert filters.ImagePropertiesFilter().host_passes(
+        _typed_host(cpu_arch='x86_64'), old)
+
+
+def test_image_properties_filter_rejects_host_of_another_architecture():
+    host = _typed_host(cpu_arch='x86_64')
+    assert not filters.ImagePropertiesFilter().host_passes(
+        host, _image_spec(architecture='aarch64'))
+    assert not filters.ImagePropertiesFilter().host_passes(
+        host, _image_spec(hw_architecture='aarch64'))
+
+
+def test_image_properties_filter_passes_host_of_the_image_architecture():
+    host = _typed_host(cpu_arch='aarch64')
+    assert filters.ImagePropertiesFilter().host_passes(
+        host, _image_spec(architecture='AArch64'))
+
+
+def test_image_properties_filter_passes_host_that_reports_nothing():
+    assert filters.ImagePropertiesFilter().host_passes(
+        _host(age_seconds=5),
+        _image_spec(architecture='aarch64', img_hv_type='qemu',
+                    img_hv_requested_version='>=6000'))
+
+
+def test_image_properties_filter_compares_hypervisor_type():
+    host = _typed_host(hypervisor_type='QEMU')
+    f = filters.ImagePropertiesFilter()
+    assert f.host_passes(host, _image_spec(img_hv_type='qemu'))
+    assert f.host_passes(host, _image_spec(hypervisor_type='qemu'))
+    assert not f.host_passes(host, _image_spec(img_hv_type='xen'))
+
+
+@pytest.mark.parametrize('wanted,passes', [
+    ('>=6000', True), ('>= 7000', False), ('<7000', True),
+    ('6002', True), ('==6001', False), ('>=6.0.0', False),
+])
+def test_image_properties_filter_compares_requested_hypervisor_version(
+        wanted, passes):
+    host = _typed_host(hypervisor_version=6002)
+    assert filters.ImagePropertiesFilter().host_passes(
+        host, _image_spec(img_hv_requested_version=wanted)) is passes
+
+
+def test_image_properties_filter_can_be_enabled_by_name():
+    loaded = filters.load(['ImagePropertiesFilter'])
+    assert [type(f).__name__ for f in loaded] == ['ImagePropertiesFilter']

@@ -32,7 +32,7 @@ EXPECTED_FINGERPRINTS = {
     'InstanceGroup': '1.0-9c6a2990888ccc706eb25461a01e166b',
     'InstanceFault': '1.0-8bb771c7db1113ce1ccf587760b24f29',
     'InstanceMapping': '1.0-b322f2a6866014af4084cd6b618bb348',
-    'RequestSpec': '1.1-4bee04cf3754efce3400e8284e8695e2',
+    'RequestSpec': '1.2-9f5d4771950b2326c7f214f2934404a2',
     'SchedulerRetries': '1.0-7ac345807a200669b26324c34cdac6a1',
     'Selection': '1.1-bbc22a210ed895f4cfefa19745eab8d2',
     'Service': '1.2-0bd2a4b1c81091a7dfe7d27368d5dfd5',

@@ -481,3 +481,83 @@ def test_a_client_capped_at_1_1_sends_instances_without_access_addresses():
 
     assert _version(primitive) == '1.1'
     assert 'access_ip_v4' not in _data(primitive)
+
+
+# --- RequestSpec 1.2: the image's properties ---------------------------------
+
+def _spec_with_image():
+    spec = helpers.make_spec()
+    spec.image_properties = {'architecture': 'aarch64',
+                             'img_hv_type': 'fake'}
+    return spec
+
+
+def test_request_spec_backported_to_1_1_drops_the_image_properties():
+    primitive = _spec_with_image().obj_to_primitive(target_version='1.1')
+
+    assert _version(primitive) == '1.1'
+    assert 'image_properties' not in _data(primitive)
+    back = objects.RequestSpec.obj_from_primitive(primitive)
+    assert back.image_properties == {}
+    assert _data(_spec_with_image().obj_to_primitive())[
+        'image_properties'] == {'architecture': 'aarch64',
+                                'img_hv_type': 'fake'}
+
+
+@pytest.mark.parametrize('api,old,new', [
+    (scheduler_rpcapi, '1.3', '1.4'),
+    (conductor_rpcapi, '1.5', '1.6'),
+    (compute_rpcapi, '1.3', '1.4'),
+], ids=lambda v: getattr(v, '__name__', v))
+def test_a_client_capped_below_request_spec_1_2_sends_it_without_image(
+        api, old, new):
+    ctx = context.get_admin_context()
+
+    capped = rpc.RequestContextSerializer(
+        api.OBJECT_VERSIONS[old]).serialize_entity(ctx, _spec_with_image())
+    newest = rpc.RequestContextSerializer(
+        api.OBJECT_VERSIONS[new]).serialize_entity(ctx, _spec_with_image())
+
+    assert _version(capped) == '1.1'
+    assert 'image_properties' not in _data(capped)
+    assert _version(newest) == '1.2'
+    assert _data(newest)['image_properties']['architecture'] == 'aarch64'
+
+
+class SchedulerEndpointOf13:
+    """A scheduler of service version 7: RPC 1.3, RequestSpec 1.1."""
+
+    target = messaging.Target(version='1.3')
+
+    def __init__(self):
+        self.specs = []
+
+    @messaging.expose
+    def select_destinations(self, ctx, spec_obj, instance_uuids,
+                            return_alternates, num_alternates,
+                            object_versions=None):
+        self.specs.append(spec_obj)
+        return [[]]
+
+
+def test_a_scheduler_client_capped_at_1_3_calls_with_request_spec_1_1(
+        override, fresh_caps):
+    memory_bus.reset()
+    transport = rpc.get_transport('kombu+memory:////upgrade-api')
+    endpoint = SchedulerEndpointOf13()
+    server = rpc.get_server(transport, 'scheduler', [endpoint], 'sched')
+    server.start()
+    override('scheduler', '1.3', group='upgrade_levels')
+    try:
+        assert scheduler_rpcapi.SchedulerAPI(transport).select_destinations(
+            context.get_admin_context(), _spec_with_image(),
+            [INSTANCE_UUID], True, 1) == [[]]
+    finally:
+        server.stop()
+        server.wait()
+        rpc.cleanup()
+        memory_bus.reset()
+
+    [received] = endpoint.specs
+    assert received.VERSION == '1.1'
+    assert not received.obj_attr_is_set('image_properties')

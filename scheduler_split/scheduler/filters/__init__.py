@@ -7,6 +7,9 @@ first. Adding a filter is adding a class here and its name to that option.
 
 import logging
 import operator
+import re
+
+from oslo_utils import versionutils
 
 from scheduler_split import conf
 from scheduler_split import scheduler
@@ -290,12 +293,67 @@ class AggregateIoOpsFilter(IoOpsFilter):
                                 CONF.filter_scheduler.max_io_ops_per_host)
 
 
+class ImagePropertiesFilter(BaseHostFilter):
+    """The host can run the image: its architecture, hypervisor type and
+    hypervisor version match the image's ``architecture`` /
+    ``hw_architecture``, ``img_hv_type`` / ``hypervisor_type`` and
+    ``img_hv_requested_version`` (e.g. ``>=6000``) properties. Reads the
+    request's ``image_properties`` (RequestSpec 1.2, from the image
+    service at boot) and the host's reported ``cpu_arch``,
+    ``hypervisor_type`` and ``hypervisor_version``. A request without
+    those properties, or a host that reports nothing about them,
+    passes."""
+
+    _OPS = {'>=': operator.ge, '<=': operator.le, '==': operator.eq,
+            '!=': operator.ne, '>': operator.gt, '<': operator.lt,
+            '=': operator.eq}
+
+    @staticmethod
+    def _version(value):
+        value = str(value).strip()
+        if value.isdigit():
+            return int(value)
+        return versionutils.convert_version_to_int(value)
+
+    def _version_ok(self, wanted, have):
+        match = re.match(r'\s*(>=|<=|==|!=|>|<|=)?\s*(\S+)\s*$',
+                         str(wanted))
+        if not match:
+            return False
+        op = self._OPS[match.group(1) or '==']
+        try:
+            return op(self._version(have), self._version(match.group(2)))
+        except (ValueError, TypeError):
+            return False
+
+    def host_passes(self, host_state, spec_obj):
+        # A RequestSpec from before 1.2 reads as an image without
+        # properties.
+        props = spec_obj.image_properties or {}
+        arch = props.get('hw_architecture') or props.get('architecture')
+        hv_type = props.get('img_hv_type') or props.get('hypervisor_type')
+        hv_version = props.get('img_hv_requested_version')
+        host_arch = getattr(host_state, 'cpu_arch', None)
+        host_type = getattr(host_state, 'hypervisor_type', None)
+        host_version = getattr(host_state, 'hypervisor_version', None)
+        if arch and host_arch and arch.lower() != str(host_arch).lower():
+            return False
+        if hv_type and host_type and \
+                hv_type.lower() != str(host_type).lower():
+            return False
+        if hv_version and host_version is not None and \
+                not self._version_ok(hv_version, host_version):
+            return False
+        return True
+
+
 ALL_FILTERS = {cls.__name__: cls for cls in (
     ComputeFilter, AvailabilityZoneFilter, RamFilter, CoreFilter,
     DiskFilter, ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter,
     AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation,
     SameHostFilter, DifferentHostFilter, NumInstancesFilter,
-    AggregateNumInstancesFilter, IoOpsFilter, AggregateIoOpsFilter)}
+    AggregateNumInstancesFilter, IoOpsFilter, AggregateIoOpsFilter,
+    ImagePropertiesFilter)}
 
 # The policies claims enforce, whatever filters are enabled: the scheduler
 # runs these again over its candidates when a claim refuses a host for

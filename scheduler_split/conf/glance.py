@@ -1,0 +1,50 @@
+from oslo_config import cfg
+
+glance_group = cfg.OptGroup(
+    'glance',
+    help='Where the API reads the images it boots: its built-in catalog '
+         '(the one it serves under /image) or an Image service (Glance '
+         'v2).')
+
+glance_opts = [
+    cfg.StrOpt('source', default='builtin',
+               choices=[('builtin', 'the built-in read-only catalog of a '
+                                    'few images, served under /image'),
+                        ('glance', 'an Image service: api_servers, else '
+                                   'the endpoint of service_type in the '
+                                   'service catalog of the user\'s token')],
+               help='Which image catalog imageRef is checked against and '
+                    'whose min_ram, min_disk and properties a boot takes.'),
+    cfg.ListOpt('api_servers', default=[],
+                help='Image service endpoints, e.g. '
+                     'http://glance.example.org:9292, tried in order until '
+                     'one answers. When set they win over the service '
+                     'catalog. Only read with source = glance.'),
+    cfg.StrOpt('service_type', default='image',
+               help='The service type of the Image service in the service '
+                    'catalog of the user\'s token (with [api] '
+                    'auth_strategy = keystone), when api_servers is empty.'),
+    cfg.ListOpt('valid_interfaces', default=['internal', 'public'],
+                help='The catalog interfaces to take the endpoint from, in '
+                     'order of preference.'),
+    cfg.StrOpt('region_name',
+               help='The region of the catalog endpoint; any region if '
+                    'unset.'),
+    cfg.FloatOpt('timeout', default=10.0, min=0.1,
+                 help='Seconds a request to the Image service may take.'),
+    cfg.StrOpt('cafile',
+               help='CA bundle that verifies the Image service\'s HTTPS '
+                    'certificate; the system\'s if unset.'),
+    cfg.BoolOpt('insecure', default=False,
+                help='Skip verifying the Image service\'s HTTPS '
+                     'certificate.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(glance_group)
+    conf.register_opts(glance_opts, group=glance_group)
+
+
+def list_opts():
+    return {glance_group: glance_opts}
