@@ -18,6 +18,7 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from scheduler_split.api import errors
+from scheduler_split.api import schemas
 from scheduler_split.api import services as services_api
 from scheduler_split.db import engines
 from scheduler_split.db import models
@@ -183,12 +184,8 @@ def _bool_param(req, name):
 def _query_v253(req):
     allowed = {'limit', 'marker', 'hypervisor_hostname_pattern',
                'with_servers'}
+    schemas.refuse_unknown_query(req, allowed)
     for name in req.GET:
-        if name not in allowed:
-            raise errors.bad_request(
-                "Invalid input for query parameters %s. Value: %s. "
-                "Additional properties are not allowed (%r was unexpected)"
-                % (name, req.GET[name], name))
         if len(req.GET.getall(name)) > 1:
             raise errors.bad_request(
                 'Invalid input for query parameters %s. Value: %s. %s is '
@@ -295,12 +292,7 @@ def _find(req, ctx, version, hypervisor_id):
 def show(req, ctx, version, hypervisor_id):
     with_servers = False
     if version >= (2, 53):
-        for name in req.GET:
-            if name != 'with_servers':
-                raise errors.bad_request(
-                    "Invalid input for query parameters %s. Value: %s. "
-                    "Additional properties are not allowed (%r was "
-                    "unexpected)" % (name, req.GET[name], name))
+        schemas.refuse_unknown_query(req, {'with_servers'})
         with_servers = _bool_param(req, 'with_servers')
     policy.authorize(ctx, 'os_compute_api:os-hypervisors:show', target={})
     node = _find(req, ctx, version, hypervisor_id)

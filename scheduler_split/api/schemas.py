@@ -210,3 +210,15 @@ def validate(body, schema):
         raise errors.bad_request(
             'Invalid input for field/attribute %s. Value: %s. %s'
             % (field, exc.instance, exc.message))
+
+
+def refuse_unknown_query(req, allowed):
+    """400 in Nova's words for a query parameter not in ``allowed``, as
+    the query schemas refuse them from the microversion that closes
+    them (2.75 for most lists)."""
+    for name in req.GET:
+        if name not in allowed:
+            raise errors.bad_request(
+                "Invalid input for query parameters %s. Value: %s. "
+                "Additional properties are not allowed (%r was unexpected)"
+                % (name, req.GET[name], name))

@@ -628,6 +628,30 @@ def show(req, ctx, version, server_id):
     return {'server': body}
 
 
+def _addresses(req, ctx, server_id, rule):
+    """A server's addresses by network label; this cloud has no network
+    service, so a server is on no network and the map is empty."""
+    try:
+        instance = req.compute_api.get(ctx, server_id)
+    except exception.InstanceNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    policy.authorize(ctx, rule, {'project_id': instance.project_id})
+    return {}
+
+
+def ips_index(req, ctx, version, server_id):
+    return {'addresses': _addresses(req, ctx, server_id,
+                                    'os_compute_api:ips:index')}
+
+
+def ips_show(req, ctx, version, server_id, network_label):
+    addresses = _addresses(req, ctx, server_id, 'os_compute_api:ips:show')
+    if network_label not in addresses:
+        raise errors.not_found('Instance is not a member of specified '
+                               'network')
+    return {network_label: addresses[network_label]}
+
+
 # PUT /servers/{id}, as Nova's schemas.servers.update: 2.1 name and the
 # access addresses (and the disk config, which only MANUAL serves);
 # 2.19 description (null removes it).

@@ -200,13 +200,7 @@ def _render(service, version, zones):
 def index(req, ctx, version):
     policy.authorize(ctx, 'os_compute_api:os-services:list', target={})
     if version >= (2, 75):
-        unknown = sorted(set(req.GET) - {'host', 'binary'})
-        if unknown:
-            raise errors.bad_request(
-                "Invalid input for query parameters %s. Value: %s. "
-                "Additional properties are not allowed (%s was "
-                "unexpected)" % (unknown[0], req.GET[unknown[0]],
-                                 repr(unknown[0])))
+        schemas.refuse_unknown_query(req, {'host', 'binary'})
     host = req.GET.get('host')
     binary = req.GET.get('binary')
     down = []

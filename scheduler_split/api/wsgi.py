@@ -38,6 +38,7 @@ from scheduler_split.api import server_groups
 from scheduler_split.api import server_metadata
 from scheduler_split.api import servers
 from scheduler_split.api import services
+from scheduler_split.api import usage
 from scheduler_split.api import versions
 from scheduler_split import conf
 from scheduler_split import exception
@@ -68,6 +69,9 @@ ROUTES = {
         'DELETE': flavor_extra_specs.delete},
     '/v2.1/servers': {'GET': servers.index, 'POST': servers.create},
     '/v2.1/servers/detail': {'GET': servers.detail},
+    '/v2.1/servers/{server_id}/ips': {'GET': servers.ips_index},
+    '/v2.1/servers/{server_id}/ips/{network_label}': {
+        'GET': servers.ips_show},
     '/v2.1/servers/{server_id}': {'GET': servers.show,
                                   'PUT': servers.update,
                                   'DELETE': servers.delete},
@@ -108,6 +112,8 @@ ROUTES = {
     '/v2.1/os-hypervisors/{pattern}/search': {'GET': hypervisors.search},
     '/v2.1/os-hypervisors/{pattern}/servers': {'GET': hypervisors.servers},
     '/v2.1/os-hosts': {'GET': hosts.index},
+    '/v2.1/os-simple-tenant-usage': {'GET': usage.index},
+    '/v2.1/os-simple-tenant-usage/{tenant_id}': {'GET': usage.show},
     '/v2.1/os-hosts/{host_name}': {'GET': hosts.show, 'PUT': hosts.update},
     '/v2.1/os-hosts/{host_name}/reboot': {'GET': hosts.reboot},
     '/v2.1/os-hosts/{host_name}/shutdown': {'GET': hosts.shutdown},

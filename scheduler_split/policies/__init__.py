@@ -17,6 +17,7 @@ from scheduler_split.policies import server_groups
 from scheduler_split.policies import server_lifecycle
 from scheduler_split.policies import servers
 from scheduler_split.policies import services
+from scheduler_split.policies import usage
 
 
 def list_rules():
@@ -31,4 +32,5 @@ def list_rules():
         aggregates.list_rules(),
         quotas.list_rules(),
         server_lifecycle.list_rules(),
+        usage.list_rules(),
     ))

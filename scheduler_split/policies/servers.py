@@ -50,6 +50,19 @@ rules = [
                     {'method': 'GET', 'path': '/servers/{server_id}'}],
         scope_types=['project']),
     policy.DocumentedRuleDefault(
+        name='os_compute_api:ips:index',
+        check_str=base.PROJECT_READER_OR_ADMIN,
+        description='List a server\'s addresses, by network.',
+        operations=[{'method': 'GET', 'path': '/servers/{server_id}/ips'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name='os_compute_api:ips:show',
+        check_str=base.PROJECT_READER_OR_ADMIN,
+        description='Show a server\'s addresses on one network.',
+        operations=[{'method': 'GET',
+                     'path': '/servers/{server_id}/ips/{network_label}'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
         name=SERVERS % 'create',
         check_str=base.PROJECT_MEMBER_OR_ADMIN,
         description='Create servers in the caller\'s project.',

@@ -58,6 +58,8 @@ EXPECTED = {
     'os_compute_api:servers:index': EVERYONE_OF_THE_PROJECT,
     'os_compute_api:servers:detail': EVERYONE_OF_THE_PROJECT,
     'os_compute_api:servers:show': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:ips:index': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:ips:show': EVERYONE_OF_THE_PROJECT,
     'os_compute_api:servers:show:flavor-extra-specs':
         EVERYONE_OF_THE_PROJECT,
     'os_compute_api:servers:create': MEMBERS,
@@ -74,6 +76,8 @@ EXPECTED = {
     'os_compute_api:os-flavor-extra-specs:delete': ADMINS,
     'os_compute_api:os-admin-actions:reset_state': ADMINS,
     'os_compute_api:os-hosts:list': ADMINS,
+    'os_compute_api:os-simple-tenant-usage:list': ADMINS,
+    'os_compute_api:os-simple-tenant-usage:show': EVERYONE_OF_THE_PROJECT,
     'os_compute_api:os-hosts:show': ADMINS,
     'os_compute_api:os-hosts:update': ADMINS,
     'os_compute_api:os-hosts:reboot': ADMINS,
