@@ -17,6 +17,7 @@ import collections
 import datetime
 import urllib.parse
 
+from oslo_utils import strutils
 import sqlalchemy as sa
 
 from scheduler_split.api import errors
@@ -191,7 +192,10 @@ def index(req, ctx, version):
     policy.authorize(ctx, 'os_compute_api:os-simple-tenant-usage:list',
                      target={})
     start, stop, now = _window(req, version, _INDEX_QUERY)
-    detailed = req.GET.get('detailed', '0') == '1'
+    # Nova lists the servers for ``1`` only; openstacksdk (so the
+    # ``openstack usage list`` command) sends ``True``, so any true word
+    # counts here.
+    detailed = strutils.bool_from_string(req.GET.get('detailed', '0'))
     limit, marker = _page_size(req, version)
     rows = _servers(ctx, start, stop, None, limit, marker)
     usages, servers = _usages(rows, start, stop, now, detailed)

@@ -269,6 +269,14 @@ def test_openstack_cli_shows_and_sets_quotas_limits_and_key_pairs(
     assert [k['Name'] for k in json.loads(
         cli('keypair', 'list', '-f', 'json'))] == ['k1']
 
+    # The running server is billed to the project, by hours.
+    usage = json.loads(cli('usage', 'list', '-f', 'json'))
+    assert [(u['Project'], [s['name'] for s in u['Servers']])
+            for u in usage] == [('admin', ['vm1'])]
+    assert float(usage[0]['CPU Hours']) > 0
+    shown = json.loads(cli('usage', 'show', '-f', 'json'))
+    assert [s['instance_id'] for s in shown['Servers']] == [created['id']]
+
 
 def test_openstack_cli_places_servers_with_same_and_different_host_hints(
         start_system, openstack_cli):
