@@ -70,6 +70,16 @@ filter_scheduler_opts = [
                     'builds takes no more until one ends. AggregateIoOps'
                     'Filter lets an aggregate\'s max_io_ops_per_host '
                     'metadata set it for its hosts.'),
+    cfg.StrOpt('aggregate_image_properties_isolation_namespace',
+               help='With AggregateImagePropertiesIsolation enabled, only '
+                    'aggregate metadata keys in this namespace (the '
+                    'namespace, the separator, then the image property) '
+                    'isolate hosts; unset, every key does.'),
+    cfg.StrOpt('aggregate_image_properties_isolation_separator',
+               default='.',
+               help='What joins the namespace to the image property in '
+                    'the aggregate metadata keys AggregateImageProperties'
+                    'Isolation reads.'),
     cfg.IntOpt('host_state_refresh_interval',
                default=60, min=1,
                help='Seconds between two reloads of every host state from '

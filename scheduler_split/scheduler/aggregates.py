@@ -13,6 +13,7 @@ reports (``[compute] availability_zone``, ``nova`` by default).
 """
 
 import datetime
+import logging
 
 import sqlalchemy as sa
 from oslo_utils import uuidutils
@@ -22,6 +23,7 @@ from scheduler_split.db import models
 from scheduler_split import exception
 
 AZ_KEY = 'availability_zone'
+LOG = logging.getLogger(__name__)
 
 
 def _now():
@@ -57,6 +59,25 @@ class Aggregate:
 
     def __repr__(self):
         return '<Aggregate %s %s>' % (self.id, self.name)
+
+
+def smallest(host_state, key, default, kind=float):
+    """The smallest ``key`` of the host's aggregates' metadata read as
+    ``kind``, else ``default``: how an aggregate overrides a limit or a
+    weigher's multiplier for its hosts. A value that does not read is
+    logged and ignored."""
+    values = []
+    for aggregate in getattr(host_state, 'aggregates', None) or ():
+        raw = aggregate.metadata.get(key)
+        if raw is None:
+            continue
+        try:
+            values.append(kind(raw))
+        except ValueError:
+            LOG.warning('Aggregate %s sets %s to %r, which is not a valid '
+                        '%s; ignoring it', aggregate.name, key, raw,
+                        kind.__name__)
+    return min(values) if values else default
 
 
 def signature(db_url):

@@ -254,3 +254,33 @@ def test_a_boot_into_a_zone_goes_on_when_no_scheduler_can_say(
     # A zone no host is in now ends in ERROR rather than a 400.
     lost = api.boot(name='lost', availability_zone='nowhere')
     assert api.wait_for(lost)['status'] == 'ERROR'
+
+
+def test_aggregates_isolate_hosts_by_image_property(start_system):
+    CONF.set_override('enabled_filters',
+                      CONF.filter_scheduler.enabled_filters +
+                      ['AggregateImagePropertiesIsolation'],
+                      group='filter_scheduler')
+    try:
+        system = start_system(cells=1, hosts_per_cell=2)
+        api = system.api
+        ubuntu = _create(api, 'ubuntu-hosts')
+        _add_host(api, ubuntu['id'], 'cell1-compute1')
+        _action(api, ubuntu['id'], 'set_metadata',
+                {'metadata': {'os_distro': 'ubuntu'}})
+        cirros = _create(api, 'cirros-hosts')
+        _add_host(api, cirros['id'], 'cell1-compute2')
+        _action(api, cirros['id'], 'set_metadata',
+                {'metadata': {'os_distro': 'cirros, arch'}})
+        on_ubuntu = [api.boot(name='u%d' % i, image='ubuntu-24.04')
+                     for i in range(3)]
+        on_cirros = [api.boot(name='c%d' % i) for i in range(3)]
+        assert set(_hosts_of(api, on_ubuntu)) == {'cell1-compute1'}
+        assert set(_hosts_of(api, on_cirros)) == {'cell1-compute2'}
+        # A fedora image fits neither aggregate's list.
+        fedora = api.wait_for(api.boot(name='f', image='fedora-41',
+                                       flavor='2'))
+        assert fedora['status'] == 'ERROR'
+        assert 'No valid host' in fedora['fault']['message']
+    finally:
+        CONF.clear_override('enabled_filters', group='filter_scheduler')

@@ -329,3 +329,44 @@ def test_image_properties_filter_compares_requested_hypervisor_version(
 def test_image_properties_filter_can_be_enabled_by_name():
     loaded = filters.load(['ImagePropertiesFilter'])
     assert [type(f).__name__ for f in loaded] == ['ImagePropertiesFilter']
+
+
+# --- AggregateImagePropertiesIsolation --------------------------------------
+
+def _isolated(name, *metadatas):
+    from scheduler_split.scheduler import aggregates
+    state = host_manager.HostState('uuid-' + name, name, name, 'cell')
+    state.set_aggregates([aggregates.Aggregate({
+        'id': n, 'uuid': 'agg%d' % n, 'name': 'agg%d' % n,
+        'metadata': metadata, 'hosts': [name]})
+        for n, metadata in enumerate(metadatas)])
+    return state
+
+
+def test_aggregate_image_isolation_takes_only_listed_property_values():
+    check = filters.AggregateImagePropertiesIsolation()
+    windows = _isolated('w', {'os_distro': 'windows'})
+    linux = _isolated('l', {'os_distro': 'ubuntu, fedora'}, {'ssd': 'true'})
+    plain = _isolated('p')
+    assert check.host_passes(windows, _image_spec(os_distro='windows'))
+    assert not check.host_passes(windows, _image_spec(os_distro='fedora'))
+    assert check.host_passes(linux, _image_spec(os_distro='fedora'))
+    assert not check.host_passes(linux, _image_spec(os_distro='windows'))
+    assert check.host_passes(plain, _image_spec(os_distro='windows'))
+    # An image without the property goes anywhere, and so does a
+    # RequestSpec from before image properties.
+    assert check.host_passes(windows, _image_spec(architecture='x86_64'))
+    assert check.host_passes(windows, helpers.make_spec())
+
+
+def test_aggregate_image_isolation_namespace_limits_the_keys(override):
+    override('aggregate_image_properties_isolation_namespace', 'iso',
+             group='filter_scheduler')
+    check = filters.AggregateImagePropertiesIsolation()
+    host = _isolated('h', {'iso.os_distro': 'windows', 'os_type': 'linux'})
+    # os_type is outside the namespace: it no longer isolates.
+    assert check.host_passes(host, _image_spec(os_type='windows'))
+    assert check.host_passes(host, _image_spec(**{'iso.os_distro':
+                                                  'windows'}))
+    assert not check.host_passes(host, _image_spec(**{'iso.os_distro':
+                                                      'linux'}))

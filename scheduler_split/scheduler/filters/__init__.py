@@ -13,6 +13,7 @@ from oslo_utils import versionutils
 
 from scheduler_split import conf
 from scheduler_split import scheduler
+from scheduler_split.scheduler import aggregates
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -236,22 +237,6 @@ class DifferentHostFilter(BaseHostFilter):
         return not any(u in host_state.instances for u in avoided)
 
 
-def _aggregate_limit(host_state, key, default):
-    """The smallest whole-number ``key`` of the host's aggregates'
-    metadata, else ``default``."""
-    values = []
-    for aggregate in host_state.aggregates or ():
-        raw = aggregate.metadata.get(key)
-        if raw is None:
-            continue
-        try:
-            values.append(int(raw))
-        except ValueError:
-            LOG.warning('Aggregate %s sets %s to %r, which is not a whole '
-                        'number; ignoring it', aggregate.name, key, raw)
-    return min(values) if values else default
-
-
 class NumInstancesFilter(BaseHostFilter):
     """The host holds fewer than ``[filter_scheduler]
     max_instances_per_host`` instances."""
@@ -268,9 +253,9 @@ class AggregateNumInstancesFilter(NumInstancesFilter):
     ``max_instances_per_host`` metadata sets (the smallest)."""
 
     def _limit(self, host_state):
-        return _aggregate_limit(
+        return aggregates.smallest(
             host_state, 'max_instances_per_host',
-            CONF.filter_scheduler.max_instances_per_host)
+            CONF.filter_scheduler.max_instances_per_host, int)
 
 
 class IoOpsFilter(BaseHostFilter):
@@ -289,8 +274,9 @@ class AggregateIoOpsFilter(IoOpsFilter):
     ``max_io_ops_per_host`` metadata sets (the smallest)."""
 
     def _limit(self, host_state):
-        return _aggregate_limit(host_state, 'max_io_ops_per_host',
-                                CONF.filter_scheduler.max_io_ops_per_host)
+        return aggregates.smallest(
+            host_state, 'max_io_ops_per_host',
+            CONF.filter_scheduler.max_io_ops_per_host, int)
 
 
 class ImagePropertiesFilter(BaseHostFilter):
@@ -347,13 +333,45 @@ class ImagePropertiesFilter(BaseHostFilter):
         return True
 
 
+class AggregateImagePropertiesIsolation(BaseHostFilter):
+    """A host whose aggregates name an image property in their metadata
+    (e.g. ``os_distro=windows,linux``) takes only images whose property
+    is one of the listed values; an image without that property goes
+    anywhere. With ``[filter_scheduler]
+    aggregate_image_properties_isolation_namespace`` set, only the keys
+    in that namespace isolate (``ns.os_distro`` with the default
+    separator), each against the image property of the same name, as in
+    Nova; other metadata keys are left to other filters."""
+
+    def host_passes(self, host_state, spec_obj):
+        props = spec_obj.image_properties or {}
+        namespace = (CONF.filter_scheduler.
+                     aggregate_image_properties_isolation_namespace)
+        prefix = ''
+        if namespace:
+            prefix = namespace + (
+                CONF.filter_scheduler.
+                aggregate_image_properties_isolation_separator)
+        for key, values in _aggregate_metadata(host_state).items():
+            if not key.startswith(prefix):
+                continue
+            wanted = props.get(key)
+            if wanted is None or wanted == '':
+                continue
+            allowed = {p.strip() for value in values
+                       for p in value.split(',')}
+            if str(wanted) not in allowed:
+                return False
+        return True
+
+
 ALL_FILTERS = {cls.__name__: cls for cls in (
     ComputeFilter, AvailabilityZoneFilter, RamFilter, CoreFilter,
     DiskFilter, ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter,
     AggregateInstanceExtraSpecsFilter, AggregateMultiTenancyIsolation,
     SameHostFilter, DifferentHostFilter, NumInstancesFilter,
     AggregateNumInstancesFilter, IoOpsFilter, AggregateIoOpsFilter,
-    ImagePropertiesFilter)}
+    ImagePropertiesFilter, AggregateImagePropertiesIsolation)}
 
 # The policies claims enforce, whatever filters are enabled: the scheduler
 # runs these again over its candidates when a claim refuses a host for

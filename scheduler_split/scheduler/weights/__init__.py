@@ -15,25 +15,10 @@ import logging
 
 from scheduler_split import conf
 from scheduler_split import scheduler
+from scheduler_split.scheduler import aggregates
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
-
-
-def aggregate_multiplier(host_state, name, default):
-    """The multiplier ``name`` for ``host_state``: from its aggregates'
-    metadata (the smallest valid value), else ``default``."""
-    values = []
-    for aggregate in getattr(host_state, 'aggregates', None) or ():
-        raw = aggregate.metadata.get(name)
-        if raw is None:
-            continue
-        try:
-            values.append(float(raw))
-        except ValueError:
-            LOG.warning('Aggregate %s sets %s to %r, which is not a number; '
-                        'ignoring it', aggregate.name, name, raw)
-    return min(values) if values else default
 
 
 class BaseHostWeigher:
@@ -47,7 +32,7 @@ class BaseHostWeigher:
         default = getattr(CONF.filter_scheduler, self.option)
         if host_state is None:
             return default
-        return aggregate_multiplier(host_state, self.option, default)
+        return aggregates.smallest(host_state, self.option, default)
 
     def raw_weight(self, host_state, spec_obj):
         raise NotImplementedError()
