@@ -227,9 +227,19 @@ class AllInOne:
         return wsgi.make_app()
 
     def stop(self):
-        """Stop consuming everywhere first, then let in-flight work end."""
-        for svc in reversed(self.services):
-            svc.stop(graceful=False)
-        for svc in reversed(self.services):
-            svc.wait()
+        """Stop from the edge in: the computes first, while the conductors
+        and the scheduler still answer the calls their in-flight builds
+        make; then the conductors, while the scheduler still answers
+        theirs; then the scheduler. The services of one layer stop
+        together. A build a conductor casts to a compute already stopped
+        waits for the next start, which settles it."""
+        computes = [s for s in self.services
+                    if s in self.computes.values()]
+        scheduler = self.services[:1]
+        conductors = [s for s in self.services
+                      if s not in computes and s not in scheduler]
+        for layer in (computes, conductors, scheduler):
+            for svc in layer:
+                svc.stop(graceful=False)
+            service.wait_all(layer)
         self.services = []

@@ -1,5 +1,6 @@
 """A running service: RPC servers on its buses plus periodic tasks."""
 
+from concurrent import futures
 import logging
 import threading
 
@@ -97,7 +98,19 @@ class Service:
 
     def wait(self):
         """Wait until the messages being handled are done, then close."""
-        for rpc_server in self._servers:
-            rpc_server.wait()
-        self._servers = []
-        LOG.info('%s stopped', self.name)
+        wait_all([self])
+
+
+def wait_all(services):
+    """``wait`` for every RPC server of ``services`` at once. A stopped
+    server's worker threads notice it within a second each (they poll
+    their queue), so one server after another would add up to a second
+    per bus; together the whole set is done in about one."""
+    servers = [s for service in services for s in service._servers]
+    if servers:
+        with futures.ThreadPoolExecutor(len(servers)) as pool:
+            for done in [pool.submit(s.wait) for s in servers]:
+                done.result()
+    for service in services:
+        service._servers = []
+        LOG.info('%s stopped', service.name)

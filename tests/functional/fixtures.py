@@ -119,7 +119,9 @@ def _serve(app):
     server = simple_server.make_server(
         '127.0.0.1', 0, app, server_class=all_in_one._ThreadingWSGIServer,
         handler_class=all_in_one._QuietHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # A short poll: shutdown() waits for the loop to look again.
+    threading.Thread(target=server.serve_forever, daemon=True,
+                     kwargs={'poll_interval': 0.05}).start()
     return server
 
 
