@@ -314,3 +314,36 @@ def test_admins_can_force_a_host_and_others_cannot(start_system):
                                     availability_zone=':no-such-host'))
     assert missing['status'] == 'ERROR'
     assert 'No valid host' in missing['fault']['message']
+
+
+def test_stopping_lets_a_spawn_in_progress_finish(start_system,
+                                                  fake_driver):
+    """The computes stop first, while their conductor still answers, so a
+    build caught mid-spawn by a stop is saved ACTIVE, not left building
+    behind a conductor that no longer listens."""
+    import time
+
+    import sqlalchemy as sa
+
+    from scheduler_split import conf
+    from scheduler_split.db import engines
+
+    fake_driver('spawn_delay', 1.0)
+    system = start_system(cells=1, hosts_per_cell=1)
+    server_id = system.api.boot('caught')
+    deadline = time.monotonic() + 30
+    while system.api.server(server_id)['OS-EXT-STS:task_state'] != \
+            'spawning':
+        assert time.monotonic() < deadline, 'the spawn never started'
+        time.sleep(0.02)
+    system.stop()
+    with engines.reader(conf.CONF.api_database.connection) as session:
+        cell_url = session.execute(sa.text(
+            'SELECT c.database_connection FROM instance_mappings m '
+            'JOIN cell_mappings c ON c.id = m.cell_id '
+            'WHERE m.instance_uuid = :u'), {'u': server_id}).scalar_one()
+    with engines.reader(cell_url) as session:
+        state = session.execute(sa.text(
+            'SELECT vm_state, task_state FROM instances WHERE uuid = :u'),
+            {'u': server_id}).one()
+    assert tuple(state) == ('active', None)
