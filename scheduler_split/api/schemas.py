@@ -1,6 +1,7 @@
 """JSON schemas of request bodies, and the check that applies them."""
 
 import ipaddress
+import re
 
 import jsonschema
 
@@ -222,3 +223,18 @@ def refuse_unknown_query(req, allowed):
                 "Invalid input for query parameters %s. Value: %s. "
                 "Additional properties are not allowed (%r was unexpected)"
                 % (name, req.GET[name], name))
+
+
+def non_negative_query(req, name):
+    """The query parameter ``name`` as a whole number, None if absent;
+    400 in Nova's words for anything but ASCII digits."""
+    raw = req.GET.get(name)
+    if raw is None:
+        return None
+    # ASCII digits only: str.isdigit() also takes "\u00b2", which int()
+    # refuses.
+    if not re.fullmatch('[0-9]+', raw, re.ASCII) or len(raw) > 18:
+        raise errors.bad_request(
+            "Invalid input for query parameters %s. Value: %s. '%s' does "
+            "not match '^[0-9]*$'" % (name, raw, raw))
+    return int(raw)

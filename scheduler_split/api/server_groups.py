@@ -8,7 +8,6 @@ boots cannot break them; ``soft-affinity`` and ``soft-anti-affinity``
 ``policies`` list.
 """
 
-import re
 
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
@@ -33,18 +32,6 @@ def render(group, version):
     return body
 
 
-def _non_negative(req, name):
-    raw = req.GET.get(name)
-    if raw is None:
-        return None
-    # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
-    if not re.fullmatch('[0-9]+', raw, re.ASCII) or len(raw) > 18:
-        raise errors.bad_request(
-            "Invalid input for query parameters %s. Value: %s. '%s' does "
-            "not match '^[0-9]*$'" % (name, raw, raw))
-    return int(raw)
-
-
 def index(req, ctx, version):
     policy.authorize(ctx, 'os_compute_api:os-server-groups:index')
     # As in Nova, all_projects from a caller the policy does not allow it
@@ -54,8 +41,8 @@ def index(req, ctx, version):
         fatal=False)
     groups = objects.InstanceGroup.get_all(
         ctx, project_id=None if all_projects else ctx.project_id)
-    offset = _non_negative(req, 'offset') or 0
-    limit = _non_negative(req, 'limit')
+    offset = schemas.non_negative_query(req, 'offset') or 0
+    limit = schemas.non_negative_query(req, 'limit')
     groups = groups[offset:]
     if limit is not None:
         groups = groups[:limit]

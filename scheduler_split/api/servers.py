@@ -528,15 +528,7 @@ def _listed(req, ctx, compute_api, rule, all_tenants_rule):
         if marker not in uuids:
             raise errors.bad_request('marker [%s] not found' % marker)
         instances = instances[uuids.index(marker) + 1:]
-    limit = req.GET.get('limit')
-    if limit is not None:
-        try:
-            limit = int(limit)
-            if limit < 0:
-                raise ValueError
-        except ValueError:
-            raise errors.bad_request('limit must be a non-negative '
-                                     'integer')
+    limit = schemas.non_negative_query(req, 'limit')
     limit = min(CONF.api.max_limit,
                 CONF.api.max_limit if limit is None else limit)
     full = len(instances) > limit

@@ -77,16 +77,7 @@ def _page_size(req, version):
     before, max_limit and no marker."""
     if version < (2, 40):
         return CONF.api.max_limit, None
-    limit = req.GET.get('limit')
-    if limit is not None:
-        try:
-            limit = int(limit)
-            if limit < 0:
-                raise ValueError
-        except ValueError:
-            raise errors.bad_request(
-                "Invalid input for query parameters limit. Value: %s. "
-                "'%s' does not match '^[0-9]*$'" % (limit, limit))
+    limit = schemas.non_negative_query(req, 'limit')
     limit = CONF.api.max_limit if limit is None else limit
     return min(limit, CONF.api.max_limit), req.GET.get('marker') or None
 
