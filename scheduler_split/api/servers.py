@@ -4,7 +4,6 @@ import copy
 import hashlib
 import ipaddress
 import time
-import urllib.parse
 
 from oslo_utils import timeutils
 import regex
@@ -14,6 +13,7 @@ from scheduler_split.api import errors
 from scheduler_split.api import image_client
 from scheduler_split.api import keypairs
 from scheduler_split.api import microversion
+from scheduler_split.api import paging
 from scheduler_split.api import schemas
 from scheduler_split.api import server_groups
 from scheduler_split.compute import lifecycle
@@ -578,12 +578,8 @@ def _page(req, servers, full):
     """``servers_links`` with a next link when more servers follow."""
     if not full or not servers:
         return {}
-    query = [(k, v) for k, v in req.GET.items() if k != 'marker']
-    if 'limit' not in req.GET:
-        query.append(('limit', str(CONF.api.max_limit)))
-    query.append(('marker', servers[-1].uuid))
-    return {'servers_links': [{'rel': 'next', 'href': '%s?%s' % (
-        req.path_url, urllib.parse.urlencode(query))}]}
+    return {'servers_links': paging.next_links(
+        req, servers[-1].uuid, default_limit=CONF.api.max_limit)}
 
 
 def index(req, ctx, version):

@@ -15,12 +15,12 @@ covers at most ``[api] max_limit`` servers, as Nova's does.
 
 import collections
 import datetime
-import urllib.parse
 
 from oslo_utils import strutils
 import sqlalchemy as sa
 
 from scheduler_split.api import errors
+from scheduler_split.api import paging
 from scheduler_split.api import schemas
 from scheduler_split import conf
 from scheduler_split.db import engines
@@ -173,10 +173,7 @@ def _links(req, servers, limit):
     """A next link when the page is full."""
     if not limit or len(servers) != limit:
         return None
-    query = [(k, v) for k, v in req.GET.items() if k != 'marker']
-    query.append(('marker', servers[-1]['instance_id']))
-    return [{'rel': 'next', 'href': '%s?%s' % (
-        req.path_url, urllib.parse.urlencode(query))}]
+    return paging.next_links(req, servers[-1]['instance_id'])
 
 
 def index(req, ctx, version):
