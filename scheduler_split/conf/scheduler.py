@@ -80,6 +80,28 @@ filter_scheduler_opts = [
                help='What joins the namespace to the image property in '
                     'the aggregate metadata keys AggregateImageProperties'
                     'Isolation reads.'),
+    cfg.IntOpt('hosts_to_score',
+               default=100, min=0,
+               help='How many hosts that pass the filters a request looks '
+                    'for before it stops filtering and weighs only those. '
+                    'With more hosts than this, the filter phase starts at '
+                    'a random host, so that requests spread over the whole '
+                    'cloud, and the cost of a request no longer grows with '
+                    'the number of hosts; the host chosen is then the best '
+                    'of that sample, not always the best of all. Filters '
+                    'stay exact: a host that fails one is never chosen, '
+                    'and if every host of the sample refuses the claim, '
+                    'every host is considered before No valid host. With '
+                    'this many hosts or fewer, and with 0, every host is '
+                    'filtered and weighed.'),
+    cfg.IntOpt('hosts_to_score_percentage',
+               default=0, min=0, max=100,
+               help='The share of all hosts, in percent, that a request '
+                    'looks for when that is more than hosts_to_score (as '
+                    'Kubernetes\' percentageOfNodesToScore): a larger '
+                    'share gets closer to the best host of all, at a cost '
+                    'that grows with the cloud again. 0 (the default) '
+                    'leaves it to hosts_to_score.'),
     cfg.IntOpt('host_state_refresh_interval',
                default=60, min=1,
                help='Seconds between two reloads of every host state from '

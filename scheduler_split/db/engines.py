@@ -84,6 +84,15 @@ def reader(url):
             yield s
 
 
+@contextlib.contextmanager
+def connection(url):
+    """A Core connection in a read transaction: for the small reads on
+    hot paths, without an ORM session's bookkeeping."""
+    with get_engine(url, False).connect() as conn:
+        with conn.begin():
+            yield conn
+
+
 def dispose_all():
     with _lock:
         for engine in _engines.values():

@@ -322,7 +322,12 @@ class Service(_Timestamps, CellBase):
 class ResourceProvider(_Timestamps, SchedulerBase):
     """A compute node, as the scheduler claims against it."""
     __tablename__ = 'resource_providers'
-    __table_args__ = (sa.UniqueConstraint('host', 'name'),)
+    __table_args__ = (
+        sa.UniqueConstraint('host', 'name'),
+        # The hosts each select re-reads the status of (host_manager).
+        sa.Index('resource_providers_service_disabled_idx',
+                 'service_disabled'),
+        sa.Index('resource_providers_forced_down_idx', 'forced_down'))
     id = sa.Column(sa.Integer, primary_key=True)
     uuid = sa.Column(sa.String(36), nullable=False, unique=True)
     host = sa.Column(sa.String(255), nullable=False)

@@ -80,14 +80,16 @@ def smallest(host_state, key, default, kind=float):
     return min(values) if values else default
 
 
-def signature(db_url):
-    """What changes whenever any aggregate changes: (count, generations).
-    """
-    agg = models.Aggregate
-    with engines.reader(db_url) as session:
-        count, total = session.execute(sa.select(
-            sa.func.count(agg.id),
-            sa.func.coalesce(sa.func.sum(agg.generation), 0))).one()
+_SIGNATURE = sa.select(
+    sa.func.count(models.Aggregate.__table__.c.id),
+    sa.func.coalesce(sa.func.sum(models.Aggregate.__table__.c.generation),
+                     0))
+
+
+def signature(conn):
+    """What changes whenever any aggregate changes: (count, generations),
+    read on ``conn`` (a connection of the scheduler database)."""
+    count, total = conn.execute(_SIGNATURE).one()
     return int(count), int(total)
 
 

@@ -71,14 +71,37 @@ def claim(url, provider_uuid, consumer_id, resources, group=None):
 RETRYABLE_PGCODES = ('40P01', '40001')
 
 
+# The tables a claim reads and writes, through SQLAlchemy Core: a claim
+# is a handful of small statements on the hot path of every boot, and the
+# ORM's unit of work would cost more than the statements themselves.
+_RP = models.ResourceProvider.__table__
+_INV = models.Inventory.__table__
+_ALLOC = models.Allocation.__table__
+
+_PROVIDER = sa.select(
+    _RP.c.id, _RP.c.host, _RP.c.generation, _RP.c.disabled,
+    _RP.c.service_disabled, _RP.c.forced_down).where(
+    _RP.c.uuid == sa.bindparam('uuid'))
+_INVENTORY = sa.select(
+    _INV.c.resource_class, _INV.c.total, _INV.c.reserved,
+    _INV.c.allocation_ratio).where(
+    _INV.c.resource_provider_id == sa.bindparam('provider_id'))
+_USAGE = sa.select(
+    _ALLOC.c.resource_class, sa.func.sum(_ALLOC.c.used)).where(
+    _ALLOC.c.resource_provider_id == sa.bindparam('provider_id'),
+    _ALLOC.c.consumer_id != sa.bindparam('consumer_id')).group_by(
+    _ALLOC.c.resource_class)
+_BUMP = sa.update(_RP).where(
+    _RP.c.id == sa.bindparam('provider_id'),
+    _RP.c.generation == sa.bindparam('seen')).values(
+    generation=sa.bindparam('seen') + 1)
+
+
 def _claim(url, provider_uuid, consumer_id, resources, group):
-    rp = models.ResourceProvider
     with engines.writer(url) as session:
         group_row = _lock_group(session, group['uuid']) if group else None
-        provider = session.execute(
-            sa.select(rp.id, rp.host, rp.generation, rp.disabled,
-                      rp.service_disabled, rp.forced_down)
-            .where(rp.uuid == provider_uuid)).first()
+        conn = session.connection()
+        provider = conn.execute(_PROVIDER, {'uuid': provider_uuid}).first()
         if provider is None:
             raise exception.ComputeHostNotFound(host=provider_uuid)
         if (provider.disabled or provider.service_disabled or
@@ -88,15 +111,10 @@ def _claim(url, provider_uuid, consumer_id, resources, group):
             raise exception.ComputeHostDisabled(host=provider.host)
         seen = provider.generation
 
-        inventory = {row.resource_class: row for row in session.scalars(
-            sa.select(models.Inventory).where(
-                models.Inventory.resource_provider_id == provider.id))}
-        used = dict(session.execute(
-            sa.select(models.Allocation.resource_class,
-                      sa.func.sum(models.Allocation.used))
-            .where(models.Allocation.resource_provider_id == provider.id,
-                   models.Allocation.consumer_id != consumer_id)
-            .group_by(models.Allocation.resource_class)).all())
+        inventory = {row.resource_class: row for row in conn.execute(
+            _INVENTORY, {'provider_id': provider.id})}
+        used = dict(conn.execute(_USAGE, {'provider_id': provider.id,
+                                          'consumer_id': consumer_id}).all())
         for rc, amount in resources.items():
             if not amount:
                 continue
@@ -115,15 +133,15 @@ def _claim(url, provider_uuid, consumer_id, resources, group):
         # The target's generation is bumped once, by the guarded update
         # below; only the other providers the consumer leaves get theirs
         # bumped here.
-        _drop_allocations(session, consumer_id, guarded=provider.id)
-        session.add_all(models.Allocation(
-            resource_provider_id=provider.id, consumer_id=consumer_id,
-            resource_class=rc, used=amount)
-            for rc, amount in resources.items() if amount)
-        result = session.execute(
-            sa.update(rp).where(rp.id == provider.id,
-                                rp.generation == seen)
-            .values(generation=seen + 1))
+        _drop_allocations(conn, consumer_id, guarded=provider.id)
+        rows = [{'resource_provider_id': provider.id,
+                 'consumer_id': consumer_id, 'resource_class': rc,
+                 'used': amount}
+                for rc, amount in resources.items() if amount]
+        if rows:
+            conn.execute(_ALLOC.insert(), rows)
+        result = conn.execute(_BUMP, {'provider_id': provider.id,
+                                      'seen': seen})
         if result.rowcount != 1:
             raise exception.ClaimConflict(provider=provider_uuid,
                                           generation=seen)
@@ -210,26 +228,26 @@ def group_hosts(url, group_uuid):
         return sorted(host for _, host in rows)
 
 
-def _drop_allocations(session, consumer_id, guarded=None):
+def _drop_allocations(conn, consumer_id, guarded=None):
     """Delete the consumer's allocations; return {provider_id: resources}.
 
     The generation of every provider that lost allocations is bumped,
     except ``guarded``, whose bump the caller makes with its own check.
     """
-    rows = list(session.scalars(sa.select(models.Allocation).where(
-        models.Allocation.consumer_id == consumer_id)))
+    rows = conn.execute(
+        sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class,
+                  _ALLOC.c.used).where(_ALLOC.c.consumer_id == consumer_id)
+    ).all()
     dropped = {}
-    for row in rows:
-        dropped.setdefault(row.resource_provider_id, {})[
-            row.resource_class] = row.used
+    for provider_id, rc, used in rows:
+        dropped.setdefault(provider_id, {})[rc] = used
     if rows:
-        session.execute(sa.delete(models.Allocation).where(
-            models.Allocation.consumer_id == consumer_id))
-        rp = models.ResourceProvider
+        conn.execute(sa.delete(_ALLOC).where(
+            _ALLOC.c.consumer_id == consumer_id))
         bump = [pid for pid in dropped if pid != guarded]
         if bump:
-            session.execute(sa.update(rp).where(rp.id.in_(bump))
-                            .values(generation=rp.generation + 1))
+            conn.execute(sa.update(_RP).where(_RP.c.id.in_(bump))
+                         .values(generation=_RP.c.generation + 1))
     return dropped
 
 
@@ -241,7 +259,7 @@ def release(url, consumer_id):
     safely).
     """
     with engines.writer(url) as session:
-        dropped = _drop_allocations(session, consumer_id)
+        dropped = _drop_allocations(session.connection(), consumer_id)
         session.execute(sa.delete(models.ConsumerGroupMember).where(
             models.ConsumerGroupMember.consumer_id == consumer_id))
         if not dropped:

@@ -13,7 +13,9 @@ plus those this process still holds as such), one small query, whatever
 the refresh interval. Claims read it in their transaction anyway.
 """
 
+import datetime
 import logging
+import sys
 import threading
 import time
 
@@ -33,8 +35,47 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
+_NO_INSTANCES = frozenset()
+# {inventory as a sorted tuple: (inventory, capacities)}: the inventories
+# hosts share. Bounded: past the limit it starts again, which only costs
+# copies.
+_INVENTORIES = {}
+_INVENTORIES_LIMIT = 4096
+
+
+def _shared_inventory(inventory):
+    key = tuple(sorted(inventory.items()))
+    shared = _INVENTORIES.get(key)
+    if shared is None:
+        if len(_INVENTORIES) >= _INVENTORIES_LIMIT:
+            _INVENTORIES.clear()
+        shared = _INVENTORIES[key] = (
+            dict(inventory), {rc: claims.capacity(*inv)
+                              for rc, inv in inventory.items()})
+    return shared
+
+
+def _shared(value):
+    """One copy of a text many hosts report alike (a cell, a zone, a
+    hypervisor type)."""
+    return sys.intern(value) if type(value) is str else value
+
+
 class HostState:
-    """One compute node as the filters and weighers see it."""
+    """One compute node as the filters and weighers see it.
+
+    Slotted: a scheduler holds one per compute node, tens of thousands of
+    them at the largest sizes.
+    """
+
+    __slots__ = (
+        'uuid', 'host', 'nodename', 'cell_uuid', 'availability_zone',
+        'reported_availability_zone', 'aggregates', 'disabled',
+        'reported_disabled', 'service_disabled', 'disabled_reason',
+        'forced_down', 'last_report_at', 'host_ip', 'hypervisor_type',
+        'hypervisor_version', 'cpu_arch', 'cpu_info', '_inventory',
+        '_capacity', 'used', 'instances', 'failed_builds', 'num_io_ops',
+        'report_digest', '__weakref__')
 
     def __init__(self, uuid, host, nodename, cell_uuid):
         self.uuid = uuid
@@ -45,7 +86,7 @@ class HostState:
         self.availability_zone = None
         self.reported_availability_zone = None
         # The aggregates the host is in (scheduler.aggregates.Aggregate).
-        self.aggregates = []
+        self.aggregates = ()
         # Whether builds may not come here: the compute's own report or
         # the operator's status (os-services).
         self.disabled = False
@@ -62,16 +103,42 @@ class HostState:
         self.cpu_arch = None
         self.cpu_info = None
         # {resource class: (total, reserved, allocation_ratio)}
-        self.inventory = {}
+        self._inventory = {}
+        self._capacity = {}
         # {resource class: amount allocated}
         self.used = {}
         # The consumers (instances) holding allocations here, for the
-        # same_host and different_host hints.
-        self.instances = set()
+        # same_host and different_host hints; shared and empty until the
+        # first one comes.
+        self.instances = _NO_INSTANCES
         # What the compute counts of its builds: failures in a row, and
         # builds in flight (plus those claimed here since its report).
         self.failed_builds = 0
         self.num_io_ops = 0
+        # A digest of the last report written for this node: a report
+        # that carries nothing new is not written again (see
+        # HostManager.update_from_stats).
+        self.report_digest = None
+
+    @property
+    def inventory(self):
+        return self._inventory
+
+    @inventory.setter
+    def inventory(self, inventory):
+        # Capacities are read for every host a request considers; they
+        # change only with the inventory. Hosts of one kind share one
+        # copy of both (neither is changed in place).
+        self._inventory, self._capacity = _shared_inventory(inventory)
+
+    def add_instance(self, consumer):
+        if self.instances is _NO_INSTANCES:
+            self.instances = set()
+        self.instances.add(consumer)
+
+    def drop_instances(self, consumers):
+        if self.instances is not _NO_INSTANCES:
+            self.instances.difference_update(consumers)
 
     @property
     def num_instances(self):
@@ -82,11 +149,10 @@ class HostState:
                                               self.cell_uuid)
 
     def capacity(self, rc):
-        inv = self.inventory.get(rc)
-        return claims.capacity(*inv) if inv else 0
+        return self._capacity.get(rc, 0)
 
     def free(self, rc):
-        return self.capacity(rc) - self.used.get(rc, 0)
+        return self._capacity.get(rc, 0) - self.used.get(rc, 0)
 
     def fits(self, resources):
         return all(self.free(rc) >= amount
@@ -118,6 +184,32 @@ class HostState:
         return (now - self.last_report_at).total_seconds() <= \
             CONF.service_down_time
 
+    def status(self):
+        """The operator's status: (disabled, reason, forced down)."""
+        return (self.service_disabled, self.disabled_reason,
+                self.forced_down)
+
+    def takes_builds(self, up_since):
+        """Enabled, not forced down, and heard from at or after
+        ``up_since``: ComputeFilter's test with the cutoff worked out
+        once per request."""
+        return (not self.disabled and not self.forced_down and
+                self.last_report_at is not None and
+                self.last_report_at >= up_since)
+
+    def copy_from(self, other):
+        """Take every value of ``other`` (a fresh reading of this host)
+        in place: a request in flight holds this object."""
+        for name in self.__slots__:
+            if name != '__weakref__':
+                setattr(self, name, getattr(other, name))
+
+
+def up_since(now=None):
+    """The earliest last report of a compute that counts as up now."""
+    now = now or obj_base.naive_utc(obj_base.utcnow())
+    return now - datetime.timedelta(seconds=CONF.service_down_time)
+
 
 # What a compute reports of its hypervisor, kept as it says.
 HYPERVISOR_FIELDS = ('host_ip', 'hypervisor_type', 'hypervisor_version',
@@ -131,6 +223,41 @@ def _status_time(value):
     if not value:
         return None
     return obj_base.naive_utc(timeutils.parse_isotime(value))
+
+
+def _inventory(stats):
+    """``{resource class: (total, reserved, allocation_ratio)}`` of a
+    report."""
+    return {
+        'VCPU': (stats['vcpus'], stats.get('reserved_vcpus', 0),
+                 stats.get('cpu_allocation_ratio', 1.0)),
+        'MEMORY_MB': (stats['memory_mb'], stats.get('reserved_memory_mb', 0),
+                      stats.get('ram_allocation_ratio', 1.0)),
+        'DISK_GB': (stats['local_gb'], stats.get('reserved_disk_gb', 0),
+                    stats.get('disk_allocation_ratio', 1.0)),
+    }
+
+
+def _report_digest(cell_uuid, stats):
+    """What a report says, but for the operator's status (compared with
+    memory instead, see ``_status_of``), as one hashable value; None if
+    some value does not hash (the report is then always written)."""
+    try:
+        return hash((cell_uuid,) + tuple(sorted(
+            (key, value) for key, value in stats.items()
+            if key != 'service_status')))
+    except TypeError:
+        return None
+
+
+def _status_of(stats):
+    """The operator's status a report carries, as ``HostState.status``
+    gives it; None if it carries none."""
+    status = stats.get('service_status')
+    if not status:
+        return None
+    return (bool(status.get('disabled')), status.get('disabled_reason'),
+            bool(status.get('forced_down')))
 
 
 def _apply_status(row, status, updated_at):
@@ -154,70 +281,124 @@ class HostManager:
         self.db_url = db_url or CONF.scheduler_database.connection
         self._hosts = {}
         self._loaded_at = None
+        self._reloading = False
         self._lock = threading.RLock()
         # {host: [Aggregate]} and the signature it was read at.
         self._aggregates = {}
         self._aggregates_seen = None
+        # The uuids of the hosts this process holds as disabled by the
+        # operator or forced down: with those the database flags, the
+        # hosts whose status each select re-reads.
+        self._held = set()
+        # {(host, node): uuid} of every host in memory.
+        self._names = {}
+        # Reports waiting for their group commit, and its bookkeeping.
+        self._reports = threading.Condition(threading.Lock())
+        self._pending = {}
+        self._writing = False
+        self._next_batch = 1
+        self._batches_done = 0
+        self._failed = (0, {})
+        # {uuid: time} of reports that said nothing new, not written yet.
+        self._heartbeats = {}
+        self._heartbeats_written = time.monotonic()
 
     # --- reading ------------------------------------------------------------
 
     def host_states(self):
-        """Every known host, reloaded from the database when stale."""
+        """Every known host, reloaded from the database when stale.
+
+        A periodic reload reads the database outside the lock, so that
+        selects go on with the states they have meanwhile; only the
+        first load makes them wait.
+        """
         with self._lock:
-            if (self._loaded_at is None or
-                    time.monotonic() - self._loaded_at >
-                    CONF.filter_scheduler.host_state_refresh_interval):
+            if self._loaded_at is None:
                 self._load_all()
-            else:
-                self._refresh_status()
-                self._refresh_aggregates()
+                return list(self._hosts.values())
+            reload = (not self._reloading and
+                      time.monotonic() - self._loaded_at >
+                      CONF.filter_scheduler.host_state_refresh_interval)
+            if reload:
+                self._reloading = True
+        if reload:
+            try:
+                self._load_all()
+            finally:
+                self._reloading = False
+        else:
+            self._refresh()
+        with self._lock:
             return list(self._hosts.values())
 
-    def _refresh_aggregates(self, force=False):
-        """Reload the aggregates if any changed (one small query), and
-        give every host its own."""
-        seen = aggregates_mod.signature(self.db_url)
-        if not force and seen == self._aggregates_seen:
-            return
-        self._aggregates = aggregates_mod.by_host(self.db_url)
-        self._aggregates_seen = seen
-        for state in self._hosts.values():
-            state.set_aggregates(self._aggregates.get(state.host, []))
+    def _refresh(self):
+        """Apply what another scheduler may have changed since the last
+        load: the operator's status of hosts and the aggregates, read in
+        one small transaction."""
+        rp = models.ResourceProvider.__table__
+        with self._lock:
+            held = list(self._held)
+        condition = sa.or_(rp.c.service_disabled.is_(True),
+                           rp.c.forced_down.is_(True))
+        if held:
+            condition = sa.or_(condition, rp.c.uuid.in_(held))
+        with engines.connection(self.db_url) as conn:
+            rows = conn.execute(sa.select(
+                rp.c.uuid, rp.c.service_disabled, rp.c.disabled_reason,
+                rp.c.forced_down).where(condition)).all()
+            seen = aggregates_mod.signature(conn)
+        with self._lock:
+            for row in rows:
+                state = self._hosts.get(row.uuid)
+                if state is not None:
+                    state.set_status(row.service_disabled,
+                                     row.disabled_reason, row.forced_down)
+                    self._note_status(state)
+            missing = set(held) - {row.uuid for row in rows}
+            for uuid in missing:
+                # Deleted meanwhile.
+                self._forget(uuid)
+        if seen != self._aggregates_seen:
+            self._refresh_aggregates()
+
+    def _forget(self, uuid):
+        """Drop a host deleted from the database (under the lock)."""
+        state = self._hosts.pop(uuid, None)
+        if state is not None:
+            self._names.pop((state.host, state.nodename), None)
+        self._held.discard(uuid)
+
+    def _note_status(self, state):
+        if state.service_disabled or state.forced_down:
+            self._held.add(state.uuid)
+        else:
+            self._held.discard(state.uuid)
+
+    def _refresh_aggregates(self):
+        """Reload the aggregates and give every host its own."""
+        with engines.connection(self.db_url) as conn:
+            seen = aggregates_mod.signature(conn)
+        by_host = aggregates_mod.by_host(self.db_url)
+        with self._lock:
+            self._aggregates = by_host
+            self._aggregates_seen = seen
+            for state in self._hosts.values():
+                state.set_aggregates(self._aggregates.get(state.host, ()))
 
     def aggregates_changed(self):
         """This process changed an aggregate: apply it now."""
-        with self._lock:
-            self._refresh_aggregates(force=True)
-
-    def _refresh_status(self):
-        """Apply the operator's status another scheduler may have
-        written since the last load."""
-        rp = models.ResourceProvider
-        held = [uuid for uuid, state in self._hosts.items()
-                if state.service_disabled or state.forced_down]
-        condition = sa.or_(rp.service_disabled.is_(True),
-                           rp.forced_down.is_(True))
-        if held:
-            condition = sa.or_(condition, rp.uuid.in_(held))
-        with engines.reader(self.db_url) as session:
-            rows = session.execute(sa.select(
-                rp.uuid, rp.service_disabled, rp.disabled_reason,
-                rp.forced_down).where(condition)).all()
-        for row in rows:
-            state = self._hosts.get(row.uuid)
-            if state is not None:
-                state.set_status(row.service_disabled, row.disabled_reason,
-                                 row.forced_down)
-        missing = set(held) - {row.uuid for row in rows}
-        for uuid in missing:
-            # Deleted meanwhile.
-            self._hosts.pop(uuid, None)
+        self._refresh_aggregates()
 
     def _load_all(self):
         hosts = self._read_states()
-        self._hosts = hosts
-        self._loaded_at = time.monotonic()
-        self._refresh_aggregates(force=True)
+        with self._lock:
+            self._hosts = hosts
+            self._names = {(state.host, state.nodename): uuid
+                           for uuid, state in hosts.items()}
+            self._held = {uuid for uuid, state in hosts.items()
+                          if state.service_disabled or state.forced_down}
+            self._loaded_at = time.monotonic()
+        self._refresh_aggregates()
         LOG.debug('Loaded %d host states', len(hosts))
 
     def _read_states(self, uuid=None):
@@ -246,11 +427,15 @@ class HostManager:
                     alloc.resource_provider_id.in_(list(by_id)))
                 consumers = consumers.where(
                     alloc.resource_provider_id.in_(list(by_id)))
+            inventory = {}
             for inv in session.scalars(inventories):
-                state = by_id.get(inv.resource_provider_id)
+                inventory.setdefault(inv.resource_provider_id, {})[
+                    inv.resource_class] = (inv.total, inv.reserved,
+                                           inv.allocation_ratio)
+            for rp_id, values in inventory.items():
+                state = by_id.get(rp_id)
                 if state is not None:
-                    state.inventory[inv.resource_class] = (
-                        inv.total, inv.reserved, inv.allocation_ratio)
+                    state.inventory = values
             for rp_id, rc, used in session.execute(usage):
                 state = by_id.get(rp_id)
                 if state is not None:
@@ -258,20 +443,21 @@ class HostManager:
             for rp_id, consumer in session.execute(consumers):
                 state = by_id.get(rp_id)
                 if state is not None:
-                    state.instances.add(consumer)
+                    state.add_instance(consumer)
         return {state.uuid: state for state in by_id.values()}
 
     @staticmethod
     def _state_from_row(row):
-        state = HostState(row.uuid, row.host, row.name, row.cell_uuid)
-        state.reported_availability_zone = row.availability_zone
-        state.availability_zone = row.availability_zone
+        state = HostState(row.uuid, row.host, row.name,
+                          _shared(row.cell_uuid))
+        state.reported_availability_zone = _shared(row.availability_zone)
+        state.availability_zone = state.reported_availability_zone
         state.reported_disabled = row.disabled
         state.set_status(row.service_disabled, row.disabled_reason,
                          row.forced_down)
         state.last_report_at = row.last_report_at
         for name in HYPERVISOR_FIELDS + BUILD_COUNTS:
-            setattr(state, name, getattr(row, name))
+            setattr(state, name, _shared(getattr(row, name)))
         return state
 
     def refresh_host(self, uuid):
@@ -279,16 +465,17 @@ class HostManager:
         state = self._read_states(uuid).get(uuid)
         if state is None:
             with self._lock:
-                self._hosts.pop(uuid, None)
+                self._forget(uuid)
             return None
         with self._lock:
-            state.set_aggregates(self._aggregates.get(state.host, []))
+            state.set_aggregates(self._aggregates.get(state.host, ()))
+            self._note_status(state)
             existing = self._hosts.get(uuid)
             if existing is None:
                 self._hosts[uuid] = state
+                self._names[(state.host, state.nodename)] = uuid
                 return state
-            # Update in place: a request in flight holds this object.
-            existing.__dict__.update(state.__dict__)
+            existing.copy_from(state)
             return existing
 
     def known_hosts(self):
@@ -318,7 +505,7 @@ class HostManager:
             if state is not None:
                 state.consume(resources)
                 if consumer is not None:
-                    state.instances.add(consumer)
+                    state.add_instance(consumer)
                 # A build is on its way there, until the compute's next
                 # report counts it.
                 state.num_io_ops += 1
@@ -331,7 +518,7 @@ class HostManager:
                 state = self._hosts.get(uuid)
                 if state is not None:
                     state.give_back(resources)
-                    state.instances.discard(consumer)
+                    state.drop_instances((consumer,))
 
     def locate_consumers(self, consumers):
         """Make the host states know where ``consumers`` hold
@@ -345,99 +532,244 @@ class HostManager:
                 .where(alloc.consumer_id.in_(list(consumers)))).all()
         with self._lock:
             for state in self._hosts.values():
-                state.instances.difference_update(consumers)
+                state.drop_instances(consumers)
             for uuid, consumer in rows:
                 state = self._hosts.get(uuid)
                 if state is not None:
-                    state.instances.add(consumer)
+                    state.add_instance(consumer)
+
+    # --- compute reports ----------------------------------------------------
+    #
+    # Every compute reports every ``report_interval`` seconds, and nearly
+    # every report says what the last one said. Such a report only moves
+    # the host's liveness (and its counts) in memory; its time reaches the
+    # database with the others' in one statement at most every
+    # ``report_interval``. A report that changes something claims or
+    # filters read (a new host, its inventory, its zone, its status) is
+    # written before the cast returns, in a group commit: reports that
+    # arrive while one transaction writes go together into the next one,
+    # so a burst of first reports costs a few transactions, not one each,
+    # and no report waits for a pool connection.
 
     def update_from_stats(self, cell_uuid, host, nodename, stats):
         """Record a compute's report: capacity, zone, enabled, liveness.
 
         Creates the compute node's resource provider on its first report.
         Usage is not taken from the compute: allocations are the truth.
+        Returns the provider's uuid.
         """
         now = obj_base.naive_utc(obj_base.utcnow())
-        inventory = {
-            'VCPU': (stats['vcpus'], stats.get('reserved_vcpus', 0),
-                     stats.get('cpu_allocation_ratio', 1.0)),
-            'MEMORY_MB': (stats['memory_mb'],
-                          stats.get('reserved_memory_mb', 0),
-                          stats.get('ram_allocation_ratio', 1.0)),
-            'DISK_GB': (stats['local_gb'], stats.get('reserved_disk_gb', 0),
-                        stats.get('disk_allocation_ratio', 1.0)),
-        }
-        rp = models.ResourceProvider
+        digest = _report_digest(cell_uuid, stats)
+        with self._lock:
+            uuid = self._names.get((host, nodename))
+            state = self._hosts.get(uuid) if uuid else None
+            if (state is not None and digest is not None and
+                    digest == state.report_digest and
+                    _status_of(stats) in (None, state.status())):
+                # Nothing new but liveness and counts.
+                self._apply_counts(state, stats)
+                state.last_report_at = now
+                self._heartbeats[uuid] = now
+                due = (time.monotonic() - self._heartbeats_written >
+                       CONF.report_interval)
+            else:
+                due = None
+        if due is None:
+            return self._write_report(cell_uuid, host, nodename, stats,
+                                      now, digest)
+        if due:
+            self._write_report(None, None, None, None, None, None)
+        return uuid
+
+    def _write_report(self, cell_uuid, host, nodename, stats, now, digest):
+        """Write a report (or, with ``host`` None, only the liveness
+        waiting to be written) in the next group commit and wait for it;
+        the provider's uuid."""
+        with self._reports:
+            batch = self._next_batch
+            if host is not None:
+                # A newer report of the same node replaces the older one.
+                self._pending[(host, nodename)] = (cell_uuid, stats, now,
+                                                   digest)
+            elif self._writing:
+                # A transaction is under way; the next one takes the
+                # liveness along.
+                return None
+            while self._batches_done < batch:
+                if self._writing:
+                    self._reports.wait()
+                    continue
+                self._writing = True
+                reports, self._pending = self._pending, {}
+                heartbeats, self._heartbeats = self._heartbeats, {}
+                self._heartbeats_written = time.monotonic()
+                number, self._next_batch = self._next_batch, \
+                    self._next_batch + 1
+                self._reports.release()
+                failed = None
+                try:
+                    failed = self._write_batch(reports, heartbeats)
+                finally:
+                    self._reports.acquire()
+                    if failed is None:
+                        failed = dict.fromkeys(reports, exception.Invalid(
+                            'the report could not be recorded'))
+                    self._writing = False
+                    self._batches_done = number
+                    self._failed = (number, failed)
+                    self._reports.notify_all()
+            if host is None:
+                return None
+            number, failed = self._failed
+            if number == batch and (host, nodename) in failed:
+                raise failed[(host, nodename)]
+            return self._names.get((host, nodename))
+
+    def _write_batch(self, reports, heartbeats):
+        """One transaction for ``reports`` and ``heartbeats``; if it
+        fails, each report alone, so that one bad report spoils none of
+        the others. ``{(host, node): exception}`` of those that failed.
+        """
+        try:
+            written = self._store(reports, heartbeats)
+        except Exception as exc:
+            if len(reports) <= 1:
+                LOG.warning('Could not record the report of %s: %s',
+                            ', '.join('%s/%s' % name for name in reports)
+                            or 'no compute', exception.describe(exc))
+                return dict.fromkeys(reports, exc)
+            failed = {}
+            written = {}
+            for name, report in reports.items():
+                try:
+                    written.update(self._store({name: report}, {}))
+                except Exception as exc:
+                    LOG.warning('Could not record the report of %s/%s: %s',
+                                name[0], name[1], exception.describe(exc))
+                    failed[name] = exc
+            self._apply_reports(reports, written)
+            return failed
+        self._apply_reports(reports, written)
+        return {}
+
+    def _store(self, reports, heartbeats):
+        """Write reports and liveness in one transaction; the provider
+        rows written, by name."""
+        rp, inv_t = models.ResourceProvider, models.Inventory
+        written = {}
         with engines.writer(self.db_url) as session:
-            row = session.scalars(sa.select(rp).where(
-                rp.host == host, rp.name == nodename)).first()
-            if row is None:
-                row = rp(uuid=stats.get('uuid') or
-                         uuidutils.generate_uuid(), host=host, name=nodename,
-                         generation=0)
-                session.add(row)
-            row.cell_uuid = cell_uuid or row.cell_uuid
-            row.availability_zone = stats.get('availability_zone')
-            row.disabled = bool(stats.get('disabled', False))
-            row.last_report_at = now
-            for name in HYPERVISOR_FIELDS + BUILD_COUNTS:
-                if name in stats:
-                    setattr(row, name, stats[name])
-            status = stats.get('service_status')
-            if status:
-                # The compute's cell record as its conductor last
-                # answered: applied only if newer than what the API told.
-                _apply_status(row, status,
-                              _status_time(status.get('updated_at')))
+            if heartbeats:
+                table = rp.__table__
+                session.connection().execute(
+                    sa.update(table).where(
+                        table.c.uuid == sa.bindparam('node_uuid'))
+                    .values(last_report_at=sa.bindparam('seen')),
+                    [{'node_uuid': uuid, 'seen': seen}
+                     for uuid, seen in heartbeats.items()])
+            if not reports:
+                return written
+            hosts = sorted({host for host, _ in reports})
+            rows = {}
+            for start in range(0, len(hosts), 500):
+                for row in session.scalars(sa.select(rp).where(
+                        rp.host.in_(hosts[start:start + 500]))):
+                    rows[(row.host, row.name)] = row
+            for (host, nodename), report in reports.items():
+                cell_uuid, stats, now, _ = report
+                row = rows.get((host, nodename))
+                if row is None:
+                    row = rows[(host, nodename)] = rp(
+                        uuid=stats.get('uuid') or uuidutils.generate_uuid(),
+                        host=host, name=nodename, generation=0)
+                    session.add(row)
+                row.cell_uuid = cell_uuid or row.cell_uuid
+                row.availability_zone = stats.get('availability_zone')
+                row.disabled = bool(stats.get('disabled', False))
+                row.last_report_at = now
+                for name in HYPERVISOR_FIELDS + BUILD_COUNTS:
+                    if name in stats:
+                        setattr(row, name, stats[name])
+                status = stats.get('service_status')
+                if status:
+                    # The compute's cell record as its conductor last
+                    # answered: applied only if newer than what the API
+                    # told.
+                    _apply_status(row, status,
+                                  _status_time(status.get('updated_at')))
+                written[(host, nodename)] = row
             session.flush()
-            fresh = self._state_from_row(row)
-            current = {inv.resource_class: inv for inv in session.scalars(
-                sa.select(models.Inventory).where(
-                    models.Inventory.resource_provider_id == row.id))}
-            changed = False
-            for rc, (total, reserved, ratio) in inventory.items():
-                inv = current.get(rc)
-                if inv is None:
-                    session.add(models.Inventory(
-                        resource_provider_id=row.id, resource_class=rc,
-                        total=total, reserved=reserved,
-                        allocation_ratio=ratio))
-                    changed = True
-                elif (inv.total, inv.reserved, inv.allocation_ratio) != (
-                        total, reserved, ratio):
-                    inv.total, inv.reserved = total, reserved
-                    inv.allocation_ratio = ratio
-                    changed = True
-            uuid = row.uuid
+            ids = [row.id for row in written.values()]
+            current = {}
+            for start in range(0, len(ids), 500):
+                for inv in session.scalars(sa.select(inv_t).where(
+                        inv_t.resource_provider_id.in_(
+                            ids[start:start + 500]))):
+                    current[(inv.resource_provider_id,
+                             inv.resource_class)] = inv
+            changed = []
+            for name, row in written.items():
+                for rc, values in _inventory(reports[name][1]).items():
+                    inv = current.get((row.id, rc))
+                    if inv is None:
+                        session.add(inv_t(
+                            resource_provider_id=row.id, resource_class=rc,
+                            total=values[0], reserved=values[1],
+                            allocation_ratio=values[2]))
+                    elif (inv.total, inv.reserved,
+                          inv.allocation_ratio) != values:
+                        inv.total, inv.reserved, inv.allocation_ratio = \
+                            values
+                    else:
+                        continue
+                    if row.id not in changed:
+                        changed.append(row.id)
             if changed:
                 # An inventory change must fail claims that read the old
                 # one; the bump is computed by the database so that a
                 # concurrent claim's bump is never lost.
                 session.flush()
-                session.execute(sa.update(rp).where(rp.id == row.id).values(
-                    generation=rp.generation + 1))
+                session.execute(sa.update(rp).where(rp.id.in_(changed))
+                                .values(generation=rp.generation + 1))
+        return written
+
+    def _apply_reports(self, reports, written):
+        """Bring memory in line with the reports just written."""
         with self._lock:
-            state = self._hosts.get(uuid)
-            if state is None:
-                state = self._hosts[uuid] = HostState(uuid, host, nodename,
-                                                      cell_uuid)
-            state.cell_uuid = cell_uuid or state.cell_uuid
-            state.reported_availability_zone = stats.get(
-                'availability_zone')
-            state.set_aggregates(self._aggregates.get(host, []))
-            state.reported_disabled = fresh.reported_disabled
-            state.set_status(fresh.service_disabled, fresh.disabled_reason,
-                             fresh.forced_down)
-            if fresh.failed_builds != state.failed_builds:
-                LOG.log(logging.WARNING if fresh.failed_builds else
-                        logging.INFO, 'Host %s (%s) reports %d failed '
-                        'builds in a row', host, nodename,
-                        fresh.failed_builds)
-            for name in HYPERVISOR_FIELDS + BUILD_COUNTS:
-                setattr(state, name, getattr(fresh, name))
-            state.last_report_at = now
-            state.inventory = inventory
-        return uuid
+            for name, row in written.items():
+                cell_uuid, stats, now, digest = reports[name]
+                fresh = self._state_from_row(row)
+                host, nodename = name
+                self._names[name] = row.uuid
+                state = self._hosts.get(row.uuid)
+                if state is None:
+                    state = self._hosts[row.uuid] = HostState(
+                        row.uuid, host, nodename, cell_uuid)
+                state.cell_uuid = _shared(cell_uuid) or state.cell_uuid
+                state.reported_availability_zone = _shared(stats.get(
+                    'availability_zone'))
+                state.set_aggregates(self._aggregates.get(host, ()))
+                state.reported_disabled = fresh.reported_disabled
+                state.set_status(fresh.service_disabled,
+                                 fresh.disabled_reason, fresh.forced_down)
+                self._note_status(state)
+                if fresh.failed_builds != state.failed_builds:
+                    LOG.log(logging.WARNING if fresh.failed_builds else
+                            logging.INFO, 'Host %s (%s) reports %d failed '
+                            'builds in a row', host, nodename,
+                            fresh.failed_builds)
+                for field in HYPERVISOR_FIELDS + BUILD_COUNTS:
+                    setattr(state, field, getattr(fresh, field))
+                state.last_report_at = now
+                state.inventory = _inventory(stats)
+                state.report_digest = digest
+
+    @staticmethod
+    def _apply_counts(state, stats):
+        # The same counts as the last report written; memory may have
+        # counted claims since, which the compute's count now includes.
+        for field in BUILD_COUNTS:
+            if field in stats:
+                setattr(state, field, stats[field])
 
     def update_status(self, host, status, updated_at):
         """Record the operator's status of ``host``'s compute service
@@ -458,6 +790,7 @@ class HostManager:
                 state = self._hosts.get(uuid)
                 if state is not None:
                     state.set_status(*values)
+                    self._note_status(state)
         return sorted(states)
 
     def delete_host(self, host):
@@ -480,7 +813,7 @@ class HostManager:
             session.execute(sa.delete(rp).where(rp.id.in_(list(ids))))
         with self._lock:
             for uuid in ids.values():
-                self._hosts.pop(uuid, None)
+                self._forget(uuid)
         return sorted(ids.values())
 
     def compute_nodes(self):
@@ -488,10 +821,12 @@ class HostManager:
         plain dicts (what the scheduler's RPC answers with)."""
         rp, alloc = models.ResourceProvider, models.Allocation
         states = self._read_states()
+        with engines.connection(self.db_url) as conn:
+            if aggregates_mod.signature(conn) != self._aggregates_seen:
+                self._refresh_aggregates()
         with self._lock:
-            self._refresh_aggregates()
             for state in states.values():
-                state.set_aggregates(self._aggregates.get(state.host, []))
+                state.set_aggregates(self._aggregates.get(state.host, ()))
         with engines.reader(self.db_url) as session:
             rows = {row.uuid: row for row in session.scalars(sa.select(rp))}
             running = dict(session.execute(

@@ -9,6 +9,8 @@ a compute's report gets its cell without the compute knowing the cell.
 
 import contextlib
 import logging
+import math
+import random
 import threading
 
 import oslo_messaging as messaging
@@ -47,6 +49,10 @@ CLAIM_ATTEMPTS = 5
 # How many consumers one question of the heal to the super-conductor
 # carries.
 HEAL_CHUNK = 500
+# The fewest hosts one batch of the filter phase holds when the scheduler
+# stops after enough feasible hosts: reading the request once per batch
+# is what keeps the filters cheap per host.
+MIN_FILTER_BATCH = 32
 
 
 def _iso(value):
@@ -70,21 +76,64 @@ class SchedulerManager:
 
     # --- the filter and weigh phases ---------------------------------------
 
-    def _candidates(self, host_states, spec_obj):
-        """Hosts that pass every enabled filter, best first."""
-        hosts = host_states
-        if spec_obj.get('force_hosts'):
-            hosts = [h for h in hosts if h.host in spec_obj.force_hosts]
-        if spec_obj.get('ignore_hosts'):
-            hosts = [h for h in hosts
-                     if h.host not in spec_obj.ignore_hosts]
+    @staticmethod
+    def hosts_to_score(num_hosts):
+        """How many feasible hosts a request looks for before it stops
+        filtering: ``[filter_scheduler] hosts_to_score``, or
+        ``hosts_to_score_percentage`` of all hosts if that is more; every
+        host when ``hosts_to_score`` is 0."""
+        opts = CONF.filter_scheduler
+        if not opts.hosts_to_score:
+            return num_hosts
+        share = math.ceil(num_hosts * opts.hosts_to_score_percentage / 100)
+        return min(num_hosts, max(opts.hosts_to_score, share))
+
+    def _filter(self, hosts, spec_obj):
         for host_filter in self.filters:
             hosts = host_filter.filter_all(hosts, spec_obj)
             if not hosts:
                 LOG.debug('Filter %s returned no hosts',
                           type(host_filter).__name__)
                 return []
-        return [h for _, h in weights.weigh(self.weighers, hosts, spec_obj)]
+        return hosts
+
+    def _candidates(self, host_states, spec_obj, every_host=False):
+        """Hosts that pass every enabled filter, best first, and whether
+        every host was looked at.
+
+        With more hosts than ``hosts_to_score`` the filter phase starts
+        at a random host and stops once that many hosts passed (as
+        Kubernetes' percentage of nodes to score and Nomad's limit
+        iterator do): only those are weighed. A host that fails a filter
+        is never a candidate; what changes is that the best of a sample
+        wins, not the best of all. The random start spreads the requests
+        of one scheduler, and of several, over the whole cloud.
+        """
+        hosts = host_states
+        if spec_obj.get('force_hosts'):
+            hosts = [h for h in hosts if h.host in spec_obj.force_hosts]
+        if spec_obj.get('ignore_hosts'):
+            hosts = [h for h in hosts
+                     if h.host not in spec_obj.ignore_hosts]
+        wanted = len(hosts) if every_host else self.hosts_to_score(
+            len(hosts))
+        if wanted >= len(hosts):
+            feasible, complete = self._filter(hosts, spec_obj), True
+        else:
+            start = random.randrange(len(hosts))
+            hosts = hosts[start:] + hosts[:start]
+            batch = max(wanted, MIN_FILTER_BATCH)
+            feasible, complete = [], False
+            for offset in range(0, len(hosts), batch):
+                feasible.extend(self._filter(hosts[offset:offset + batch],
+                                             spec_obj))
+                if len(feasible) >= wanted:
+                    complete = offset + batch >= len(hosts)
+                    break
+            else:
+                complete = True
+        ranked = weights.weigh(self.weighers, feasible, spec_obj)
+        return [h for _, h in ranked], complete
 
     # --- the claim (reserve) phase -----------------------------------------
 
@@ -192,9 +241,17 @@ class SchedulerManager:
         claimed = []
         try:
             for instance_uuid in instance_uuids:
-                candidates = self._candidates(host_states, spec_obj)
+                candidates, complete = self._candidates(host_states,
+                                                        spec_obj)
                 chosen = self._claim_first(ctx, candidates, instance_uuid,
                                            spec_obj)
+                if chosen is None and not complete:
+                    # Every host of the sample refused the claim: no
+                    # request fails before every host was considered.
+                    candidates, _ = self._candidates(
+                        host_states, spec_obj, every_host=True)
+                    chosen = self._claim_first(ctx, candidates,
+                                               instance_uuid, spec_obj)
                 if chosen is None:
                     raise exception.NoValidHost(
                         reason='There are not enough hosts available.')

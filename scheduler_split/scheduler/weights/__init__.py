@@ -37,6 +37,18 @@ class BaseHostWeigher:
     def raw_weight(self, host_state, spec_obj):
         raise NotImplementedError()
 
+    def multipliers(self, host_states):
+        """The multiplier of each host: the option's value, read once,
+        except for hosts in an aggregate that sets it."""
+        default = self.weight_multiplier()
+        if self.option is None:
+            return [default] * len(host_states)
+        return [aggregates.smallest(h, self.option, default)
+                if h.aggregates else default for h in host_states]
+
+    def raw_weights(self, host_states, spec_obj):
+        return [self.raw_weight(h, spec_obj) for h in host_states]
+
 
 class RAMWeigher(BaseHostWeigher):
     """More free memory weighs more."""
@@ -64,6 +76,13 @@ class _SoftGroupWeigher(BaseHostWeigher):
         if group is None or group.policy != self.policy:
             return 0
         return self.sign * group.hosts.count(host_state.host)
+
+    def raw_weights(self, host_states, spec_obj):
+        group = spec_obj.get('instance_group')
+        if group is None or group.policy != self.policy:
+            # Every host weighs the same: nothing to rank by.
+            return [0] * len(host_states)
+        return super().raw_weights(host_states, spec_obj)
 
 
 class ServerGroupSoftAffinityWeigher(_SoftGroupWeigher):
@@ -130,10 +149,10 @@ def weigh(weighers, host_states, spec_obj):
     for weigher in weighers:
         if not host_states:
             break
-        multipliers = [weigher.weight_multiplier(h) for h in host_states]
+        multipliers = weigher.multipliers(host_states)
         if not any(multipliers):
             continue
-        raw = [weigher.raw_weight(h, spec_obj) for h in host_states]
+        raw = weigher.raw_weights(host_states, spec_obj)
         low, high = min(raw), max(raw)
         span = high - low
         for i, value in enumerate(raw):
