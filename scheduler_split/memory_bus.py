@@ -4,8 +4,9 @@ kombu's stock ``memory`` transport keeps one global broker state and one
 queue table for the whole process, so two cells on ``kombu+memory:////cell1``
 and ``kombu+memory:////cell2`` would consume each other's ``conductor``
 queue. This transport gives every virtual host its own exchanges, bindings
-and queues, as RabbitMQ vhosts do, and wakes consumers when a message is
-put instead of polling once a second.
+and queues, as RabbitMQ vhosts do, and wakes the consumers of a queue
+when a message is put there, instead of polling once a second or waking
+every consumer of the virtual host.
 
 It is registered as kombu's ``memory`` transport by :func:`register`, so
 oslo.messaging's rabbit driver runs unchanged on top of it: the same
@@ -28,10 +29,13 @@ class _Broker:
         self.state = virtual.BrokerState()
         self.queues = {}
         self.lock = threading.Lock()
-        self.arrived = threading.Condition()
-        # Counts puts, so that a consumer that found nothing sleeps only if
-        # nothing arrived since it looked.
-        self.puts = 0
+        # {queue name: {event}}: the connections consuming from a queue,
+        # each woken through its event when a message arrives there.
+        self.waiters = {}
+
+    def wake(self, queue_name):
+        for arrived in tuple(self.waiters.get(queue_name, ())):
+            arrived.set()
 
 
 _brokers = {}
@@ -74,26 +78,36 @@ class Channel(memory.Channel):
             self.queues.setdefault(queue_name, queue.Queue())
 
     def _queue_for(self, queue_name):
+        # Looked up on every poll of every queue a consumer reads: the
+        # lock (and a new Queue) only for a queue not seen yet.
+        found = self.queues.get(queue_name)
+        if found is not None:
+            return found
         with self.broker.lock:
-            return self.queues.setdefault(queue_name, queue.Queue())
+            found = self.queues.get(queue_name)
+            if found is None:
+                found = self.queues[queue_name] = queue.Queue()
+            return found
 
     def _put(self, queue_name, message, **kwargs):
         self._queue_for(queue_name).put(message)
-        self._notify()
+        self.broker.wake(queue_name)
 
     def _put_fanout(self, exchange, message, routing_key=None, **kwargs):
         for queue_name in self._lookup(exchange, routing_key):
             self._queue_for(queue_name).put(message)
-        self._notify()
+            self.broker.wake(queue_name)
 
-    def _notify(self):
-        with self.broker.arrived:
-            self.broker.puts += 1
-            self.broker.arrived.notify_all()
+    def basic_consume(self, queue, no_ack, callback, consumer_tag, **kwargs):
+        result = super().basic_consume(queue, no_ack, callback,
+                                       consumer_tag, **kwargs)
+        self.connection.listen_to(queue)
+        return result
 
     def _delete(self, queue_name, *args, **kwargs):
         with self.broker.lock:
             self.queues.pop(queue_name, None)
+            self.waiters.pop(queue_name, None)
 
     def close(self):
         virtual.Channel.close(self)
@@ -110,13 +124,27 @@ class Transport(memory.Transport):
         super().__init__(client, **kwargs)
         self.broker = _broker(client.virtual_host or '/')
         self.state = self.broker.state
+        # Set when a message arrives in a queue this connection consumes.
+        self.arrived = threading.Event()
+
+    def listen_to(self, queue_name):
+        with self.broker.lock:
+            self.broker.waiters.setdefault(queue_name, set()).add(
+                self.arrived)
+
+    def close_connection(self, connection):
+        with self.broker.lock:
+            for waiters in self.broker.waiters.values():
+                waiters.discard(self.arrived)
+        super().close_connection(connection)
 
     def drain_events(self, connection, timeout=None):
         start = time.monotonic()
         get = self.cycle.get
         while True:
-            with self.broker.arrived:
-                puts = self.broker.puts
+            # Cleared before looking: a message put after the look sets
+            # it again, so the wait below never misses one.
+            self.arrived.clear()
             try:
                 get(self._deliver, timeout=timeout)
                 return
@@ -128,9 +156,7 @@ class Transport(memory.Transport):
                 if left <= 0:
                     raise TimeoutError()
                 wait = min(wait, left)
-            with self.broker.arrived:
-                if self.broker.puts == puts:
-                    self.broker.arrived.wait(wait)
+            self.arrived.wait(wait)
 
 
 def register():

@@ -202,11 +202,32 @@ def _is_ipv6(value):
     return True
 
 
+# {id(schema): (schema, validator)}: a schema is checked and its
+# validator built once, not on every request. Holding the schema keeps
+# its id from being reused; schemas built per microversion are few, and
+# the cache starts again past the limit.
+_VALIDATORS = {}
+_VALIDATORS_LIMIT = 512
+
+
+def _validator(schema):
+    cached = _VALIDATORS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    validator = cls(schema, format_checker=_FORMATS)
+    if len(_VALIDATORS) >= _VALIDATORS_LIMIT:
+        _VALIDATORS.clear()
+    _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
+
+
 def validate(body, schema):
     """400 in Nova's words unless ``body`` matches ``schema``."""
-    try:
-        jsonschema.validate(body, schema, format_checker=_FORMATS)
-    except jsonschema.ValidationError as exc:
+    exc = jsonschema.exceptions.best_match(
+        _validator(schema).iter_errors(body))
+    if exc is not None:
         field = '/'.join(str(p) for p in exc.absolute_path) or 'body'
         raise errors.bad_request(
             'Invalid input for field/attribute %s. Value: %s. %s'

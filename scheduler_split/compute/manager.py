@@ -216,7 +216,10 @@ class ComputeManager(lifecycle.LifecycleMixin):
     def _build(self, ctx, instance, request_spec, host_list, retry, node):
         uuid = instance.uuid
         try:
-            instance = self.conductor.instance_get(ctx, uuid)
+            # The cast carries the instance as its conductor wrote it; the
+            # save below writes only what the build changes, and only if
+            # the row is still SCHEDULING, so it needs no fresh read.
+            instance.obj_reset_changes()
             instance.host = self.host
             instance.node = node
             instance.task_state = instance_obj.SPAWNING

@@ -839,6 +839,13 @@ class HostManager:
             row = rows.get(uuid)
             if row is None:
                 continue
+            heard = self.get(uuid)
+            if heard is not None and heard.last_report_at and (
+                    state.last_report_at is None or
+                    heard.last_report_at > state.last_report_at):
+                # A report that said nothing new is in memory only until
+                # the next batch writes its time.
+                state.last_report_at = heard.last_report_at
             node = {
                 'id': row.id, 'uuid': uuid, 'host': state.host,
                 'hypervisor_hostname': state.nodename,
@@ -848,8 +855,8 @@ class HostManager:
                 'service_disabled': state.service_disabled,
                 'disabled_reason': state.disabled_reason,
                 'forced_down': state.forced_down,
-                'last_report_at': (row.last_report_at.isoformat()
-                                   if row.last_report_at else None),
+                'last_report_at': (state.last_report_at.isoformat()
+                                   if state.last_report_at else None),
                 'up': state.is_up(),
                 'running_vms': running.get(uuid, 0),
                 'inventory': {rc: list(inv)
