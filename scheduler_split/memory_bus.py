@@ -15,11 +15,11 @@ serialization, acks, reply queues and dispatch as with RabbitMQ.
 
 import queue
 import threading
-import time
 
 from kombu import transport as kombu_transport
 from kombu.transport import memory
 from kombu.transport import virtual
+from oslo_messaging._drivers import impl_rabbit
 
 
 class _Broker:
@@ -115,17 +115,27 @@ class Channel(memory.Channel):
 
 class Transport(memory.Transport):
     Channel = Channel
-    # Upper bound of a consumer's wait; a put wakes it sooner. Not kombu's
-    # polling_interval: oslo.messaging sets that to 0 for memory:// URLs,
-    # which would turn every idle consumer into a busy loop.
-    idle_wait = 0.5
+    # How long an idle consumer sleeps before it looks again; a message,
+    # or a stop of its consumer, wakes it sooner. Neither kombu's
+    # polling_interval nor the timeout oslo.messaging passes: for
+    # memory:// URLs oslo.messaging sets the first to 0 and the second to
+    # 0.05 s, which would wake every idle consumer 20 times a second.
+    idle_wait = 1.0
 
     def __init__(self, client, **kwargs):
         super().__init__(client, **kwargs)
         self.broker = _broker(client.virtual_host or '/')
         self.state = self.broker.state
-        # Set when a message arrives in a queue this connection consumes.
+        # Set when a message arrives in a queue this connection consumes,
+        # or when its consumer stops.
         self.arrived = threading.Event()
+        self.stopped = False
+
+    def stop(self):
+        """Its consumer stopped: end the current wait, and every later
+        one at once (oslo.messaging never restarts a stopped consumer)."""
+        self.stopped = True
+        self.arrived.set()
 
     def listen_to(self, queue_name):
         with self.broker.lock:
@@ -136,30 +146,52 @@ class Transport(memory.Transport):
         with self.broker.lock:
             for waiters in self.broker.waiters.values():
                 waiters.discard(self.arrived)
+        self.stop()
         super().close_connection(connection)
 
     def drain_events(self, connection, timeout=None):
-        start = time.monotonic()
+        """Deliver one message; ``TimeoutError`` after ``idle_wait``
+        without one, or at once when the consumer stopped. ``timeout``
+        only says that the caller wants control back eventually."""
         get = self.cycle.get
-        while True:
-            # Cleared before looking: a message put after the look sets
-            # it again, so the wait below never misses one.
-            self.arrived.clear()
+        # Cleared before looking: a message put after the look sets it
+        # again, so the wait below never misses one.
+        self.arrived.clear()
+        try:
+            get(self._deliver, timeout=timeout)
+            return
+        except queue.Empty:
+            pass
+        if not self.stopped:
+            self.arrived.wait(self.idle_wait)
             try:
                 get(self._deliver, timeout=timeout)
                 return
             except queue.Empty:
                 pass
-            wait = self.idle_wait
-            if timeout is not None:
-                left = timeout - (time.monotonic() - start)
-                if left <= 0:
-                    raise TimeoutError()
-                wait = min(wait, left)
-            self.arrived.wait(wait)
+        raise TimeoutError()
+
+
+def _wake_on_stop():
+    """Make a stop of an oslo.messaging consumer on this bus wake it: it
+    checks whether it was stopped only between two waits for messages.
+    """
+    original = impl_rabbit.Connection.stop_consuming
+    if getattr(original, 'wakes_memory_bus', False):
+        return
+
+    def stop_consuming(self):
+        original(self)
+        transport = getattr(self.connection, 'transport', None)
+        if isinstance(transport, Transport):
+            transport.stop()
+
+    stop_consuming.wakes_memory_bus = True
+    impl_rabbit.Connection.stop_consuming = stop_consuming
 
 
 def register():
     """Make ``memory://`` (and ``kombu+memory://``) use this transport."""
     kombu_transport.TRANSPORT_ALIASES['memory'] = (
         'scheduler_split.memory_bus:Transport')
+    _wake_on_stop()

@@ -2,6 +2,7 @@
 
 import copy
 import datetime
+import functools
 
 from oslo_serialization import jsonutils
 from oslo_utils import versionutils
@@ -72,14 +73,20 @@ class ObjectSerializer(ovo_base.VersionedObjectSerializer):
         return super().serialize_entity(context, entity)
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(name):
+    """The names of the object classes in ``name``'s tree: the classes
+    are registered once, at import, and every message asks again."""
+    return frozenset(ovo_base.obj_tree_get_versions(name))
+
+
 def backport(obj, version_manifest):
     """``obj`` as a primitive at the versions of ``version_manifest``.
 
     Every object in ``obj``'s tree must be in the manifest: an object
     left out would silently go at its current version.
     """
-    missing = set(ovo_base.obj_tree_get_versions(obj.obj_name())) - set(
-        version_manifest)
+    missing = _tree(obj.obj_name()) - set(version_manifest)
     if missing:
         raise ValueError('No version of %s in the manifest %s' % (
             ', '.join(sorted(missing)), version_manifest))
