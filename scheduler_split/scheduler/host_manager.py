@@ -260,6 +260,22 @@ def _status_of(stats):
             bool(status.get('forced_down')))
 
 
+def _reported(state):
+    """What a host's reports set, as its state holds it."""
+    return ((state.cell_uuid, state.reported_availability_zone,
+             state.reported_disabled, state.inventory) +
+            tuple(getattr(state, name)
+                  for name in HYPERVISOR_FIELDS + BUILD_COUNTS))
+
+
+def _carry_over(old, fresh):
+    """Keep in ``fresh`` (read from the database) the digest of the last
+    report written from here, if the database still holds that report:
+    one that repeats it then has nothing to write but its time."""
+    if old.report_digest is not None and _reported(old) == _reported(fresh):
+        fresh.report_digest = old.report_digest
+
+
 def _apply_status(row, status, updated_at):
     """Write a reading of the operator's status onto a provider row
     unless the row already holds a newer reading; True if written."""
@@ -299,9 +315,9 @@ class HostManager:
         self._next_batch = 1
         self._batches_done = 0
         self._failed = (0, {})
-        # {uuid: time} of reports that said nothing new, not written yet.
+        # {uuid: time} of reports that said nothing new, for the next
+        # group commit.
         self._heartbeats = {}
-        self._heartbeats_written = time.monotonic()
 
     # --- reading ------------------------------------------------------------
 
@@ -392,6 +408,10 @@ class HostManager:
     def _load_all(self):
         hosts = self._read_states()
         with self._lock:
+            for uuid, state in hosts.items():
+                old = self._hosts.get(uuid)
+                if old is not None:
+                    _carry_over(old, state)
             self._hosts = hosts
             self._names = {(state.host, state.nodename): uuid
                            for uuid, state in hosts.items()}
@@ -542,14 +562,12 @@ class HostManager:
     #
     # Every compute reports every ``report_interval`` seconds, and nearly
     # every report says what the last one said. Such a report only moves
-    # the host's liveness (and its counts) in memory; its time reaches the
-    # database with the others' in one statement at most every
-    # ``report_interval``. A report that changes something claims or
-    # filters read (a new host, its inventory, its zone, its status) is
-    # written before the cast returns, in a group commit: reports that
-    # arrive while one transaction writes go together into the next one,
-    # so a burst of first reports costs a few transactions, not one each,
-    # and no report waits for a pool connection.
+    # the host's liveness (and its counts): its time is one row of one
+    # UPDATE. Every report is written before the cast returns, in a
+    # group commit: the reports that arrive while one transaction writes
+    # go together into the next one, so a burst costs a few transactions,
+    # not one each, and no report waits for a pool connection. The time
+    # is in the database at once, for the other schedulers' reloads.
 
     def update_from_stats(self, cell_uuid, host, nodename, stats):
         """Record a compute's report: capacity, zone, enabled, liveness.
@@ -560,41 +578,34 @@ class HostManager:
         """
         now = obj_base.naive_utc(obj_base.utcnow())
         digest = _report_digest(cell_uuid, stats)
+        name = (host, nodename)
         with self._lock:
-            uuid = self._names.get((host, nodename))
+            uuid = self._names.get(name)
             state = self._hosts.get(uuid) if uuid else None
-            if (state is not None and digest is not None and
-                    digest == state.report_digest and
-                    _status_of(stats) in (None, state.status())):
+            unchanged = (state is not None and digest is not None and
+                         digest == state.report_digest and
+                         _status_of(stats) in (None, state.status()))
+            if unchanged:
                 # Nothing new but liveness and counts.
                 self._apply_counts(state, stats)
                 state.last_report_at = now
-                self._heartbeats[uuid] = now
-                due = (time.monotonic() - self._heartbeats_written >
-                       CONF.report_interval)
-            else:
-                due = None
-        if due is None:
-            return self._write_report(cell_uuid, host, nodename, stats,
-                                      now, digest)
-        if due:
-            self._write_report(None, None, None, None, None, None)
-        return uuid
+        if unchanged:
+            self._write_report(heartbeat=(uuid, now))
+            return uuid
+        return self._write_report(name, (cell_uuid, stats, now, digest))
 
-    def _write_report(self, cell_uuid, host, nodename, stats, now, digest):
-        """Write a report (or, with ``host`` None, only the liveness
-        waiting to be written) in the next group commit and wait for it;
-        the provider's uuid."""
+    def _write_report(self, name=None, report=None, heartbeat=None):
+        """Write a report of the node ``name``, or only the time of one
+        that said nothing new (``heartbeat``: its provider's uuid and
+        time), in the next group commit, and wait for it; the provider's
+        uuid."""
         with self._reports:
             batch = self._next_batch
-            if host is not None:
+            if name is not None:
                 # A newer report of the same node replaces the older one.
-                self._pending[(host, nodename)] = (cell_uuid, stats, now,
-                                                   digest)
-            elif self._writing:
-                # A transaction is under way; the next one takes the
-                # liveness along.
-                return None
+                self._pending[name] = report
+            if heartbeat is not None:
+                self._heartbeats[heartbeat[0]] = heartbeat[1]
             while self._batches_done < batch:
                 if self._writing:
                     self._reports.wait()
@@ -602,7 +613,6 @@ class HostManager:
                 self._writing = True
                 reports, self._pending = self._pending, {}
                 heartbeats, self._heartbeats = self._heartbeats, {}
-                self._heartbeats_written = time.monotonic()
                 number, self._next_batch = self._next_batch, \
                     self._next_batch + 1
                 self._reports.release()
@@ -618,12 +628,12 @@ class HostManager:
                     self._batches_done = number
                     self._failed = (number, failed)
                     self._reports.notify_all()
-            if host is None:
+            if name is None:
                 return None
             number, failed = self._failed
-            if number == batch and (host, nodename) in failed:
-                raise failed[(host, nodename)]
-            return self._names.get((host, nodename))
+            if number == batch and name in failed:
+                raise failed[name]
+            return self._names.get(name)
 
     def _write_batch(self, reports, heartbeats):
         """One transaction for ``reports`` and ``heartbeats``; if it

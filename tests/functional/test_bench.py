@@ -1,0 +1,76 @@
+"""scheduler-split-bench at a tiny size, run as a user runs it: in a
+process of its own, with its JSON report read back. Nothing here asserts
+a speed; only that every server and every report is accounted for."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.functional
+
+
+def bench(*args):
+    return subprocess.run(
+        [sys.executable, '-m', 'scheduler_split.cmd.bench', *args],
+        capture_output=True, text=True, timeout=120)
+
+
+def assert_ordered(stats):
+    assert None not in stats.values(), stats
+    assert stats['p50'] <= stats['p95'] <= stats['p99'], stats
+
+
+def test_a_boot_run_sees_every_server_active():
+    run = bench('--servers', '6', '--hosts', '4', '--cells', '2',
+                '--concurrency', '2', '--json')
+    assert run.returncode == 0, run.stderr
+    assert 'Traceback' not in run.stderr
+    report = json.loads(run.stdout)
+    assert (report['posted'], report['active'], report['error'],
+            report['still_building']) == (6, 6, 0, 0)
+    assert report['failed_posts'] == 0
+    assert (report['hosts'], report['cells']) == (4, 2)
+    assert report['reschedules'] == 0
+    assert report['servers_without_actions_read'] == 0
+    assert report['boots_per_s'] > 0
+    assert_ordered(report['post_latency_ms'])
+    assert_ordered(report['time_to_active_s'])
+
+
+def test_a_scheduler_run_has_a_row_per_size_and_loses_no_report():
+    run = bench('--scheduler-only', '--hosts', '20,40', '--servers', '10',
+                '--json')
+    assert run.returncode == 0, run.stderr
+    assert 'Traceback' not in run.stderr
+    report = json.loads(run.stdout)
+    rows = report['rows']
+    assert [row['hosts'] for row in rows] == [20, 40]
+    for row in rows:
+        assert row['reports_lost'] == 0
+        assert row['unchanged_reports_lost'] == 0
+        assert row['reports_per_s'] > 0
+        assert row['unchanged_reports_per_s'] > 0
+        assert row['select_failures'] == 0
+        assert_ordered(row['select_ms'])
+        assert row['rss_kib_per_host'] is not None
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--servers', '0'], '--servers: must be at least 1, not 0'),
+    (['--concurrency', 'many'], "--concurrency: 'many' is not a whole "
+                                'number'),
+    (['--scheduler-only', '--hosts', '100,0'],
+     '--hosts: must be at least 1, not 0'),
+    (['--hosts', '1', '--cells', '2'], '--hosts (1) must be at least '
+                                       '--cells (2)'),
+    (['--endpoint', 'http://127.0.0.1:1/v2.1', '--hosts', '4'],
+     '--hosts describes the system the bench starts'),
+    (['--token', 'abc'], '--token is for --endpoint'),
+])
+def test_a_bad_argument_exits_2_with_the_reason(args, message):
+    run = bench(*args)
+    assert run.returncode == 2
+    assert message in run.stderr
+    assert run.stdout == ''
