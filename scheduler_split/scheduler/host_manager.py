@@ -849,13 +849,6 @@ class HostManager:
             row = rows.get(uuid)
             if row is None:
                 continue
-            heard = self.get(uuid)
-            if heard is not None and heard.last_report_at and (
-                    state.last_report_at is None or
-                    heard.last_report_at > state.last_report_at):
-                # A report that said nothing new is in memory only until
-                # the next batch writes its time.
-                state.last_report_at = heard.last_report_at
             node = {
                 'id': row.id, 'uuid': uuid, 'host': state.host,
                 'hypervisor_hostname': state.nodename,
