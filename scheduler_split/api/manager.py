@@ -58,26 +58,40 @@ class ComputeAPI:
         reservation_id = 'r-' + uuidutils.generate_uuid()[:8]
         now = obj_base.utcnow()
         min_count = count if min_count is None else min_count
+
+        def build(count):
+            return self._build_requests(
+                ctx, count, name, flavor, image_ref, now, reservation_id,
+                availability_zone, force_hosts, metadata, key_name,
+                scheduler_hints, description, group, access_ip_v4,
+                access_ip_v6, image_properties)
+
+        # Every boot of a project waits for the write lock this
+        # transaction holds (SQLite's, or the project's quota row), so
+        # the objects are built and serialized before it when their
+        # number is known: everything or nothing fits.
+        built = build(count) if min_count == count else None
         with engines.writer(CONF.api_database.connection) as session:
             quota.lock_project(session, ctx.project_id)
             count = quota.servers_that_fit(
                 session, ctx.project_id, flavor, min_count, count,
                 group_uuid=group.uuid if group is not None else None)
-            build_requests, request_specs = self._build_requests(
-                ctx, session, count, name, flavor, image_ref, now,
-                reservation_id, availability_zone, force_hosts, metadata,
-                key_name, scheduler_hints, description, group, access_ip_v4,
-                access_ip_v6, image_properties)
+            build_requests, request_specs, rows = built or build(count)
+            for build_request, spec, recorded in zip(
+                    build_requests, request_specs, rows):
+                build_request.record_in(session, recorded, spec)
         return self._cast_boot(ctx, reservation_id, build_requests,
                                request_specs)
 
     @staticmethod
-    def _build_requests(ctx, session, count, name, flavor, image_ref, now,
+    def _build_requests(ctx, count, name, flavor, image_ref, now,
                         reservation_id, availability_zone, force_hosts,
                         metadata, key_name, scheduler_hints, description,
                         group, access_ip_v4, access_ip_v6,
                         image_properties=None):
-        build_requests, request_specs = [], []
+        """``count`` build requests, their request specs and the rows
+        that record them."""
+        build_requests, request_specs, rows = [], [], []
         for index in range(count):
             uuid = uuidutils.generate_uuid()
             display_name = name if count == 1 else '%s-%d' % (name,
@@ -107,10 +121,10 @@ class ComputeAPI:
             build_request = objects.BuildRequest(
                 instance_uuid=uuid, project_id=ctx.project_id,
                 instance=instance, created_at=now)
-            build_request.create(ctx, request_spec=spec, session=session)
             build_requests.append(build_request)
             request_specs.append(spec)
-        return build_requests, request_specs
+            rows.append(build_request.rows(spec))
+        return build_requests, request_specs, rows
 
     def _cast_boot(self, ctx, reservation_id, build_requests, request_specs):
         try:

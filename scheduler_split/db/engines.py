@@ -3,8 +3,12 @@
 SQLite (the all-in-one) gets WAL, a busy timeout and ``BEGIN IMMEDIATE``
 for writing transactions, so that concurrent writers queue on the
 database lock instead of failing in the middle of a read-then-write
-transaction. PostgreSQL and MySQL keep their default isolation; claims rely
-on the generation check, not on the isolation level.
+transaction. The writers of one process also queue on a lock of their
+own per database first: SQLite's busy handler sleeps ever longer between
+its tries (up to a tenth of a second), so a writer that waited for it
+would go on sleeping after the lock was free. PostgreSQL and MySQL keep
+their default isolation; claims rely on the generation check, not on
+the isolation level.
 """
 
 import contextlib
@@ -68,12 +72,37 @@ def get_engine(url, writer=True):
         return engine
 
 
+# {SQLite URL: the lock this process's writers of it queue on}.
+_write_locks = {}
+# Seconds a writer waits for that lock before it goes on to SQLite's own
+# (the busy timeout), so that no order of taking two databases' locks
+# can hang a thread for good.
+WRITE_LOCK_TIMEOUT = 30
+
+
+def _write_lock(url):
+    if not url.startswith('sqlite'):
+        return None
+    with _lock:
+        lock = _write_locks.get(url)
+        if lock is None:
+            lock = _write_locks[url] = threading.RLock()
+        return lock
+
+
 @contextlib.contextmanager
 def writer(url):
     """A session in a transaction that commits on success."""
-    with orm.Session(get_engine(url, True), expire_on_commit=False) as s:
-        with s.begin():
-            yield s
+    engine = get_engine(url, True)
+    lock = _write_lock(url)
+    held = lock is not None and lock.acquire(timeout=WRITE_LOCK_TIMEOUT)
+    try:
+        with orm.Session(engine, expire_on_commit=False) as s:
+            with s.begin():
+                yield s
+    finally:
+        if held:
+            lock.release()
 
 
 @contextlib.contextmanager

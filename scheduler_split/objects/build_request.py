@@ -41,22 +41,33 @@ class BuildRequest(base.SchedulerSplitObject):
         if session is None:
             with engines.writer(CONF.api_database.connection) as session:
                 return self.create(ctx, request_spec, session)
+        self.record_in(session, self.rows(request_spec), request_spec)
+
+    def rows(self, request_spec=None):
+        """The rows that record it, serialized and ready to add: the
+        work a boot does before it takes the database's write lock."""
         instance = self.instance
         flavor = instance.flavor
-        session.add(models.InstanceMapping(
+        rows = [models.InstanceMapping(
             instance_uuid=self.instance_uuid, cell_id=None,
             project_id=self.project_id, user_id=instance.user_id,
-            vcpus=flavor.vcpus, memory_mb=flavor.memory_mb))
+            vcpus=flavor.vcpus, memory_mb=flavor.memory_mb)]
         if request_spec is not None:
-            session.add(models.RequestSpec(
+            rows.append(models.RequestSpec(
                 instance_uuid=self.instance_uuid,
                 spec=request_spec.to_json()))
-            group = request_spec.instance_group
-            if group is not None:
-                group.add_member_in(session, self.instance_uuid)
-        session.add(models.BuildRequest(
+        rows.append(models.BuildRequest(
             instance_uuid=self.instance_uuid, project_id=self.project_id,
             instance=instance.to_json()))
+        return rows
+
+    def record_in(self, session, rows, request_spec=None):
+        """Add ``rows`` (from :meth:`rows`) and the instance's membership
+        of the spec's server group to ``session``'s transaction."""
+        session.add_all(rows)
+        group = request_spec.instance_group if request_spec else None
+        if group is not None:
+            group.add_member_in(session, self.instance_uuid)
         self.obj_reset_changes()
 
     @classmethod

@@ -314,7 +314,9 @@ class HostManager:
         self._writing = False
         self._next_batch = 1
         self._batches_done = 0
-        self._failed = (0, {})
+        # {batch number: {(host, node): exception}} of recent batches
+        # whose reports could not be written.
+        self._failures = {}
         # {uuid: time} of reports that said nothing new, for the next
         # group commit.
         self._heartbeats = {}
@@ -595,10 +597,11 @@ class HostManager:
         return self._write_report(name, (cell_uuid, stats, now, digest))
 
     def _write_report(self, name=None, report=None, heartbeat=None):
-        """Write a report of the node ``name``, or only the time of one
+        """Write a report of the node ``name`` in the next group commit
+        and wait for it; the provider's uuid. Or only the time of one
         that said nothing new (``heartbeat``: its provider's uuid and
-        time), in the next group commit, and wait for it; the provider's
-        uuid."""
+        time): that one waits only if no transaction is under way, since
+        the writer drains whatever is queued before it stops."""
         with self._reports:
             batch = self._next_batch
             if name is not None:
@@ -606,34 +609,47 @@ class HostManager:
                 self._pending[name] = report
             if heartbeat is not None:
                 self._heartbeats[heartbeat[0]] = heartbeat[1]
+                if self._writing:
+                    return None
             while self._batches_done < batch:
                 if self._writing:
                     self._reports.wait()
                     continue
                 self._writing = True
-                reports, self._pending = self._pending, {}
-                heartbeats, self._heartbeats = self._heartbeats, {}
-                number, self._next_batch = self._next_batch, \
-                    self._next_batch + 1
-                self._reports.release()
-                failed = None
                 try:
-                    failed = self._write_batch(reports, heartbeats)
+                    while self._pending or self._heartbeats:
+                        self._write_next_batch()
                 finally:
-                    self._reports.acquire()
-                    if failed is None:
-                        failed = dict.fromkeys(reports, exception.Invalid(
-                            'the report could not be recorded'))
                     self._writing = False
-                    self._batches_done = number
-                    self._failed = (number, failed)
                     self._reports.notify_all()
             if name is None:
                 return None
-            number, failed = self._failed
-            if number == batch and name in failed:
+            failed = self._failures.get(batch, {})
+            if name in failed:
                 raise failed[name]
             return self._names.get(name)
+
+    def _write_next_batch(self):
+        """Write what is queued (the caller holds ``_reports`` and is the
+        writer); record the reports that failed, by batch."""
+        reports, self._pending = self._pending, {}
+        heartbeats, self._heartbeats = self._heartbeats, {}
+        number, self._next_batch = self._next_batch, self._next_batch + 1
+        self._reports.release()
+        failed = None
+        try:
+            failed = self._write_batch(reports, heartbeats)
+        finally:
+            self._reports.acquire()
+            if failed is None:
+                failed = dict.fromkeys(reports, exception.Invalid(
+                    'the report could not be recorded'))
+            if failed:
+                self._failures[number] = failed
+            for old in [n for n in self._failures if n < number - 1000]:
+                del self._failures[old]
+            self._batches_done = number
+            self._reports.notify_all()
 
     def _write_batch(self, reports, heartbeats):
         """One transaction for ``reports`` and ``heartbeats``; if it

@@ -141,17 +141,18 @@ def test_boot_that_cannot_be_fully_recorded_is_refused_whole(
         system, server_id, monkeypatch):
     """A boot of three servers whose database goes away after the first
     is recorded leaves no server behind."""
-    real_create = objects.BuildRequest.create
+    real_record_in = objects.BuildRequest.record_in
     recorded = []
 
-    def create(self, ctx, request_spec=None, session=None):
+    def record_in(self, session, rows, request_spec=None):
         if recorded:
             raise sa.exc.OperationalError(
                 'INSERT', {}, Exception('could not connect to server'))
-        real_create(self, ctx, request_spec=request_spec, session=session)
+        real_record_in(self, session, rows, request_spec)
+        session.flush()
         recorded.append(self.instance_uuid)
 
-    monkeypatch.setattr(objects.BuildRequest, 'create', create)
+    monkeypatch.setattr(objects.BuildRequest, 'record_in', record_in)
     from scheduler_split.api import images
     resp = system.api.post('/v2.1/servers', {'server': {
         'name': 'partial', 'flavorRef': '1', 'networks': 'none',

@@ -194,3 +194,28 @@ def test_a_burst_of_first_reports_from_many_threads_loses_none(
         assert session.scalar(sa.select(sa.func.count(inv.id))) == \
             threads * per_thread * 3
     assert len(manager.host_manager.host_states()) == threads * per_thread
+
+
+def test_a_bad_report_in_a_burst_fails_alone(manager, scheduler_db):
+    errors = []
+
+    def report(index, stats):
+        try:
+            manager.host_manager.update_from_stats(
+                CELL, 'b%02d' % index, 'b%02d' % index, stats)
+        except Exception as exc:
+            errors.append((index, exc))
+
+    bad = helpers.host_stats()
+    del bad['vcpus']
+    workers = [threading.Thread(target=report, args=(
+        n, bad if n == 7 else helpers.host_stats())) for n in range(24)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+    assert [(index, type(exc)) for index, exc in errors] == [(7, KeyError)]
+    rp = models.ResourceProvider
+    with engines.reader(scheduler_db) as session:
+        assert session.scalar(sa.select(sa.func.count(rp.id))) == 23
