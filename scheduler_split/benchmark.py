@@ -27,6 +27,7 @@ import oslo_messaging as messaging
 from oslo_utils import uuidutils
 
 from scheduler_split.api import images
+from scheduler_split.compute import resource_tracker
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import deployment
@@ -773,23 +774,11 @@ def synthetic_stats(index):
     """What a compute's resource tracker reports (see
     ``compute/resource_tracker.py``), for a host bigger than the fake
     driver's default."""
-    opts = CONF.compute
     arch = CONF.fake_driver.cpu_arch
-    return {
+    return resource_tracker.report({
         'vcpus': SYNTHETIC_VCPUS,
         'memory_mb': SYNTHETIC_MEMORY_MB,
         'local_gb': SYNTHETIC_LOCAL_GB,
-        'reserved_vcpus': opts.reserved_host_cpus,
-        'reserved_memory_mb': opts.reserved_host_memory_mb,
-        'reserved_disk_gb': (opts.reserved_host_disk_mb + 1023) // 1024,
-        'cpu_allocation_ratio': opts.cpu_allocation_ratio,
-        'ram_allocation_ratio': opts.ram_allocation_ratio,
-        'disk_allocation_ratio': opts.disk_allocation_ratio,
-        'availability_zone': opts.availability_zone,
-        'disabled': False,
-        'service_status': None,
-        'host_ip': '10.%d.%d.%d' % (index >> 16 & 255, index >> 8 & 255,
-                                    index & 255),
         'hypervisor_type': 'fake',
         'hypervisor_version': CONF.fake_driver.hypervisor_version,
         'cpu_arch': arch,
@@ -798,9 +787,7 @@ def synthetic_stats(index):
             'topology': {'cells': 1, 'sockets': 1,
                          'cores': SYNTHETIC_VCPUS, 'threads': 1},
             'features': []}),
-        'failed_builds': 0,
-        'num_io_ops': 0,
-    }
+    }, '10.%d.%d.%d' % (index >> 16 & 255, index >> 8 & 255, index & 255))
 
 
 class SchedulerBenchmark:

@@ -20,6 +20,34 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
+def report(resources, host_ip, disabled=False, service_status=None,
+           failed_builds=0, num_io_ops=0):
+    """The stats dict ``update_resource_stats`` carries for a host whose
+    driver has ``resources``, with this host's ``[compute]`` options."""
+    opts = CONF.compute
+    return {
+        'vcpus': resources['vcpus'],
+        'memory_mb': resources['memory_mb'],
+        'local_gb': resources['local_gb'],
+        'reserved_vcpus': opts.reserved_host_cpus,
+        'reserved_memory_mb': opts.reserved_host_memory_mb,
+        'reserved_disk_gb': (opts.reserved_host_disk_mb + 1023) // 1024,
+        'cpu_allocation_ratio': opts.cpu_allocation_ratio,
+        'ram_allocation_ratio': opts.ram_allocation_ratio,
+        'disk_allocation_ratio': opts.disk_allocation_ratio,
+        'availability_zone': opts.availability_zone,
+        'disabled': disabled,
+        'service_status': service_status,
+        'host_ip': host_ip,
+        'hypervisor_type': resources.get('hypervisor_type'),
+        'hypervisor_version': resources.get('hypervisor_version'),
+        'cpu_arch': resources.get('cpu_arch'),
+        'cpu_info': resources.get('cpu_info'),
+        'failed_builds': failed_builds,
+        'num_io_ops': num_io_ops,
+    }
+
+
 class ResourceTracker:
 
     def __init__(self, host, driver, scheduler, conductor):
@@ -38,29 +66,11 @@ class ResourceTracker:
         self.builds_in_flight = lambda: 0
 
     def stats(self):
-        resources = self.driver.get_available_resource()
-        opts = CONF.compute
-        return {
-            'vcpus': resources['vcpus'],
-            'memory_mb': resources['memory_mb'],
-            'local_gb': resources['local_gb'],
-            'reserved_vcpus': opts.reserved_host_cpus,
-            'reserved_memory_mb': opts.reserved_host_memory_mb,
-            'reserved_disk_gb': (opts.reserved_host_disk_mb + 1023) // 1024,
-            'cpu_allocation_ratio': opts.cpu_allocation_ratio,
-            'ram_allocation_ratio': opts.ram_allocation_ratio,
-            'disk_allocation_ratio': opts.disk_allocation_ratio,
-            'availability_zone': opts.availability_zone,
-            'disabled': self.disabled,
-            'service_status': self.service_status,
-            'host_ip': CONF.my_ip,
-            'hypervisor_type': resources.get('hypervisor_type'),
-            'hypervisor_version': resources.get('hypervisor_version'),
-            'cpu_arch': resources.get('cpu_arch'),
-            'cpu_info': resources.get('cpu_info'),
-            'failed_builds': self.failed_builds,
-            'num_io_ops': self.builds_in_flight(),
-        }
+        return report(self.driver.get_available_resource(), CONF.my_ip,
+                      disabled=self.disabled,
+                      service_status=self.service_status,
+                      failed_builds=self.failed_builds,
+                      num_io_ops=self.builds_in_flight())
 
     def build_failed(self, ctx):
         """Count a failed build and tell the scheduler now, so that the
