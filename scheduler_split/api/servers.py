@@ -509,7 +509,8 @@ def _listed(req, ctx, compute_api, rule, all_tenants_rule):
     req.environ['scheduler_split.admin_filters'] = wanted
     sort_keys, sort_dirs = _sort(req, admin)
     since = _time_parameter(req, 'changes-since')
-    instances = [i for i in compute_api.list(ctx, all_tenants=all_tenants)
+    instances = [i for i in compute_api.list(ctx, all_tenants=all_tenants,
+                                             changed_since=since)
                  if _matches(req, i)]
     if since is not None:
         # Deleted servers are not listed, so this only narrows the list to

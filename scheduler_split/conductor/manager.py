@@ -18,6 +18,7 @@ from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import notifications
 from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
@@ -531,6 +532,9 @@ class SuperConductorManager:
                 instance = build_request.instance
                 instance.vm_state = instance_obj.ERROR
                 instance.task_state = None
+                # Its status changed now, from BUILD to ERROR: a list with
+                # changes-since shows it from this moment.
+                instance.updated_at = obj_base.utcnow()
                 instance.create(
                     cctx, fault=objects.InstanceFault.from_exception(
                         uuid, exc))

@@ -403,8 +403,10 @@ class Instance(base.SchedulerSplitObject):
 
     @classmethod
     def get_all(cls, ctx, project_id=None, uuids=None, host=None,
-                limit=None):
-        """Live instances of the targeted cell, oldest first."""
+                limit=None, changed_since=None):
+        """Live instances of the targeted cell, oldest first; with
+        ``changed_since`` (naive UTC) only those updated (or, never
+        updated, created) since then."""
         with engines.reader(_cell_db(ctx)) as session:
             query = sa.select(models.Instance).where(
                 models.Instance.deleted.is_(False)).order_by(
@@ -415,6 +417,10 @@ class Instance(base.SchedulerSplitObject):
                 query = query.where(models.Instance.uuid.in_(list(uuids)))
             if host is not None:
                 query = query.where(models.Instance.host == host)
+            if changed_since is not None:
+                query = query.where(sa.func.coalesce(
+                    models.Instance.updated_at,
+                    models.Instance.created_at) >= changed_since)
             if limit is not None:
                 query = query.limit(limit)
             rows = list(session.scalars(query))

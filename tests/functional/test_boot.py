@@ -145,6 +145,12 @@ def test_boot_that_fits_nowhere_ends_in_error_in_cell0(start_system):
     assert server['status'] == 'ERROR'
     assert 'No valid host was found' in server['fault']['message']
     assert system.cell_of(server_id) == 'cell0'
+    # It changed when it went to ERROR, not when it was posted: a client
+    # polling with changes-since from then on sees it.
+    assert server['updated'] >= server['fault']['created']
+    changed = api.get('/v2.1/servers/detail', params={
+        'changes-since': server['fault']['created']}).json()['servers']
+    assert [s['id'] for s in changed] == [server_id]
     assert [(e['event'], e['result']) for e in api.events(server_id)] == [
         ('conductor_schedule_and_build_instances', 'Error')]
     assert system.allocations() == {}
