@@ -24,10 +24,11 @@ import math
 import multiprocessing
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
-import threading
-from wsgiref import simple_server
+import time
 
 from oslo_config import cfg
 
@@ -36,7 +37,6 @@ from scheduler_split import cells
 from scheduler_split.cmd import all_in_one
 from scheduler_split import conf
 from scheduler_split.db import engines
-from scheduler_split import deployment
 from scheduler_split import rpc
 
 CONF = conf.CONF
@@ -218,37 +218,91 @@ def check_capacity(flavor_ref, servers, hosts):
 
 
 class StartedSystem:
-    """The all-in-one, started for one boot run: ``hosts_per_cell``
+    """The all-in-one, started for one boot run as operators run it:
+    ``scheduler-split-all-in-one`` in a process of its own (the bench's
+    client threads must not share its interpreter), ``hosts_per_cell``
     fake hosts in each of ``num_cells`` cells, SQLite in ``state_dir``
-    and the API on a free port of 127.0.0.1, served from a thread as
-    ``scheduler-split-all-in-one`` serves it."""
+    and the API on a free port of 127.0.0.1."""
 
-    def __init__(self, state_dir, num_cells, hosts_per_cell):
-        self.system = deployment.AllInOne(state_dir, num_cells,
-                                          hosts_per_cell)
-        self.server = None
+    # Before the user's --config-file: spawns take no time unless a
+    # file says otherwise, since the run measures the control plane,
+    # not a pretend hypervisor.
+    DEFAULTS = '[fake_driver]\nspawn_delay = 0\n'
+    # After them: the bench speaks noauth2 to the system it starts.
+    OVERRIDES = '[api]\nauth_strategy = noauth2\n'
+    READY = 'scheduler-split is running: compute API '
 
-    def start(self):
-        """Start it; the compute endpoint."""
-        self.system.setup(echo=lambda line: LOG.info('%s', line))
-        self.system.start()
-        self.server = simple_server.make_server(
-            '127.0.0.1', 0, self.system.wsgi_app(),
-            server_class=all_in_one._ThreadingWSGIServer,
-            handler_class=all_in_one._QuietHandler)
-        threading.Thread(target=self.server.serve_forever, name='wsgi',
-                         daemon=True).start()
-        return 'http://127.0.0.1:%d/v2.1' % self.server.server_port
+    def __init__(self, state_dir, num_cells, hosts_per_cell,
+                 config_files=(), debug=False):
+        self.state_dir = state_dir
+        self.num_cells = num_cells
+        self.hosts_per_cell = hosts_per_cell
+        self.config_files = list(config_files)
+        self.debug = debug
+        self.proc = None
+        self.output = os.path.join(state_dir, 'all-in-one.out')
 
-    def stop(self):
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-        # Only what started: setting up may have failed before.
-        if getattr(self.system, 'computes', None) is not None:
-            self.system.stop()
-        rpc.cleanup()
-        engines.dispose_all()
+    def _file(self, name, text):
+        path = os.path.join(self.state_dir, name)
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+    def start(self, timeout=600):
+        """Start it and wait until its API serves; the compute
+        endpoint."""
+        os.makedirs(self.state_dir, exist_ok=True)
+        files = ([self._file('bench-defaults.conf', self.DEFAULTS)] +
+                 self.config_files +
+                 [self._file('bench-overrides.conf', self.OVERRIDES)])
+        command = [sys.executable, '-m', 'scheduler_split.cmd.all_in_one',
+                   '--state-dir', self.state_dir,
+                   '--cells', str(self.num_cells),
+                   '--hosts-per-cell', str(self.hosts_per_cell),
+                   '--host', '127.0.0.1', '--port', '0']
+        for path in files:
+            command += ['--config-file', path]
+        if self.debug:
+            command.append('--debug')
+        out = open(self.output, 'w')
+        self.proc = subprocess.Popen(command, stdout=out,
+                                     stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        out.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            with open(self.output) as f:
+                for line in f:
+                    if line.startswith(self.READY):
+                        return line[len(self.READY):].split()[0].rstrip(',')
+            if self.proc.poll() is not None:
+                raise benchmark.BenchError(
+                    'The all-in-one exited (status %s) before it served: '
+                    '%s' % (self.proc.returncode, self._tail()))
+            if time.monotonic() > deadline:
+                raise benchmark.BenchError(
+                    'The all-in-one did not serve within %d s: %s'
+                    % (timeout, self._tail()))
+            time.sleep(0.2)
+
+    def _tail(self, lines=10):
+        try:
+            with open(self.output) as f:
+                return ''.join(f.readlines()[-lines:]).strip()
+        except OSError:
+            return '(no output)'
+
+    def stop(self, timeout=120):
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            LOG.warning('The all-in-one did not stop within %d s; killing '
+                        'it', timeout)
+            self.proc.kill()
+            self.proc.wait()
 
 
 def run_boot(args, run_dir, progress):
@@ -274,13 +328,10 @@ def run_boot(args, run_dir, progress):
         hosts = per_cell * args.cells
         report.update(hosts=hosts, cells=args.cells)
         check_capacity(args.flavor, args.servers, hosts)
-        # Spawns take no time unless a --config-file says otherwise: the
-        # run measures the control plane, not a pretend hypervisor.
-        CONF.set_default('spawn_delay', 0.0, group='fake_driver')
         progress.done('Starting the all-in-one: %d hosts in %d cells '
                       '(%d each) ...' % (hosts, args.cells, per_cell))
         system = StartedSystem(os.path.join(run_dir, 'state'), args.cells,
-                               per_cell)
+                               per_cell, args.config_file, args.debug)
         try:
             bench = benchmark.BootBenchmark(
                 system.start(), 'admin:admin', 'admin', **options)
@@ -457,7 +508,8 @@ def main(argv=None):
         return 130
     finally:
         if run_dir and args.keep:
-            print('%s: kept %s (the log is scheduler-split.log)'
+            print('%s: kept %s (the logs are scheduler-split.log, and '
+                  'state/scheduler-split.log of an all-in-one it started)'
                   % (PROG, run_dir), file=sys.stderr)
         elif run_dir:
             _close_log()

@@ -3,6 +3,9 @@ process of its own, with its JSON report read back. Nothing here asserts
 a speed; only that every server and every report is accounted for."""
 
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -37,6 +40,35 @@ def test_a_boot_run_sees_every_server_active():
     assert report['boots_per_s'] > 0
     assert_ordered(report['post_latency_ms'])
     assert_ordered(report['time_to_active_s'])
+
+
+def _processes_naming(text):
+    found = []
+    for pid in os.listdir('/proc'):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                if text.encode() in f.read():
+                    found.append(int(pid))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def test_the_all_in_one_it_starts_runs_apart_and_is_stopped():
+    # --keep names the run's directory; the all-in-one served from its
+    # own process there, and logged there, and is gone afterwards.
+    run = bench('--servers', '2', '--hosts', '2', '--cells', '1',
+                '--concurrency', '1', '--keep', '--json')
+    assert run.returncode == 0, run.stderr
+    kept = re.search(r'kept (\S+) ', run.stderr).group(1)
+    try:
+        with open(os.path.join(kept, 'state', 'all-in-one.out')) as f:
+            assert 'scheduler-split is running' in f.read()
+        assert os.path.getsize(os.path.join(kept, 'state',
+                                            'scheduler-split.log')) > 0
+        assert _processes_naming(kept) == []
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
 
 
 def test_a_scheduler_run_has_a_row_per_size_and_loses_no_report():
