@@ -26,9 +26,11 @@ class Deployment:
     EDGE_HOST = 'cell1-compute1'
 
     def __init__(self, base_dir, schedulers=1, host_memory_mb=16384,
-                 extra_apis=0):
+                 extra_apis=0, hosts_per_cell=None, api_threads=16):
         self.schedulers = schedulers
         self.host_memory_mb = host_memory_mb
+        self.hosts_per_cell = hosts_per_cell or self.HOSTS_PER_CELL
+        self.api_threads = api_threads
         self.base = str(base_dir)
         self.conf_dir = os.path.join(self.base, 'etc')
         self.log_dir = os.path.join(self.base, 'log')
@@ -169,7 +171,7 @@ class Deployment:
 
     def hosts_of(self, cell):
         return ['%s-compute%d' % (cell, i)
-                for i in range(1, self.HOSTS_PER_CELL + 1)]
+                for i in range(1, self.hosts_per_cell + 1)]
 
     @property
     def hosts(self):
@@ -215,7 +217,8 @@ class Deployment:
         commands['api'] = [
             os.path.join(BIN, 'gunicorn'), '--bind',
             '127.0.0.1:%d' % self.api_port, '--worker-class', 'gthread',
-            '--workers', '1', '--threads', '16', '--graceful-timeout', '30',
+            '--workers', '1', '--threads', str(self.api_threads),
+            '--graceful-timeout', '30',
             'scheduler_split.api.wsgi_app:application']
         for number, port in enumerate(self.extra_api_ports, start=2):
             command = list(commands['api'])
@@ -327,14 +330,14 @@ class Deployment:
             engine.dispose()
         return {row[0] for row in rows}
 
-    def wait_for_hosts(self, hosts, timeout=60):
+    def wait_for_hosts(self, hosts, timeout=60, within=3):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if set(hosts) <= self.reported_hosts():
+            if set(hosts) <= self.reported_hosts(within):
                 return
             time.sleep(0.2)
         raise AssertionError('hosts %s did not report' % sorted(
-            set(hosts) - self.reported_hosts()))
+            set(hosts) - self.reported_hosts(within)))
 
     def wait_for_service_records(self, hosts, timeout=60):
         """Until every compute of ``hosts`` has a service record in its
