@@ -298,6 +298,8 @@ class HostManager:
         self._hosts = {}
         self._loaded_at = None
         self._reloading = False
+        # The highest provider id of the last full load.
+        self._newest_loaded = 0
         self._lock = threading.RLock()
         # {host: [Aggregate]} and the signature it was read at.
         self._aggregates = {}
@@ -334,25 +336,33 @@ class HostManager:
             if self._loaded_at is None:
                 self._load_all()
                 return list(self._hosts.values())
-            reload = (not self._reloading and
-                      time.monotonic() - self._loaded_at >
-                      CONF.filter_scheduler.host_state_refresh_interval)
-            if reload:
-                self._reloading = True
-        if reload:
-            try:
-                self._load_all()
-            finally:
-                self._reloading = False
-        else:
-            self._refresh()
+            stale = (time.monotonic() - self._loaded_at >
+                     CONF.filter_scheduler.host_state_refresh_interval)
+        # A host another scheduler registered makes the states stale too:
+        # a new compute is chosen by every scheduler at once, not after
+        # the next periodic reload.
+        if stale or self._refresh():
+            self._reload()
         with self._lock:
             return list(self._hosts.values())
+
+    def _reload(self):
+        """Reload every host, unless another thread is doing it (the
+        states it has meanwhile serve)."""
+        with self._lock:
+            if self._reloading:
+                return
+            self._reloading = True
+        try:
+            self._load_all()
+        finally:
+            self._reloading = False
 
     def _refresh(self):
         """Apply what another scheduler may have changed since the last
         load: the operator's status of hosts and the aggregates, read in
-        one small transaction."""
+        one small transaction. True if it also holds hosts newer than the
+        last load (by the providers' ids, on their primary key)."""
         rp = models.ResourceProvider.__table__
         with self._lock:
             held = list(self._held)
@@ -365,6 +375,7 @@ class HostManager:
                 rp.c.uuid, rp.c.service_disabled, rp.c.disabled_reason,
                 rp.c.forced_down).where(condition)).all()
             seen = aggregates_mod.signature(conn)
+            newest = conn.execute(sa.select(sa.func.max(rp.c.id))).scalar()
         with self._lock:
             for row in rows:
                 state = self._hosts.get(row.uuid)
@@ -378,6 +389,7 @@ class HostManager:
                 self._forget(uuid)
         if seen != self._aggregates_seen:
             self._refresh_aggregates()
+        return (newest or 0) > self._newest_loaded
 
     def _forget(self, uuid):
         """Drop a host deleted from the database (under the lock)."""
@@ -408,8 +420,9 @@ class HostManager:
         self._refresh_aggregates()
 
     def _load_all(self):
-        hosts = self._read_states()
+        hosts, newest = self._read_states()
         with self._lock:
+            self._newest_loaded = newest
             for uuid, state in hosts.items():
                 old = self._hosts.get(uuid)
                 if old is not None:
@@ -424,8 +437,8 @@ class HostManager:
         LOG.debug('Loaded %d host states', len(hosts))
 
     def _read_states(self, uuid=None):
-        """``{uuid: HostState}`` from the database: every provider, or
-        only ``uuid``."""
+        """``({uuid: HostState}, the highest provider id read)`` from the
+        database: every provider, or only ``uuid``."""
         rp, inv_t = models.ResourceProvider, models.Inventory
         alloc = models.Allocation
         inventories = sa.select(inv_t)
@@ -440,9 +453,10 @@ class HostManager:
                 providers = providers.where(rp.uuid == uuid)
             by_id = {row.id: self._state_from_row(row)
                      for row in session.scalars(providers)}
+            newest = max(by_id, default=0)
             if uuid is not None:
                 if not by_id:
-                    return {}
+                    return {}, newest
                 inventories = inventories.where(
                     inv_t.resource_provider_id.in_(list(by_id)))
                 usage = usage.where(
@@ -466,7 +480,7 @@ class HostManager:
                 state = by_id.get(rp_id)
                 if state is not None:
                     state.add_instance(consumer)
-        return {state.uuid: state for state in by_id.values()}
+        return {state.uuid: state for state in by_id.values()}, newest
 
     @staticmethod
     def _state_from_row(row):
@@ -484,7 +498,7 @@ class HostManager:
 
     def refresh_host(self, uuid):
         """Reload one host after the database disagreed with memory."""
-        state = self._read_states(uuid).get(uuid)
+        state = self._read_states(uuid)[0].get(uuid)
         if state is None:
             with self._lock:
                 self._forget(uuid)
@@ -846,7 +860,7 @@ class HostManager:
         """Every compute node as os-hypervisors shows it: a list of
         plain dicts (what the scheduler's RPC answers with)."""
         rp, alloc = models.ResourceProvider, models.Allocation
-        states = self._read_states()
+        states = self._read_states()[0]
         with engines.connection(self.db_url) as conn:
             if aggregates_mod.signature(conn) != self._aggregates_seen:
                 self._refresh_aggregates()

@@ -149,6 +149,22 @@ def test_every_scheduler_sees_a_status_on_its_next_select(
     assert sorted(_chosen(second, ctx)[0]) == ['h1', 'h2']
 
 
+def test_every_scheduler_chooses_a_new_host_on_its_next_select(
+        scheduler_db, ctx, override):
+    # The report of a new compute reaches one scheduler; the other, its
+    # host states cached for an hour, chooses the host all the same.
+    override('host_state_refresh_interval', 3600, group='filter_scheduler')
+    first = scheduler_manager.SchedulerManager(scheduler_db)
+    second = scheduler_manager.SchedulerManager(scheduler_db)
+    _add_host(first, 'h1')
+    assert _chosen(second, ctx) == [['h1']]
+    _add_host(first, 'h2')
+    assert sorted(_chosen(second, ctx)[0]) == ['h1', 'h2']
+    # The operator's status of it holds there as well.
+    first.update_host_status(ctx, 'h1', _status(disabled=True))
+    assert _chosen(second, ctx) == [['h2']]
+
+
 def test_hypervisor_details_reach_the_host_state(manager):
     uuid = _add_host(manager, 'h1', host_ip='192.0.2.5',
                      hypervisor_type='fake', hypervisor_version=1000,
