@@ -1,0 +1,42 @@
+"""The boot benchmark against separate processes, at a tiny size, run as
+a user runs it: every server is accounted for and nothing is left
+running. Nothing here asserts a speed."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_run_against_separate_processes_sees_every_server_active(
+        tmp_path):
+    base = tmp_path / 'bench'
+    run = subprocess.run(
+        [sys.executable, '-m', 'tests.integration.bench', '--servers', '6',
+         '--hosts', '2', '--schedulers', '2', '--concurrency', '2',
+         '--keep', str(base), '--', '--json'],
+        capture_output=True, text=True, timeout=600,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))))
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert (report['posted'], report['active'], report['error'],
+            report['still_building']) == (6, 6, 0, 0)
+    assert report['failed_posts'] == 0
+    assert report['endpoint'].endswith('/v2.1')
+    # Both schedulers served, with the bench's intervals in force.
+    for name in ('scheduler', 'scheduler-2'):
+        assert (base / 'log' / ('%s.log' % name)).stat().st_size > 0
+    assert 'unfinished_build_check_interval = 60' in (
+        base / 'etc' / 'bench.conf').read_text()
+    # Torn down: no process of the deployment is left.
+    for pid in os.listdir('/proc'):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                assert str(base).encode() not in f.read(), pid
+        except OSError:
+            pass
