@@ -133,12 +133,18 @@ def test_the_computes_report_carries_a_status_the_scheduler_missed(
     assert _state(manager, uuid).disabled is False
 
 
-def test_every_scheduler_sees_a_status_on_its_next_select(
-        scheduler_db, ctx, override):
-    # However long the host states stay cached.
+@pytest.fixture
+def two_schedulers(scheduler_db, override):
+    """Two scheduler processes' managers on one database, each keeping
+    its host states cached for an hour."""
     override('host_state_refresh_interval', 3600, group='filter_scheduler')
-    first = scheduler_manager.SchedulerManager(scheduler_db)
-    second = scheduler_manager.SchedulerManager(scheduler_db)
+    return (scheduler_manager.SchedulerManager(scheduler_db),
+            scheduler_manager.SchedulerManager(scheduler_db))
+
+
+def test_every_scheduler_sees_a_status_on_its_next_select(two_schedulers,
+                                                          ctx):
+    first, second = two_schedulers
     _add_host(first, 'h1')
     _add_host(first, 'h2')
     assert sorted(_chosen(second, ctx)[0]) == ['h1', 'h2']
@@ -150,12 +156,10 @@ def test_every_scheduler_sees_a_status_on_its_next_select(
 
 
 def test_every_scheduler_chooses_a_new_host_on_its_next_select(
-        scheduler_db, ctx, override):
-    # The report of a new compute reaches one scheduler; the other, its
-    # host states cached for an hour, chooses the host all the same.
-    override('host_state_refresh_interval', 3600, group='filter_scheduler')
-    first = scheduler_manager.SchedulerManager(scheduler_db)
-    second = scheduler_manager.SchedulerManager(scheduler_db)
+        two_schedulers, ctx):
+    # The report of a new compute reaches one scheduler; the other
+    # chooses the host all the same.
+    first, second = two_schedulers
     _add_host(first, 'h1')
     assert _chosen(second, ctx) == [['h1']]
     _add_host(first, 'h2')
