@@ -1,5 +1,6 @@
 """One fixture that starts the whole system in this process."""
 
+import os
 import threading
 import time
 from wsgiref import simple_server
@@ -230,3 +231,17 @@ def nova_error(resp, status, name):
     assert body[name]['message']
     assert 'Traceback' not in resp.text
     return body[name]['message']
+
+
+def processes_naming(text):
+    """Pids of the running processes whose command line holds ``text``
+    (a scratch directory, say): what a run left behind."""
+    found = []
+    for pid in os.listdir('/proc'):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                if text.encode() in f.read():
+                    found.append(int(pid))
+        except (OSError, ValueError):
+            pass
+    return found

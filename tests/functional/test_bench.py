@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from tests.functional import fixtures
+
 pytestmark = pytest.mark.functional
 
 
@@ -42,18 +44,6 @@ def test_a_boot_run_sees_every_server_active():
     assert_ordered(report['time_to_active_s'])
 
 
-def _processes_naming(text):
-    found = []
-    for pid in os.listdir('/proc'):
-        try:
-            with open('/proc/%s/cmdline' % pid, 'rb') as f:
-                if text.encode() in f.read():
-                    found.append(int(pid))
-        except (OSError, ValueError):
-            pass
-    return found
-
-
 def test_the_all_in_one_it_starts_runs_apart_and_is_stopped():
     # --keep names the run's directory; the all-in-one served from its
     # own process there, and logged there, and is gone afterwards.
@@ -66,7 +56,7 @@ def test_the_all_in_one_it_starts_runs_apart_and_is_stopped():
             assert 'scheduler-split is running' in f.read()
         assert os.path.getsize(os.path.join(kept, 'state',
                                             'scheduler-split.log')) > 0
-        assert _processes_naming(kept) == []
+        assert fixtures.processes_naming(kept) == []
     finally:
         shutil.rmtree(kept, ignore_errors=True)
 

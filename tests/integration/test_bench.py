@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from tests.functional import fixtures
+
 pytestmark = pytest.mark.integration
 
 
@@ -34,9 +36,4 @@ def test_a_run_against_separate_processes_sees_every_server_active(
     assert 'unfinished_build_check_interval = 60' in (
         base / 'etc' / 'bench.conf').read_text()
     # Torn down: no process of the deployment is left.
-    for pid in os.listdir('/proc'):
-        try:
-            with open('/proc/%s/cmdline' % pid, 'rb') as f:
-                assert str(base).encode() not in f.read(), pid
-        except OSError:
-            pass
+    assert fixtures.processes_naming(str(base)) == []
