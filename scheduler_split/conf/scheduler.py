@@ -105,7 +105,9 @@ filter_scheduler_opts = [
     cfg.IntOpt('host_state_refresh_interval',
                default=60, min=1,
                help='Seconds between two reloads of every host state from '
-                    'the scheduler database. Between reloads the scheduler '
+                    'the scheduler database, which a periodic task of the '
+                    'scheduler service does beside the selects. Between '
+                    'reloads the scheduler '
                     'keeps host state current from reports and its own '
                     'claims; another scheduler worker\'s claims show up as '
                     'a claim conflict, which reloads that one host.'),

@@ -298,6 +298,10 @@ class HostManager:
         self._hosts = {}
         self._loaded_at = None
         self._reloading = False
+        # Whether a periodic task of the service reloads the states; then
+        # a select reloads them only when that task is a whole interval
+        # late.
+        self._reloaded_in_background = False
         # The highest provider id of the last full load.
         self._newest_loaded = 0
         self._lock = threading.RLock()
@@ -328,16 +332,20 @@ class HostManager:
     def host_states(self):
         """Every known host, reloaded from the database when stale.
 
-        A periodic reload reads the database outside the lock, so that
-        selects go on with the states they have meanwhile; only the
-        first load makes them wait.
+        In a scheduler service the periodic task :meth:`reload` keeps the
+        states fresh, so that no select pays for reading every host. A
+        reload reads the database outside the lock, so that selects go
+        on with the states they have meanwhile; only the first load makes
+        them wait.
         """
+        interval = CONF.filter_scheduler.host_state_refresh_interval
         with self._lock:
             if self._loaded_at is None:
                 self._load_all()
                 return list(self._hosts.values())
-            stale = (time.monotonic() - self._loaded_at >
-                     CONF.filter_scheduler.host_state_refresh_interval)
+            if self._reloaded_in_background:
+                interval *= 2
+            stale = time.monotonic() - self._loaded_at > interval
         # A host another scheduler registered makes the states stale too:
         # a new compute is chosen by every scheduler at once, not after
         # the next periodic reload.
@@ -345,6 +353,12 @@ class HostManager:
             self._reload()
         with self._lock:
             return list(self._hosts.values())
+
+    def reload(self):
+        """The periodic reload of every host state (the scheduler
+        service runs it every ``host_state_refresh_interval``)."""
+        self._reloaded_in_background = True
+        self._reload()
 
     def _reload(self):
         """Reload every host, unless another thread is doing it (the

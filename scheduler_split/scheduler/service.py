@@ -29,6 +29,11 @@ class SchedulerService(service.Service):
         self.add_periodic(self.discover_cells,
                           CONF.scheduler.cell_discovery_interval,
                           run_first=False)
+        # In the background, so that no select waits for a reload (at
+        # tens of thousands of hosts it takes a second).
+        self.add_periodic(manager.host_manager.reload,
+                          CONF.filter_scheduler.host_state_refresh_interval,
+                          run_first=False)
         self.add_periodic(manager.heal_allocations,
                           CONF.scheduler.heal_allocations_interval,
                           run_first=False)

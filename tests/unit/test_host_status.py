@@ -14,6 +14,7 @@ from scheduler_split import exception
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler import manager as scheduler_manager
+from scheduler_split.scheduler import service as scheduler_service
 from tests.unit import helpers
 
 CELL = '6f1d9c8e-1b4a-4a57-9d0e-3c2b1a0f9e01'
@@ -167,6 +168,41 @@ def test_every_scheduler_chooses_a_new_host_on_its_next_select(
     # The operator's status of it holds there as well.
     first.update_host_status(ctx, 'h1', _status(disabled=True))
     assert _chosen(second, ctx) == [['h2']]
+
+
+def test_the_scheduler_service_reloads_host_states_beside_the_selects(
+        two_schedulers, ctx, override):
+    # A report that reaches one scheduler reaches the other with its
+    # periodic reload, which its service does in a thread of its own: no
+    # select waits for one, and selects made after it choose by it.
+    override('host_state_refresh_interval', 1, group='filter_scheduler')
+    first, second = two_schedulers
+    _add_host(first, 'h1')
+    _add_host(first, 'h2')
+    assert sorted(_chosen(second, ctx)[0]) == ['h1', 'h2']
+    loads = []
+    load_all = second.host_manager._load_all
+
+    def spy():
+        loads.append(threading.current_thread().name)
+        load_all()
+
+    second.host_manager._load_all = spy
+    svc = scheduler_service.SchedulerService(second)
+    svc.start()
+    try:
+        # h2 grows: the RAM and CPU weighers put it first, for four boots.
+        _add_host(first, 'h2', memory_mb=65536, vcpus=32)
+        deadline = time.monotonic() + 10
+        while loads.count('scheduler-reload') < 2:
+            assert time.monotonic() < deadline, loads
+            time.sleep(0.3)
+            # A select more than an interval after the last reload.
+            _chosen(second, ctx)
+        assert [hosts[0] for hosts in _chosen(second, ctx, 4)] == ['h2'] * 4
+    finally:
+        svc.stop()
+    assert set(loads) == {'scheduler-reload'}, loads
 
 
 def test_hypervisor_details_reach_the_host_state(manager):
