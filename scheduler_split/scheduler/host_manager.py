@@ -298,10 +298,10 @@ class HostManager:
         self._hosts = {}
         self._loaded_at = None
         self._reloading = False
-        # Set by a service whose periodic task calls :meth:`reload`; then
-        # a select reloads the states only when that task is a whole
-        # interval late.
-        self.reloaded_in_background = False
+        # Whether a periodic task of the service reloads the states; then
+        # a select reloads them only when that task is a whole interval
+        # late.
+        self._reloaded_in_background = False
         # The highest provider id of the last full load.
         self._newest_loaded = 0
         self._lock = threading.RLock()
@@ -343,7 +343,7 @@ class HostManager:
             if self._loaded_at is None:
                 self._load_all()
                 return list(self._hosts.values())
-            if self.reloaded_in_background:
+            if self._reloaded_in_background:
                 interval *= 2
             stale = time.monotonic() - self._loaded_at > interval
         # A host another scheduler registered makes the states stale too:
@@ -357,6 +357,7 @@ class HostManager:
     def reload(self):
         """The periodic reload of every host state (the scheduler
         service runs it every ``host_state_refresh_interval``)."""
+        self._reloaded_in_background = True
         self._reload()
 
     def _reload(self):

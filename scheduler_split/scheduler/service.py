@@ -31,7 +31,6 @@ class SchedulerService(service.Service):
                           run_first=False)
         # In the background, so that no select waits for a reload (at
         # tens of thousands of hosts it takes a second).
-        manager.host_manager.reloaded_in_background = True
         self.add_periodic(manager.host_manager.reload,
                           CONF.filter_scheduler.host_state_refresh_interval,
                           run_first=False)
