@@ -109,14 +109,73 @@ class RequestContextSerializer(messaging.Serializer):
         return ss_context.RequestContext.from_dict(ctxt)
 
 
+# Published mandatory: a message that no queue takes comes back to the
+# sender (MessageUndeliverable) instead of being dropped by the broker.
+_MANDATORY = messaging.TransportOptions(at_least_once=True)
+
+
+class _Patient:
+    """An RPC client, or a prepared one, whose messages wait for a queue.
+
+    A broker that restarts loses the transient queues; each service
+    declares its own again when it reconnects, some seconds later, after
+    its reconnection back-off. A message sent meanwhile is refused by the
+    broker, not delivered, so sending it again is safe whatever it asks:
+    it is sent again until a queue takes it, for at most ``[DEFAULT]
+    rpc_delivery_timeout`` seconds, then fails with
+    MessageDeliveryFailure, never silently.
+    """
+
+    def __init__(self, client):
+        self._client = client
+
+    def prepare(self, **kwargs):
+        return _Patient(self._client.prepare(**kwargs))
+
+    def call(self, ctxt, method, **kwargs):
+        return self._deliver(self._client.call, ctxt, method, kwargs)
+
+    def cast(self, ctxt, method, **kwargs):
+        return self._deliver(self._client.cast, ctxt, method, kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def _deliver(self, send, ctxt, method, kwargs):
+        deadline = None
+        pause = 0.1
+        while True:
+            try:
+                return send(ctxt, method, **kwargs)
+            except messaging.MessageUndeliverable:
+                now = time.monotonic()
+                target = self._client.target
+                topic = target.topic if target.server is None else \
+                    '%s.%s' % (target.topic, target.server)
+                if deadline is None:
+                    deadline = now + CONF.rpc_delivery_timeout
+                    LOG.warning('No queue on the bus takes %s for %s (its '
+                                'consumer is not connected, as after a '
+                                'broker restart); sending it again for up '
+                                'to %d seconds', method, topic,
+                                CONF.rpc_delivery_timeout)
+                if now >= deadline:
+                    raise messaging.MessageDeliveryFailure(
+                        'no queue on the bus took %s for %s within '
+                        '[DEFAULT] rpc_delivery_timeout (%d seconds)' % (
+                            method, topic, CONF.rpc_delivery_timeout))
+                time.sleep(min(pause, deadline - now))
+                pause = min(pause * 2, 1.0)
+
+
 def get_client(transport, topic, version, server=None, version_cap=None,
                timeout=None, version_manifest=None):
     target = messaging.Target(exchange=EXCHANGE, topic=topic, server=server,
                               version=version)
-    return messaging.get_rpc_client(
+    return _Patient(messaging.get_rpc_client(
         transport, target, version_cap=version_cap,
         serializer=RequestContextSerializer(version_manifest),
-        timeout=timeout)
+        timeout=timeout, transport_options=_MANDATORY))
 
 
 def database_name(url):

@@ -23,6 +23,16 @@ service_opts = [
                help='Seconds without a report after which the scheduler '
                     'considers a compute service down and stops choosing '
                     'it.'),
+    cfg.IntOpt('rpc_delivery_timeout',
+               default=60, min=0,
+               help='Seconds a call or cast waits for a consumer when the '
+                    'broker has no queue for its topic: after a broker '
+                    'restart lost the transient queues, a service has one '
+                    'again only once it reconnected. The message is sent '
+                    'again until a queue takes it, then fails with '
+                    'MessageDeliveryFailure; it is never dropped silently. '
+                    'RabbitMQ only (messages are published mandatory); 0 '
+                    'fails at once.'),
     cfg.BoolOpt('use_eventlet',
                 default=False,
                 help='Informational: whether the process was started in '

@@ -1,0 +1,102 @@
+"""A message the broker refuses for want of a queue is sent again.
+
+With RabbitMQ a message is published mandatory: the broker hands back one
+that no queue takes (MessageUndeliverable). That happens between a broker
+restart and the moment the message's consumer declared its queue again;
+the sender retries until ``[DEFAULT] rpc_delivery_timeout``. The broker
+itself is raced in tests/integration/test_broker_restart.py.
+"""
+
+import time
+
+import oslo_messaging as messaging
+import pytest
+
+from scheduler_split import rpc
+
+
+class Refusing:
+    """An RPC client whose first ``refusals`` sends the broker hands
+    back."""
+
+    def __init__(self, refusals, topic='conductor', server=None):
+        self.refusals = refusals
+        self.sent = []
+        self.target = messaging.Target(topic=topic, server=server)
+
+    def _send(self, kind, ctxt, method, **kwargs):
+        self.sent.append((kind, method, kwargs))
+        if len(self.sent) <= self.refusals:
+            raise messaging.MessageUndeliverable(
+                Exception('NO_ROUTE'), 'scheduler_split', self.target.topic,
+                {})
+        return 'answer of %s' % method
+
+    def call(self, ctxt, method, **kwargs):
+        return self._send('call', ctxt, method, **kwargs)
+
+    def cast(self, ctxt, method, **kwargs):
+        return self._send('cast', ctxt, method, **kwargs)
+
+    def prepare(self, **kwargs):
+        return self
+
+
+def test_a_call_refused_until_its_consumer_is_back_gets_its_answer(
+        override):
+    override('rpc_delivery_timeout', 30)
+    client = Refusing(refusals=3)
+    patient = rpc._Patient(client).prepare(version='1.0')
+
+    assert patient.call({}, 'instance_get', instance_uuid='u1') == \
+        'answer of instance_get'
+    # The same message each time, and nothing after it was taken.
+    assert client.sent == [('call', 'instance_get',
+                            {'instance_uuid': 'u1'})] * 4
+
+
+def test_a_cast_refused_until_its_consumer_is_back_is_delivered(override):
+    override('rpc_delivery_timeout', 30)
+    client = Refusing(refusals=2, topic='compute', server='cell1-compute1')
+
+    rpc._Patient(client).cast({}, 'build_and_run_instance', node='n1')
+
+    assert [m for _, m, _ in client.sent] == ['build_and_run_instance'] * 3
+
+
+def test_a_message_no_queue_takes_fails_after_the_delivery_timeout(
+        override):
+    override('rpc_delivery_timeout', 1)
+    client = Refusing(refusals=10 ** 6, topic='compute',
+                      server='cell1-compute9')
+    started = time.monotonic()
+
+    with pytest.raises(messaging.MessageDeliveryFailure) as err:
+        rpc._Patient(client).cast({}, 'terminate_instance')
+
+    assert 1 <= time.monotonic() - started < 5
+    assert 'terminate_instance' in str(err.value)
+    assert 'compute.cell1-compute9' in str(err.value)
+    assert 'rpc_delivery_timeout' in str(err.value)
+    # Sent again with a growing pause, not in a busy loop.
+    assert 3 <= len(client.sent) < 20
+
+
+def test_no_delivery_timeout_fails_at_once(override):
+    override('rpc_delivery_timeout', 0)
+    client = Refusing(refusals=1)
+
+    with pytest.raises(messaging.MessageDeliveryFailure):
+        rpc._Patient(client).call({}, 'instance_get')
+    assert len(client.sent) == 1
+
+
+def test_every_client_publishes_mandatory():
+    transport = messaging.get_rpc_transport(rpc.CONF, url='fake://')
+    try:
+        client = rpc.get_client(transport, 'conductor', '1.0')
+        assert client.transport_options.at_least_once is True
+        assert client.prepare(version='1.0').transport_options \
+            .at_least_once is True
+    finally:
+        transport.cleanup()
