@@ -1,6 +1,7 @@
 """What every service script does first: config, logging, objects."""
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -20,7 +21,58 @@ oslo_logging.register_options(CONF)
 def parse_args(argv, description=None):
     CONF(argv[1:], project='scheduler-split', description=description)
     oslo_logging.setup(CONF, 'scheduler-split')
+    try:
+        set_cpu_affinity()
+    except ValueError as exc:
+        sys.exit(str(exc))
     objects.register_all()
+
+
+def parse_cpus(text, allowed, pid):
+    """The CPUs ``[DEFAULT] cpu_affinity`` names, or None to leave the
+    process where it is: ``"0,2-3"`` style lists, or ``auto`` for one of
+    ``allowed`` chosen by ``pid``. ValueError for anything else, or for
+    CPUs the process may not use."""
+    text = text.strip()
+    if not text:
+        return None
+    allowed = sorted(allowed)
+    if text == 'auto':
+        return {allowed[pid % len(allowed)]}
+    cpus = set()
+    for part in text.split(','):
+        first, dash, last = part.strip().partition('-')
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise ValueError('[DEFAULT] cpu_affinity = %s: not "auto" nor '
+                             'a list of CPUs such as 0,2-3' % text)
+        low, high = int(first), int(last or first)
+        if low > high:
+            raise ValueError('[DEFAULT] cpu_affinity = %s: %s is an empty '
+                             'range' % (text, part.strip()))
+        cpus.update(range(low, high + 1))
+    outside = cpus - set(allowed)
+    if outside:
+        raise ValueError('[DEFAULT] cpu_affinity = %s: CPU %s is not one '
+                         'this process may use (%s)' % (
+                             text, ', '.join(map(str, sorted(outside))),
+                             ', '.join(map(str, allowed))))
+    return cpus
+
+
+def set_cpu_affinity():
+    """Keep the process to the CPUs of ``[DEFAULT] cpu_affinity``."""
+    if not hasattr(os, 'sched_setaffinity'):
+        if CONF.cpu_affinity.strip():
+            LOG.warning('[DEFAULT] cpu_affinity is ignored: this system '
+                        'cannot set it')
+        return
+    cpus = parse_cpus(CONF.cpu_affinity, os.sched_getaffinity(0),
+                      os.getpid())
+    if cpus is None:
+        return
+    os.sched_setaffinity(0, cpus)
+    LOG.info('Running on CPU %s ([DEFAULT] cpu_affinity = %s)',
+             ','.join(map(str, sorted(cpus))), CONF.cpu_affinity)
 
 
 def run(svc):
