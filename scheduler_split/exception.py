@@ -170,6 +170,10 @@ class ComputeHostNotFound(NotFound):
     msg_fmt = 'Compute host %(host)s could not be found.'
 
 
+class ServiceNotFound(NotFound):
+    msg_fmt = 'Service %(binary)s on host %(host)s could not be found.'
+
+
 class RescheduledException(SchedulerSplitException):
     msg_fmt = 'Build of instance %(instance_uuid)s was re-scheduled: ' \
               '%(reason)s'

@@ -14,6 +14,7 @@ out as ``update_resource_stats`` every ``report_interval`` seconds.
 import logging
 
 from scheduler_split import conf
+from scheduler_split import exception
 from scheduler_split.objects import service as service_obj
 
 CONF = conf.CONF
@@ -59,6 +60,12 @@ class ResourceTracker:
         # What the operator said of this service, as its cell conductor
         # last answered a heartbeat (None before the first answer).
         self.service_status = None
+        # Whether a heartbeat of this process recorded its service (only
+        # the first may create the record), and whether the operator
+        # deleted the record since (os-services DELETE): the host then
+        # stays out of scheduling until this compute restarts.
+        self.service_recorded = False
+        self.service_deleted = False
         # Builds that failed here in a row (a success resets it), for
         # the scheduler's BuildFailureWeigher.
         self.failed_builds = 0
@@ -96,17 +103,41 @@ class ResourceTracker:
         """
         # Not answered within report_interval (the conductor was not
         # listening yet, say), it is superseded by the next heartbeat.
-        status = self.conductor.service_heartbeat(
-            ctx, self.host, service_obj.COMPUTE, 'compute',
-            service_obj.SERVICE_VERSION,
-            timeout=min(CONF.report_interval, CONF.rpc_response_timeout))
+        try:
+            status = self.conductor.service_heartbeat(
+                ctx, self.host, service_obj.COMPUTE, 'compute',
+                service_obj.SERVICE_VERSION,
+                timeout=min(CONF.report_interval, CONF.rpc_response_timeout),
+                create=not self.service_recorded)
+        except exception.ServiceNotFound:
+            if not self.service_deleted:
+                self._deleted(ctx)
+            return
+        self.service_recorded = True
         if isinstance(status, dict):
             # The next report carries it to the scheduler, which keeps it
             # unless it already holds a newer reading of the record.
             self.service_status = status
 
+    def _deleted(self, ctx):
+        """The operator deleted this compute's service record: stop
+        reporting, and have the scheduler forget the host again, since a
+        report sent before this heartbeat may have brought it back."""
+        self.service_deleted = True
+        LOG.warning('The service record of compute %s was deleted; it no '
+                    'longer reports to the scheduler, which sends it no '
+                    'builds, until this service is restarted', self.host)
+        try:
+            self.scheduler.delete_host(ctx, self.host)
+        except Exception as exc:
+            LOG.warning('Could not have the scheduler forget host %s (%s)',
+                        self.host, exc)
+
     def report(self, ctx):
         """Send one report of capacity and liveness to the scheduler (a
-        cast: it never waits for the conductor nor the database)."""
+        cast: it never waits for the conductor nor the database); nothing
+        once the operator deleted this compute's service record."""
+        if self.service_deleted:
+            return
         self.scheduler.update_resource_stats(
             ctx, (self.host, self.driver.nodename()), self.stats())

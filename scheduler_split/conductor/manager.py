@@ -29,7 +29,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.6'
+RPC_VERSION = '1.7'
 
 LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
                           '[conductor] lost_build_timeout; the boot was lost')
@@ -709,16 +709,20 @@ class CellConductorManager:
             host=host, result=result, details=details, action=action)
 
     @messaging.expose
-    def service_heartbeat(self, ctx, host, binary, topic, version):
+    def service_heartbeat(self, ctx, host, binary, topic, version,
+                          create=True):
         """Call from a compute: refresh its service record, with the
         service version it runs (not this conductor's). Answers with
         what the operator said of the service (``Service.status``: the
         compute carries it to the scheduler, which is how a status the
         API could not tell the scheduler still gets there); a conductor
-        of the release before answered None."""
+        of the release before answered None. ``create`` (1.7) is True
+        only for the first heartbeat of a compute process: later ones
+        raise ``ServiceNotFound`` when the operator deleted the record
+        (before 1.7 every heartbeat made it again)."""
         service = objects.Service.heartbeat(
             ss_context.targeted(ctx, self.cell_db), host, binary, topic,
-            version=version)
+            version=version, create=create)
         return service.status()
 
     @messaging.expose

@@ -21,6 +21,8 @@ Version history:
           with the write (a failed power action, which keeps its state)
     1.6 - RequestSpec 1.2 (the image's properties) in
           schedule_and_build_instances (super) and build_instances (cell)
+    1.7 - (cell) service_heartbeat takes ``create``: False leaves a
+          deleted service record deleted (ServiceNotFound)
 """
 
 import logging
@@ -60,6 +62,9 @@ OBJECT_VERSIONS = {
             'Flavor': '1.0', 'RequestSpec': '1.1', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.6': {'BuildRequest': '1.0', 'Instance': '1.3', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.2', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.7': {'BuildRequest': '1.0', 'Instance': '1.3', 'InstanceFault': '1.0',
             'Flavor': '1.0', 'RequestSpec': '1.2', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
@@ -102,7 +107,7 @@ def version_cap(service_db):
 
 
 class ConductorAPI:
-    VERSION = '1.6'
+    VERSION = '1.7'
 
     def __init__(self, transport, service_db=cell0_db):
         """A client for the conductors on ``transport``, which record
@@ -208,16 +213,21 @@ class ConductorAPI:
                           action=action)
 
     def service_heartbeat(self, ctx, host, binary, topic, version,
-                          timeout=None):
+                          timeout=None, create=True):
         """Call from a compute: refresh its service record, with its
         service ``version``. ``timeout``: how long an answer is worth
         waiting for (the next heartbeat supersedes this one). Answers
         with what the operator said of the service (a dict: disabled,
         disabled_reason, forced_down, updated_at); conductors of service
-        versions before 5 answer None."""
-        return self._call(ctx, 'service_heartbeat', timeout=timeout,
-                          host=host, binary=binary, topic=topic,
-                          version=version)
+        versions before 5 answer None. Without ``create`` a record the
+        operator deleted raises ``ServiceNotFound`` instead of being
+        made again (conductors before 1.7 always make it again)."""
+        cctxt, sent = self.client.prepare('1.7', '1.5', '1.3',
+                                          timeout=timeout)
+        kwargs = {} if sent != '1.7' else {'create': create}
+        return cctxt.call(ctx, 'service_heartbeat', host=host,
+                          binary=binary, topic=topic, version=version,
+                          **kwargs)
 
     def get_minimum_service_version(self):
         """The lowest service version of the running conductors of the

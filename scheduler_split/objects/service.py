@@ -6,6 +6,7 @@ from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from scheduler_split import conf
+from scheduler_split import exception
 from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split.objects import base
@@ -16,7 +17,7 @@ CONF = conf.CONF
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 8
+SERVICE_VERSION = 9
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -51,6 +52,10 @@ SERVICE_VERSION_HISTORY = (
     # 8: RequestSpec 1.2 carries the image's properties (for
     #    ImagePropertiesFilter): compute 1.4, conductor 1.6, scheduler 1.4.
     {'compute_rpc': '1.4', 'conductor_rpc': '1.6', 'scheduler_rpc': '1.4'},
+    # 9: a compute's heartbeat records its service only when it starts;
+    #    after an operator deleted the record it stays deleted until the
+    #    compute restarts: conductor 1.7 (service_heartbeat's ``create``).
+    {'compute_rpc': '1.4', 'conductor_rpc': '1.7', 'scheduler_rpc': '1.4'},
 )
 
 # The binary names services record themselves under.
@@ -71,12 +76,15 @@ def _up_since():
 
 
 def heartbeat_row(session, model, host, binary, topic,
-                  version=SERVICE_VERSION):
+                  version=SERVICE_VERSION, create=True):
     """Create or refresh the record of a service of ``version`` (this
-    release's by default)."""
+    release's by default). Without ``create`` a missing record (deleted
+    by the operator) stays missing: None."""
     row = session.scalars(sa.select(model).where(
         model.host == host, model.binary == binary)).first()
     if row is None:
+        if not create:
+            return None
         row = model(host=host, binary=binary, topic=topic, report_count=0)
         session.add(row)
     if row.uuid is None:
@@ -141,14 +149,20 @@ class Service(base.SchedulerSplitObject):
                                if self.updated_at else None)}
 
     @classmethod
-    def heartbeat(cls, ctx, host, binary, topic, version=SERVICE_VERSION):
+    def heartbeat(cls, ctx, host, binary, topic, version=SERVICE_VERSION,
+                  create=True):
         """Create the record if needed, mark the service seen now and
         record its service ``version`` (by default this release's; a
         conductor recording a compute's heartbeat passes the compute's).
+        Without ``create`` (a heartbeat after the first of a process) a
+        record the operator deleted is not made again:
+        ``ServiceNotFound``.
         """
         with engines.writer(ctx.cell_db) as session:
             row = heartbeat_row(session, models.Service, host, binary,
-                                topic, version)
+                                topic, version, create=create)
+            if row is None:
+                raise exception.ServiceNotFound(host=host, binary=binary)
             return base.apply_row(cls(), row, _ALL_FIELDS)
 
     @classmethod

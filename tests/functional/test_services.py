@@ -175,6 +175,7 @@ def test_253_update_errors(start_system):
 
 def test_delete_refuses_a_compute_with_servers_then_forgets_it(
         start_system):
+    CONF.set_override('report_interval', 1)
     system = start_system(cells=1, hosts_per_cell=2)
     api = system.api
     disabled = _compute(api, 'cell1-compute2')
@@ -195,6 +196,13 @@ def test_delete_refuses_a_compute_with_servers_then_forgets_it(
         'cell1-compute1']
     nova_error(api.delete('/v2.1/os-services/%s' % disabled['id']), 404,
                'itemNotFound')
+    # The deleted compute still runs: three heartbeats and reports later
+    # neither its record nor its hypervisor is back.
+    time.sleep(3.5)
+    assert _services(api, host='cell1-compute2') == []
+    hypervisors = api.get('/v2.1/os-hypervisors').json()['hypervisors']
+    assert [h['hypervisor_hostname'] for h in hypervisors] == [
+        'cell1-compute1']
     nova_error(api.at('2.52').delete('/v2.1/os-services/abc'), 400,
                'badRequest')
 

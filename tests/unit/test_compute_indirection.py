@@ -41,11 +41,12 @@ OTHER = '6c1f0d6e-2b4a-4c1e-9f0a-7d5e3b2a1c02'
 class FakeScheduler:
     """The scheduler's side of the library: records what it was told."""
 
-    target = messaging.Target(version='1.1')
+    target = messaging.Target(version='1.2')
 
     def __init__(self):
         self.released = []
         self.reports = []
+        self.deleted_hosts = []
 
     @messaging.expose
     def release_resources(self, ctx, instance_uuid):
@@ -55,6 +56,11 @@ class FakeScheduler:
     @messaging.expose
     def update_resource_stats(self, ctx, host, node, stats):
         self.reports.append(host)
+
+    @messaging.expose
+    def delete_host(self, ctx, host):
+        self.deleted_hosts.append(host)
+        return []
 
 
 class Driver:
@@ -222,6 +228,73 @@ def test_the_heartbeat_goes_through_the_conductor_with_its_version(
     while cell.scheduler.reports != [HOST]:
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def _compute_hosts(url):
+    ctx = context.targeted(context.get_admin_context(), url)
+    return [s.host for s in objects.Service.get_all(
+        ctx, binary=service_obj.COMPUTE)]
+
+
+def _reports_settle(scheduler, count):
+    deadline = time.monotonic() + 10
+    while len(scheduler.reports) < count:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    # Casts on the in-memory bus land within milliseconds: one more now
+    # would be a report that should not have been sent.
+    time.sleep(0.5)
+    return len(scheduler.reports)
+
+
+def test_a_deleted_service_record_stays_deleted_until_the_compute_restarts(
+        cell, monkeypatch):
+    ctx = context.targeted(context.get_admin_context(), cell.url)
+    with no_database_in_this_thread(monkeypatch):
+        cell.compute.heartbeat()
+        cell.compute.report()
+    assert _compute_hosts(cell.url) == [HOST]
+    assert _reports_settle(cell.scheduler, 1) == 1
+
+    # The operator deletes the record (os-services DELETE) while the
+    # compute still runs.
+    [record] = objects.Service.get_all(ctx, binary=service_obj.COMPUTE)
+    assert objects.Service.destroy(ctx, record.id)
+    with no_database_in_this_thread(monkeypatch):
+        for _ in range(3):
+            cell.compute.heartbeat()
+            cell.compute.report()
+
+    assert _compute_hosts(cell.url) == []
+    # It had the scheduler forget the host once, and reports no more.
+    assert cell.scheduler.deleted_hosts == [HOST]
+    assert _reports_settle(cell.scheduler, 1) == 1
+
+    # Started again, the compute records itself again and reports.
+    restarted = compute_manager.ComputeManager(HOST, cell.transport,
+                                               driver=cell.driver)
+    with no_database_in_this_thread(monkeypatch):
+        restarted.heartbeat()
+        restarted.report()
+    assert _compute_hosts(cell.url) == [HOST]
+    assert _reports_settle(cell.scheduler, 2) == 2
+
+
+def test_a_compute_capped_below_1_7_heartbeats_as_before(cell, override):
+    """Conductors of service version 8 (RPC 1.6) know no ``create``: a
+    compute capped for them sends its heartbeat without it, and the
+    record comes back after a delete, as it did before."""
+    override('conductor', '1.6', group='upgrade_levels')
+    rpc.reset_auto_caps()
+    compute = compute_manager.ComputeManager(HOST, cell.transport,
+                                             driver=cell.driver)
+    compute.heartbeat()
+    ctx = context.targeted(context.get_admin_context(), cell.url)
+    [record] = objects.Service.get_all(ctx, binary=service_obj.COMPUTE)
+    assert objects.Service.destroy(ctx, record.id)
+    compute.heartbeat()
+    assert _compute_hosts(cell.url) == [HOST]
+    assert cell.scheduler.deleted_hosts == []
 
 
 def test_conflict_and_not_found_reach_the_compute_as_themselves(cell):

@@ -265,7 +265,7 @@ class _Conductor:
         self.answer = answer
 
     def service_heartbeat(self, ctx, host, binary, topic, version,
-                          timeout=None):
+                          timeout=None, create=True):
         return self.answer
 
 
