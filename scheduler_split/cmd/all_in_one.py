@@ -146,9 +146,6 @@ def _setup_logging(args):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     os.makedirs(args.state_dir, exist_ok=True)
-    # One process: its threads hand the interpreter lock over fastest on
-    # one CPU (README, "Large clouds").
-    CONF.set_default('cpu_affinity', 'auto')
     CONF(project='scheduler-split', default_config_files=[],
          args=[a for f in args.config_file for a in ('--config-file', f)])
     _setup_logging(args)

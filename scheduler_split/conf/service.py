@@ -41,10 +41,10 @@ service_opts = [
                     'service is one Python process whose threads take '
                     'turns holding the interpreter lock; kept to one CPU '
                     'they hand it over without waking a second core, '
-                    'which makes a busy scheduler or all-in-one faster '
-                    '(README, "Large clouds"). Empty leaves it to the '
-                    'operating system. The all-in-one defaults to '
-                    '"auto".'),
+                    'which makes a scheduler faster; a process of hundreds '
+                    'of busy threads (an all-in-one of many hosts) is '
+                    'slower kept to one CPU (README, "Large clouds"). '
+                    'Empty leaves it to the operating system.'),
     cfg.BoolOpt('use_eventlet',
                 default=False,
                 help='Informational: whether the process was started in '
