@@ -170,6 +170,15 @@ class ComputeHostNotFound(NotFound):
     msg_fmt = 'Compute host %(host)s could not be found.'
 
 
+class MigrationNotFound(NotFound):
+    msg_fmt = 'Migration %(migration_id)s could not be found.'
+
+
+class MigrationNotFoundForInstance(MigrationNotFound):
+    msg_fmt = ('Migration %(migration_id)s not found for instance '
+               '%(instance_id)s')
+
+
 class ServiceNotFound(NotFound):
     msg_fmt = 'Service %(binary)s on host %(host)s could not be found.'
 

@@ -25,7 +25,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.4'
+RPC_VERSION = '1.5'
 
 
 class _InstanceLocks:

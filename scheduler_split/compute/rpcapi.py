@@ -11,6 +11,8 @@ Version history:
           1.3 (locked, locked_by, locked_reason, tags)
     1.4 - RequestSpec 1.2 (the image's properties) in
           build_and_run_instance
+    1.5 - RequestSpec 1.3 (requested_cell) in build_and_run_instance;
+          Migration 1.0 in the calls of moves
 """
 
 from scheduler_split import conf
@@ -40,6 +42,10 @@ OBJECT_VERSIONS = {
     '1.4': {'Instance': '1.3', 'InstanceFault': '1.0', 'Flavor': '1.0',
             'RequestSpec': '1.2', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.5': {'Instance': '1.3', 'InstanceFault': '1.0', 'Flavor': '1.0',
+            'RequestSpec': '1.3', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1',
+            'Migration': '1.0'},
 }
 
 # The casts of 1.3, each a power or pause/suspend action on one instance.
@@ -63,7 +69,7 @@ def version_cap(cell_db):
 
 
 class ComputeAPI:
-    VERSION = '1.4'
+    VERSION = '1.5'
 
     def __init__(self, transport, cell_db):
         """A client for the computes of one cell: its bus and database."""
@@ -77,7 +83,7 @@ class ComputeAPI:
         ``host_list`` holds the alternates not tried yet, in order;
         ``retry`` records the attempt number and the hosts tried.
         """
-        cctxt, _ = self.client.prepare('1.4', '1.2', '1.1', '1.0',
+        cctxt, _ = self.client.prepare('1.5', '1.4', '1.2', '1.1', '1.0',
                                        server=host)
         cctxt.cast(ctx, 'build_and_run_instance', instance=instance,
                    request_spec=request_spec, host_list=host_list,

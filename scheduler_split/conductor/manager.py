@@ -29,7 +29,7 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.7'
+RPC_VERSION = '1.8'
 
 LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
                           '[conductor] lost_build_timeout; the boot was lost')
@@ -360,14 +360,19 @@ class SuperConductorManager:
         The super-conductor owns the API database and reaches every
         cell's: an instance needs its claim while its build request waits
         for a cell, or while it lives (neither deleted nor in ERROR) in
-        the cell its mapping names. Any other consumer (no mapping, a
-        build request deleted before scheduling, an instance deleted or
-        failed) needs none.
+        the cell its mapping names; a migration (the source host of a
+        move) while the move is under way and its instance lives. Any
+        other consumer (no mapping nor migration, a build request deleted
+        before scheduling, an instance deleted or failed, a move that
+        ended) needs none.
         """
         uuids = list(dict.fromkeys(consumer_uuids))
         mapped = objects.InstanceMapping.get_cell_ids(ctx, uuids)
         needed = set()
         by_cell = {}
+        unmapped = [uuid for uuid in uuids if uuid not in mapped]
+        if unmapped:
+            needed.update(self._migrations_under_way(ctx, unmapped))
         for uuid in uuids:
             if uuid not in mapped:
                 continue
@@ -392,6 +397,28 @@ class SuperConductorManager:
                     if instance.vm_state != instance_obj.ERROR:
                         needed.add(instance.uuid)
         return [uuid for uuid in uuids if uuid in needed]
+
+    @staticmethod
+    def _migrations_under_way(ctx, uuids):
+        """Of ``uuids``, the migrations of any cell whose move has not
+        ended and whose instance lives."""
+        found = set()
+        for cell in objects.CellMapping.get_all(ctx):
+            if cell.is_cell0:
+                continue
+            cctx = ss_context.target_cell(ctx, cell)
+            for start in range(0, len(uuids), CHUNK):
+                moving = {m.uuid: m.instance_uuid
+                          for m in objects.Migration.get_all(
+                              cctx, uuids=uuids[start:start + CHUNK])
+                          if not m.ended}
+                if not moving:
+                    continue
+                alive = {i.uuid for i in objects.Instance.get_all(
+                    cctx, uuids=sorted(set(moving.values())))}
+                found.update(uuid for uuid, instance in moving.items()
+                             if instance in alive)
+        return found
 
     @staticmethod
     def _still_pending(ctx, build_request):

@@ -23,6 +23,9 @@ Version history:
           schedule_and_build_instances (super) and build_instances (cell)
     1.7 - (cell) service_heartbeat takes ``create``: False leaves a
           deleted service record deleted (ServiceNotFound)
+    1.8 - RequestSpec 1.3 (requested_cell) in
+          schedule_and_build_instances and build_instances; Migration 1.0
+          in the calls of moves
 """
 
 import logging
@@ -67,6 +70,10 @@ OBJECT_VERSIONS = {
     '1.7': {'BuildRequest': '1.0', 'Instance': '1.3', 'InstanceFault': '1.0',
             'Flavor': '1.0', 'RequestSpec': '1.2', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.8': {'BuildRequest': '1.0', 'Instance': '1.3', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.3', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1',
+            'Migration': '1.0'},
 }
 
 # How long a compute waits for its conductor to say what it understands.
@@ -107,7 +114,7 @@ def version_cap(service_db):
 
 
 class ConductorAPI:
-    VERSION = '1.7'
+    VERSION = '1.8'
 
     def __init__(self, transport, service_db=cell0_db):
         """A client for the conductors on ``transport``, which record
@@ -130,14 +137,14 @@ class ConductorAPI:
     def schedule_and_build_instances(self, ctx, build_requests,
                                      request_specs):
         """Cast from the API to the super-conductor (API bus)."""
-        cctxt, _ = self.client.prepare('1.6', '1.2', '1.0')
+        cctxt, _ = self.client.prepare('1.8', '1.6', '1.2', '1.0')
         cctxt.cast(ctx, 'schedule_and_build_instances',
                    build_requests=build_requests,
                    request_specs=request_specs)
 
     def build_instances(self, ctx, instance, request_spec, host_list, retry):
         """Cast from a compute to its cell conductor: reschedule a build."""
-        cctxt, _ = self.client.prepare('1.6', '1.2', '1.1', '1.0')
+        cctxt, _ = self.client.prepare('1.8', '1.6', '1.2', '1.1', '1.0')
         cctxt.cast(ctx, 'build_instances', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry)

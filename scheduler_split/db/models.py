@@ -317,6 +317,47 @@ class Service(_Timestamps, CellBase):
                             server_default=sa.false())
 
 
+class Migration(_Timestamps, CellBase):
+    """One move of an instance: a resize, a cold or live migration or an
+    evacuation. Its ``uuid`` is also the scheduler consumer that holds the
+    source host's resources while the move is under way."""
+    __tablename__ = 'migrations'
+    __table_args__ = (
+        sa.Index('migrations_uuid_idx', 'uuid', unique=True),
+        sa.Index('migrations_instance_uuid_status_idx', 'instance_uuid',
+                 'status'),
+        sa.Index('migrations_source_compute_status_idx', 'source_compute',
+                 'status'),
+        sa.Index('migrations_dest_compute_status_idx', 'dest_compute',
+                 'status'),
+        sa.Index('migrations_updated_at_idx', 'updated_at'),
+    )
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False)
+    instance_uuid = sa.Column(sa.String(36), nullable=False)
+    # migration, resize, live-migration, evacuation
+    migration_type = sa.Column(sa.String(32), nullable=False)
+    status = sa.Column(sa.String(255), nullable=False)
+    source_compute = sa.Column(sa.String(255))
+    source_node = sa.Column(sa.String(255))
+    dest_compute = sa.Column(sa.String(255))
+    dest_node = sa.Column(sa.String(255))
+    dest_host = sa.Column(sa.String(255))
+    # The flavors before and after (the same for a migration): their ids
+    # as the API shows them, and each whole as the instance held it.
+    old_instance_type_id = sa.Column(sa.Integer)
+    new_instance_type_id = sa.Column(sa.Integer)
+    old_flavor = sa.Column(sa.Text)
+    new_flavor = sa.Column(sa.Text)
+    # The vm state to come back to (ACTIVE or STOPPED).
+    old_vm_state = sa.Column(sa.String(255))
+    user_id = sa.Column(sa.String(255))
+    project_id = sa.Column(sa.String(255))
+    deleted_at = sa.Column(sa.DateTime)
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False,
+                        server_default=sa.false())
+
+
 # --- scheduler database -----------------------------------------------------
 
 class ResourceProvider(_Timestamps, SchedulerBase):

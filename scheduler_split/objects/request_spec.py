@@ -26,7 +26,8 @@ class RequestSpec(base.SchedulerSplitObject):
     """What the scheduler needs to place the instances of one request."""
     # 1.1: instance_group
     # 1.2: image_properties
-    VERSION = '1.2'
+    # 1.3: requested_cell
+    VERSION = '1.3'
 
     fields = {
         'instance_uuid': fields.UUIDField(),
@@ -51,11 +52,16 @@ class RequestSpec(base.SchedulerSplitObject):
         # ImagePropertiesFilter (architecture, hypervisor type, ...).
         'image_properties': fields.DictOfStringsField(nullable=True,
                                                       default={}),
+        # The cell a move must stay in (the instance's): only its hosts
+        # are considered. None for a boot, which may go to any cell.
+        'requested_cell': fields.UUIDField(nullable=True, default=None),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target = tuple(int(p) for p in target_version.split('.'))
+        if target < (1, 3):
+            primitive.pop('requested_cell', None)
         if target < (1, 2):
             primitive.pop('image_properties', None)
         if target < (1, 1):

@@ -17,7 +17,7 @@ CONF = conf.CONF
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 9
+SERVICE_VERSION = 10
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -56,6 +56,11 @@ SERVICE_VERSION_HISTORY = (
     #    after an operator deleted the record it stays deleted until the
     #    compute restarts: conductor 1.7 (service_heartbeat's ``create``).
     {'compute_rpc': '1.4', 'conductor_rpc': '1.7', 'scheduler_rpc': '1.4'},
+    # 10: moves: the scheduler moves a claim between consumers (a
+    #     migration holds the source host during a move) and keeps a move
+    #     to its cell: scheduler 1.5; RequestSpec 1.3 and Migration 1.0:
+    #     compute 1.5, conductor 1.8.
+    {'compute_rpc': '1.5', 'conductor_rpc': '1.8', 'scheduler_rpc': '1.5'},
 )
 
 # The binary names services record themselves under.

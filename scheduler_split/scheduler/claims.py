@@ -232,8 +232,11 @@ def _drop_allocations(conn, consumer_id, guarded=None):
     """Delete the consumer's allocations; return {provider_id: resources}.
 
     The generation of every provider that lost allocations is bumped,
-    except ``guarded``, whose bump the caller makes with its own check.
+    except ``guarded`` (a provider id, or a collection of them), whose bump
+    the caller makes itself.
     """
+    if guarded is None or isinstance(guarded, int):
+        guarded = () if guarded is None else (guarded,)
     rows = conn.execute(
         sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class,
                   _ALLOC.c.used).where(_ALLOC.c.consumer_id == consumer_id)
@@ -244,7 +247,7 @@ def _drop_allocations(conn, consumer_id, guarded=None):
     if rows:
         conn.execute(sa.delete(_ALLOC).where(
             _ALLOC.c.consumer_id == consumer_id))
-        bump = [pid for pid in dropped if pid != guarded]
+        bump = [pid for pid in dropped if pid not in guarded]
         if bump:
             conn.execute(sa.update(_RP).where(_RP.c.id.in_(bump))
                          .values(generation=_RP.c.generation + 1))
@@ -269,6 +272,63 @@ def release(url, consumer_id):
                       models.ResourceProvider.uuid)
             .where(models.ResourceProvider.id.in_(list(dropped)))).all())
         return {uuids[pid]: res for pid, res in dropped.items()}
+
+
+def move(url, from_consumer, to_consumer):
+    """Hand every allocation of ``from_consumer`` to ``to_consumer``.
+
+    One transaction: ``to_consumer``'s allocations become exactly what
+    ``from_consumer`` held (any it held before are released) and
+    ``from_consumer`` holds nothing. This is how a move keeps both hosts
+    accounted for: at its start the instance's allocations (the source
+    host's) go to the migration, and the instance then claims the
+    destination; a revert hands them back, which drops the destination's.
+    The usage of no provider grows, so there is nothing to check against
+    capacity; the generation of every provider involved is bumped, so that
+    a claim reading it meanwhile retries.
+
+    Returns ``(moved, dropped)``: ``{provider_uuid: resources}`` of what
+    changed hands and of what ``to_consumer`` gave up. With nothing held
+    by ``from_consumer`` nothing changes: ``({}, {})``.
+    """
+    for attempt in range(CLAIM_RETRIES):
+        try:
+            return _move(url, from_consumer, to_consumer)
+        except sa_exc.DBAPIError as exc:
+            # Lost to a claim or a move locking the same providers in
+            # the other order: nothing was written, so try again.
+            if getattr(exc.orig, 'pgcode', None) not in RETRYABLE_PGCODES \
+                    or attempt == CLAIM_RETRIES - 1:
+                raise
+
+
+# How often a move that the database aborted for a deadlock is retried.
+CLAIM_RETRIES = 5
+
+
+def _move(url, from_consumer, to_consumer):
+    with engines.writer(url) as session:
+        conn = session.connection()
+        rows = conn.execute(
+            sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class,
+                      _ALLOC.c.used)
+            .where(_ALLOC.c.consumer_id == from_consumer)).all()
+        if not rows:
+            return {}, {}
+        moved = {}
+        for provider_id, rc, used in rows:
+            moved.setdefault(provider_id, {})[rc] = used
+        dropped = _drop_allocations(conn, to_consumer, guarded=moved)
+        conn.execute(sa.update(_ALLOC).where(
+            _ALLOC.c.consumer_id == from_consumer).values(
+            consumer_id=to_consumer))
+        conn.execute(sa.update(_RP).where(_RP.c.id.in_(list(moved)))
+                     .values(generation=_RP.c.generation + 1))
+        ids = set(moved) | set(dropped)
+        uuids = dict(conn.execute(sa.select(_RP.c.id, _RP.c.uuid).where(
+            _RP.c.id.in_(list(ids)))).all())
+    return ({uuids[pid]: res for pid, res in moved.items()},
+            {uuids[pid]: res for pid, res in dropped.items()})
 
 
 def consumers_older_than(url, seconds):

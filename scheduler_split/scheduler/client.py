@@ -59,8 +59,35 @@ class SchedulerClient:
         return self._api.claim_resources(ctx, selection, instance_uuid)
 
     def release_resources(self, ctx, instance_uuid):
-        """Drop whatever the instance holds; repeating it is harmless."""
+        """Drop whatever the instance holds; repeating it is harmless.
+        Also drops what a migration holds, given its uuid (a confirmed
+        move releases the source host so)."""
         return self._api.release_resources(ctx, instance_uuid)
+
+    # --- moves (scheduler RPC 1.5) -----------------------------------------
+    # A move keeps both hosts accounted for: the migration's consumer
+    # holds the source host's resources, the instance's the destination's.
+    # Confirming releases the migration's; reverting hands them back.
+
+    def move_claim_to_migration(self, ctx, instance_uuid, migration_uuid):
+        """Start of a move: the instance's allocations (the source host's)
+        are held by the migration from now on, and the instance holds
+        nothing until :meth:`select_destinations` (with
+        ``requested_cell`` set in the RequestSpec) or
+        :meth:`claim_resources` claims its destination.
+        ``{provider_uuid: resources}`` moved."""
+        return self._api.move_allocations(ctx, instance_uuid,
+                                          migration_uuid)
+
+    def revert_claim_from_migration(self, ctx, migration_uuid,
+                                    instance_uuid):
+        """A move reverted or failed: the instance holds again what the
+        migration held (the source host), and its claim of the
+        destination, if any, is released in the same transaction.
+        ``{provider_uuid: resources}`` moved back (empty if the
+        migration held nothing)."""
+        return self._api.move_allocations(ctx, migration_uuid,
+                                          instance_uuid)
 
     # --- what operators steer and see (scheduler RPC 1.2) ------------------
     # Each raises oslo.messaging's MessagingException (a timeout, or

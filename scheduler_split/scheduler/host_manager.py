@@ -570,6 +570,21 @@ class HostManager:
                     state.give_back(resources)
                     state.drop_instances((consumer,))
 
+    def note_move(self, moved, dropped, from_consumer, to_consumer):
+        """Apply a move of ``from_consumer``'s allocations (``moved``) to
+        ``to_consumer``, which gave up ``dropped``."""
+        with self._lock:
+            for uuid, resources in dropped.items():
+                state = self._hosts.get(uuid)
+                if state is not None:
+                    state.give_back(resources)
+                    state.drop_instances((to_consumer,))
+            for uuid in moved:
+                state = self._hosts.get(uuid)
+                if state is not None:
+                    state.drop_instances((from_consumer,))
+                    state.add_instance(to_consumer)
+
     def locate_consumers(self, consumers):
         """Make the host states know where ``consumers`` hold
         allocations now, whoever claimed them (another scheduler process

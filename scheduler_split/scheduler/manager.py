@@ -37,7 +37,7 @@ from scheduler_split.scheduler import weights
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-RPC_VERSION = '1.4'
+RPC_VERSION = '1.5'
 
 # The ways a host refuses a claim for good: the caller moves on.
 CLAIM_REFUSED = (exception.ClaimCapacityExceeded,
@@ -110,6 +110,9 @@ class SchedulerManager:
         of one scheduler, and of several, over the whole cloud.
         """
         hosts = host_states
+        if spec_obj.get('requested_cell'):
+            hosts = [h for h in hosts
+                     if h.cell_uuid == spec_obj.requested_cell]
         if spec_obj.get('force_hosts'):
             hosts = [h for h in hosts if h.host in spec_obj.force_hosts]
         if spec_obj.get('ignore_hosts'):
@@ -315,6 +318,20 @@ class SchedulerManager:
             LOG.info('Released the claim of instance %s', instance_uuid,
                      extra={'instance_uuid': instance_uuid})
         return bool(released)
+
+    def move_allocations(self, ctx, from_consumer, to_consumer):
+        """Hand ``from_consumer``'s allocations to ``to_consumer`` (whose
+        own are released); ``{provider_uuid: resources}`` moved."""
+        moved, dropped = claims.move(self.db_url, from_consumer,
+                                     to_consumer)
+        self.host_manager.note_move(moved, dropped, from_consumer,
+                                    to_consumer)
+        if moved:
+            LOG.info('Allocations of %s on %s now held by %s%s',
+                     from_consumer, sorted(moved), to_consumer,
+                     ' (released its own on %s)' % sorted(dropped)
+                     if dropped else '')
+        return moved
 
     def update_resource_stats(self, ctx, cell_uuid, host, node, stats):
         self.host_manager.update_from_stats(cell_uuid, host, node, stats)
@@ -526,6 +543,13 @@ class SchedulerEndpoint:
     def release_resources(self, ctx, instance_uuid):
         """Call from compute, conductors or the API: drop a claim."""
         return self.manager.release_resources(ctx, instance_uuid)
+
+    @messaging.expose
+    def move_allocations(self, ctx, from_consumer, to_consumer):
+        """Call (1.5) from a conductor or a compute moving an instance:
+        hand one consumer's allocations to another."""
+        return self.manager.move_allocations(ctx, from_consumer,
+                                             to_consumer)
 
     @messaging.expose
     def update_host_status(self, ctx, host, status, updated_at=None):

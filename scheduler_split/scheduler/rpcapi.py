@@ -19,6 +19,9 @@ Version history:
           get_availability_zones: host aggregates and availability zones
           (os-aggregates, os-availability-zone); calls, plain dicts only
     1.4 - RequestSpec 1.2 (the image's properties) in select_destinations
+    1.5 - move_allocations (a move's claims: the source host's go to the
+          migration and back); RequestSpec 1.3 (requested_cell) in
+          select_destinations
 """
 
 import logging
@@ -48,6 +51,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.4': {'RequestSpec': '1.2', 'Flavor': '1.0', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.5': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -55,7 +60,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.4'
+    VERSION = '1.5'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -67,7 +72,13 @@ class SchedulerAPI:
 
     def select_destinations(self, ctx, spec_obj, instance_uuids,
                             return_alternates, num_alternates):
-        cctxt, version = self.client.prepare('1.4', '1.1', '1.0')
+        if spec_obj.get('requested_cell'):
+            # A move: kept to its cell, which a scheduler before 1.5
+            # would not know.
+            cctxt, version = self.client.prepare('1.5')
+        else:
+            cctxt, version = self.client.prepare('1.5', '1.4', '1.1',
+                                                 '1.0')
         kwargs = {}
         if version != '1.0':
             kwargs['object_versions'] = OBJECT_VERSIONS[version]
@@ -90,6 +101,12 @@ class SchedulerAPI:
         cctxt, _ = self.client.prepare('1.0')
         return cctxt.call(ctx, 'release_resources',
                           instance_uuid=instance_uuid)
+
+    def move_allocations(self, ctx, from_consumer, to_consumer):
+        cctxt, _ = self.client.prepare('1.5')
+        return cctxt.call(ctx, 'move_allocations',
+                          from_consumer=from_consumer,
+                          to_consumer=to_consumer)
 
     # --- 1.2: what operators steer and see ---------------------------------
 

@@ -337,11 +337,27 @@ def test_super_conductor_says_which_consumers_need_their_claims(
     monkeypatch.undo()
     unknown = str(uuidlib.uuid4())
 
-    conductor = conductor_rpcapi.ConductorAPI(rpc.get_transport())
+    # Migrations hold the source host of a move: needed while the move
+    # is under way and its instance lives.
     ctx = ss_context.get_admin_context()
-    asked = [active, failed, deleted, pending, withdrawn, unknown]
+    [cell] = [c for c in objects.CellMapping.get_all(ctx)
+              if c.name == system.cell_of(active)]
+    cctx = ss_context.target_cell(ctx, cell)
+
+    def _migration(instance, status):
+        return objects.Migration(
+            instance_uuid=instance, migration_type='migration',
+            status=status, source_compute='cell1-compute1').create(
+            cctx).uuid
+    moving = _migration(active, 'finished')
+    confirmed = _migration(active, 'confirmed')
+    orphaned = _migration(deleted, 'migrating')
+
+    conductor = conductor_rpcapi.ConductorAPI(rpc.get_transport())
+    asked = [active, failed, deleted, pending, withdrawn, unknown, moving,
+             confirmed, orphaned]
     assert conductor.consumers_needing_claims(ctx, asked) == [
-        active, pending]
+        active, pending, moving]
     assert conductor.consumers_needing_claims(ctx, []) == []
 
 

@@ -444,3 +444,157 @@ def test_claim_the_database_aborts_for_a_deadlock_is_a_conflict(
 
     assert 'deadlock' in info.value.format_message()
     assert claims.allocations_of(scheduler_db, 'consumer') == {}
+
+
+# --- moves: a migration holds the source while the instance claims the
+# destination ----------------------------------------------------------------
+
+def test_a_move_hands_the_source_to_the_migration_and_bumps_it(
+        scheduler_db):
+    source, dest = _provider(scheduler_db, 'src'), _provider(scheduler_db,
+                                                             'dst')
+    claims.claim(scheduler_db, source, 'instance', SMALL)
+    before = _generation(scheduler_db, source)
+
+    moved, dropped = claims.move(scheduler_db, 'instance', 'migration')
+
+    assert (moved, dropped) == ({source: SMALL}, {})
+    assert _generation(scheduler_db, source) == before + 1
+    assert claims.allocations_of(scheduler_db, 'migration') == {
+        source: SMALL}
+    assert claims.allocations_of(scheduler_db, 'instance') == {}
+    # The instance claims its destination: both hosts are accounted for.
+    claims.claim(scheduler_db, dest, 'instance', SMALL)
+    assert claims.allocations_of(scheduler_db, 'migration') == {
+        source: SMALL}
+    assert claims.allocations_of(scheduler_db, 'instance') == {dest: SMALL}
+    assert helpers.provider_usage(scheduler_db, source) == SMALL
+    assert helpers.provider_usage(scheduler_db, dest) == SMALL
+
+
+def test_a_revert_gives_the_source_back_and_drops_the_destination(
+        scheduler_db):
+    source, dest = _provider(scheduler_db, 'src'), _provider(scheduler_db,
+                                                             'dst')
+    claims.claim(scheduler_db, source, 'instance', SMALL)
+    claims.move(scheduler_db, 'instance', 'migration')
+    claims.claim(scheduler_db, dest, 'instance', SMALL)
+    dest_generation = _generation(scheduler_db, dest)
+
+    moved, dropped = claims.move(scheduler_db, 'migration', 'instance')
+
+    assert (moved, dropped) == ({source: SMALL}, {dest: SMALL})
+    assert claims.allocations_of(scheduler_db, 'instance') == {
+        source: SMALL}
+    assert claims.allocations_of(scheduler_db, 'migration') == {}
+    assert helpers.provider_usage(scheduler_db, dest) == {}
+    assert _generation(scheduler_db, dest) == dest_generation + 1
+
+
+def test_a_move_from_a_consumer_holding_nothing_changes_nothing(
+        scheduler_db):
+    dest = _provider(scheduler_db, 'dst')
+    claims.claim(scheduler_db, dest, 'instance', SMALL)
+    assert claims.move(scheduler_db, 'migration', 'instance') == ({}, {})
+    assert claims.allocations_of(scheduler_db, 'instance') == {dest: SMALL}
+
+
+def test_moves_racing_claims_never_overcommit_nor_lose_a_host(scheduler_db):
+    """Two instances move off a full-ish source while six new consumers
+    race for its room: the migrations keep the source's room taken, so
+    exactly the two free slots go, and the destination is never over its
+    capacity either, reverts included."""
+    source = _provider(scheduler_db, 'src', vcpus=4, memory_mb=2048,
+                       local_gb=40)
+    dest = _provider(scheduler_db, 'dst', vcpus=4, memory_mb=2048,
+                     local_gb=40)
+    for name in ('i0', 'i1'):
+        claims.claim(scheduler_db, source, name, SMALL)
+    barrier = threading.Barrier(8)
+    results = {}
+    observed = []
+    done = threading.Event()
+
+    def _move(name):
+        barrier.wait()
+        claims.move(scheduler_db, name, 'migration-' + name)
+        claims.claim(scheduler_db, dest, name, SMALL)
+        results[name] = 'moved'
+
+    def _boot(index):
+        consumer = 'new-%d' % index
+        barrier.wait()
+        for _ in range(10):
+            try:
+                claims.claim(scheduler_db, source, consumer, SMALL)
+                results[consumer] = 'claimed'
+                return
+            except exception.ClaimConflict:
+                continue
+            except exception.ClaimCapacityExceeded:
+                results[consumer] = 'full'
+                return
+
+    def _watch():
+        while not done.is_set():
+            observed.append(
+                (helpers.provider_usage(scheduler_db, source).get('VCPU', 0),
+                 helpers.provider_usage(scheduler_db, dest).get('VCPU', 0)))
+
+    threads = ([threading.Thread(target=_move, args=(n,))
+                for n in ('i0', 'i1')] +
+               [threading.Thread(target=_boot, args=(i,)) for i in range(6)])
+    watcher = threading.Thread(target=_watch)
+    watcher.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+
+    assert sorted(results.values()).count('claimed') == 2, results
+    assert sorted(results.values()).count('full') == 4, results
+    assert [results['i0'], results['i1']] == ['moved', 'moved']
+    assert helpers.provider_usage(scheduler_db, source)['VCPU'] == 4
+    assert helpers.provider_usage(scheduler_db, dest)['VCPU'] == 2
+
+    # Reverts race claims for the destination's room: whatever wins, the
+    # destination never holds more than it has, and each instance is back
+    # on the source, held once.
+    barrier = threading.Barrier(6)
+    taken = []
+
+    def _revert(name):
+        barrier.wait()
+        claims.move(scheduler_db, 'migration-' + name, name)
+
+    def _take(index):
+        barrier.wait()
+        for _ in range(10):
+            try:
+                claims.claim(scheduler_db, dest, 'late-%d' % index, SMALL)
+                taken.append(index)
+                return
+            except exception.ClaimConflict:
+                continue
+            except exception.ClaimCapacityExceeded:
+                return
+
+    threads = ([threading.Thread(target=_revert, args=(n,))
+                for n in ('i0', 'i1')] +
+               [threading.Thread(target=_take, args=(i,)) for i in range(4)])
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    done.set()
+    watcher.join(30)
+
+    assert max(s for s, _ in observed) <= 4
+    assert max(d for _, d in observed) <= 4
+    for name in ('i0', 'i1'):
+        assert claims.allocations_of(scheduler_db, name) == {source: SMALL}
+        assert claims.allocations_of(scheduler_db, 'migration-' + name) == {}
+    assert helpers.provider_usage(scheduler_db, source)['VCPU'] == 4
+    assert helpers.provider_usage(scheduler_db, dest).get('VCPU', 0) == \
+        len(taken)
+    assert len(taken) >= 2

@@ -418,3 +418,51 @@ def test_alternate_claim_that_would_break_the_policy_returns_false(
     assert manager.claim_resources(ctx, alternate, uuid) is False
     assert list(claims.allocations_of(scheduler_db, uuid)) == [
         host_list[0].compute_node_uuid]
+
+
+# --- moves ------------------------------------------------------------------
+
+def test_a_move_is_kept_to_its_cell_and_off_its_source(
+        manager, two_cells, ctx, scheduler_db):
+    [uuid] = _uuids(1)
+    [[first]] = manager.select_destinations(ctx, _spec(instance_uuid=uuid),
+                                            [uuid])
+    assert first.service_host == 'a1'
+
+    migration = uuidutils.generate_uuid()
+    assert manager.move_allocations(ctx, uuid, migration) == {
+        two_cells['a1']: RESOURCES}
+    spec = _spec(instance_uuid=uuid, requested_cell=CELL_B,
+                 ignore_hosts=['a1'])
+    [host_list] = manager.select_destinations(
+        ctx, spec, [uuid], return_alternates=True, num_alternates=3)
+
+    assert [s.service_host for s in host_list] == ['b1', 'b2']
+    assert claims.allocations_of(scheduler_db, uuid) == {
+        two_cells['b1']: RESOURCES}
+    assert claims.allocations_of(scheduler_db, migration) == {
+        two_cells['a1']: RESOURCES}
+    # The scheduler's memory counts both hosts as used.
+    assert manager.host_manager.get(two_cells['a1']).used['VCPU'] == 1
+    assert manager.host_manager.get(two_cells['b1']).used['VCPU'] == 1
+
+
+def test_a_reverted_move_frees_the_destination_in_memory_too(
+        manager, two_cells, ctx, scheduler_db):
+    [uuid] = _uuids(1)
+    migration = uuidutils.generate_uuid()
+    manager.select_destinations(ctx, _spec(instance_uuid=uuid), [uuid])
+    manager.move_allocations(ctx, uuid, migration)
+    manager.select_destinations(
+        ctx, _spec(instance_uuid=uuid, requested_cell=CELL_A,
+                   ignore_hosts=['a1']), [uuid])
+    assert manager.host_manager.get(two_cells['a2']).used['VCPU'] == 1
+
+    assert manager.move_allocations(ctx, migration, uuid) == {
+        two_cells['a1']: RESOURCES}
+
+    assert claims.allocations_of(scheduler_db, uuid) == {
+        two_cells['a1']: RESOURCES}
+    assert manager.host_manager.get(two_cells['a2']).used.get(
+        'VCPU', 0) == 0
+    assert manager.host_manager.get(two_cells['a1']).used['VCPU'] == 1
