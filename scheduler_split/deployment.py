@@ -68,6 +68,10 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     svc.add_periodic(manager.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
     svc.add_periodic(manager.report_service, CONF.report_interval)
+    if CONF.resize_confirm_window:
+        svc.add_periodic(manager.confirm_old_resizes,
+                         min(60, CONF.resize_confirm_window),
+                         run_first=False)
     svc.manager = manager
     return svc
 

@@ -31,6 +31,14 @@ class Invalid(SchedulerSplitException):
     code = 400
 
 
+class InstanceNotResized(Invalid):
+    msg_fmt = 'Instance has not been resized.'
+
+
+class MoveToSameHost(Invalid):
+    msg_fmt = "The target host can't be the same one."
+
+
 class ValidationError(Invalid):
     msg_fmt = 'Invalid input for field/attribute %(field)s. %(reason)s'
 

@@ -205,3 +205,36 @@ def create_server_group(ctx, group):
               usage(group.project_id, session=session)['server_groups'],
               limits(group.project_id, session)['server_groups'])
         group.create(ctx, session=session)
+
+
+def count_resize(project_id, instance_uuid, old_flavor, new_flavor):
+    """A resize of the server ``instance_uuid`` starts: in the project's
+    turn, refuse it (OverQuota, in Nova's words) if the growth in cores
+    or ram does not fit, else count the larger of the two flavors for the
+    server until :func:`settle_resize` counts the one it ends with."""
+    grow = {'cores': new_flavor.vcpus - old_flavor.vcpus,
+            'ram': new_flavor.memory_mb - old_flavor.memory_mb}
+    im = models.InstanceMapping
+    with engines.writer(_api_db()) as session:
+        lock_project(session, project_id)
+        if any(amount > 0 for amount in grow.values()):
+            allowed = limits(project_id, session)
+            used = usage(project_id, session=session)
+            for resource, amount in grow.items():
+                if amount > 0:
+                    check(resource, amount, used[resource],
+                          allowed[resource])
+        session.execute(sa.update(im).where(
+            im.instance_uuid == instance_uuid).values(
+            vcpus=max(old_flavor.vcpus, new_flavor.vcpus),
+            memory_mb=max(old_flavor.memory_mb, new_flavor.memory_mb)))
+
+
+def settle_resize(instance_uuid, flavor):
+    """A resize ended (confirmed: the new flavor; reverted or failed:
+    the old one): the server counts ``flavor`` again."""
+    im = models.InstanceMapping
+    with engines.writer(_api_db()) as session:
+        session.execute(sa.update(im).where(
+            im.instance_uuid == instance_uuid).values(
+            vcpus=flavor.vcpus, memory_mb=flavor.memory_mb))

@@ -22,6 +22,7 @@ from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
+from scheduler_split.objects import migration as migration_obj
 from scheduler_split import quota
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
@@ -299,6 +300,7 @@ class ComputeAPI:
             except exception.Conflict:
                 continue
             instance_action.start_action(cctx, uuid, 'delete')
+            self._end_moves(ctx, cctx, cell, instance)
             if (cell.is_cell0 or not instance.host or
                     instance.vm_state == instance_obj.ERROR):
                 # Nothing runs anywhere (a failed build's VM is gone with
@@ -313,6 +315,163 @@ class ComputeAPI:
             return
         raise exception.Conflict(
             reason='server %s keeps changing state; try again' % uuid)
+
+    def _end_moves(self, ctx, cctx, cell, instance):
+        """A server deleted mid-move: a move waiting for its
+        confirmation is confirmed (the source drops its copy and gives
+        its resources back); one still under way ends, and its
+        migration's claim goes. Each step of that move finds the server
+        deleting and stops."""
+        for migration in objects.Migration.get_all(
+                cctx, instance_uuid=instance.uuid):
+            if migration.ended:
+                continue
+            if migration.status == migration_obj.FINISHED:
+                migration.status = migration_obj.CONFIRMING
+                try:
+                    migration.save(cctx,
+                                   expected_status=migration_obj.FINISHED)
+                except exception.Conflict:
+                    continue
+                self._computes(cell).confirm_resize(
+                    ctx, migration.source_compute, instance, migration)
+                continue
+            self.scheduler.try_release_resources(ctx, migration.uuid)
+            migration.status = migration_obj.ERROR
+            migration.save(cctx)
+
+    @staticmethod
+    def _computes(cell):
+        return compute_rpcapi.ComputeAPI(
+            rpc.get_transport(cell.transport_url), cell.database_connection)
+
+    # --- moves --------------------------------------------------------------
+
+    def _start_move(self, ctx, uuid, action, vm_states):
+        """Check the server may start a move now and that every service
+        it needs understands moves; ``(instance, cell)``."""
+        instance, cell = self.locate(ctx, uuid)
+        self.check_lock(ctx, instance)
+        self.check_state(instance, action, vm_states, [None])
+        if cell is None or cell.is_cell0 or not instance.host:
+            raise exception.InstanceNotReady(instance_id=uuid)
+        try:
+            self._computes(cell).can_move()
+            self.conductor.can_move()
+        except messaging.RPCVersionCapError as exc:
+            raise exception.ComputeTooOld(
+                action=action, instance_uuid=uuid, cap=exc.version_cap,
+                needed='compute 1.5 and conductor 1.8')
+        return instance, cell
+
+    def resize(self, ctx, uuid, flavor=None, host=None):
+        """Resize the server to ``flavor``, or (without one) migrate it,
+        to ``host`` if an admin named one. Returns once its destination
+        is claimed (``NoValidHost`` if there is none; the server is then
+        as it was)."""
+        action = 'resize' if flavor is not None else 'migrate'
+        instance, cell = self._start_move(
+            ctx, uuid, action, [instance_obj.ACTIVE, instance_obj.STOPPED])
+        if host is not None and host == instance.host:
+            raise exception.MoveToSameHost()
+        cctx = ss_context.target_cell(ctx, cell)
+        if flavor is not None:
+            quota.count_resize(instance.project_id, uuid, instance.flavor,
+                               flavor)
+        instance.task_state = instance_obj.RESIZE_PREP
+        try:
+            instance.save(cctx, expected_task_state=[None],
+                          expected_vm_state=instance.vm_state)
+        except exception.Conflict:
+            if flavor is not None:
+                self._count_as(uuid, instance.flavor)
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=uuid, attr='task_state',
+                state='changing')
+        instance_action.start_action(cctx, uuid, action)
+        try:
+            return self.conductor.migrate_server(ctx, instance,
+                                                 flavor=flavor, host=host)
+        except Exception as exc:
+            if flavor is not None:
+                self._count_as(uuid, instance.flavor)
+            if isinstance(exc, exception.SchedulerSplitException):
+                raise
+            LOG.exception('Starting the %s of %s failed', action, uuid)
+            # Whatever the conductor got to, the server must not stay in
+            # resize_prep: it is put back as it was.
+            instance.task_state = None
+            try:
+                instance.save(cctx,
+                              expected_task_state=instance_obj.RESIZE_PREP)
+            except exception.SchedulerSplitException:
+                pass
+            raise exception.ServiceUnavailable(
+                reason='the conductor could not start the %s' % action)
+
+    @staticmethod
+    def _count_as(uuid, flavor):
+        """The server counts ``flavor`` against its quota again."""
+        try:
+            quota.settle_resize(uuid, flavor)
+        except Exception:
+            LOG.exception('Could not count server %s at its flavor again',
+                          uuid)
+
+    def _finished_move(self, ctx, uuid, action):
+        instance, cell = self.locate(ctx, uuid)
+        self.check_lock(ctx, instance)
+        cctx = ss_context.target_cell(ctx, cell) if cell else None
+        migration = None
+        if cctx is not None and instance.vm_state == instance_obj.RESIZED:
+            migration = objects.Migration.get_by_instance_and_status(
+                cctx, uuid, [migration_obj.FINISHED])
+        if migration is None:
+            raise exception.InstanceNotResized()
+        self.check_state(instance, action, [instance_obj.RESIZED], [None])
+        return instance, cell, cctx, migration
+
+    def confirm_resize(self, ctx, uuid):
+        """Confirm a finished resize or migration: the source is
+        released (by its compute, asynchronously)."""
+        instance, cell, cctx, migration = self._finished_move(
+            ctx, uuid, 'confirmResize')
+        migration.status = migration_obj.CONFIRMING
+        try:
+            migration.save(cctx, expected_status=migration_obj.FINISHED)
+        except exception.Conflict:
+            raise exception.InstanceNotResized()
+        instance_action.start_action(cctx, uuid, 'confirmResize')
+        if migration.is_resize:
+            self._count_as(uuid, migration.new_flavor)
+        self._computes(cell).confirm_resize(ctx, migration.source_compute,
+                                            instance, migration)
+
+    def revert_resize(self, ctx, uuid):
+        """Revert a finished resize or migration: the server goes back to
+        its source, with its old flavor."""
+        instance, cell, cctx, migration = self._finished_move(
+            ctx, uuid, 'revertResize')
+        migration.status = migration_obj.REVERTING
+        try:
+            migration.save(cctx, expected_status=migration_obj.FINISHED)
+        except exception.Conflict:
+            raise exception.InstanceNotResized()
+        instance.task_state = instance_obj.RESIZE_REVERTING
+        try:
+            instance.save(cctx, expected_task_state=[None],
+                          expected_vm_state=instance_obj.RESIZED)
+        except exception.Conflict:
+            migration.status = migration_obj.FINISHED
+            migration.save(cctx, expected_status=migration_obj.REVERTING)
+            raise exception.InstanceInvalidState(
+                action='revertResize', instance_uuid=uuid,
+                attr='task_state', state='changing')
+        instance_action.start_action(cctx, uuid, 'revertResize')
+        if migration.is_resize:
+            self._count_as(uuid, migration.old_flavor)
+        self._computes(cell).revert_resize(ctx, migration.dest_compute,
+                                           instance, migration)
 
     # --- lifecycle after boot -----------------------------------------------
 

@@ -14,6 +14,7 @@ from scheduler_split.compute import lifecycle
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
 from scheduler_split import policy
@@ -268,6 +269,122 @@ def _no_uploads(action_name, schema, rule):
     return handler
 
 
+resize_schema = {
+    'type': 'object',
+    'properties': {
+        'resize': {
+            'type': 'object',
+            'properties': {
+                'flavorRef': {'type': ['string', 'integer'],
+                              'minLength': 1},
+                'OS-DCF:diskConfig': {'type': 'string',
+                                      'enum': ['AUTO', 'MANUAL']},
+            },
+            'required': ['flavorRef'],
+            'additionalProperties': False,
+        },
+    },
+    'required': ['resize'],
+    'additionalProperties': False,
+}
+migrate_schema_v256 = {
+    'type': 'object',
+    'properties': {
+        'migrate': {
+            'type': ['object', 'null'],
+            'properties': {'host': {'type': ['string', 'null'],
+                                    'minLength': 1, 'maxLength': 255}},
+            'additionalProperties': False,
+        },
+    },
+    'required': ['migrate'],
+    'additionalProperties': False,
+}
+
+
+def _no_valid_host(exc):
+    """The scheduler found no host: 400, as Nova words it."""
+    return errors.bad_request(exc.format_message())
+
+
+def _resize(req, ctx, version, instance, body):
+    schemas.validate(body, resize_schema)
+    policy.authorize(ctx, 'os_compute_api:servers:resize',
+                     _target(instance))
+    flavor_ref = str(body['resize']['flavorRef'])
+    try:
+        flavor = objects.Flavor.get_by_flavor_id(
+            ctx, flavor_ref.rstrip('/').rsplit('/', 1)[-1],
+            project_id=None if policy.check_is_admin(ctx)
+            else ctx.project_id)
+    except exception.FlavorNotFound:
+        raise errors.bad_request('Unable to locate requested flavor.')
+    if flavor.disabled:
+        raise errors.bad_request('Flavor is disabled.')
+    if flavor.flavorid == instance.flavor.flavorid:
+        raise errors.bad_request('When resizing, instances must change '
+                                 'flavor!')
+    if flavor.root_gb and flavor.root_gb < instance.flavor.root_gb:
+        raise errors.bad_request('Resize error: Unable to resize disk '
+                                 'down.')
+    try:
+        req.compute_api.resize(ctx, instance.uuid, flavor=flavor)
+    except exception.NoValidHost as exc:
+        raise _no_valid_host(exc)
+    return 202, None
+
+
+def _migrate(req, ctx, version, instance, body):
+    host = None
+    if version >= (2, 56):
+        schemas.validate(body, migrate_schema_v256)
+        host = (body['migrate'] or {}).get('host')
+    elif body['migrate'] is not None:
+        raise errors.bad_request(
+            "Invalid input for field/attribute migrate. Value: %s. %r is "
+            "not of type 'null'" % (body['migrate'], body['migrate']))
+    policy.authorize(ctx, 'os_compute_api:os-migrate-server:migrate',
+                     _target(instance))
+    if host is not None:
+        policy.authorize(ctx,
+                         'os_compute_api:os-migrate-server:migrate:host',
+                         _target(instance))
+        try:
+            objects.HostMapping.get_by_host(ctx, host)
+        except exception.NotFound:
+            raise errors.bad_request('Compute host %s could not be found.'
+                                     % host)
+    try:
+        req.compute_api.resize(ctx, instance.uuid, host=host)
+    except exception.NoValidHost as exc:
+        raise _no_valid_host(exc)
+    return 202, None
+
+
+def _confirm_resize(req, ctx, version, instance, body):
+    if body['confirmResize'] is not None:
+        raise errors.bad_request(
+            "Invalid input for field/attribute confirmResize. Value: %s. "
+            "%r is not of type 'null'" % (body['confirmResize'],
+                                          body['confirmResize']))
+    policy.authorize(ctx, 'os_compute_api:servers:confirm_resize',
+                     _target(instance))
+    req.compute_api.confirm_resize(ctx, instance.uuid)
+    return 204, None
+
+
+def _revert_resize(req, ctx, version, instance, body):
+    if body['revertResize'] is not None:
+        raise errors.bad_request(
+            "Invalid input for field/attribute revertResize. Value: %s. "
+            "%r is not of type 'null'" % (body['revertResize'],
+                                          body['revertResize']))
+    policy.authorize(ctx, 'os_compute_api:servers:revert_resize',
+                     _target(instance))
+    req.compute_api.revert_resize(ctx, instance.uuid)
+    return 202, None
+
+
 _HANDLERS = {name: _cast(name) for name in _CASTS}
 _HANDLERS.update({
     'reboot': _reboot,
@@ -278,4 +395,8 @@ _HANDLERS.update({
                                'os_compute_api:servers:create_image'),
     'createBackup': _no_uploads('createBackup', create_backup_schema,
                                 'os_compute_api:os-create-backup'),
+    'resize': _resize,
+    'migrate': _migrate,
+    'confirmResize': _confirm_resize,
+    'revertResize': _revert_resize,
 })

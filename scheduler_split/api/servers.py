@@ -34,13 +34,24 @@ _STATUS = {
     instance_obj.STOPPED: 'SHUTOFF',
     instance_obj.PAUSED: 'PAUSED',
     instance_obj.SUSPENDED: 'SUSPENDED',
+    instance_obj.RESIZED: 'VERIFY_RESIZE',
 }
+_RESIZING = {state: 'RESIZE' for state in instance_obj.RESIZE_TASK_STATES}
+_REBUILDING = {instance_obj.REBUILDING: 'REBUILD',
+               instance_obj.REBUILD_SPAWNING: 'REBUILD'}
 # A task state that shows as the status, by vm state (Nova's state map).
 _STATUS_OF_TASK = {
-    instance_obj.ACTIVE: {instance_obj.REBOOTING: 'REBOOT',
-                          instance_obj.REBOOTING_HARD: 'HARD_REBOOT'},
-    instance_obj.STOPPED: {instance_obj.REBOOTING: 'REBOOT',
-                           instance_obj.REBOOTING_HARD: 'HARD_REBOOT'},
+    instance_obj.ACTIVE: dict({instance_obj.REBOOTING: 'REBOOT',
+                               instance_obj.REBOOTING_HARD: 'HARD_REBOOT',
+                               instance_obj.MIGRATING: 'MIGRATING'},
+                              **_RESIZING, **_REBUILDING),
+    instance_obj.STOPPED: dict({instance_obj.REBOOTING: 'REBOOT',
+                                instance_obj.REBOOTING_HARD: 'HARD_REBOOT'},
+                               **_RESIZING, **_REBUILDING),
+    instance_obj.PAUSED: {instance_obj.MIGRATING: 'MIGRATING'},
+    instance_obj.RESIZED: {
+        instance_obj.RESIZE_REVERTING: 'REVERT_RESIZE'},
+    instance_obj.ERROR: dict(_REBUILDING),
 }
 _POWER = {instance_obj.NOSTATE: 0, instance_obj.RUNNING: 1,
           instance_obj.PAUSED_POWER: 3, instance_obj.SHUTDOWN: 4,

@@ -32,6 +32,7 @@ from scheduler_split.api import keypairs
 from scheduler_split.api import images
 from scheduler_split.api import manager
 from scheduler_split.api import microversion
+from scheduler_split.api import migrations
 from scheduler_split.api import quotas
 from scheduler_split.api import server_actions
 from scheduler_split.api import server_groups
@@ -112,6 +113,7 @@ ROUTES = {
     '/v2.1/os-hypervisors/{pattern}/search': {'GET': hypervisors.search},
     '/v2.1/os-hypervisors/{pattern}/servers': {'GET': hypervisors.servers},
     '/v2.1/os-hosts': {'GET': hosts.index},
+    '/v2.1/os-migrations': {'GET': migrations.index},
     '/v2.1/os-simple-tenant-usage': {'GET': usage.index},
     '/v2.1/os-simple-tenant-usage/{tenant_id}': {'GET': usage.show},
     '/v2.1/os-hosts/{host_name}': {'GET': hosts.show, 'PUT': hosts.update},

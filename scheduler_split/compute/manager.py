@@ -8,6 +8,7 @@ import threading
 import oslo_messaging as messaging
 
 from scheduler_split.compute import lifecycle
+from scheduler_split.compute import moves
 from scheduler_split.compute import resource_tracker
 from scheduler_split.compute.virt import fake
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
@@ -57,7 +58,7 @@ class _InstanceLocks:
                     self._locks[uuid] = (lock, users - 1)
 
 
-class ComputeManager(lifecycle.LifecycleMixin):
+class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin):
     """One hypervisor host. It holds no database credentials: every
     instance record it reads or writes, its instance-action events and
     its service heartbeat go through its cell conductor (object

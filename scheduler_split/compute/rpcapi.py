@@ -11,8 +11,10 @@ Version history:
           1.3 (locked, locked_by, locked_reason, tags)
     1.4 - RequestSpec 1.2 (the image's properties) in
           build_and_run_instance
-    1.5 - RequestSpec 1.3 (requested_cell) in build_and_run_instance;
-          Migration 1.0 in the calls of moves
+    1.5 - resizes and cold migrations: prep_resize, resize_instance,
+          finish_resize, confirm_resize, revert_resize,
+          finish_revert_resize (casts carrying Migration 1.0);
+          RequestSpec 1.3 (requested_cell) in build_and_run_instance
 """
 
 from scheduler_split import conf
@@ -71,10 +73,21 @@ def version_cap(cell_db):
 class ComputeAPI:
     VERSION = '1.5'
 
-    def __init__(self, transport, cell_db):
-        """A client for the computes of one cell: its bus and database."""
+    def __init__(self, transport, cell_db, conductor=None):
+        """A client for the computes of one cell: its bus and database.
+        A compute, which has no database, passes ``cell_db`` None and its
+        ``conductor`` client: ``auto`` then asks the cell conductor."""
+        if cell_db is None:
+            cap = rpc.VersionCap(
+                'compute_rpc', CONF.upgrade_levels.compute,
+                lambda: conductor.get_minimum_compute_version(
+                    ss_context.get_admin_context()),
+                cache_key=('bus', id(transport)),
+                receivers='the computes of this cell')
+        else:
+            cap = version_cap(cell_db)
         self.client = rpc.Client(transport, TOPIC, self.VERSION,
-                                 OBJECT_VERSIONS, version_cap(cell_db))
+                                 OBJECT_VERSIONS, cap)
 
     def build_and_run_instance(self, ctx, host, node, instance, request_spec,
                                host_list, retry):
@@ -127,3 +140,50 @@ class ComputeAPI:
 
     def resume_instance(self, ctx, host, instance):
         self._lifecycle_cast(ctx, 'resume_instance', host, instance)
+
+    # --- 1.5: resizes and cold migrations ---------------------------------
+    # Each a cast to one compute (``host``); the Migration carries the
+    # source and the destination.
+
+    def can_move(self):
+        """Whether the computes of the cell take the casts of moves
+        (raises ``RPCVersionCapError`` if not)."""
+        self.client.prepare('1.5')
+
+    def _move_cast(self, ctx, method, host, **kwargs):
+        cctxt, _ = self.client.prepare('1.5', server=host)
+        cctxt.cast(ctx, method, **kwargs)
+
+    def prep_resize(self, ctx, host, instance, migration, flavor,
+                    request_spec, host_list, retry):
+        """To the claimed destination: take the server."""
+        self._move_cast(ctx, 'prep_resize', host, instance=instance,
+                        migration=migration, flavor=flavor,
+                        request_spec=request_spec, host_list=host_list,
+                        retry=retry)
+
+    def resize_instance(self, ctx, host, instance, migration, flavor):
+        """To the source: send the server to the destination."""
+        self._move_cast(ctx, 'resize_instance', host, instance=instance,
+                        migration=migration, flavor=flavor)
+
+    def finish_resize(self, ctx, host, instance, migration, flavor):
+        """To the destination: start the server there."""
+        self._move_cast(ctx, 'finish_resize', host, instance=instance,
+                        migration=migration, flavor=flavor)
+
+    def confirm_resize(self, ctx, host, instance, migration):
+        """To the source: drop its copy and give the source's resources
+        back."""
+        self._move_cast(ctx, 'confirm_resize', host, instance=instance,
+                        migration=migration)
+
+    def revert_resize(self, ctx, host, instance, migration):
+        """To the destination: drop the server there."""
+        self._move_cast(ctx, 'revert_resize', host, instance=instance,
+                        migration=migration)
+
+    def finish_revert_resize(self, ctx, host, instance, migration):
+        """To the source: start the server there again."""
+        self._move_cast(ctx, 'finish_revert_resize', host,
+                        instance=instance, migration=migration)

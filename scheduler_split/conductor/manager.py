@@ -5,6 +5,7 @@ scheduler chose; a cell conductor reschedules a failed build to the next
 same-cell alternate. Neither ever sends a build across cells.
 """
 
+import datetime
 import functools
 import logging
 import threading
@@ -22,6 +23,7 @@ from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
+from scheduler_split.objects import migration as migration_obj
 from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
@@ -161,6 +163,135 @@ class SuperConductorManager:
         for build_request, request_spec, host_list in zip(
                 build_requests, request_specs, host_lists):
             self._build_in_cell(ctx, build_request, request_spec, host_list)
+
+    # --- moves (1.8) ---------------------------------------------------------
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.Conflict,
+                                   exception.InstanceNotFound)
+    def migrate_server(self, ctx, instance, flavor=None, host=None):
+        """Call from the API: start a resize (``flavor``) or a cold
+        migration (to ``host`` if an admin named one).
+
+        The instance is in ``resize_prep`` already (the API set it). A
+        migration record is made in its cell; the instance's allocations
+        (the source host's) are handed to the migration, and the
+        scheduler claims a destination for the instance among the hosts
+        of its cell other than its own, with same-cell alternates. The
+        destination's ``prep_resize`` is cast, and the migration
+        answered. If no host takes it, everything is put back as it was
+        (the instance holds its source again) and ``NoValidHost`` is
+        raised.
+        """
+        uuid = instance.uuid
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+        cell = mapping.cell_mapping
+        cctx = ss_context.target_cell(ctx, cell)
+        instance = objects.Instance.get_by_uuid(cctx, uuid)
+        new_flavor = flavor or instance.flavor
+        resize = flavor is not None
+        migration = objects.Migration(
+            instance_uuid=uuid,
+            migration_type=(migration_obj.RESIZE if resize
+                            else migration_obj.MIGRATION),
+            status=migration_obj.PRE_MIGRATING,
+            source_compute=instance.host, source_node=instance.node,
+            old_instance_type_id=instance.flavor.get('id'),
+            new_instance_type_id=new_flavor.get('id'),
+            old_flavor=instance.flavor, new_flavor=new_flavor,
+            old_vm_state=instance.vm_state, user_id=ctx.user_id,
+            project_id=ctx.project_id).create(cctx)
+        action = 'resize' if resize else 'migrate'
+        spec = self._move_spec(ctx, instance, new_flavor, cell, host)
+        retry = objects.SchedulerRetries(num_attempts=1, hosts=[])
+        try:
+            self.scheduler.move_claim_to_migration(ctx, uuid,
+                                                   migration.uuid)
+            host_lists = self.scheduler.select_destinations(
+                ctx, spec, [uuid], return_alternates=True,
+                num_alternates=CONF.conductor.build_max_attempts - 1)
+        except Exception as exc:
+            self._move_not_scheduled(cctx, instance, migration, action, exc)
+            raise
+        [host_list] = host_lists
+        chosen = host_list[0]
+        retry.hosts = [chosen.service_host]
+        migration.dest_compute = chosen.service_host
+        migration.dest_node = chosen.nodename
+        migration.dest_host = chosen.service_host
+        migration.save(cctx)
+        instance_action.record_event(
+            cctx, uuid, 'conductor_migrate_server', host=CONF.host,
+            details='%s claimed (alternates: %s)' % (
+                chosen.service_host,
+                ', '.join(s.service_host for s in host_list[1:]) or 'none'),
+            action=action)
+        LOG.info('Moving instance %s from %s to %s (%s)', uuid,
+                 instance.host, chosen.service_host, action,
+                 extra={'instance_uuid': uuid})
+        compute = compute_rpcapi.ComputeAPI(
+            rpc.get_transport(cell.transport_url), cell.database_connection)
+        compute.prep_resize(ctx, chosen.service_host, instance, migration,
+                            new_flavor, spec, host_list[1:], retry)
+        return migration
+
+    @staticmethod
+    def _move_spec(ctx, instance, flavor, cell, host):
+        """What the scheduler needs to move ``instance``: its boot's
+        request (zone, group, hints, image), with the new flavor, kept to
+        its cell, off its own host, and to ``host`` if one was named."""
+        try:
+            spec = objects.RequestSpec.get_by_instance_uuid(ctx,
+                                                            instance.uuid)
+        except exception.NotFound:
+            spec = objects.RequestSpec(instance_uuid=instance.uuid,
+                                       project_id=instance.project_id,
+                                       user_id=instance.user_id,
+                                       image_ref=instance.image_ref)
+        spec.instance_uuid = instance.uuid
+        spec.flavor = flavor
+        spec.num_instances = 1
+        spec.retry = None
+        spec.requested_cell = cell.uuid
+        spec.ignore_hosts = [instance.host] if instance.host else None
+        spec.force_hosts = [host] if host else None
+        spec.force_nodes = None
+        if spec.get('instance_group') is not None:
+            # Where the other members are is the scheduler's to read.
+            spec.instance_group.hosts = []
+        return spec
+
+    def _move_not_scheduled(self, cctx, instance, migration, action, exc):
+        """No destination: the instance holds its source again and is as
+        it was; the migration ends in error."""
+        uuid = instance.uuid
+        if isinstance(exc, exception.NoValidHost):
+            LOG.warning('No valid host to move instance %s to: %s', uuid,
+                        exc.format_message(), extra={'instance_uuid': uuid})
+        else:
+            LOG.error('Scheduling the move of instance %s failed', uuid,
+                      exc_info=exc, extra={'instance_uuid': uuid})
+        try:
+            self.scheduler.revert_claim_from_migration(cctx, migration.uuid,
+                                                       uuid)
+        except Exception:
+            # The migration's record ends below: the heal gives its claim
+            # back to nobody, and the instance's next claim is its own.
+            LOG.exception('Could not give instance %s its source back',
+                          uuid, extra={'instance_uuid': uuid})
+        migration.status = migration_obj.ERROR
+        migration.save(cctx)
+        instance.task_state = None
+        try:
+            instance.save(cctx,
+                          expected_task_state=instance_obj.RESIZE_PREP)
+        except (exception.InstanceNotFound, exception.Conflict):
+            pass
+        instance_action.record_event(
+            cctx, uuid, 'conductor_migrate_server', host=CONF.host,
+            result=instance_action.ERROR, details=exception.describe(exc),
+            action=action)
 
     @staticmethod
     def _notify_build_error(ctx, uuids, spec_obj, exc):
@@ -767,6 +898,130 @@ class CellConductorManager:
             LOG.exception('Rescheduling instance %s failed', instance.uuid,
                           extra={'instance_uuid': instance.uuid})
             self._fail(ctx, instance, exc)
+
+    # --- 1.8: moves ----------------------------------------------------------
+
+    @messaging.expose
+    def get_minimum_compute_version(self, ctx):
+        """Call from a compute about to cast to another compute."""
+        return objects.Service.get_minimum_version(
+            ss_context.targeted(ctx, self.cell_db), service_obj.COMPUTE)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.MigrationNotFound)
+    def migration_get(self, ctx, migration_uuid):
+        return objects.Migration.get_by_uuid(
+            ss_context.targeted(ctx, self.cell_db), migration_uuid)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.MigrationNotFound,
+                                   exception.Conflict)
+    def migration_save(self, ctx, migration, expected_status=None):
+        migration.save(ss_context.targeted(ctx, self.cell_db),
+                       expected_status=expected_status)
+        return migration
+
+    @messaging.expose
+    def migrate_reschedule(self, ctx, instance, migration, flavor,
+                           request_spec, host_list, retry, reason):
+        """Cast from a destination that refused a resize or a cold
+        migration: claim the next same-cell alternate for the instance
+        (which replaces its claim of the refusing host) and cast
+        ``prep_resize`` to it. With none left the move is undone: the
+        instance holds its source again, keeps its state and gets the
+        exhausted-hosts fault; the migration ends in error."""
+        ctx = ss_context.targeted(ctx, self.cell_db)
+        uuid = instance.uuid
+        action = 'resize' if migration.is_resize else 'migrate'
+        try:
+            for index, selection in enumerate(host_list):
+                if not self._claim(ctx, selection, uuid):
+                    continue
+                retry.num_attempts += 1
+                retry.hosts = retry.hosts + [selection.service_host]
+                migration.dest_compute = selection.service_host
+                migration.dest_node = selection.nodename
+                migration.dest_host = selection.service_host
+                migration.save(ctx,
+                               expected_status=migration_obj.PRE_MIGRATING)
+                instance_action.record_event(
+                    ctx, uuid, 'conductor_migrate_server',
+                    host=selection.service_host,
+                    details='rescheduled to %s (attempt %d; hosts tried: '
+                            '%s)' % (selection.service_host,
+                                     retry.num_attempts,
+                                     ', '.join(retry.hosts)),
+                    action=action)
+                LOG.info('Rescheduling the move of instance %s to %s '
+                         '(attempt %d)', uuid, selection.service_host,
+                         retry.num_attempts, extra={'instance_uuid': uuid})
+                self.compute.prep_resize(ctx, selection.service_host,
+                                         instance, migration, flavor,
+                                         request_spec, host_list[index + 1:],
+                                         retry)
+                return
+            exc = exception.MaxRetriesExceeded(
+                reason='Exhausted all hosts available for moving instance '
+                       '%s (hosts tried: %s; last: %s)' % (
+                           uuid, ', '.join(retry.hosts), reason))
+        except Exception as error:
+            LOG.exception('Rescheduling the move of instance %s failed',
+                          uuid, extra={'instance_uuid': uuid})
+            exc = error
+        self._undo_move(ctx, instance, migration, action, exc)
+
+    def _undo_move(self, ctx, instance, migration, action, exc):
+        """A move that found no destination: back to the source."""
+        uuid = instance.uuid
+        LOG.warning('Move of instance %s failed: %s', uuid,
+                    exception.describe(exc), extra={'instance_uuid': uuid})
+        self.scheduler.revert_claim_from_migration(ctx, migration.uuid,
+                                                   uuid)
+        try:
+            migration.status = migration_obj.ERROR
+            migration.save(ctx)
+            current = objects.Instance.get_by_uuid(ctx, uuid)
+            current.task_state = None
+            current.save(ctx, expected_task_state=instance_obj.RESIZE_PREP,
+                         fault=objects.InstanceFault.from_exception(
+                             uuid, exc))
+        except (exception.InstanceNotFound, exception.Conflict,
+                exception.MigrationNotFound):
+            pass
+        instance_action.record_event(
+            ctx, uuid, 'conductor_migrate_server',
+            result=instance_action.ERROR, details=exception.describe(exc),
+            action=action)
+
+    def confirm_old_resizes(self):
+        """Periodic: resizes and migrations waiting for a confirmation
+        longer than ``[DEFAULT] resize_confirm_window`` seconds are
+        confirmed, as if their user had (0: never)."""
+        window = CONF.resize_confirm_window
+        if not window:
+            return []
+        ctx = ss_context.targeted(ss_context.get_admin_context(),
+                                  self.cell_db)
+        cutoff = obj_base.utcnow() - datetime.timedelta(seconds=window)
+        confirmed = []
+        for migration in objects.Migration.get_all(
+                ctx, statuses=[migration_obj.FINISHED],
+                updated_before=cutoff):
+            migration.status = migration_obj.CONFIRMING
+            try:
+                migration.save(ctx, expected_status=migration_obj.FINISHED)
+                instance = objects.Instance.get_by_uuid(
+                    ctx, migration.instance_uuid)
+            except (exception.Conflict, exception.MigrationNotFound,
+                    exception.InstanceNotFound):
+                continue
+            LOG.info('Confirming the move of instance %s, unconfirmed for '
+                     'more than %d seconds', instance.uuid, window,
+                     extra={'instance_uuid': instance.uuid})
+            self.compute.confirm_resize(ctx, migration.source_compute,
+                                        instance, migration)
+            confirmed.append(migration.uuid)
+        return confirmed
 
     def _claim(self, ctx, selection, uuid):
         try:

@@ -23,9 +23,10 @@ Version history:
           schedule_and_build_instances (super) and build_instances (cell)
     1.7 - (cell) service_heartbeat takes ``create``: False leaves a
           deleted service record deleted (ServiceNotFound)
-    1.8 - RequestSpec 1.3 (requested_cell) in
-          schedule_and_build_instances and build_instances; Migration 1.0
-          in the calls of moves
+    1.8 - moves: migrate_server (super), migrate_reschedule,
+          migration_get, migration_save, get_minimum_compute_version
+          (cell); RequestSpec 1.3 (requested_cell) in
+          schedule_and_build_instances and build_instances
 """
 
 import logging
@@ -266,3 +267,52 @@ class ConductorAPI:
         cctxt, _ = self.client.prepare('1.4')
         return cctxt.call(ctx, 'consumers_needing_claims',
                           consumer_uuids=list(consumer_uuids))
+
+    # --- 1.8: moves ----------------------------------------------------------
+
+    def migrate_server(self, ctx, instance, flavor=None, host=None,
+                       timeout=None):
+        """Call from the API to the super-conductor: start a resize (a
+        new ``flavor``) or a cold migration (``host``: the destination an
+        admin asked for, still filtered). Returns the Migration once its
+        destination is claimed and the move is handed to it; raises
+        ``NoValidHost`` when none takes it (nothing is left held)."""
+        cctxt, _ = self.client.prepare('1.8', timeout=timeout)
+        return cctxt.call(ctx, 'migrate_server', instance=instance,
+                          flavor=flavor, host=host)
+
+    def can_move(self):
+        """Whether the conductors take the calls of moves (raises
+        ``RPCVersionCapError`` if not), before anything is recorded."""
+        self.client.prepare('1.8')
+
+    def migrate_reschedule(self, ctx, instance, migration, flavor,
+                           request_spec, host_list, retry, reason):
+        """Cast from a destination compute that refused a resize or a
+        cold migration to its cell conductor: try the next alternate."""
+        cctxt, _ = self.client.prepare('1.8')
+        cctxt.cast(ctx, 'migrate_reschedule', instance=instance,
+                   migration=migration, flavor=flavor,
+                   request_spec=request_spec, host_list=host_list,
+                   retry=retry, reason=reason)
+
+    def migration_get(self, ctx, migration_uuid):
+        """Call from a compute: a migration of this cell."""
+        cctxt, _ = self.client.prepare('1.8')
+        return cctxt.call(ctx, 'migration_get',
+                          migration_uuid=migration_uuid)
+
+    def migration_save(self, ctx, migration, expected_status=None):
+        """Call from a compute: write the migration's changed fields, if
+        its status is still ``expected_status`` (``Conflict`` if not)."""
+        cctxt, _ = self.client.prepare('1.8')
+        return cctxt.call(ctx, 'migration_save', migration=migration,
+                          expected_status=expected_status)
+
+    def get_minimum_compute_version(self, ctx):
+        """Call from a compute about to cast to another compute of its
+        cell (``[upgrade_levels] compute = auto``): the lowest service
+        version of the cell's running computes, None if none runs."""
+        cctxt, _ = self.client.prepare('1.8',
+                                       timeout=SERVICE_VERSION_TIMEOUT)
+        return cctxt.call(ctx, 'get_minimum_compute_version')

@@ -54,7 +54,23 @@ fake_driver_opts = [
     cfg.FloatOpt('action_delay', default=0.0, min=0.0,
                  help='Seconds a fake power, pause or suspend action '
                       'takes.'),
+    cfg.ListOpt('fail_move_steps', default=[],
+                help='Steps of moves that fail: a step alone fails on every '
+                     'host, STEP@HOST only on that host. Steps: '
+                     'prep_resize (the destination refuses a resize or '
+                     'cold migration: the next alternate is tried), '
+                     'resize (the source cannot send the server off), '
+                     'finish_resize (the destination cannot start it), '
+                     'live_migration (the source cannot send it live), '
+                     'pre_live_migration (the destination cannot take it '
+                     'live: the next alternate is tried), rebuild (an '
+                     'evacuation\'s destination cannot rebuild it). A failed '
+                     'move leaves the server where it was, with a fault '
+                     'and an instance-action event in Error.'),
 ]
+
+MOVE_STEPS = ('prep_resize', 'resize', 'finish_resize', 'live_migration',
+              'pre_live_migration', 'rebuild')
 
 
 def register_opts(conf):

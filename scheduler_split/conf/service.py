@@ -18,6 +18,14 @@ service_opts = [
                default=10, min=1,
                help='Seconds between two resource and liveness reports a '
                     'compute service sends to the scheduler.'),
+    cfg.IntOpt('resize_confirm_window',
+               default=0, min=0,
+               help='Seconds after which a resize or cold migration that '
+                    'waits for its confirmation (VERIFY_RESIZE) is '
+                    'confirmed by its cell conductor, as if its user had; 0 '
+                    'leaves it waiting for the user. Read by the cell '
+                    'conductors, which look every 60 seconds, or every '
+                    'window if it is shorter.'),
     cfg.IntOpt('service_down_time',
                default=60, min=1,
                help='Seconds without a report after which the scheduler '

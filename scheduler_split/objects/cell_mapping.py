@@ -171,6 +171,19 @@ class HostMapping(base.SchedulerSplitObject):
                             models.HostMapping.host))]
 
     @classmethod
+    def get_by_host(cls, ctx, host):
+        """The mapping of ``host``; ``ComputeHostNotFound`` if it has
+        none."""
+        with engines.reader(_api_db()) as session:
+            row = session.scalars(sa.select(models.HostMapping).where(
+                models.HostMapping.host == host)).first()
+            if row is None:
+                raise exception.ComputeHostNotFound(host=host)
+            cell = session.get(models.CellMapping, row.cell_id)
+            return cls(host=row.host,
+                       cell_mapping=CellMapping._from_row(cell))
+
+    @classmethod
     def map_new_hosts(cls, ctx, cell_mapping, hosts):
         """Map those of ``hosts`` that are not mapped yet; return them."""
         with engines.writer(_api_db()) as session:

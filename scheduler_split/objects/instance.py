@@ -20,6 +20,9 @@ DELETED = 'deleted'
 STOPPED = 'stopped'
 PAUSED = 'paused'
 SUSPENDED = 'suspended'
+# Moved by a resize or a cold migration, waiting for a confirm or a
+# revert.
+RESIZED = 'resized'
 
 # task_state values
 SCHEDULING = 'scheduling'
@@ -33,6 +36,19 @@ PAUSING = 'pausing'
 UNPAUSING = 'unpausing'
 SUSPENDING = 'suspending'
 RESUMING = 'resuming'
+# Resizes and cold migrations, in order; then a confirm or a revert.
+RESIZE_PREP = 'resize_prep'
+RESIZE_MIGRATING = 'resize_migrating'
+RESIZE_MIGRATED = 'resize_migrated'
+RESIZE_FINISH = 'resize_finish'
+RESIZE_REVERTING = 'resize_reverting'
+RESIZE_CONFIRMING = 'resize_confirming'
+RESIZE_TASK_STATES = (RESIZE_PREP, RESIZE_MIGRATING, RESIZE_MIGRATED,
+                      RESIZE_FINISH)
+# Live migrations; evacuations (a rebuild on another host).
+MIGRATING = 'migrating'
+REBUILDING = 'rebuilding'
+REBUILD_SPAWNING = 'rebuild_spawning'
 
 # What a user may change with PUT /servers/{id}.
 USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',

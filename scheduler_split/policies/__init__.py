@@ -12,6 +12,7 @@ from scheduler_split.policies import base
 from scheduler_split.policies import flavors
 from scheduler_split.policies import hosts
 from scheduler_split.policies import instance_actions
+from scheduler_split.policies import migrations
 from scheduler_split.policies import quotas
 from scheduler_split.policies import server_groups
 from scheduler_split.policies import server_lifecycle
@@ -27,6 +28,7 @@ def list_rules():
         flavors.list_rules(),
         server_groups.list_rules(),
         instance_actions.list_rules(),
+        migrations.list_rules(),
         services.list_rules(),
         hosts.list_rules(),
         aggregates.list_rules(),

@@ -1,6 +1,7 @@
 """The unmodified openstack CLI and openstacksdk against the API."""
 
 import json
+import time
 import os
 import shutil
 import subprocess
@@ -378,3 +379,61 @@ def test_noauth_identity_issues_tokens_with_this_apis_catalog(start_system):
     nova_error(requests.post(url, json={'nope': 1}), 400, 'badRequest')
     nova_error(requests.post(url, json={'auth': {'identity': {
         'methods': ['totp']}}}), 400, 'badRequest')
+
+
+def test_openstack_cli_resizes_migrates_confirms_and_reverts(
+        start_system, openstack_cli):
+    system = start_system(cells=1, hosts_per_cell=2)
+    cli = openstack_cli(system)
+    server_id = json.loads(cli(
+        'server', 'create', '--flavor', 'm1.tiny', '--image', 'cirros',
+        '--no-network', '--wait', '-f', 'json', 'vm1'))['id']
+    small = {'VCPU': 1, 'MEMORY_MB': 2048, 'DISK_GB': 20}
+
+    def shown():
+        server = json.loads(cli('server', 'show', '-f', 'json', 'vm1'))
+        return (server['status'], server['OS-EXT-SRV-ATTR:host'],
+                server['flavor'].split(' ')[0] if isinstance(
+                    server['flavor'], str) else server['flavor']['name'])
+
+    def settled(status):
+        deadline = time.monotonic() + 20
+        while True:
+            state = shown()
+            if state[0] == status or time.monotonic() > deadline:
+                return state
+            time.sleep(0.2)
+
+    first = system.api.server(server_id)['OS-EXT-SRV-ATTR:host']
+    second = ({'cell1-compute1', 'cell1-compute2'} - {first}).pop()
+
+    # Resize, then confirm: the server and its only claim on the other
+    # host, with the new flavor.
+    cli('server', 'resize', '--flavor', 'm1.small', '--wait', 'vm1')
+    assert settled('VERIFY_RESIZE') == ('VERIFY_RESIZE', second, 'm1.small')
+    cli('server', 'resize', 'confirm', 'vm1')
+    assert settled('ACTIVE') == ('ACTIVE', second, 'm1.small')
+    assert system.allocations_after_settling(
+        {server_id: {second: small}}) == {server_id: {second: small}}
+
+    # Resize, then revert: back where it was, with its flavor.
+    cli('server', 'resize', '--flavor', 'm1.medium', '--wait', 'vm1')
+    assert settled('VERIFY_RESIZE') == ('VERIFY_RESIZE', first, 'm1.medium')
+    cli('server', 'resize', 'revert', 'vm1')
+    assert settled('ACTIVE') == ('ACTIVE', second, 'm1.small')
+    assert system.allocations_after_settling(
+        {server_id: {second: small}}) == {server_id: {second: small}}
+
+    # Cold migrate, then confirm: same flavor, the other host.
+    cli('server', 'migrate', '--wait', 'vm1')
+    assert settled('VERIFY_RESIZE') == ('VERIFY_RESIZE', first, 'm1.small')
+    cli('server', 'migration', 'confirm', 'vm1')
+    assert settled('ACTIVE') == ('ACTIVE', first, 'm1.small')
+    assert system.allocations_after_settling(
+        {server_id: {first: small}}) == {server_id: {first: small}}
+
+    listed = json.loads(cli('server', 'migration', 'list', '--server',
+                            'vm1', '-f', 'json'))
+    assert sorted((m['Type'], m['Status']) for m in listed) == [
+        ('migration', 'confirmed'), ('resize', 'confirmed'),
+        ('resize', 'reverted')]

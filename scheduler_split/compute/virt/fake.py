@@ -23,6 +23,11 @@ class ActionFailed(exception.SchedulerSplitException):
     code = 500
 
 
+class MoveStepFailed(exception.SchedulerSplitException):
+    msg_fmt = 'fake driver: injected %(step)s failure on %(host)s'
+    code = 500
+
+
 class FakeDriver:
 
     def __init__(self, host):
@@ -103,6 +108,63 @@ class FakeDriver:
 
     def resume(self, instance):
         self._act(instance, 'resume', RUNNING)
+
+    # --- moves ------------------------------------------------------------
+    # A moved VM runs on the destination; until the move is confirmed the
+    # source keeps its copy (powered off), which a revert starts again.
+
+    def _move_step(self, step):
+        failing = CONF.fake_driver.fail_move_steps
+        if step in failing or '%s@%s' % (step, self.host) in failing:
+            raise MoveStepFailed(step=step, host=self.host)
+
+    def check_can_take(self, instance):
+        """Destination: whether this host takes the server (a resize or a
+        cold migration's ``prep_resize``)."""
+        self._move_step('prep_resize')
+
+    def migrate_disk_and_power_off(self, instance):
+        """Source: send the server's disk off; it stops here."""
+        self._move_step('resize')
+        with self._lock:
+            if instance.uuid in self._running:
+                self._running[instance.uuid] = SHUTDOWN
+
+    def finish_migration(self, instance, power_on):
+        """Destination: start the moved server (stopped unless
+        ``power_on``)."""
+        self._move_step('finish_resize')
+        with self._lock:
+            self._running[instance.uuid] = RUNNING if power_on else SHUTDOWN
+
+    def confirm_migration(self, instance):
+        """Source: the move is confirmed; its copy goes."""
+        self.destroy(instance)
+
+    def finish_revert_migration(self, instance, power_on):
+        """Source: the move is reverted; its copy runs again."""
+        with self._lock:
+            self._running[instance.uuid] = RUNNING if power_on else SHUTDOWN
+
+    def pre_live_migration(self, instance):
+        """Destination: ready to take the server live."""
+        self._move_step('pre_live_migration')
+
+    def live_migration(self, instance):
+        """Source: send the running server to the destination."""
+        self._move_step('live_migration')
+        self.destroy(instance)
+
+    def post_live_migration_at_destination(self, instance, power_state):
+        with self._lock:
+            self._running[instance.uuid] = power_state
+
+    def rebuild(self, instance, power_on=True):
+        """Destination of an evacuation: the server again, from its
+        image."""
+        self._move_step('rebuild')
+        with self._lock:
+            self._running[instance.uuid] = RUNNING if power_on else SHUTDOWN
 
     def list_instances(self):
         with self._lock:

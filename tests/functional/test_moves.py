@@ -1,0 +1,156 @@
+"""Resizes and cold migrations through the compute API, on the whole
+system in one process: where the server ends, what the scheduler holds
+for it and for its migration, and what the instance actions say."""
+
+import time
+
+from tests.functional.fixtures import nova_error
+
+# Flavors of the all-in-one: 1 m1.tiny (1 vCPU, 512 MiB, 1 GiB),
+# 2 m1.small (1, 2048, 20).
+TINY = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+SMALL = {'VCPU': 1, 'MEMORY_MB': 2048, 'DISK_GB': 20}
+
+
+def _action(api, server_id, body, status=202):
+    resp = api.post('/v2.1/servers/%s/action' % server_id, body)
+    assert resp.status_code == status, resp.text
+    return resp
+
+
+def _host(server):
+    return server['OS-EXT-SRV-ATTR:host']
+
+
+def _migrations(api, server_id):
+    resp = api.get('/v2.1/os-migrations',
+                   params={'instance_uuid': server_id})
+    assert resp.status_code == 200, resp.text
+    return resp.json()['migrations']
+
+
+def _wait_for_allocations(system, expected, timeout=10):
+    found = system.allocations_after_settling(expected, timeout)
+    assert found == expected
+    return found
+
+
+def _action_events(api, server_id, action):
+    resp = api.get('/v2.1/servers/%s/os-instance-actions' % server_id)
+    assert resp.status_code == 200, resp.text
+    [found] = [a for a in resp.json()['instanceActions']
+               if a['action'] == action]
+    resp = api.get('/v2.1/servers/%s/os-instance-actions/%s'
+                   % (server_id, found['request_id']))
+    return resp.json()['instanceAction']['events']
+
+
+def test_resize_then_confirm_moves_the_server_and_its_claim(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.boot(flavor='1')
+    source = _host(api.wait_for(server_id))
+
+    _action(api, server_id, {'resize': {'flavorRef': '2'}})
+    server = api.wait_for(server_id, statuses=('VERIFY_RESIZE', 'ERROR'))
+    assert server['status'] == 'VERIFY_RESIZE', server.get('fault')
+    dest = _host(server)
+    assert dest != source
+    assert server['flavor']['original_name'] == 'm1.small'
+    # Until it is confirmed both hosts are held: the source by the
+    # migration, the destination by the server.
+    [migration] = [m for m in system.allocations() if m != server_id]
+    assert system.allocations() == {server_id: {dest: SMALL},
+                                    migration: {source: TINY}}
+
+    _action(api, server_id, {'confirmResize': None}, status=204)
+    server = api.wait_for(server_id, statuses=('ACTIVE', 'ERROR'))
+    assert (server['status'], _host(server)) == ('ACTIVE', dest)
+    _wait_for_allocations(system, {server_id: {dest: SMALL}})
+    events = [e['event'] for e in _action_events(api, server_id, 'resize')]
+    assert events == ['conductor_migrate_server', 'compute_prep_resize',
+                      'compute_resize_instance', 'compute_finish_resize']
+
+
+def test_resize_then_revert_puts_the_server_back(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.boot(flavor='1')
+    source = _host(api.wait_for(server_id))
+    _action(api, server_id, {'resize': {'flavorRef': '2'}})
+    api.wait_for(server_id, statuses=('VERIFY_RESIZE',))
+
+    _action(api, server_id, {'revertResize': None})
+    deadline = time.monotonic() + 10
+    while True:
+        server = api.server(server_id)
+        if server['status'] == 'ACTIVE' or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert (server['status'], _host(server)) == ('ACTIVE', source)
+    assert server['flavor']['original_name'] == 'm1.tiny'
+    _wait_for_allocations(system, {server_id: {source: TINY}})
+
+
+def test_a_refusing_destination_reschedules_to_an_alternate(
+        start_system, fake_driver):
+    system = start_system(cells=1, hosts_per_cell=3)
+    api = system.api
+    server_id = api.boot(flavor='1', availability_zone='nova:cell1-compute1')
+    assert _host(api.wait_for(server_id)) == 'cell1-compute1'
+    fake_driver('fail_move_steps', ['prep_resize@cell1-compute2',
+                                    'prep_resize@cell1-compute3'])
+
+    _action(api, server_id, {'migrate': None})
+    server = api.wait_for(server_id, statuses=('ACTIVE', 'ERROR'),
+                          timeout=15)
+    # Both other hosts refused: the server stays where it was, holding
+    # its source; the action ends in Error, with why.
+    assert (server['status'], _host(server)) == ('ACTIVE', 'cell1-compute1')
+    _wait_for_allocations(system, {server_id: {'cell1-compute1': TINY}})
+    events = _action_events(api, server_id, 'migrate')
+    assert [e['result'] for e in events
+            if 'Exhausted all hosts' in (e.get('details') or '')] == [
+        'Error']
+    [migration] = _migrations(api, server_id)
+    assert migration['status'] == 'error'
+    refused = [e['host'] for e in events
+               if e['event'] == 'compute_prep_resize']
+    assert sorted(refused) == ['cell1-compute2', 'cell1-compute3']
+    assert any('rescheduled to' in (e.get('details') or '')
+               for e in events if e['event'] == 'conductor_migrate_server')
+
+    # One refuses, the other takes it: the alternate gets the server.
+    fake_driver('fail_move_steps', ['prep_resize@cell1-compute2'])
+    _action(api, server_id, {'migrate': None})
+    server = api.wait_for(server_id, statuses=('VERIFY_RESIZE', 'ERROR'))
+    assert _host(server) == 'cell1-compute3', server.get('fault')
+
+
+def test_moves_refuse_bad_input_in_novas_words(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.wait_for(api.boot(flavor='1'))['id']
+    path = '/v2.1/servers/%s/action' % server_id
+    assert 'must change flavor' in nova_error(
+        api.post(path, {'resize': {'flavorRef': '1'}}), 400, 'badRequest')
+    assert 'Unable to locate requested flavor' in nova_error(
+        api.post(path, {'resize': {'flavorRef': '999'}}), 400,
+        'badRequest')
+    nova_error(api.post(path, {'resize': {}}), 400, 'badRequest')
+    assert 'has not been resized' in nova_error(
+        api.post(path, {'confirmResize': None}), 400, 'badRequest')
+    assert 'has not been resized' in nova_error(
+        api.post(path, {'revertResize': None}), 400, 'badRequest')
+    assert 'could not be found' in nova_error(
+        api.post(path, {'migrate': {'host': 'nowhere'}}), 400,
+        'badRequest')
+    # Migrating is for admins; a user may resize their own server.
+    user = api.as_user('demo:demo')
+    own = user.wait_for(user.boot(flavor='1'))['id']
+    nova_error(user.post('/v2.1/servers/%s/action' % own,
+                         {'migrate': None}), 403, 'forbidden')
+    nova_error(user.get('/v2.1/os-migrations'), 403, 'forbidden')
+    _action(user, own, {'resize': {'flavorRef': '2'}})
+    assert user.wait_for(own, statuses=('VERIFY_RESIZE', 'ERROR'))[
+        'status'] == 'VERIFY_RESIZE'
