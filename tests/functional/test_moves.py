@@ -38,8 +38,9 @@ def _wait_for_allocations(system, expected, timeout=10):
 def _action_events(api, server_id, action):
     resp = api.get('/v2.1/servers/%s/os-instance-actions' % server_id)
     assert resp.status_code == 200, resp.text
-    [found] = [a for a in resp.json()['instanceActions']
-               if a['action'] == action]
+    # Newest first: the last request of that action.
+    found = [a for a in resp.json()['instanceActions']
+             if a['action'] == action][0]
     resp = api.get('/v2.1/servers/%s/os-instance-actions/%s'
                    % (server_id, found['request_id']))
     return resp.json()['instanceAction']['events']
@@ -154,3 +155,87 @@ def test_moves_refuse_bad_input_in_novas_words(start_system):
     _action(user, own, {'resize': {'flavorRef': '2'}})
     assert user.wait_for(own, statuses=('VERIFY_RESIZE', 'ERROR'))[
         'status'] == 'VERIFY_RESIZE'
+
+
+def _migration_statuses(api, server_id):
+    return sorted(m['status'] for m in _migrations(api, server_id))
+
+
+def test_a_source_or_destination_failure_leaves_the_server_where_it_was(
+        start_system, fake_driver):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.boot(flavor='1', availability_zone='nova:cell1-compute1')
+    api.wait_for(server_id)
+
+    for step in ('resize@cell1-compute1', 'finish_resize@cell1-compute2'):
+        fake_driver('fail_move_steps', [step])
+        _action(api, server_id, {'resize': {'flavorRef': '2'}})
+        deadline = time.monotonic() + 15
+        while True:
+            server = api.server(server_id)
+            if (server['status'], server['OS-EXT-STS:task_state']) == (
+                    'ACTIVE', None) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert (server['status'], _host(server),
+                server['flavor']['original_name']) == (
+            'ACTIVE', 'cell1-compute1', 'm1.tiny'), step
+        _wait_for_allocations(system, {server_id: {'cell1-compute1': TINY}})
+        failed = [e for e in _action_events(api, server_id, 'resize')
+                  if e['result'] == 'Error']
+        assert failed and 'injected %s failure' % step.split('@')[0] in \
+            failed[-1]['details'], failed
+    assert _migration_statuses(api, server_id) == ['error', 'error']
+
+    # The server still moves once nothing fails.
+    fake_driver('fail_move_steps', [])
+    _action(api, server_id, {'resize': {'flavorRef': '2'}})
+    assert api.wait_for(server_id, statuses=('VERIFY_RESIZE', 'ERROR'))[
+        'status'] == 'VERIFY_RESIZE'
+
+
+def test_deleting_a_resized_server_releases_both_hosts(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.wait_for(api.boot(flavor='1'))['id']
+    _action(api, server_id, {'resize': {'flavorRef': '2'}})
+    api.wait_for(server_id, statuses=('VERIFY_RESIZE',))
+    assert len(system.allocations()) == 2
+
+    assert api.delete('/v2.1/servers/%s' % server_id).status_code == 204
+    api.wait_gone(server_id)
+    _wait_for_allocations(system, {})
+    assert _migration_statuses(api, server_id) == ['confirmed']
+
+
+def test_a_resize_waiting_longer_than_the_window_is_confirmed(
+        start_system, monkeypatch):
+    from scheduler_split import conf
+    conf.CONF.set_override('resize_confirm_window', 1)
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.wait_for(api.boot(flavor='1'))['id']
+    _action(api, server_id, {'resize': {'flavorRef': '2'}})
+    dest = _host(api.wait_for(server_id, statuses=('VERIFY_RESIZE',)))
+
+    server = api.wait_for(server_id, statuses=('ACTIVE', 'ERROR'),
+                          timeout=20)
+    assert (server['status'], _host(server)) == ('ACTIVE', dest)
+    _wait_for_allocations(system, {server_id: {dest: SMALL}})
+    assert _migration_statuses(api, server_id) == ['confirmed']
+
+
+def test_a_resize_beyond_the_quota_is_refused(start_system):
+    system = start_system(cells=1, hosts_per_cell=2, quotas=True)
+    api = system.api
+    resp = api.put('/v2.1/os-quota-sets/admin',
+                   {'quota_set': {'ram': 1024}})
+    assert resp.status_code == 200, resp.text
+    server_id = api.wait_for(api.boot(flavor='1'))['id']
+    message = nova_error(api.post('/v2.1/servers/%s/action' % server_id,
+                                  {'resize': {'flavorRef': '2'}}),
+                         403, 'forbidden')
+    assert 'Quota exceeded for ram' in message
+    assert api.server(server_id)['status'] == 'ACTIVE'
+    assert _migrations(api, server_id) == []
