@@ -35,6 +35,10 @@ class InstanceNotResized(Invalid):
     msg_fmt = 'Instance has not been resized.'
 
 
+class ComputeServiceInUse(Invalid):
+    msg_fmt = 'Compute service of %(host)s is still in use.'
+
+
 class MoveToSameHost(Invalid):
     msg_fmt = "The target host can't be the same one."
 

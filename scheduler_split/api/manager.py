@@ -23,6 +23,7 @@ from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
 from scheduler_split.objects import migration as migration_obj
+from scheduler_split.objects import service as service_obj
 from scheduler_split import quota
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
@@ -408,6 +409,96 @@ class ComputeAPI:
                 pass
             raise exception.ServiceUnavailable(
                 reason='the conductor could not start the %s' % action)
+
+    def _record_move(self, ctx, cctx, instance, kind, action, task_state):
+        """Set ``task_state`` (guarded: of two concurrent requests one
+        wins), start the instance action and record the migration
+        (``accepted``), made here so that the API can answer with it."""
+        instance.task_state = task_state
+        try:
+            instance.save(cctx, expected_task_state=[None],
+                          expected_vm_state=instance.vm_state)
+        except exception.Conflict:
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=instance.uuid,
+                attr='task_state', state='changing')
+        instance_action.start_action(cctx, instance.uuid, action)
+        return objects.Migration(
+            instance_uuid=instance.uuid, migration_type=kind,
+            status=migration_obj.ACCEPTED, source_compute=instance.host,
+            source_node=instance.node,
+            old_instance_type_id=instance.flavor.get('id'),
+            new_instance_type_id=instance.flavor.get('id'),
+            old_flavor=instance.flavor, new_flavor=instance.flavor,
+            old_vm_state=instance.vm_state, user_id=ctx.user_id,
+            project_id=ctx.project_id).create(cctx)
+
+    def _cast_move(self, cctx, instance, migration, task_state, cast):
+        try:
+            cast()
+        except Exception:
+            LOG.exception('Casting the %s of %s failed',
+                          migration.migration_type, instance.uuid)
+            migration.status = migration_obj.ERROR
+            migration.save(cctx)
+            instance.task_state = None
+            try:
+                instance.save(cctx, expected_task_state=task_state)
+            except exception.SchedulerSplitException:
+                pass
+            raise exception.ServiceUnavailable(
+                reason='the conductor could not be reached; nothing was '
+                       'done')
+
+    def live_migrate(self, ctx, uuid, host=None, block_migration=None):
+        """Live migrate the server (to ``host`` if named); returns the
+        migration record, before any host is chosen (errors after that
+        are in the instance action)."""
+        instance, cell = self._start_move(
+            ctx, uuid, 'os-migrateLive',
+            [instance_obj.ACTIVE, instance_obj.PAUSED])
+        if host is not None and host == instance.host:
+            raise exception.MoveToSameHost()
+        cctx = ss_context.target_cell(ctx, cell)
+        migration = self._record_move(
+            ctx, cctx, instance, migration_obj.LIVE_MIGRATION,
+            'live-migration', instance_obj.MIGRATING)
+        self._cast_move(
+            cctx, instance, migration, instance_obj.MIGRATING,
+            lambda: self.conductor.live_migrate_instance(
+                ctx, instance, migration, host=host,
+                block_migration=block_migration))
+        return migration
+
+    def evacuate(self, ctx, uuid, host=None, stopped=False):
+        """Rebuild the server, whose compute is down, on another host (on
+        ``host`` if named); left stopped there with ``stopped``, else in
+        the state it was (ACTIVE for one in ERROR)."""
+        instance, cell = self._start_move(
+            ctx, uuid, 'evacuate',
+            [instance_obj.ACTIVE, instance_obj.STOPPED, instance_obj.ERROR])
+        if host is not None and host == instance.host:
+            raise exception.MoveToSameHost()
+        cctx = ss_context.target_cell(ctx, cell)
+        service = objects.Service.get_by_host_and_binary(
+            cctx, instance.host, service_obj.COMPUTE)
+        if service is not None and not service.forced_down and \
+                service.last_seen_up is not None and (
+                    obj_base.naive_utc(obj_base.utcnow()) -
+                    obj_base.naive_utc(service.last_seen_up)
+                ).total_seconds() <= CONF.service_down_time:
+            raise exception.ComputeServiceInUse(host=instance.host)
+        migration = self._record_move(
+            ctx, cctx, instance, migration_obj.EVACUATION, 'evacuate',
+            instance_obj.REBUILDING)
+        if stopped:
+            migration.old_vm_state = instance_obj.STOPPED
+            migration.save(cctx)
+        self._cast_move(
+            cctx, instance, migration, instance_obj.REBUILDING,
+            lambda: self.conductor.evacuate_instance(
+                ctx, instance, migration, host=host))
+        return migration
 
     @staticmethod
     def _count_as(uuid, flavor):

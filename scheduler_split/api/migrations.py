@@ -1,4 +1,6 @@
-"""``GET /v2.1/os-migrations``: the moves of servers, from every cell.
+"""``GET /v2.1/os-migrations``: the moves of servers, from every cell;
+``/v2.1/servers/{server_id}/migrations``: a server's live migrations in
+progress (from 2.23).
 
 Nova's shapes: ``migration_type`` and ``links`` (for a live migration in
 progress) from 2.23, ``uuid`` and paging (``limit``, ``marker``,
@@ -12,6 +14,7 @@ from scheduler_split.api import paging
 from scheduler_split.api import schemas
 from scheduler_split.api import servers
 from scheduler_split import context as ss_context
+from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import migration as migration_obj
 from scheduler_split import policy
@@ -126,3 +129,66 @@ def index(req, ctx, version):
                                                          found[-1].uuid)
     body['migrations'] = [_view(req, version, m) for m in found]
     return body
+
+
+def _server_view(version, migration):
+    """A live migration in progress, as servers/{id}/migrations shows it
+    (the fake driver counts no memory or disk transferred)."""
+    view = {
+        'id': migration.id,
+        'server_uuid': migration.instance_uuid,
+        'status': migration.status,
+        'source_compute': migration.source_compute,
+        'source_node': migration.source_node,
+        'dest_compute': migration.dest_compute,
+        'dest_node': migration.dest_node,
+        'dest_host': migration.dest_host,
+        'created_at': _time(migration.created_at),
+        'updated_at': _time(migration.updated_at),
+        'memory_total_bytes': None,
+        'memory_processed_bytes': None,
+        'memory_remaining_bytes': None,
+        'disk_total_bytes': None,
+        'disk_processed_bytes': None,
+        'disk_remaining_bytes': None,
+    }
+    if version >= (2, 59):
+        view['uuid'] = migration.uuid
+    if version >= (2, 80):
+        view['user_id'] = migration.user_id
+        view['project_id'] = migration.project_id
+    return view
+
+
+def _live_in_progress(req, ctx, version, server_id):
+    if version < (2, 23):
+        raise errors.not_found('The resource could not be found.')
+    try:
+        instance, cell = req.compute_api.locate(ctx, server_id)
+    except exception.InstanceNotFound as exc:
+        raise errors.not_found(exc.format_message())
+    if cell is None or cell.is_cell0:
+        return []
+    return objects.Migration.get_all(
+        ss_context.target_cell(ctx, cell), instance_uuid=instance.uuid,
+        migration_types=[migration_obj.LIVE_MIGRATION],
+        statuses=migration_obj.LIVE_IN_PROGRESS)
+
+
+def server_index(req, ctx, version, server_id):
+    policy.authorize(ctx, 'os_compute_api:servers:migrations:index',
+                     target={})
+    return {'migrations': [
+        _server_view(version, m)
+        for m in _live_in_progress(req, ctx, version, server_id)]}
+
+
+def server_show(req, ctx, version, server_id, migration_id):
+    policy.authorize(ctx, 'os_compute_api:servers:migrations:show',
+                     target={})
+    for migration in _live_in_progress(req, ctx, version, server_id):
+        if str(migration.id) == migration_id:
+            return {'migration': _server_view(version, migration)}
+    raise errors.not_found(
+        'In-progress live migration %s is not found for server %s.'
+        % (migration_id, server_id))

@@ -349,11 +349,7 @@ def _migrate(req, ctx, version, instance, body):
         policy.authorize(ctx,
                          'os_compute_api:os-migrate-server:migrate:host',
                          _target(instance))
-        try:
-            objects.HostMapping.get_by_host(ctx, host)
-        except exception.NotFound:
-            raise errors.bad_request('Compute host %s could not be found.'
-                                     % host)
+        _known_host(ctx, host)
     try:
         req.compute_api.resize(ctx, instance.uuid, host=host)
     except exception.NoValidHost as exc:
@@ -385,6 +381,100 @@ def _revert_resize(req, ctx, version, instance, body):
     return 202, None
 
 
+_BOOLEAN = {'type': ['boolean', 'string'],
+            'enum': [True, 'True', 'TRUE', 'true', '1', 'ON', 'On', 'on',
+                     'YES', 'Yes', 'yes', False, 'False', 'FALSE', 'false',
+                     '0', 'OFF', 'Off', 'off', 'NO', 'No', 'no']}
+_HOST = {'type': ['string', 'null'], 'minLength': 1, 'maxLength': 255,
+         'pattern': '^[a-zA-Z0-9-._]*$'}
+
+
+def _action_schema(name, properties, required):
+    return {
+        'type': 'object',
+        'properties': {name: {'type': 'object', 'properties': properties,
+                              'required': required,
+                              'additionalProperties': False}},
+        'required': [name],
+        'additionalProperties': False,
+    }
+
+
+def _live_schema(version):
+    """os-migrateLive as each microversion takes it: disk_over_commit
+    until 2.24, block_migration ``auto`` from 2.25, force from 2.30 to
+    2.67."""
+    if version < (2, 25):
+        return _action_schema(
+            'os-migrateLive',
+            {'host': _HOST, 'block_migration': _BOOLEAN,
+             'disk_over_commit': _BOOLEAN},
+            ['host', 'block_migration', 'disk_over_commit'])
+    properties = {'host': _HOST,
+                  'block_migration': {'oneOf': [_BOOLEAN,
+                                                {'enum': ['auto']}]}}
+    if (2, 30) <= version < (2, 68):
+        properties['force'] = _BOOLEAN
+    return _action_schema('os-migrateLive', properties,
+                          ['host', 'block_migration'])
+
+
+def _evacuate_schema(version):
+    """evacuate as each microversion takes it: onSharedStorage until
+    2.13, force from 2.29 to 2.67."""
+    properties = {'host': _HOST,
+                  'adminPass': {'type': 'string', 'maxLength': 255}}
+    required = []
+    if version < (2, 14):
+        properties['onSharedStorage'] = _BOOLEAN
+        required = ['onSharedStorage']
+    if (2, 29) <= version < (2, 68):
+        properties['force'] = _BOOLEAN
+    return _action_schema('evacuate', properties, required)
+
+
+def _known_host(ctx, host):
+    try:
+        objects.HostMapping.get_by_host(ctx, host)
+    except exception.NotFound:
+        raise errors.bad_request('Compute host %s could not be found.'
+                                 % host)
+
+
+def _migrate_live(req, ctx, version, instance, body):
+    """Accepted at once (as Nova does from 2.34): the scheduling and the
+    destination's checks happen behind the bus, and a failure shows in
+    the server's instance action, the server running where it was."""
+    schemas.validate(body, _live_schema(version))
+    policy.authorize(ctx, 'os_compute_api:os-migrate-server:migrate_live',
+                     _target(instance))
+    args = body['os-migrateLive']
+    host = args.get('host')
+    if host is not None:
+        _known_host(ctx, host)
+    req.compute_api.live_migrate(ctx, instance.uuid, host=host,
+                                 block_migration=args['block_migration'])
+    return 202, None
+
+
+def _evacuate(req, ctx, version, instance, body):
+    schemas.validate(body, _evacuate_schema(version))
+    policy.authorize(ctx, 'os_compute_api:os-evacuate', _target(instance))
+    args = body['evacuate']
+    host = args.get('host')
+    if host is not None:
+        _known_host(ctx, host)
+    # From 2.95 an evacuated server is left stopped on its new host, as
+    # Nova leaves it; before, in the state it was.
+    req.compute_api.evacuate(ctx, instance.uuid, host=host,
+                             stopped=version >= (2, 95))
+    if version < (2, 14):
+        # As Nova answers then, with the password the server would have
+        # (the fake driver sets none).
+        return 200, {'adminPass': args.get('adminPass') or ''}
+    return 200, None
+
+
 _HANDLERS = {name: _cast(name) for name in _CASTS}
 _HANDLERS.update({
     'reboot': _reboot,
@@ -399,4 +489,6 @@ _HANDLERS.update({
     'migrate': _migrate,
     'confirmResize': _confirm_resize,
     'revertResize': _revert_resize,
+    'os-migrateLive': _migrate_live,
+    'evacuate': _evacuate,
 })

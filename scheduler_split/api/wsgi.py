@@ -93,6 +93,10 @@ ROUTES = {
         'GET': server_metadata.tag_show,
         'PUT': server_metadata.tag_update,
         'DELETE': server_metadata.tag_delete},
+    '/v2.1/servers/{server_id}/migrations': {
+        'GET': migrations.server_index},
+    '/v2.1/servers/{server_id}/migrations/{migration_id}': {
+        'GET': migrations.server_show},
     '/v2.1/servers/{server_id}/os-instance-actions': {
         'GET': instance_actions.index},
     '/v2.1/servers/{server_id}/os-instance-actions/{request_id}': {

@@ -85,6 +85,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin):
         # Why builds failed whose ERROR could not be saved yet.
         self._unsaved_errors = {}
         self._first_settle = True
+        self._evacuations_cleaned = False
 
     def init_host(self):
         """At start: nothing to read yet; the first run of the periodic
@@ -105,6 +106,15 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin):
         progress is finished too.
         """
         ctx = ss_context.get_admin_context()
+        if not self._evacuations_cleaned:
+            # Until it has worked once: the conductor may not be
+            # listening yet at the start.
+            try:
+                self.clean_up_evacuations(ctx)
+                self._evacuations_cleaned = True
+            except Exception:
+                LOG.exception('Could not look for servers evacuated off '
+                              '%s yet; trying again later', self.host)
         first, self._first_settle = self._first_settle, False
         try:
             instances = self.conductor.instance_get_all_by_host(

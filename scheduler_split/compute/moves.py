@@ -391,3 +391,215 @@ class MovesMixin:
                 action='revertResize' if reverting else action_of(migration))
         LOG.info('Instance %s is back on %s', uuid, self.host,
                  extra={'instance_uuid': uuid})
+
+    # --- live migration ------------------------------------------------------
+    # The conductor claimed the destination (the migration holds the
+    # source) and asked it ``pre_live_migration``; the source sends the
+    # running server, then the destination takes it over. A failure
+    # leaves it running on the source, which holds it again.
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def pre_live_migration(self, ctx, instance, migration):
+        """Call from the conductor to the destination: ready to take the
+        server? Raises if not."""
+        self.driver.pre_live_migration(instance)
+        self._record_event(ctx, instance.uuid, 'compute_pre_live_migration',
+                           details='%s is ready' % self.host,
+                           action='live-migration')
+        return True
+
+    @messaging.expose
+    def live_migration(self, ctx, instance, migration):
+        uuid = instance.uuid
+        with self._locks(uuid):
+            current = self._current(ctx, uuid, [instance_obj.MIGRATING],
+                                    'live_migration')
+            if current is None:
+                self._abandon(ctx, uuid, migration)
+                return
+            try:
+                migration = self._save_migration(
+                    ctx, migration, migration_obj.RUNNING,
+                    migration_obj.PREPARING)
+            except (exception.MigrationNotFound, exception.Conflict):
+                LOG.info('Live migration %s of instance %s ended before it '
+                         'ran', migration.uuid, uuid,
+                         extra={'instance_uuid': uuid})
+                return
+            try:
+                self.driver.live_migration(current)
+            except Exception as exc:
+                self._live_rollback(ctx, current, migration, exc)
+                return
+            # The server runs on the destination now: the source's
+            # resources go back.
+            self.scheduler.try_release_resources(ctx, migration.uuid)
+            self._record_event(ctx, uuid, 'compute_live_migration',
+                               details='sent to %s' % migration.dest_compute,
+                               action='live-migration')
+        self.computes.post_live_migration_at_destination(
+            ctx, migration.dest_compute, current, migration)
+
+    def _live_rollback(self, ctx, instance, migration, exc):
+        uuid = instance.uuid
+        LOG.warning('Live migration of instance %s to %s failed: %s; it '
+                    'keeps running on %s', uuid, migration.dest_compute,
+                    exc, self.host, extra={'instance_uuid': uuid})
+        self.scheduler.revert_claim_from_migration(ctx, migration.uuid,
+                                                   uuid)
+        instance.task_state = None
+        try:
+            self.conductor.instance_save(
+                ctx, instance, expected_task_states=[instance_obj.MIGRATING])
+        except (exception.InstanceNotFound, exception.Conflict):
+            pass
+        self._save_migration(ctx, migration, migration_obj.ERROR, None)
+        self._record_event(ctx, uuid, 'compute_live_migration',
+                           result=instance_action.ERROR,
+                           details='%s; it stays on %s' % (
+                               exception.describe(exc), self.host),
+                           action='live-migration')
+        self.computes.rollback_live_migration_at_destination(
+            ctx, migration.dest_compute, instance, migration)
+
+    @messaging.expose
+    def post_live_migration_at_destination(self, ctx, instance, migration):
+        uuid = instance.uuid
+        with self._locks(uuid):
+            current = self._current(ctx, uuid, [instance_obj.MIGRATING],
+                                    'post_live_migration_at_destination')
+            if current is None:
+                self._abandon(ctx, uuid, migration)
+                return
+            self.driver.post_live_migration_at_destination(
+                current, current.power_state)
+            current.host = self.host
+            current.node = migration.dest_node or self.driver.nodename()
+            current.task_state = None
+            try:
+                self.conductor.instance_save(
+                    ctx, current,
+                    expected_task_states=[instance_obj.MIGRATING])
+            except (exception.InstanceNotFound, exception.Conflict):
+                self.driver.destroy(current)
+                self._abandon(ctx, uuid, migration)
+                return
+            self._save_migration(ctx, migration, migration_obj.COMPLETED,
+                                 migration_obj.RUNNING)
+            self._record_event(
+                ctx, uuid, 'compute_post_live_migration_at_destination',
+                details='running on %s' % self.host,
+                action='live-migration')
+        LOG.info('Instance %s live migrated from %s to %s', uuid,
+                 migration.source_compute, self.host,
+                 extra={'instance_uuid': uuid})
+
+    @messaging.expose
+    def rollback_live_migration_at_destination(self, ctx, instance,
+                                               migration):
+        """Whatever the destination prepared for a live migration that
+        failed goes."""
+        self.driver.destroy(instance)
+
+    # --- evacuation ----------------------------------------------------------
+    # The source's compute is down. The conductor claimed a destination
+    # (the migration holds the source until its compute comes back and
+    # cleans up), and the destination rebuilds the server from its image.
+
+    @messaging.expose
+    def rebuild_instance(self, ctx, instance, migration):
+        uuid = instance.uuid
+        with self._locks(uuid):
+            current = self._current(ctx, uuid, [instance_obj.REBUILDING],
+                                    'rebuild_instance')
+            if current is None:
+                self._abandon(ctx, uuid, migration)
+                return
+            current.task_state = instance_obj.REBUILD_SPAWNING
+            try:
+                current = self.conductor.instance_save(
+                    ctx, current,
+                    expected_task_states=[instance_obj.REBUILDING])
+            except (exception.InstanceNotFound, exception.Conflict):
+                self._abandon(ctx, uuid, migration)
+                return
+            power_on = migration.old_vm_state != instance_obj.STOPPED
+            try:
+                self.driver.rebuild(current, power_on)
+            except Exception as exc:
+                self._evacuation_failed(ctx, current, migration, exc)
+                return
+            current.host = self.host
+            current.node = migration.dest_node or self.driver.nodename()
+            current.vm_state = (instance_obj.ACTIVE if power_on
+                                else instance_obj.STOPPED)
+            current.task_state = None
+            current.power_state = (instance_obj.RUNNING if power_on
+                                   else instance_obj.SHUTDOWN)
+            try:
+                self.conductor.instance_save(
+                    ctx, current,
+                    expected_task_states=[instance_obj.REBUILD_SPAWNING])
+            except (exception.InstanceNotFound, exception.Conflict):
+                self.driver.destroy(current)
+                self._abandon(ctx, uuid, migration)
+                return
+            self._save_migration(ctx, migration, migration_obj.DONE, None)
+            self._record_event(ctx, uuid, 'compute_rebuild_instance',
+                               details='rebuilt on %s' % self.host,
+                               action='evacuate')
+        LOG.info('Instance %s evacuated from %s to %s', uuid,
+                 migration.source_compute, self.host,
+                 extra={'instance_uuid': uuid})
+
+    def _evacuation_failed(self, ctx, instance, migration, exc):
+        """ERROR with the fault; the instance holds its (dead) source
+        again, as a failed build holds its host until it is deleted."""
+        uuid = instance.uuid
+        LOG.warning('Evacuating instance %s to %s failed: %s', uuid,
+                    self.host, exc, extra={'instance_uuid': uuid})
+        self.driver.destroy(instance)
+        self.scheduler.revert_claim_from_migration(ctx, migration.uuid,
+                                                   uuid)
+        fault = objects.InstanceFault.from_exception(uuid, exc,
+                                                     host=self.host)
+        try:
+            self.conductor.instance_save_error(
+                ctx, instance, fault,
+                expected_task_states=[instance_obj.REBUILD_SPAWNING])
+        except (exception.InstanceNotFound, exception.Conflict):
+            pass
+        self._save_migration(ctx, migration, migration_obj.FAILED, None)
+        self._record_event(ctx, uuid, 'compute_rebuild_instance',
+                           result=instance_action.ERROR,
+                           details=exception.describe(exc),
+                           action='evacuate')
+
+    def clean_up_evacuations(self, ctx):
+        """At start: servers evacuated off this host while it was down
+        run elsewhere now. Their copies here go, and so do the resources
+        their migrations still held here; each migration is
+        ``completed``."""
+        for migration in self.conductor.migrations_get(
+                ctx, source_compute=self.host,
+                migration_types=[migration_obj.EVACUATION],
+                statuses=[migration_obj.DONE]):
+            uuid = migration.instance_uuid
+            with self._locks(uuid):
+                try:
+                    instance = self.conductor.instance_get(
+                        ctx, uuid, read_deleted=True)
+                    self.driver.destroy(instance)
+                except exception.InstanceNotFound:
+                    pass
+                self.scheduler.try_release_resources(ctx, migration.uuid)
+                try:
+                    self._save_migration(ctx, migration,
+                                         migration_obj.COMPLETED,
+                                         migration_obj.DONE)
+                except (exception.MigrationNotFound, exception.Conflict):
+                    continue
+            LOG.info('Instance %s was evacuated from this host to %s; its '
+                     'copy and its resources here are gone', uuid,
+                     migration.dest_compute, extra={'instance_uuid': uuid})

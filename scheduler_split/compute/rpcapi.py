@@ -11,10 +11,14 @@ Version history:
           1.3 (locked, locked_by, locked_reason, tags)
     1.4 - RequestSpec 1.2 (the image's properties) in
           build_and_run_instance
-    1.5 - resizes and cold migrations: prep_resize, resize_instance,
+    1.5 - moves, carrying Migration 1.0: prep_resize, resize_instance,
           finish_resize, confirm_resize, revert_resize,
-          finish_revert_resize (casts carrying Migration 1.0);
-          RequestSpec 1.3 (requested_cell) in build_and_run_instance
+          finish_revert_resize (resizes, cold migrations);
+          pre_live_migration (a call), live_migration,
+          post_live_migration_at_destination,
+          rollback_live_migration_at_destination (live migrations);
+          rebuild_instance (evacuations); RequestSpec 1.3
+          (requested_cell) in build_and_run_instance
 """
 
 from scheduler_split import conf
@@ -187,3 +191,36 @@ class ComputeAPI:
         """To the source: start the server there again."""
         self._move_cast(ctx, 'finish_revert_resize', host,
                         instance=instance, migration=migration)
+
+    # Live migrations: the conductor asks the destination, then the
+    # source sends the running server.
+
+    def pre_live_migration(self, ctx, host, instance, migration,
+                           timeout=None):
+        """Call to a live migration's destination: get ready to take the
+        server (a refusal raises, and the conductor tries the next
+        alternate)."""
+        cctxt, _ = self.client.prepare('1.5', server=host, timeout=timeout)
+        return cctxt.call(ctx, 'pre_live_migration', instance=instance,
+                          migration=migration)
+
+    def live_migration(self, ctx, host, instance, migration):
+        """To the source: send the running server to the destination."""
+        self._move_cast(ctx, 'live_migration', host, instance=instance,
+                        migration=migration)
+
+    def post_live_migration_at_destination(self, ctx, host, instance,
+                                           migration):
+        self._move_cast(ctx, 'post_live_migration_at_destination', host,
+                        instance=instance, migration=migration)
+
+    def rollback_live_migration_at_destination(self, ctx, host, instance,
+                                               migration):
+        self._move_cast(ctx, 'rollback_live_migration_at_destination',
+                        host, instance=instance, migration=migration)
+
+    # Evacuations: the destination rebuilds a server whose host is down.
+
+    def rebuild_instance(self, ctx, host, instance, migration):
+        self._move_cast(ctx, 'rebuild_instance', host, instance=instance,
+                        migration=migration)

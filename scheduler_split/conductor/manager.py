@@ -57,6 +57,12 @@ BUS_FAILURES = (messaging.MessagingTimeout,
 # How many instances one look at a cell reads at a time.
 CHUNK = 500
 
+# The conductor's event in each kind of move's instance action.
+_CONDUCTOR_EVENTS = {'resize': 'conductor_migrate_server',
+                     'migrate': 'conductor_migrate_server',
+                     'live-migration': 'conductor_live_migrate_instance',
+                     'evacuate': 'conductor_evacuate_instance'}
+
 
 def take_host_zone(instance, request_spec, selection):
     """An instance whose user asked for no zone is in its host's zone.
@@ -262,7 +268,132 @@ class SuperConductorManager:
             spec.instance_group.hosts = []
         return spec
 
-    def _move_not_scheduled(self, cctx, instance, migration, action, exc):
+    def _compute_of(self, cell):
+        return compute_rpcapi.ComputeAPI(
+            rpc.get_transport(cell.transport_url), cell.database_connection)
+
+    def _locate(self, ctx, uuid):
+        """``(cell, cell context, instance)`` of a server in a cell."""
+        cell = objects.InstanceMapping.get_by_instance_uuid(
+            ctx, uuid).cell_mapping
+        cctx = ss_context.target_cell(ctx, cell)
+        return cell, cctx, objects.Instance.get_by_uuid(cctx, uuid)
+
+    @messaging.expose
+    def live_migrate_instance(self, ctx, instance, migration, host=None,
+                              block_migration=None):
+        """Cast from the API: live migrate the server (in ``migrating``).
+
+        As a cold migration: the migration holds the source, the
+        scheduler claims a destination with same-cell alternates. Each
+        destination in turn is asked ``pre_live_migration``; one that
+        refuses gives way to the next alternate (whose claim replaces
+        its own). The source then sends the server.
+        """
+        uuid = instance.uuid
+        action = 'live-migration'
+        try:
+            cell, cctx, instance = self._locate(ctx, uuid)
+        except (exception.InstanceNotFound,
+                exception.InstanceMappingNotFound):
+            return
+        migration.status = migration_obj.QUEUED
+        migration.save(cctx)
+        spec = self._move_spec(ctx, instance, instance.flavor, cell, host)
+        try:
+            self.scheduler.move_claim_to_migration(ctx, uuid,
+                                                   migration.uuid)
+            [host_list] = self.scheduler.select_destinations(
+                ctx, spec, [uuid], return_alternates=True,
+                num_alternates=CONF.conductor.build_max_attempts - 1)
+        except Exception as exc:
+            self._move_not_scheduled(cctx, instance, migration, action, exc,
+                                     instance_obj.MIGRATING)
+            return
+        compute = self._compute_of(cell)
+        tried = []
+        for index, selection in enumerate(host_list):
+            dest = selection.service_host
+            if index and not self._claim_alternate(ctx, selection, uuid):
+                continue
+            tried.append(dest)
+            migration.dest_compute = migration.dest_host = dest
+            migration.dest_node = selection.nodename
+            migration.status = migration_obj.PREPARING
+            migration.save(cctx)
+            try:
+                compute.pre_live_migration(
+                    ctx, dest, instance, migration,
+                    timeout=CONF.rpc_response_timeout)
+            except Exception as exc:
+                LOG.info('%s cannot take instance %s live: %s', dest, uuid,
+                         exception.describe(exc),
+                         extra={'instance_uuid': uuid})
+                instance_action.record_event(
+                    cctx, uuid, 'conductor_live_migrate_instance',
+                    host=dest, result=instance_action.ERROR,
+                    details='%s refused: %s; trying the next alternate' % (
+                        dest, exception.describe(exc)), action=action)
+                continue
+            instance_action.record_event(
+                cctx, uuid, 'conductor_live_migrate_instance', host=CONF.host,
+                details='%s claimed and ready (hosts tried: %s)' % (
+                    dest, ', '.join(tried)), action=action)
+            compute.live_migration(ctx, instance.host, instance, migration)
+            return
+        self._move_not_scheduled(
+            cctx, instance, migration, action,
+            exception.MaxRetriesExceeded(
+                reason='Exhausted all hosts available for live migrating '
+                       'instance %s (hosts tried: %s)' % (
+                           uuid, ', '.join(tried))),
+            instance_obj.MIGRATING)
+
+    def _claim_alternate(self, ctx, selection, uuid):
+        try:
+            return self.scheduler.claim_resources(ctx, selection, uuid)
+        except Exception:
+            LOG.exception('Claiming %s for instance %s failed; trying the '
+                          'next alternate', selection.service_host, uuid,
+                          extra={'instance_uuid': uuid})
+            return False
+
+    @messaging.expose
+    def evacuate_instance(self, ctx, instance, migration, host=None):
+        """Cast from the API: rebuild the server, whose compute is down,
+        on another host of its cell (``host`` if named, still filtered).
+        The migration holds the dead source until its compute comes back
+        and cleans up."""
+        uuid = instance.uuid
+        action = 'evacuate'
+        try:
+            cell, cctx, instance = self._locate(ctx, uuid)
+        except (exception.InstanceNotFound,
+                exception.InstanceMappingNotFound):
+            return
+        spec = self._move_spec(ctx, instance, instance.flavor, cell, host)
+        migration.status = migration_obj.PRE_MIGRATING
+        migration.save(cctx)
+        try:
+            self.scheduler.move_claim_to_migration(ctx, uuid,
+                                                   migration.uuid)
+            [[chosen]] = self.scheduler.select_destinations(
+                ctx, spec, [uuid], return_alternates=False)
+        except Exception as exc:
+            self._move_not_scheduled(cctx, instance, migration, action, exc,
+                                     instance_obj.REBUILDING)
+            return
+        migration.dest_compute = migration.dest_host = chosen.service_host
+        migration.dest_node = chosen.nodename
+        migration.save(cctx)
+        instance_action.record_event(
+            cctx, uuid, 'conductor_evacuate_instance', host=CONF.host,
+            details='%s claimed' % chosen.service_host, action=action)
+        self._compute_of(cell).rebuild_instance(
+            ctx, chosen.service_host, instance, migration)
+
+    def _move_not_scheduled(self, cctx, instance, migration, action, exc,
+                            task_state=instance_obj.RESIZE_PREP):
         """No destination: the instance holds its source again and is as
         it was; the migration ends in error."""
         uuid = instance.uuid
@@ -284,12 +415,11 @@ class SuperConductorManager:
         migration.save(cctx)
         instance.task_state = None
         try:
-            instance.save(cctx,
-                          expected_task_state=instance_obj.RESIZE_PREP)
+            instance.save(cctx, expected_task_state=task_state)
         except (exception.InstanceNotFound, exception.Conflict):
             pass
         instance_action.record_event(
-            cctx, uuid, 'conductor_migrate_server', host=CONF.host,
+            cctx, uuid, _CONDUCTOR_EVENTS[action], host=CONF.host,
             result=instance_action.ERROR, details=exception.describe(exc),
             action=action)
 
@@ -912,6 +1042,14 @@ class CellConductorManager:
     def migration_get(self, ctx, migration_uuid):
         return objects.Migration.get_by_uuid(
             ss_context.targeted(ctx, self.cell_db), migration_uuid)
+
+    @messaging.expose
+    def migrations_get(self, ctx, source_compute=None, migration_types=None,
+                       statuses=None):
+        return objects.Migration.get_all(
+            ss_context.targeted(ctx, self.cell_db),
+            source_compute=source_compute, migration_types=migration_types,
+            statuses=statuses)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.MigrationNotFound,

@@ -23,8 +23,9 @@ Version history:
           schedule_and_build_instances (super) and build_instances (cell)
     1.7 - (cell) service_heartbeat takes ``create``: False leaves a
           deleted service record deleted (ServiceNotFound)
-    1.8 - moves: migrate_server (super), migrate_reschedule,
-          migration_get, migration_save, get_minimum_compute_version
+    1.8 - moves: migrate_server, live_migrate_instance,
+          evacuate_instance (super); migrate_reschedule, migration_get,
+          migration_save, migrations_get, get_minimum_compute_version
           (cell); RequestSpec 1.3 (requested_cell) in
           schedule_and_build_instances and build_instances
 """
@@ -316,3 +317,30 @@ class ConductorAPI:
         cctxt, _ = self.client.prepare('1.8',
                                        timeout=SERVICE_VERSION_TIMEOUT)
         return cctxt.call(ctx, 'get_minimum_compute_version')
+
+    def migrations_get(self, ctx, source_compute=None, migration_types=None,
+                       statuses=None):
+        """Call from a compute: migrations of this cell (at its start,
+        the evacuations off its host)."""
+        cctxt, _ = self.client.prepare('1.8')
+        return cctxt.call(ctx, 'migrations_get',
+                          source_compute=source_compute,
+                          migration_types=migration_types,
+                          statuses=statuses)
+
+    def live_migrate_instance(self, ctx, instance, migration, host=None,
+                              block_migration=None):
+        """Cast from the API to the super-conductor: live migrate the
+        server (to ``host`` if named, still filtered); ``migration`` is
+        its record, made by the API."""
+        cctxt, _ = self.client.prepare('1.8')
+        cctxt.cast(ctx, 'live_migrate_instance', instance=instance,
+                   migration=migration, host=host,
+                   block_migration=block_migration)
+
+    def evacuate_instance(self, ctx, instance, migration, host=None):
+        """Cast from the API to the super-conductor: rebuild the server,
+        whose host is down, elsewhere (on ``host`` if named)."""
+        cctxt, _ = self.client.prepare('1.8')
+        cctxt.cast(ctx, 'evacuate_instance', instance=instance,
+                   migration=migration, host=host)

@@ -54,6 +54,10 @@ fake_driver_opts = [
     cfg.FloatOpt('action_delay', default=0.0, min=0.0,
                  help='Seconds a fake power, pause or suspend action '
                       'takes.'),
+    cfg.FloatOpt('move_delay', default=0.0, min=0.0,
+                 help='Seconds a fake move sends its server for: the '
+                      'source\'s step of a resize, a cold or a live '
+                      'migration.'),
     cfg.ListOpt('fail_move_steps', default=[],
                 help='Steps of moves that fail: a step alone fails on every '
                      'host, STEP@HOST only on that host. Steps: '

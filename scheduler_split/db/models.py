@@ -349,7 +349,8 @@ class Migration(_Timestamps, CellBase):
     new_instance_type_id = sa.Column(sa.Integer)
     old_flavor = sa.Column(sa.Text)
     new_flavor = sa.Column(sa.Text)
-    # The vm state to come back to (ACTIVE or STOPPED).
+    # The vm state to come back to (ACTIVE or STOPPED); for an
+    # evacuation, the one to end in.
     old_vm_state = sa.Column(sa.String(255))
     user_id = sa.Column(sa.String(255))
     project_id = sa.Column(sa.String(255))

@@ -16,6 +16,12 @@ def _rule(name, description, method, path):
 rules = [
     _rule('os_compute_api:os-migrations:index',
           'List the migrations of every cell.', 'GET', '/os-migrations'),
+    _rule('os_compute_api:servers:migrations:index',
+          'List the live migrations of a server in progress.', 'GET',
+          '/servers/{server_id}/migrations'),
+    _rule('os_compute_api:servers:migrations:show',
+          'Show a live migration of a server in progress.', 'GET',
+          '/servers/{server_id}/migrations/{migration_id}'),
 ]
 
 

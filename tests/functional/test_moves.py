@@ -239,3 +239,177 @@ def test_a_resize_beyond_the_quota_is_refused(start_system):
     assert 'Quota exceeded for ram' in message
     assert api.server(server_id)['status'] == 'ACTIVE'
     assert _migrations(api, server_id) == []
+
+
+# --- live migration ---------------------------------------------------------
+
+def _settled(api, server_id, timeout=15):
+    """The server once no task runs on it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        server = api.server(server_id)
+        if server['OS-EXT-STS:task_state'] is None and \
+                server['status'] not in ('BUILD', 'MIGRATING', 'RESIZE',
+                                         'REBUILD'):
+            return server
+        if time.monotonic() > deadline:
+            raise AssertionError('server %s still %s/%s' % (
+                server_id, server['status'],
+                server['OS-EXT-STS:task_state']))
+        time.sleep(0.05)
+
+
+def _live(api, server_id, host=None):
+    return _action(api, server_id, {'os-migrateLive': {
+        'host': host, 'block_migration': 'auto'}})
+
+
+def test_live_migration_moves_a_running_server_and_its_claim(
+        start_system, fake_driver):
+    fake_driver('move_delay', 1.0)
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.boot(flavor='1', availability_zone='nova:cell1-compute1')
+    api.wait_for(server_id)
+
+    _live(api, server_id)
+    # While it runs: MIGRATING, listed under the server, both hosts held.
+    deadline = time.monotonic() + 10
+    while True:
+        listed = api.get('/v2.1/servers/%s/migrations' % server_id).json()[
+            'migrations']
+        if listed and listed[0]['status'] == 'running':
+            break
+        assert time.monotonic() < deadline, listed
+        time.sleep(0.02)
+    assert api.server(server_id)['status'] == 'MIGRATING'
+    [running] = listed
+    assert (running['source_compute'], running['dest_compute']) == (
+        'cell1-compute1', 'cell1-compute2')
+    shown = api.get('/v2.1/servers/%s/migrations/%s' % (
+        server_id, running['id'])).json()['migration']
+    assert shown['uuid'] == running['uuid']
+    assert system.allocations() == {
+        server_id: {'cell1-compute2': TINY},
+        running['uuid']: {'cell1-compute1': TINY}}
+
+    server = _settled(api, server_id)
+    assert (server['status'], _host(server)) == ('ACTIVE', 'cell1-compute2')
+    _wait_for_allocations(system, {server_id: {'cell1-compute2': TINY}})
+    [migration] = _migrations(api, server_id)
+    assert (migration['migration_type'], migration['status']) == (
+        'live-migration', 'completed')
+    assert api.get('/v2.1/servers/%s/migrations' % server_id).json() == {
+        'migrations': []}
+    events = [e['event']
+              for e in _action_events(api, server_id, 'live-migration')]
+    assert events == ['compute_pre_live_migration',
+                      'conductor_live_migrate_instance',
+                      'compute_live_migration',
+                      'compute_post_live_migration_at_destination']
+
+
+def test_live_migration_tries_alternates_and_rolls_back_a_failure(
+        start_system, fake_driver):
+    system = start_system(cells=1, hosts_per_cell=3)
+    api = system.api
+    server_id = api.boot(flavor='1', availability_zone='nova:cell1-compute1')
+    api.wait_for(server_id)
+
+    # A destination that is not ready gives way to the next alternate.
+    fake_driver('fail_move_steps', ['pre_live_migration@cell1-compute2'])
+    _live(api, server_id)
+    server = _settled(api, server_id)
+    assert (server['status'], _host(server)) == ('ACTIVE', 'cell1-compute3')
+    _wait_for_allocations(system, {server_id: {'cell1-compute3': TINY}})
+
+    # A source that cannot send it keeps it, running, holding its host.
+    fake_driver('fail_move_steps', ['live_migration@cell1-compute3'])
+    _live(api, server_id, host='cell1-compute1')
+    server = _settled(api, server_id)
+    assert (server['status'], _host(server)) == ('ACTIVE', 'cell1-compute3')
+    _wait_for_allocations(system, {server_id: {'cell1-compute3': TINY}})
+    statuses = sorted(m['status'] for m in _migrations(api, server_id))
+    assert statuses == ['completed', 'error']
+    failed = [e for e in _action_events(api, server_id, 'live-migration')
+              if e['result'] == 'Error']
+    assert 'injected live_migration failure' in failed[-1]['details']
+
+    # No host at all: it stays, and the action says why.
+    fake_driver('fail_move_steps', ['pre_live_migration'])
+    _live(api, server_id)
+    server = _settled(api, server_id)
+    assert _host(server) == 'cell1-compute3'
+    _wait_for_allocations(system, {server_id: {'cell1-compute3': TINY}})
+    events = _action_events(api, server_id, 'live-migration')
+    assert 'Exhausted all hosts' in events[-1]['details']
+
+
+# --- evacuation -------------------------------------------------------------
+
+def _stop_compute(system, host):
+    system.aio.computes[host].stop()
+    service = [s for s in system.api.get('/v2.1/os-services').json()[
+        'services'] if s['host'] == host][0]
+    resp = system.api.put('/v2.1/os-services/%s' % service['id'],
+                          {'forced_down': True})
+    assert resp.status_code == 200, resp.text
+    return service['id']
+
+
+def _start_compute(system, host, service_id):
+    from scheduler_split import deployment
+    [cell] = [c for c in system.aio.cells if host.startswith(c.name + '-')]
+    svc = deployment.compute_service(host, cell.transport_url)
+    svc.start()
+    system.aio.computes[host] = svc
+    system.aio.services.append(svc)
+    resp = system.api.put('/v2.1/os-services/%s' % service_id,
+                          {'forced_down': False})
+    assert resp.status_code == 200, resp.text
+
+
+def test_evacuate_rebuilds_elsewhere_and_the_source_cleans_up_on_return(
+        start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.boot(flavor='1', availability_zone='nova:cell1-compute1')
+    api.wait_for(server_id)
+    path = '/v2.1/servers/%s/action' % server_id
+    message = nova_error(api.post(path, {'evacuate': {}}), 400,
+                         'badRequest')
+    assert message == 'Compute service of cell1-compute1 is still in use.'
+
+    service_id = _stop_compute(system, 'cell1-compute1')
+    resp = api.at('2.94').post(path, {'evacuate': {}})
+    assert resp.status_code == 200, resp.text
+    server = _settled(api, server_id)
+    assert (server['status'], _host(server)) == ('ACTIVE', 'cell1-compute2')
+    # The dead source stays held until its compute comes back.
+    [migration] = _migrations(api, server_id)
+    assert (migration['migration_type'], migration['status']) == (
+        'evacuation', 'done')
+    assert system.allocations() == {
+        server_id: {'cell1-compute2': TINY},
+        migration['uuid']: {'cell1-compute1': TINY}}
+
+    _start_compute(system, 'cell1-compute1', service_id)
+    _wait_for_allocations(system, {server_id: {'cell1-compute2': TINY}})
+    deadline = time.monotonic() + 10
+    while _migrations(api, server_id)[0]['status'] != 'completed':
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert _host(api.server(server_id)) == 'cell1-compute2'
+
+
+def test_evacuate_from_2_95_leaves_the_server_stopped(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.boot(flavor='1', availability_zone='nova:cell1-compute1')
+    api.wait_for(server_id)
+    _stop_compute(system, 'cell1-compute1')
+    resp = api.at('2.95').post('/v2.1/servers/%s/action' % server_id,
+                               {'evacuate': {'host': 'cell1-compute2'}})
+    assert resp.status_code == 200, resp.text
+    server = _settled(api, server_id)
+    assert (server['status'], _host(server)) == ('SHUTOFF', 'cell1-compute2')

@@ -113,7 +113,9 @@ class FakeDriver:
     # A moved VM runs on the destination; until the move is confirmed the
     # source keeps its copy (powered off), which a revert starts again.
 
-    def _move_step(self, step):
+    def _move_step(self, step, sends=False):
+        if sends and CONF.fake_driver.move_delay:
+            time.sleep(CONF.fake_driver.move_delay)
         failing = CONF.fake_driver.fail_move_steps
         if step in failing or '%s@%s' % (step, self.host) in failing:
             raise MoveStepFailed(step=step, host=self.host)
@@ -125,7 +127,7 @@ class FakeDriver:
 
     def migrate_disk_and_power_off(self, instance):
         """Source: send the server's disk off; it stops here."""
-        self._move_step('resize')
+        self._move_step('resize', sends=True)
         with self._lock:
             if instance.uuid in self._running:
                 self._running[instance.uuid] = SHUTDOWN
@@ -152,7 +154,7 @@ class FakeDriver:
 
     def live_migration(self, instance):
         """Source: send the running server to the destination."""
-        self._move_step('live_migration')
+        self._move_step('live_migration', sends=True)
         self.destroy(instance)
 
     def post_live_migration_at_destination(self, instance, power_state):
