@@ -437,3 +437,53 @@ def test_openstack_cli_resizes_migrates_confirms_and_reverts(
     assert sorted((m['Type'], m['Status']) for m in listed) == [
         ('migration', 'confirmed'), ('resize', 'confirmed'),
         ('resize', 'reverted')]
+
+
+def test_openstack_cli_live_migrates_and_evacuates(start_system,
+                                                   openstack_cli):
+    from tests.functional import test_moves
+    system = start_system(cells=1, hosts_per_cell=2)
+    cli = openstack_cli(system)
+    tiny = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+    server_id = json.loads(cli(
+        'server', 'create', '--flavor', 'm1.tiny', '--image', 'cirros',
+        '--no-network', '--availability-zone', 'nova:cell1-compute1',
+        '--wait', '-f', 'json', 'vm1'))['id']
+
+    def shown():
+        server = json.loads(cli('server', 'show', '-f', 'json', 'vm1'))
+        return server['status'], server['OS-EXT-SRV-ATTR:host']
+
+    cli('server', 'migrate', '--live-migration', '--wait', 'vm1')
+    assert shown() == ('ACTIVE', 'cell1-compute2')
+    assert system.allocations_after_settling(
+        {server_id: {'cell1-compute2': tiny}}) == {
+        server_id: {'cell1-compute2': tiny}}
+
+    # The compute under it stops; the operator marks it down and
+    # evacuates the server to the other host.
+    system.aio.computes['cell1-compute2'].stop()
+    cli('compute', 'service', 'set', '--down', 'cell1-compute2',
+        'nova-compute')
+    # Without --wait: this CLI's evacuate --wait compares the lowered
+    # status with 'ACTIVE' and never returns, against Nova as well.
+    cli('--os-compute-api-version', '2.94', 'server', 'evacuate', 'vm1')
+    deadline = time.monotonic() + 20
+    while shown() != ('ACTIVE', 'cell1-compute1') and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert shown() == ('ACTIVE', 'cell1-compute1')
+    listed = json.loads(cli('server', 'migration', 'list', '--server',
+                            'vm1', '-f', 'json'))
+    assert sorted((m['Type'], m['Status']) for m in listed) == [
+        ('evacuation', 'done'), ('live-migration', 'completed')]
+    [evacuation] = [m for m in listed if m['Type'] == 'evacuation']
+
+    # Back up, the old host drops its copy and what it still held.
+    [service] = [s for s in system.api.get('/v2.1/os-services').json()[
+        'services'] if s['host'] == 'cell1-compute2']
+    test_moves._start_compute(system, 'cell1-compute2', service['id'])
+    assert system.allocations_after_settling(
+        {server_id: {'cell1-compute1': tiny}}) == {
+        server_id: {'cell1-compute1': tiny}}
+    assert evacuation['UUID'] not in system.allocations()
