@@ -249,6 +249,13 @@ class InstanceNotReady(Conflict):
     msg_fmt = 'Instance %(instance_id)s is not ready'
 
 
+class ServicesTooOldToMove(Conflict):
+    msg_fmt = ("Cannot '%(action)s' instance %(instance_uuid)s: a service "
+               "it needs is too old for moves (capped at RPC %(cap)s; moves "
+               "need compute 1.5, conductor 1.8 and scheduler 1.5); try "
+               "again once they are upgraded")
+
+
 class ComputeTooOld(Conflict):
     msg_fmt = ("Cannot '%(action)s' instance %(instance_uuid)s: the compute "
                "services of its cell are too old for it (they run compute "

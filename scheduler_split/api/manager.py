@@ -359,10 +359,10 @@ class ComputeAPI:
         try:
             self._computes(cell).can_move()
             self.conductor.can_move()
+            self.scheduler.can_move()
         except messaging.RPCVersionCapError as exc:
-            raise exception.ComputeTooOld(
-                action=action, instance_uuid=uuid, cap=exc.version_cap,
-                needed='compute 1.5 and conductor 1.8')
+            raise exception.ServicesTooOldToMove(
+                action=action, instance_uuid=uuid, cap=exc.version_cap)
         return instance, cell
 
     def resize(self, ctx, uuid, flavor=None, host=None):

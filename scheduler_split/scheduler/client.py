@@ -69,6 +69,11 @@ class SchedulerClient:
     # holds the source host's resources, the instance's the destination's.
     # Confirming releases the migration's; reverting hands them back.
 
+    def can_move(self):
+        """Whether the schedulers take the calls of moves: raises
+        oslo.messaging's ``RPCVersionCapError`` if not."""
+        self._api.can_move()
+
     def move_claim_to_migration(self, ctx, instance_uuid, migration_uuid):
         """Start of a move: the instance's allocations (the source host's)
         are held by the migration from now on, and the instance holds

@@ -102,6 +102,11 @@ class SchedulerAPI:
         return cctxt.call(ctx, 'release_resources',
                           instance_uuid=instance_uuid)
 
+    def can_move(self):
+        """Raises ``RPCVersionCapError`` while the schedulers are older
+        than 1.5."""
+        self.client.prepare('1.5')
+
     def move_allocations(self, ctx, from_consumer, to_consumer):
         cctxt, _ = self.client.prepare('1.5')
         return cctxt.call(ctx, 'move_allocations',

@@ -413,3 +413,17 @@ def test_evacuate_from_2_95_leaves_the_server_stopped(start_system):
     assert resp.status_code == 200, resp.text
     server = _settled(api, server_id)
     assert (server['status'], _host(server)) == ('SHUTOFF', 'cell1-compute2')
+
+
+def test_moves_wait_for_every_service_to_understand_them(start_system):
+    from scheduler_split import conf
+    conf.CONF.set_override('scheduler', '1.4', group='upgrade_levels')
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.wait_for(api.boot(flavor='1'))['id']
+    message = nova_error(api.post('/v2.1/servers/%s/action' % server_id,
+                                  {'migrate': None}), 409,
+                         'conflictingRequest')
+    assert 'too old for moves' in message
+    assert api.server(server_id)['status'] == 'ACTIVE'
+    assert _migrations(api, server_id) == []

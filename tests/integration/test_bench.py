@@ -27,7 +27,8 @@ def test_a_run_against_separate_processes_sees_every_server_active(
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert (report['posted'], report['active'], report['error'],
-            report['still_building']) == (6, 6, 0, 0)
+            report['still_building']) == (6, 6, 0, 0), (
+        report['error_reasons'], report['failed_post_reasons'])
     assert report['failed_posts'] == 0
     assert report['endpoint'].endswith('/v2.1')
     # Both schedulers served, with the bench's intervals in force.
