@@ -67,6 +67,8 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     svc.listen(transport, conductor_rpcapi.TOPIC, [manager], CONF.host)
     svc.add_periodic(manager.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
+    svc.add_periodic(manager.fail_lost_moves,
+                     CONF.conductor.lost_build_check_interval)
     svc.add_periodic(manager.report_service, CONF.report_interval)
     if CONF.resize_confirm_window:
         svc.add_periodic(manager.confirm_old_resizes,

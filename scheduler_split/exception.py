@@ -31,6 +31,12 @@ class Invalid(SchedulerSplitException):
     code = 400
 
 
+class MoveLost(SchedulerSplitException):
+    msg_fmt = ('No service advanced the %(kind)s of instance '
+               '%(instance_uuid)s (%(status)s) within [conductor] '
+               'lost_build_timeout; it was rolled back to its source')
+
+
 class InstanceNotResized(Invalid):
     msg_fmt = 'Instance has not been resized.'
 

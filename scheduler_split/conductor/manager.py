@@ -57,6 +57,10 @@ BUS_FAILURES = (messaging.MessagingTimeout,
 # How many instances one look at a cell reads at a time.
 CHUNK = 500
 
+# The instance action of each kind of move.
+_ACTIONS = {'resize': 'resize', 'migration': 'migrate',
+            'live-migration': 'live-migration', 'evacuation': 'evacuate'}
+
 # The conductor's event in each kind of move's instance action.
 _CONDUCTOR_EVENTS = {'resize': 'conductor_migrate_server',
                      'migrate': 'conductor_migrate_server',
@@ -1130,6 +1134,80 @@ class CellConductorManager:
             ctx, uuid, 'conductor_migrate_server',
             result=instance_action.ERROR, details=exception.describe(exc),
             action=action)
+
+    # The task states a server holds while each kind of move is under
+    # way, before it waits for its user or ends.
+    _MOVING = {
+        migration_obj.RESIZE: instance_obj.RESIZE_TASK_STATES,
+        migration_obj.MIGRATION: instance_obj.RESIZE_TASK_STATES,
+        migration_obj.LIVE_MIGRATION: (instance_obj.MIGRATING,),
+        migration_obj.EVACUATION: (instance_obj.REBUILDING,
+                                   instance_obj.REBUILD_SPAWNING),
+    }
+
+    def fail_lost_moves(self):
+        """Periodic: no server stays moving forever.
+
+        A move that no service advanced for ``[conductor]
+        lost_build_timeout`` seconds (its message was lost with a crashed
+        process, or a compute died under it) is rolled back: the migration
+        ends in error first (so that a late step finds it ended and
+        stops), the server holds its source again and no longer the
+        destination, its task is cleared where it is, with a fault and an
+        event in Error. Returns the migrations rolled back.
+        """
+        ctx = ss_context.targeted(ss_context.get_admin_context(),
+                                  self.cell_db)
+        cutoff = obj_base.utcnow() - datetime.timedelta(
+            seconds=CONF.conductor.lost_build_timeout)
+        lost = []
+        for migration in objects.Migration.get_all(
+                ctx, statuses=migration_obj.UNDER_WAY,
+                updated_before=cutoff):
+            seen = migration.status
+            migration.status = migration_obj.ERROR
+            try:
+                migration.save(ctx, expected_status=seen)
+            except (exception.Conflict, exception.MigrationNotFound):
+                continue
+            uuid = migration.instance_uuid
+            try:
+                instance = objects.Instance.get_by_uuid(ctx, uuid)
+            except exception.InstanceNotFound:
+                self.scheduler.try_release_resources(ctx, migration.uuid)
+                continue
+            moving = self._MOVING.get(migration.migration_type, ())
+            if instance.task_state not in moving and \
+                    instance.host != migration.source_compute:
+                # It did move (the record was not told): the source's
+                # hold is all that is left.
+                self.scheduler.try_release_resources(ctx, migration.uuid)
+                continue
+            self.scheduler.revert_claim_from_migration(ctx, migration.uuid,
+                                                       uuid)
+            exc = exception.MoveLost(
+                kind=migration.migration_type, instance_uuid=uuid,
+                status=seen)
+            LOG.warning('%s', exc.format_message(),
+                        extra={'instance_uuid': uuid})
+            if instance.task_state in moving:
+                instance.task_state = None
+                instance.host = migration.source_compute
+                instance.node = migration.source_node
+                if migration.old_flavor is not None:
+                    instance.flavor = migration.old_flavor
+                try:
+                    instance.save(ctx, expected_task_state=list(moving),
+                                  fault=objects.InstanceFault.from_exception(
+                                      uuid, exc))
+                except (exception.InstanceNotFound, exception.Conflict):
+                    pass
+            instance_action.record_event(
+                ctx, uuid, 'conductor_fail_lost_moves',
+                result=instance_action.ERROR, details=exc.format_message(),
+                action=_ACTIONS.get(migration.migration_type, 'migrate'))
+            lost.append(migration.uuid)
+        return lost
 
     def confirm_old_resizes(self):
         """Periodic: resizes and migrations waiting for a confirmation

@@ -56,6 +56,10 @@ DONE = 'done'
 # allocations (the source host's) are gone or must go.
 ENDED = frozenset((CONFIRMED, REVERTED, ERROR, FAILED, COMPLETED,
                    CANCELLED))
+# A service is working on a move in one of these: none may stay in one
+# forever (see the cell conductor's fail_lost_moves).
+UNDER_WAY = (ACCEPTED, QUEUED, PREPARING, RUNNING, PRE_MIGRATING,
+             MIGRATING, POST_MIGRATING)
 # Live migrations that servers/{id}/migrations shows (in progress).
 LIVE_IN_PROGRESS = (ACCEPTED, QUEUED, PREPARING, RUNNING)
 

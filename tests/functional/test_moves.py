@@ -427,3 +427,34 @@ def test_moves_wait_for_every_service_to_understand_them(start_system):
     assert 'too old for moves' in message
     assert api.server(server_id)['status'] == 'ACTIVE'
     assert _migrations(api, server_id) == []
+
+
+def test_a_move_whose_message_was_lost_is_rolled_back(start_system,
+                                                      monkeypatch):
+    from scheduler_split.compute import rpcapi as compute_rpcapi
+    from scheduler_split import conf
+    conf.CONF.set_override('lost_build_timeout', 10, group='conductor')
+    conf.CONF.set_override('lost_build_check_interval', 1,
+                           group='conductor')
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    server_id = api.boot(flavor='1', availability_zone='nova:cell1-compute1')
+    api.wait_for(server_id)
+    # The destination never hears of the resize (a broker lost it).
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, 'prep_resize',
+                        lambda self, *args, **kwargs: None)
+
+    _action(api, server_id, {'resize': {'flavorRef': '2'}})
+    assert api.server(server_id)['status'] == 'RESIZE'
+    [migration] = [c for c in system.allocations() if c != server_id]
+
+    server = _settled(api, server_id, timeout=30)
+    assert (server['status'], _host(server),
+            server['flavor']['original_name']) == (
+        'ACTIVE', 'cell1-compute1', 'm1.tiny')
+    _wait_for_allocations(system, {server_id: {'cell1-compute1': TINY}})
+    assert _migration_statuses(api, server_id) == ['error']
+    [lost] = [e for e in _action_events(api, server_id, 'resize')
+              if e['event'] == 'conductor_fail_lost_moves']
+    assert 'lost_build_timeout' in lost['details']
+    assert migration not in system.allocations()

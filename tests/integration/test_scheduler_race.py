@@ -4,6 +4,7 @@ race."""
 
 import concurrent.futures
 import random
+import time
 
 import pytest
 
@@ -34,6 +35,100 @@ def _create_group(api, policy):
         'server_group': {'name': policy, 'policy': policy}})
     assert resp.status_code == 200, resp.text
     return resp.json()['server_group']['id']
+
+
+def _wait_for_task(api, server_id, status, timeout=120):
+    """The server once it shows ``status`` with no task running (or
+    ERROR)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        server = api.server(server_id)
+        if server['status'] == 'ERROR' or (
+                server['status'] == status and
+                server['OS-EXT-STS:task_state'] is None):
+            return server
+        if time.monotonic() > deadline:
+            raise AssertionError('server %s is %s/%s, not %s' % (
+                server_id, server['status'],
+                server['OS-EXT-STS:task_state'], status))
+        time.sleep(0.1)
+
+
+def test_draining_a_host_while_boots_run_moves_every_server(crowded):
+    """Two schedulers: an operator disables a host and cold migrates
+    every server off it while 24 boots race for the same hosts. Every
+    server ends ACTIVE off the host, no host is over capacity, and the
+    allocations left are exactly one per server (no migration keeps
+    any)."""
+    # Two of the three schedulers; the third is back for the next tests.
+    crowded.stop('scheduler-3')
+    try:
+        _drain(crowded)
+    finally:
+        crowded.start('scheduler-3')
+
+
+def _drain(crowded):
+    api = fixtures.Api(crowded.base_url)
+    # In zone nova, as the other host of its cell (cell1-compute1 is the
+    # only host of zone edge: a server booted there cannot leave it).
+    source = 'cell2-compute1'
+    drained = [api.boot(name='drain-%d' % i,
+                        availability_zone='nova:' + source)
+               for i in range(10)]
+    for sid in drained:
+        assert api.wait_for(sid, timeout=120)['OS-EXT-SRV-ATTR:host'] == \
+            source
+    [service] = [s for s in api.get('/v2.1/os-services').json()[
+        'services'] if s['host'] == source]
+    assert api.put('/v2.1/os-services/%s' % service['id'],
+                   {'status': 'disabled'}).status_code == 200
+
+    def migrate(sid):
+        resp = api.post('/v2.1/servers/%s/action' % sid, {'migrate': None})
+        assert resp.status_code == 202, resp.text
+        server = _wait_for_task(api, sid, 'VERIFY_RESIZE')
+        assert server['status'] == 'VERIFY_RESIZE', server.get('fault')
+        resp = api.post('/v2.1/servers/%s/action' % sid,
+                        {'confirmResize': None})
+        assert resp.status_code == 204, resp.text
+        return _wait_for_task(api, sid, 'ACTIVE')
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        boots = [pool.submit(api.boot, name='during-%d' % i)
+                 for i in range(24)]
+        moves = {sid: pool.submit(migrate, sid) for sid in drained}
+        booted = [f.result() for f in boots]
+        moved = {sid: f.result() for sid, f in moves.items()}
+    servers = {sid: api.wait_for(sid, timeout=120) for sid in booted}
+    servers.update(moved)
+
+    assert {s['status'] for s in servers.values()} == {'ACTIVE'}
+    hosts = {sid: s['OS-EXT-SRV-ATTR:host'] for sid, s in servers.items()}
+    assert source not in hosts.values()
+    # A move stays in its cell.
+    assert {hosts[sid] for sid in drained} == {'cell2-compute2'}
+    for host, rc, amount, capacity in crowded.usage():
+        assert amount <= capacity, (host, rc, amount, capacity)
+    claimed = {}
+    for consumer, host in set(crowded.allocations()):
+        claimed.setdefault(consumer, set()).add(host)
+    assert claimed == {sid: {host} for sid, host in hosts.items()}
+    migrations = api.get('/v2.1/os-migrations').json()['migrations']
+    assert sorted(m['instance_uuid'] for m in migrations) == sorted(drained)
+    assert {m['status'] for m in migrations} == {'confirmed'}
+
+    # Leave the hosts empty and enabled for the tests that follow.
+    for sid in servers:
+        assert api.delete('/v2.1/servers/%s' % sid).status_code == 204
+    for sid in servers:
+        api.wait_gone(sid, timeout=120)
+    assert api.put('/v2.1/os-services/%s' % service['id'],
+                   {'status': 'enabled'}).status_code == 200
+    deadline = time.monotonic() + 30
+    while crowded.allocations():
+        assert time.monotonic() < deadline, crowded.allocations()
+        time.sleep(0.2)
 
 
 def test_server_group_policies_hold_across_three_schedulers(crowded):
