@@ -147,14 +147,20 @@ def action(req, ctx, version, server_id):
         raise errors.not_found(exc.format_message())
 
 
+def _null_body(name, body):
+    """400, in Nova's words, unless the action's value is null."""
+    if body[name] is not None:
+        raise errors.bad_request(
+            "Invalid input for field/attribute %s. Value: %s. %r is not of "
+            "type 'null'" % (name, body[name], body[name]))
+
+
 def _cast(name):
     rule, action_name, task_state, vm_states, method = _CASTS[name]
 
     def handler(req, ctx, version, instance, body):
-        if body[name] is not None and not isinstance(body[name], dict):
-            raise errors.bad_request(
-                "Invalid input for field/attribute %s. Value: %s. %r is "
-                "not of type 'null'" % (name, body[name], body[name]))
+        if not isinstance(body[name], dict):
+            _null_body(name, body)
         policy.authorize(ctx, rule, _target(instance))
         req.compute_api.cast_action(ctx, instance.uuid, action_name,
                                     task_state, vm_states,
@@ -339,10 +345,8 @@ def _migrate(req, ctx, version, instance, body):
     if version >= (2, 56):
         schemas.validate(body, migrate_schema_v256)
         host = (body['migrate'] or {}).get('host')
-    elif body['migrate'] is not None:
-        raise errors.bad_request(
-            "Invalid input for field/attribute migrate. Value: %s. %r is "
-            "not of type 'null'" % (body['migrate'], body['migrate']))
+    else:
+        _null_body('migrate', body)
     policy.authorize(ctx, 'os_compute_api:os-migrate-server:migrate',
                      _target(instance))
     if host is not None:
@@ -357,28 +361,22 @@ def _migrate(req, ctx, version, instance, body):
     return 202, None
 
 
-def _confirm_resize(req, ctx, version, instance, body):
-    if body['confirmResize'] is not None:
-        raise errors.bad_request(
-            "Invalid input for field/attribute confirmResize. Value: %s. "
-            "%r is not of type 'null'" % (body['confirmResize'],
-                                          body['confirmResize']))
-    policy.authorize(ctx, 'os_compute_api:servers:confirm_resize',
-                     _target(instance))
-    req.compute_api.confirm_resize(ctx, instance.uuid)
-    return 204, None
+def _finish_move(name, rule, method, status):
+    """``confirmResize`` / ``revertResize``: a null body."""
+    def handler(req, ctx, version, instance, body):
+        _null_body(name, body)
+        policy.authorize(ctx, rule, _target(instance))
+        getattr(req.compute_api, method)(ctx, instance.uuid)
+        return status, None
+    return handler
 
 
-def _revert_resize(req, ctx, version, instance, body):
-    if body['revertResize'] is not None:
-        raise errors.bad_request(
-            "Invalid input for field/attribute revertResize. Value: %s. "
-            "%r is not of type 'null'" % (body['revertResize'],
-                                          body['revertResize']))
-    policy.authorize(ctx, 'os_compute_api:servers:revert_resize',
-                     _target(instance))
-    req.compute_api.revert_resize(ctx, instance.uuid)
-    return 202, None
+_confirm_resize = _finish_move('confirmResize',
+                               'os_compute_api:servers:confirm_resize',
+                               'confirm_resize', 204)
+_revert_resize = _finish_move('revertResize',
+                              'os_compute_api:servers:revert_resize',
+                              'revert_resize', 202)
 
 
 _BOOLEAN = {'type': ['boolean', 'string'],

@@ -84,6 +84,18 @@ def take_host_zone(instance, request_spec, selection):
     return True
 
 
+def claim_alternate(scheduler, ctx, selection, uuid):
+    """Claim an alternate for the instance: whether it took the claim (a
+    scheduler that could not be asked counts as a refusal)."""
+    try:
+        return scheduler.claim_resources(ctx, selection, uuid)
+    except Exception:
+        LOG.exception('Claiming %s for instance %s failed; trying the next '
+                      'alternate', selection.service_host, uuid,
+                      extra={'instance_uuid': uuid})
+        return False
+
+
 class SuperConductorManager:
     """Runs on the API bus: schedules and creates instances in cells."""
 
@@ -318,7 +330,8 @@ class SuperConductorManager:
         tried = []
         for index, selection in enumerate(host_list):
             dest = selection.service_host
-            if index and not self._claim_alternate(ctx, selection, uuid):
+            if index and not claim_alternate(self.scheduler, ctx, selection,
+                                             uuid):
                 continue
             tried.append(dest)
             migration.dest_compute = migration.dest_host = dest
@@ -352,15 +365,6 @@ class SuperConductorManager:
                        'instance %s (hosts tried: %s)' % (
                            uuid, ', '.join(tried))),
             instance_obj.MIGRATING)
-
-    def _claim_alternate(self, ctx, selection, uuid):
-        try:
-            return self.scheduler.claim_resources(ctx, selection, uuid)
-        except Exception:
-            LOG.exception('Claiming %s for instance %s failed; trying the '
-                          'next alternate', selection.service_host, uuid,
-                          extra={'instance_uuid': uuid})
-            return False
 
     @messaging.expose
     def evacuate_instance(self, ctx, instance, migration, host=None):
@@ -1240,13 +1244,7 @@ class CellConductorManager:
         return confirmed
 
     def _claim(self, ctx, selection, uuid):
-        try:
-            return self.scheduler.claim_resources(ctx, selection, uuid)
-        except Exception:
-            LOG.exception('Claiming %s for instance %s failed; trying the '
-                          'next alternate', selection.service_host, uuid,
-                          extra={'instance_uuid': uuid})
-            return False
+        return claim_alternate(self.scheduler, ctx, selection, uuid)
 
     def _reschedule(self, ctx, instance, request_spec, host_list, retry):
         uuid = instance.uuid
