@@ -4,7 +4,11 @@ for it and for its migration, and what the instance actions say."""
 
 import time
 
+import pytest
+
 from tests.functional.fixtures import nova_error
+
+pytestmark = pytest.mark.functional
 
 # Flavors of the all-in-one: 1 m1.tiny (1 vCPU, 512 MiB, 1 GiB),
 # 2 m1.small (1, 2048, 20).
@@ -458,3 +462,93 @@ def test_a_move_whose_message_was_lost_is_rolled_back(start_system,
               if e['event'] == 'conductor_fail_lost_moves']
     assert 'lost_build_timeout' in lost['details']
     assert migration not in system.allocations()
+
+
+# --- server groups and os-migrations ----------------------------------------
+
+def _group(api, policy):
+    resp = api.at('2.64').post('/v2.1/os-server-groups', {
+        'server_group': {'name': policy, 'policy': policy}})
+    assert resp.status_code == 200, resp.text
+    return resp.json()['server_group']['id']
+
+
+def test_moves_keep_to_hard_server_group_policies(start_system):
+    system = start_system(cells=1, hosts_per_cell=3)
+    api = system.api
+    apart = _group(api, 'anti-affinity')
+    first = api.boot(flavor='1', hints={'group': apart},
+                     availability_zone='nova:cell1-compute1')
+    second = api.boot(flavor='1', hints={'group': apart},
+                      availability_zone='nova:cell1-compute2')
+    api.wait_for(first)
+    api.wait_for(second)
+
+    # The only host without a member is where the move may go.
+    _action(api, first, {'migrate': None})
+    assert _host(api.wait_for(first, statuses=('VERIFY_RESIZE',))) == \
+        'cell1-compute3'
+    _action(api, first, {'confirmResize': None}, status=204)
+    _settled(api, first)
+    # Named, a host with a member is refused like any filtered host.
+    message = nova_error(api.post('/v2.1/servers/%s/action' % second,
+                                  {'migrate': {'host': 'cell1-compute3'}}),
+                         400, 'badRequest')
+    assert 'No valid host' in message
+    assert _host(api.server(second)) == 'cell1-compute2'
+
+    together = _group(api, 'affinity')
+    members = [api.boot(flavor='1', hints={'group': together})
+               for _ in range(2)]
+    hosts = {_host(api.wait_for(m)) for m in members}
+    assert len(hosts) == 1
+    # A member cannot leave the others' host.
+    message = nova_error(api.post('/v2.1/servers/%s/action' % members[0],
+                                  {'migrate': None}), 400, 'badRequest')
+    assert 'No valid host' in message
+    assert {_host(api.server(m)) for m in members} == hosts
+    # Nothing of the refused moves is held.
+    assert sorted(system.allocations()) == sorted([first, second] + members)
+
+
+def test_os_migrations_shapes_filters_and_pages(start_system):
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    servers = [api.wait_for(api.boot(flavor='1'))['id'] for _ in range(3)]
+    for server_id in servers:
+        _action(api, server_id, {'migrate': None})
+        api.wait_for(server_id, statuses=('VERIFY_RESIZE',))
+    # The oldest is confirmed; the others wait.
+    _action(api, servers[0], {'confirmResize': None}, status=204)
+    _settled(api, servers[0])
+
+    old = api.at('2.1').get('/v2.1/os-migrations').json()['migrations']
+    assert len(old) == 3
+    assert 'migration_type' not in old[0] and 'uuid' not in old[0]
+    assert set(old[0]) >= {'id', 'status', 'instance_uuid', 'source_node',
+                           'source_compute', 'dest_node', 'dest_compute',
+                           'dest_host', 'old_instance_type_id',
+                           'new_instance_type_id', 'created_at',
+                           'updated_at'}
+    newest = api.get('/v2.1/os-migrations').json()['migrations']
+    assert [m['instance_uuid'] for m in newest] == servers[::-1]
+    assert {m['user_id'] for m in newest} == {'admin'}
+    assert {m['migration_type'] for m in newest} == {'migration'}
+
+    page = api.get('/v2.1/os-migrations', params={'limit': 2}).json()
+    assert len(page['migrations']) == 2
+    [link] = page['migrations_links']
+    assert 'marker=%s' % page['migrations'][-1]['uuid'] in link['href']
+    rest = api.get('/v2.1/os-migrations', params={
+        'limit': 2, 'marker': page['migrations'][-1]['uuid']}).json()
+    assert [m['instance_uuid'] for m in rest['migrations']] == [servers[0]]
+    assert 'migrations_links' not in rest
+    nova_error(api.get('/v2.1/os-migrations', params={'marker': 'nope'}),
+               400, 'badRequest')
+    nova_error(api.get('/v2.1/os-migrations', params={'bogus': '1'}), 400,
+               'badRequest')
+    confirmed = api.get('/v2.1/os-migrations',
+                        params={'status': 'confirmed'}).json()['migrations']
+    assert [m['instance_uuid'] for m in confirmed] == [servers[0]]
+    assert api.get('/v2.1/os-migrations', params={
+        'project_id': 'someone-else'}).json()['migrations'] == []
