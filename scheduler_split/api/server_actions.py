@@ -148,8 +148,10 @@ def action(req, ctx, version, server_id):
 
 
 def _null_body(name, body):
-    """400, in Nova's words, unless the action's value is null."""
-    if body[name] is not None:
+    """400, in Nova's words, unless the action's value is null or an
+    object (whose content these actions ignore, as Nova does: Tempest
+    sends ``{}``)."""
+    if body[name] is not None and not isinstance(body[name], dict):
         raise errors.bad_request(
             "Invalid input for field/attribute %s. Value: %s. %r is not of "
             "type 'null'" % (name, body[name], body[name]))
@@ -159,8 +161,7 @@ def _cast(name):
     rule, action_name, task_state, vm_states, method = _CASTS[name]
 
     def handler(req, ctx, version, instance, body):
-        if not isinstance(body[name], dict):
-            _null_body(name, body)
+        _null_body(name, body)
         policy.authorize(ctx, rule, _target(instance))
         req.compute_api.cast_action(ctx, instance.uuid, action_name,
                                     task_state, vm_states,

@@ -123,12 +123,14 @@ def tempest_conf(keystone, compute_url, workspace):
       server.
     - Microversions 2.1 to 2.96, what the API announces.
     - Pause and suspend are on (with stop, start, reboot and lock, which
-      Tempest does not gate). Every other server action (resize,
-      migrations, shelve, rescue, snapshot, consoles, password, interface
-      attach, config drive, metadata service, personality) is off: those
-      routes do not exist. A create answers with an ``adminPass``, as
-      Nova does with ``enable_instance_password``. Servers are never
-      reachable (fake driver): no validation.
+      Tempest does not gate), and so are resize, cold migration and live
+      migration (not block migration, which the fake driver does not tell
+      apart). Every other server action (shelve, rescue, snapshot,
+      consoles, password, interface attach, config drive, metadata
+      service, personality) is off: those routes do not exist. A create
+      answers with an ``adminPass``, as Nova does with
+      ``enable_instance_password``. Servers are never reachable (fake
+      driver): no validation.
     - The scheduler filters are the ones the scheduler runs by default.
     """
     values = {
@@ -189,13 +191,13 @@ def tempest_conf(keystone, compute_url, workspace):
         disk_config = false
         change_password = false
         console_output = false
-        resize = false
+        resize = true
         pause = true
         shelve = false
         shelve_migrate = false
         suspend = true
-        cold_migration = false
-        live_migration = false
+        cold_migration = true
+        live_migration = true
         live_migrate_back_and_forth = false
         block_migration_for_live_migration = false
         can_migrate_between_any_hosts = false
