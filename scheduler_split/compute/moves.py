@@ -77,8 +77,24 @@ class MovesMixin:
 
     def _abandon(self, ctx, uuid, migration):
         """The instance went (deleted) or moved on mid-move: nothing of
-        the move may hold resources."""
-        self.scheduler.try_release_resources(ctx, migration.uuid)
+        the move may hold resources. One that lives on its source (an API
+        that gave up waiting put it back) holds its source again, not
+        the destination."""
+        try:
+            current = self.conductor.instance_get(ctx, uuid)
+        except Exception:
+            current = None
+        if current is not None and \
+                current.task_state != instance_obj.DELETING and \
+                current.host == migration.source_compute:
+            try:
+                self.scheduler.revert_claim_from_migration(
+                    ctx, migration.uuid, uuid)
+            except Exception:
+                LOG.exception('Could not give instance %s its source '
+                              'back', uuid, extra={'instance_uuid': uuid})
+        else:
+            self.scheduler.try_release_resources(ctx, migration.uuid)
         migration.status = migration_obj.ERROR
         try:
             self.conductor.migration_save(ctx, migration)
