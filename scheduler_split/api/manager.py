@@ -309,9 +309,7 @@ class ComputeAPI:
                 self.scheduler.try_release_resources(ctx, uuid)
                 instance.destroy(cctx)
                 return
-            compute = compute_rpcapi.ComputeAPI(
-                rpc.get_transport(cell.transport_url),
-                cell.database_connection)
+            compute = compute_rpcapi.ComputeAPI.for_cell(cell)
             compute.terminate_instance(ctx, instance.host, instance)
             return
         raise exception.Conflict(
@@ -334,17 +332,12 @@ class ComputeAPI:
                                    expected_status=migration_obj.FINISHED)
                 except exception.Conflict:
                     continue
-                self._computes(cell).confirm_resize(
+                compute_rpcapi.ComputeAPI.for_cell(cell).confirm_resize(
                     ctx, migration.source_compute, instance, migration)
                 continue
             self.scheduler.try_release_resources(ctx, migration.uuid)
             migration.status = migration_obj.ERROR
             migration.save(cctx)
-
-    @staticmethod
-    def _computes(cell):
-        return compute_rpcapi.ComputeAPI(
-            rpc.get_transport(cell.transport_url), cell.database_connection)
 
     # --- moves --------------------------------------------------------------
 
@@ -357,7 +350,7 @@ class ComputeAPI:
         if cell is None or cell.is_cell0 or not instance.host:
             raise exception.InstanceNotReady(instance_id=uuid)
         try:
-            self._computes(cell).can_move()
+            compute_rpcapi.ComputeAPI.for_cell(cell).can_move()
             self.conductor.can_move()
             self.scheduler.can_move()
         except messaging.RPCVersionCapError as exc:
@@ -535,8 +528,8 @@ class ComputeAPI:
         instance_action.start_action(cctx, uuid, 'confirmResize')
         if migration.is_resize:
             self._count_as(uuid, migration.new_flavor)
-        self._computes(cell).confirm_resize(ctx, migration.source_compute,
-                                            instance, migration)
+        compute_rpcapi.ComputeAPI.for_cell(cell).confirm_resize(
+            ctx, migration.source_compute, instance, migration)
 
     def revert_resize(self, ctx, uuid):
         """Revert a finished resize or migration: the server goes back to
@@ -561,8 +554,8 @@ class ComputeAPI:
         instance_action.start_action(cctx, uuid, 'revertResize')
         if migration.is_resize:
             self._count_as(uuid, migration.old_flavor)
-        self._computes(cell).revert_resize(ctx, migration.dest_compute,
-                                           instance, migration)
+        compute_rpcapi.ComputeAPI.for_cell(cell).revert_resize(
+            ctx, migration.dest_compute, instance, migration)
 
     # --- lifecycle after boot -----------------------------------------------
 
@@ -600,9 +593,7 @@ class ComputeAPI:
             self.check_state(instance, action, vm_states, task_states)
             if cell is None or cell.is_cell0 or not instance.host:
                 raise exception.InstanceNotReady(instance_id=uuid)
-            compute = compute_rpcapi.ComputeAPI(
-                rpc.get_transport(cell.transport_url),
-                cell.database_connection)
+            compute = compute_rpcapi.ComputeAPI.for_cell(cell)
             try:
                 compute.can_send_lifecycle()
             except messaging.RPCVersionCapError as exc:

@@ -41,11 +41,6 @@ from scheduler_split.objects import migration as migration_obj
 LOG = logging.getLogger(__name__)
 
 
-def action_of(migration):
-    """The instance action a resize or a migration's events go under."""
-    return 'resize' if migration.is_resize else 'migrate'
-
-
 class MovesMixin:
     """The 1.5 casts of :class:`ComputeManager`."""
 
@@ -113,7 +108,7 @@ class MovesMixin:
                     host_list, retry):
         """Cast from a conductor to the destination it claimed."""
         uuid = instance.uuid
-        action = action_of(migration)
+        action = migration.action
         with self._locks(uuid):
             current = self._current(ctx, uuid, [instance_obj.RESIZE_PREP],
                                     'prep_resize')
@@ -146,7 +141,7 @@ class MovesMixin:
     @messaging.expose
     def resize_instance(self, ctx, instance, migration, flavor):
         uuid = instance.uuid
-        action = action_of(migration)
+        action = migration.action
         with self._locks(uuid):
             current = self._current(ctx, uuid, [instance_obj.RESIZE_PREP],
                                     'resize_instance')
@@ -189,7 +184,7 @@ class MovesMixin:
     @messaging.expose
     def finish_resize(self, ctx, instance, migration, flavor):
         uuid = instance.uuid
-        action = action_of(migration)
+        action = migration.action
         with self._locks(uuid):
             current = self._current(ctx, uuid,
                                     [instance_obj.RESIZE_MIGRATED],
@@ -250,7 +245,7 @@ class MovesMixin:
                            details='%s; reverting to %s' % (
                                exception.describe(exc),
                                migration.source_compute),
-                           action=action_of(migration))
+                           action=migration.action)
         fault = objects.InstanceFault.from_exception(uuid, exc,
                                                      host=self.host)
         try:
@@ -293,7 +288,7 @@ class MovesMixin:
         self._record_event(ctx, uuid, event, result=instance_action.ERROR,
                            details='%s; it stays on %s' % (
                                exception.describe(exc), self.host),
-                           action=action_of(migration))
+                           action=migration.action)
 
     # --- confirm ------------------------------------------------------------
 
@@ -404,7 +399,7 @@ class MovesMixin:
             self._record_event(
                 ctx, uuid, 'compute_finish_revert_resize',
                 details='running on %s again' % self.host,
-                action='revertResize' if reverting else action_of(migration))
+                action='revertResize' if reverting else migration.action)
         LOG.info('Instance %s is back on %s', uuid, self.host,
                  extra={'instance_uuid': uuid})
 

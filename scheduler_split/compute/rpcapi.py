@@ -149,6 +149,12 @@ class ComputeAPI:
     # Each a cast to one compute (``host``); the Migration carries the
     # source and the destination.
 
+    @classmethod
+    def for_cell(cls, cell):
+        """A client for the computes of ``cell`` (a CellMapping)."""
+        return cls(rpc.get_transport(cell.transport_url),
+                   cell.database_connection)
+
     def can_move(self):
         """Whether the computes of the cell take the casts of moves
         (raises ``RPCVersionCapError`` if not)."""

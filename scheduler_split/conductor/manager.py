@@ -57,10 +57,6 @@ BUS_FAILURES = (messaging.MessagingTimeout,
 # How many instances one look at a cell reads at a time.
 CHUNK = 500
 
-# The instance action of each kind of move.
-_ACTIONS = {'resize': 'resize', 'migration': 'migrate',
-            'live-migration': 'live-migration', 'evacuation': 'evacuate'}
-
 # The conductor's event in each kind of move's instance action.
 _CONDUCTOR_EVENTS = {'resize': 'conductor_migrate_server',
                      'migrate': 'conductor_migrate_server',
@@ -207,10 +203,7 @@ class SuperConductorManager:
         raised.
         """
         uuid = instance.uuid
-        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
-        cell = mapping.cell_mapping
-        cctx = ss_context.target_cell(ctx, cell)
-        instance = objects.Instance.get_by_uuid(cctx, uuid)
+        cell, cctx, instance = self._locate(ctx, uuid)
         new_flavor = flavor or instance.flavor
         resize = flavor is not None
         migration = objects.Migration(
@@ -224,7 +217,7 @@ class SuperConductorManager:
             old_flavor=instance.flavor, new_flavor=new_flavor,
             old_vm_state=instance.vm_state, user_id=ctx.user_id,
             project_id=ctx.project_id).create(cctx)
-        action = 'resize' if resize else 'migrate'
+        action = migration.action
         spec = self._move_spec(ctx, instance, new_flavor, cell, host)
         retry = objects.SchedulerRetries(num_attempts=1, hosts=[])
         try:
@@ -252,8 +245,7 @@ class SuperConductorManager:
         LOG.info('Moving instance %s from %s to %s (%s)', uuid,
                  instance.host, chosen.service_host, action,
                  extra={'instance_uuid': uuid})
-        compute = compute_rpcapi.ComputeAPI(
-            rpc.get_transport(cell.transport_url), cell.database_connection)
+        compute = compute_rpcapi.ComputeAPI.for_cell(cell)
         compute.prep_resize(ctx, chosen.service_host, instance, migration,
                             new_flavor, spec, host_list[1:], retry)
         return migration
@@ -283,10 +275,6 @@ class SuperConductorManager:
             # Where the other members are is the scheduler's to read.
             spec.instance_group.hosts = []
         return spec
-
-    def _compute_of(self, cell):
-        return compute_rpcapi.ComputeAPI(
-            rpc.get_transport(cell.transport_url), cell.database_connection)
 
     def _locate(self, ctx, uuid):
         """``(cell, cell context, instance)`` of a server in a cell."""
@@ -326,7 +314,7 @@ class SuperConductorManager:
             self._move_not_scheduled(cctx, instance, migration, action, exc,
                                      instance_obj.MIGRATING)
             return
-        compute = self._compute_of(cell)
+        compute = compute_rpcapi.ComputeAPI.for_cell(cell)
         tried = []
         for index, selection in enumerate(host_list):
             dest = selection.service_host
@@ -397,7 +385,7 @@ class SuperConductorManager:
         instance_action.record_event(
             cctx, uuid, 'conductor_evacuate_instance', host=CONF.host,
             details='%s claimed' % chosen.service_host, action=action)
-        self._compute_of(cell).rebuild_instance(
+        compute_rpcapi.ComputeAPI.for_cell(cell).rebuild_instance(
             ctx, chosen.service_host, instance, migration)
 
     def _move_not_scheduled(self, cctx, instance, migration, action, exc,
@@ -779,9 +767,7 @@ class SuperConductorManager:
                     'none'))
             retry = objects.SchedulerRetries(num_attempts=1,
                                              hosts=[chosen.service_host])
-            compute = compute_rpcapi.ComputeAPI(
-                rpc.get_transport(cell.transport_url),
-                cell.database_connection)
+            compute = compute_rpcapi.ComputeAPI.for_cell(cell)
             compute.build_and_run_instance(
                 ctx, chosen.service_host, chosen.nodename, instance,
                 request_spec, alternates, retry)
@@ -1078,7 +1064,7 @@ class CellConductorManager:
         exhausted-hosts fault; the migration ends in error."""
         ctx = ss_context.targeted(ctx, self.cell_db)
         uuid = instance.uuid
-        action = 'resize' if migration.is_resize else 'migrate'
+        action = migration.action
         try:
             for index, selection in enumerate(host_list):
                 if not self._claim(ctx, selection, uuid):
@@ -1209,7 +1195,7 @@ class CellConductorManager:
             instance_action.record_event(
                 ctx, uuid, 'conductor_fail_lost_moves',
                 result=instance_action.ERROR, details=exc.format_message(),
-                action=_ACTIONS.get(migration.migration_type, 'migrate'))
+                action=migration.action)
             lost.append(migration.uuid)
         return lost
 

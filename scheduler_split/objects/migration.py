@@ -24,6 +24,9 @@ RESIZE = 'resize'
 LIVE_MIGRATION = 'live-migration'
 EVACUATION = 'evacuation'
 TYPES = (MIGRATION, RESIZE, LIVE_MIGRATION, EVACUATION)
+# The instance action each kind of move records its steps under.
+ACTIONS = {MIGRATION: 'migrate', RESIZE: 'resize',
+           LIVE_MIGRATION: 'live-migration', EVACUATION: 'evacuate'}
 
 # status values, as Nova names them.
 # Cold migration and resize: pre-migrating -> migrating -> post-migrating
@@ -106,6 +109,11 @@ class Migration(base.SchedulerSplitObject):
     @property
     def ended(self):
         return self.status in ENDED
+
+    @property
+    def action(self):
+        """The instance action this move's steps go under."""
+        return ACTIONS[self.migration_type]
 
     @property
     def is_resize(self):
