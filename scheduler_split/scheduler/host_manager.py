@@ -305,6 +305,8 @@ class HostManager:
         # The highest provider id of the last full load.
         self._newest_loaded = 0
         self._lock = threading.RLock()
+        # Notified when a reload ends.
+        self._reloaded = threading.Condition(self._lock)
         # {host: [Aggregate]} and the signature it was read at.
         self._aggregates = {}
         self._aggregates_seen = None
@@ -346,11 +348,16 @@ class HostManager:
             if self._reloaded_in_background:
                 interval *= 2
             stale = time.monotonic() - self._loaded_at > interval
-        # A host another scheduler registered makes the states stale too:
-        # a new compute is chosen by every scheduler at once, not after
-        # the next periodic reload.
-        if stale or self._refresh():
+        if stale:
             self._reload()
+        else:
+            # A host another scheduler registered is chosen by every
+            # scheduler at once, not after the next periodic reload: this
+            # select waits until a load holds it, its own or one under
+            # way, rather than go on without it.
+            newest = self._refresh()
+            if newest > self._newest_loaded:
+                self._reload(until=newest)
         with self._lock:
             return list(self._hosts.values())
 
@@ -360,23 +367,32 @@ class HostManager:
         self._reloaded_in_background = True
         self._reload()
 
-    def _reload(self):
-        """Reload every host, unless another thread is doing it (the
-        states it has meanwhile serve)."""
+    def _reload(self, until=None):
+        """Reload every host, unless another thread is doing it: then the
+        states this one has meanwhile serve, or, with ``until`` (a
+        provider id), it waits for that load and loads again itself if
+        that one did not hold the provider."""
         with self._lock:
-            if self._reloading:
+            while self._reloading:
+                if until is None:
+                    return
+                self._reloaded.wait()
+            if until is not None and self._newest_loaded >= until:
                 return
             self._reloading = True
         try:
             self._load_all()
         finally:
-            self._reloading = False
+            with self._lock:
+                self._reloading = False
+                self._reloaded.notify_all()
 
     def _refresh(self):
         """Apply what another scheduler may have changed since the last
         load: the operator's status of hosts and the aggregates, read in
-        one small transaction. True if it also holds hosts newer than the
-        last load (by the providers' ids, on their primary key)."""
+        one small transaction. Returns the highest provider id in the
+        database: above ``_newest_loaded``, it holds hosts the last load
+        did not (the ids are the providers' primary key)."""
         rp = models.ResourceProvider.__table__
         with self._lock:
             held = list(self._held)
@@ -403,7 +419,7 @@ class HostManager:
                 self._forget(uuid)
         if seen != self._aggregates_seen:
             self._refresh_aggregates()
-        return (newest or 0) > self._newest_loaded
+        return newest or 0
 
     def _forget(self, uuid):
         """Drop a host deleted from the database (under the lock)."""

@@ -97,6 +97,39 @@ class SchedulerManager:
                 return []
         return hosts
 
+    @staticmethod
+    def _request_constraints(spec_obj):
+        """``(label, test of a host)`` of what the request itself narrows
+        the hosts to before any filter: a cell, forced or ignored hosts."""
+        cell = spec_obj.get('requested_cell')
+        if cell:
+            yield 'cell %s' % cell, lambda h: h.cell_uuid == cell
+        forced = spec_obj.get('force_hosts')
+        if forced:
+            yield 'forced hosts %s' % forced, lambda h: h.host in forced
+        ignored = spec_obj.get('ignore_hosts')
+        if ignored:
+            yield 'ignored hosts %s' % ignored, \
+                lambda h: h.host not in ignored
+
+    def _filter_results(self, host_states, spec_obj):
+        """What each filter left of every host, for the log of a request
+        that found none (the claims refused the rest)."""
+        hosts = list(host_states)
+        steps = ['%d hosts known' % len(hosts)]
+        for label, wanted in self._request_constraints(spec_obj):
+            hosts = [h for h in hosts if wanted(h)]
+            steps.append('%s: %d' % (label, len(hosts)))
+        for host_filter in self.filters:
+            hosts = host_filter.filter_all(hosts, spec_obj)
+            steps.append('%s: %d' % (type(host_filter).__name__,
+                                     len(hosts)))
+            if not hosts:
+                break
+        else:
+            steps.append('every claim refused')
+        return ', '.join(steps)
+
     def _candidates(self, host_states, spec_obj, every_host=False):
         """Hosts that pass every enabled filter, best first, and whether
         every host was looked at.
@@ -110,14 +143,8 @@ class SchedulerManager:
         of one scheduler, and of several, over the whole cloud.
         """
         hosts = host_states
-        if spec_obj.get('requested_cell'):
-            hosts = [h for h in hosts
-                     if h.cell_uuid == spec_obj.requested_cell]
-        if spec_obj.get('force_hosts'):
-            hosts = [h for h in hosts if h.host in spec_obj.force_hosts]
-        if spec_obj.get('ignore_hosts'):
-            hosts = [h for h in hosts
-                     if h.host not in spec_obj.ignore_hosts]
+        for _, wanted in self._request_constraints(spec_obj):
+            hosts = [h for h in hosts if wanted(h)]
         wanted = len(hosts) if every_host else self.hosts_to_score(
             len(hosts))
         if wanted >= len(hosts):
@@ -256,6 +283,9 @@ class SchedulerManager:
                     chosen = self._claim_first(ctx, candidates,
                                                instance_uuid, spec_obj)
                 if chosen is None:
+                    LOG.info('Instance %s: no host; %s', instance_uuid,
+                             self._filter_results(host_states, spec_obj),
+                             extra={'instance_uuid': instance_uuid})
                     raise exception.NoValidHost(
                         reason='There are not enough hosts available.')
                 claimed.append(instance_uuid)

@@ -170,6 +170,45 @@ def test_every_scheduler_chooses_a_new_host_on_its_next_select(
     assert _chosen(second, ctx) == [['h2']]
 
 
+def test_a_select_waits_for_a_load_under_way_of_a_new_host(
+        two_schedulers, ctx):
+    # Two selects reach a scheduler that knows no host yet, while the
+    # report of the first compute reached the other scheduler: the first
+    # select loads the states, the second waits for that load instead of
+    # going on with none and answering NoValidHost.
+    first, second = two_schedulers
+    assert second.host_manager.host_states() == []
+    _add_host(first, 'h1')
+    reading, release = threading.Event(), threading.Event()
+    read_states = second.host_manager._read_states
+
+    def slow_read(*args, **kwargs):
+        reading.set()
+        assert release.wait(10)
+        return read_states(*args, **kwargs)
+
+    second.host_manager._read_states = slow_read
+    results = {}
+
+    def select(name):
+        try:
+            results[name] = _chosen(second, ctx)
+        except exception.NoValidHost as exc:
+            results[name] = exc
+
+    loading = threading.Thread(target=select, args=('loading',))
+    loading.start()
+    assert reading.wait(10)
+    waiter = threading.Thread(target=select, args=('waiter',))
+    waiter.start()
+    # Going on without the load would take it a few milliseconds.
+    waiter.join(1)
+    release.set()
+    loading.join(10)
+    waiter.join(10)
+    assert results == {'loading': [['h1']], 'waiter': [['h1']]}
+
+
 def test_the_scheduler_service_reloads_host_states_beside_the_selects(
         two_schedulers, ctx, override):
     # A report that reaches one scheduler reaches the other with its

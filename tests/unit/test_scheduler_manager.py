@@ -230,6 +230,25 @@ def test_claim_failures_on_every_host_end_in_no_valid_host(
     assert claims.allocations_of(scheduler_db, uuid) == {}
 
 
+def test_no_valid_host_logs_what_each_filter_left(manager, ctx,
+                                                  scheduler_db, caplog):
+    caplog.set_level('INFO', logger='scheduler_split.scheduler.manager')
+    a = _add_host(manager, CELL_A, 'a', 1)
+    _add_host(manager, CELL_A, 'a2', 1)
+    _add_host(manager, CELL_B, 'b', 1)
+    manager.host_manager.host_states()
+    claims.claim(scheduler_db, a, 'intruder', RESOURCES)
+    # Cell A only, a2 ignored: a is full behind the scheduler's back;
+    # its refused claim showed memory that, and RamFilter leaves none.
+    [uuid] = _uuids(1)
+    with pytest.raises(exception.NoValidHost):
+        manager.select_destinations(ctx, _spec(requested_cell=CELL_A,
+                                               ignore_hosts=['a2']), [uuid])
+    assert ('Instance %s: no host; 3 hosts known, cell %s: 2, ignored '
+            "hosts ['a2']: 1, ComputeFilter: 1, AvailabilityZoneFilter: 1, "
+            'RamFilter: 0\n' % (uuid, CELL_A)) in caplog.text, caplog.text
+
+
 # --- filters in the manager -----------------------------------------------
 
 def test_disabled_host_is_not_chosen(manager, ctx):
