@@ -95,10 +95,10 @@ def test_openstack_cli_keeps_anti_affinity_members_apart(start_system,
     ids, hosts = [], []
     for name in ('a', 'b'):
         cli('server', 'create', '--flavor', 'm1.tiny', '--image', 'cirros',
-            '--no-network', '--hint', 'group=%s' % group['id'], '--wait',
-            name)
+            '--no-network', '--hint', 'group=%s' % group['id'], name)
         server_id = json.loads(cli('server', 'show', name, '-f',
                                    'json'))['id']
+        assert system.api.wait_for(server_id)['status'] == 'ACTIVE'
         ids.append(server_id)
         hosts.append(system.api.server(server_id)['OS-EXT-SRV-ATTR:host'])
     assert sorted(hosts) == ['cell1-compute1', 'cell1-compute2']
@@ -151,8 +151,10 @@ def test_openstack_cli_shows_hypervisors_and_their_statistics(
         start_system, openstack_cli):
     system = start_system(cells=1, hosts_per_cell=2)
     cli = openstack_cli(system)
-    cli('server', 'create', '--flavor', 'm1.tiny', '--image', 'cirros',
-        '--no-network', '--wait', 'vm1')
+    server_id = json.loads(cli('server', 'create', '--flavor', 'm1.tiny',
+                               '--image', 'cirros', '--no-network', '-f',
+                               'json', 'vm1'))['id']
+    assert system.api.wait_for(server_id)['status'] == 'ACTIVE'
 
     listed = json.loads(cli('hypervisor', 'list', '-f', 'json'))
     assert sorted(h['Hypervisor Hostname'] for h in listed) == [
@@ -209,13 +211,14 @@ def test_openstack_cli_manages_aggregates_and_zones(start_system,
 
     created = json.loads(cli('server', 'create', '--flavor', 'm1.tiny',
                              '--image', 'cirros', '--no-network',
-                             '--availability-zone', 'az1', '--wait',
-                             '-f', 'json', 'vm1'))
-    shown = system.api.server(created['id'])
+                             '--availability-zone', 'az1', '-f', 'json',
+                             'vm1'))
+    shown = system.api.wait_for(created['id'])
     assert shown['OS-EXT-SRV-ATTR:host'] == 'cell1-compute2'
     assert shown['OS-EXT-AZ:availability_zone'] == 'az1'
 
-    cli('server', 'delete', '--wait', 'vm1')
+    cli('server', 'delete', 'vm1')
+    system.api.wait_gone(created['id'])
     cli('aggregate', 'unset', '--property', 'ssd', 'agg1')
     cli('aggregate', 'remove', 'host', 'agg1', 'cell1-compute2')
     cli('aggregate', 'delete', 'agg1')
@@ -263,9 +266,9 @@ def test_openstack_cli_shows_and_sets_quotas_limits_and_key_pairs(
 
     created = json.loads(cli('server', 'create', '--flavor', 'm1.tiny',
                              '--image', 'cirros', '--no-network',
-                             '--key-name', 'k1', '--wait', '-f', 'json',
-                             'vm1'))
+                             '--key-name', 'k1', '-f', 'json', 'vm1'))
     assert created['key_name'] == 'k1'
+    assert system.api.wait_for(created['id'])['key_name'] == 'k1'
     cli('keypair', 'delete', 'k2')
     assert [k['Name'] for k in json.loads(
         cli('keypair', 'list', '-f', 'json'))] == ['k1']
@@ -285,9 +288,14 @@ def test_openstack_cli_places_servers_with_same_and_different_host_hints(
     cli = openstack_cli(system)
 
     def create(name, *hint):
-        return json.loads(cli('server', 'create', '--flavor', 'm1.tiny',
-                              '--image', 'cirros', '--no-network',
-                              *hint, '--wait', '-f', 'json', name))['id']
+        # Without --wait, which polls every five seconds: the API's own
+        # poll sees the server ACTIVE within a moment.
+        server_id = json.loads(cli('server', 'create', '--flavor',
+                                   'm1.tiny', '--image', 'cirros',
+                                   '--no-network', *hint, '-f', 'json',
+                                   name))['id']
+        assert system.api.wait_for(server_id)['status'] == 'ACTIVE'
+        return server_id
 
     def host_of(server_id):
         return system.api.server(server_id)['OS-EXT-SRV-ATTR:host']
@@ -343,9 +351,9 @@ def test_openstack_cli_creates_sets_unsets_and_deletes_flavors(
     assert 'm1.private' in [f['Name'] for f in json.loads(
         cli('flavor', 'list', '--private', '-f', 'json'))]
     server = json.loads(cli('server', 'create', '--flavor', 'm1.private',
-                            '--image', 'cirros', '--no-network', '--wait',
+                            '--image', 'cirros', '--no-network',
                             '-f', 'json', 'vm1'))
-    assert server['status'] == 'ACTIVE'
+    assert system.api.wait_for(server['id'])['status'] == 'ACTIVE'
 
     cli('flavor', 'delete', 'm1.custom')
     assert 'm1.custom' not in [f['Name'] for f in json.loads(

@@ -296,8 +296,22 @@ class Deployment:
                 codes[name] = proc.wait()
         return codes
 
+    def stop_in_order(self, timeout=150):
+        """Stop every process as an operator stops a whole deployment:
+        the APIs first, then the computes, whose builds in flight still
+        reach their conductors, then the conductors and schedulers.
+        (``stop()`` sends every SIGTERM at once; computes with builds in
+        flight then wait out RPC timeouts against stopped conductors.)"""
+        apis = [name for name in self.procs if name.startswith('api')]
+        computes = [name for name in self.procs if name in self.hosts]
+        codes = {}
+        for tier in (apis, computes, list(self.procs)):
+            if tier:
+                codes.update(self.stop(*tier, timeout=timeout))
+        return codes
+
     def teardown(self):
-        self.stop()
+        self.stop_in_order()
         self.rabbit.stop()
         self.postgres.stop()
 
