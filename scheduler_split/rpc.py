@@ -1,5 +1,6 @@
 """oslo.messaging plumbing: transports per bus, serializer, servers."""
 
+from concurrent import futures
 import logging
 import threading
 import time
@@ -334,7 +335,24 @@ def get_server(transport, topic, endpoints, server):
     # Only methods marked @messaging.expose answer on the bus; a manager's
     # periodic and start-up methods do not.
     access_policy = dispatcher.ExplicitRPCAccessPolicy
-    return messaging.get_rpc_server(transport, target, endpoints,
-                                    serializer=RequestContextSerializer(),
-                                    access_policy=access_policy,
-                                    **_executor_args())
+    executor_args = _executor_args()
+    rpc_server = messaging.get_rpc_server(
+        transport, target, endpoints, serializer=RequestContextSerializer(),
+        access_policy=access_policy, **executor_args)
+    if not executor_args:
+        # The pool start() builds (oslo.messaging's threading executor
+        # is futurist's): one whose shutdown wakes its idle workers.
+        # futurist's notice a shutdown only after a second idle, so
+        # every stop of a service waited that second for nothing.
+        rpc_server._executor_cls = _WorkerPool
+    return rpc_server
+
+
+class _WorkerPool(futures.ThreadPoolExecutor):
+    """The threads an RPC server handles its messages in: oslo.messaging
+    submits each message and, in ``wait()``, shuts the pool down once no
+    more arrive, waiting for the messages in hand only."""
+
+    def __init__(self, max_workers):
+        super().__init__(max_workers=max_workers,
+                         thread_name_prefix='rpc-worker')
