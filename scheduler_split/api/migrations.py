@@ -27,6 +27,17 @@ def _time(value):
     return value.strftime('%Y-%m-%dT%H:%M:%S.%f') if value else None
 
 
+def _with_newer_fields(view, version, migration):
+    """``view`` with what later microversions add to both views of a
+    migration: its uuid (2.59), its user and project (2.80)."""
+    if version >= (2, 59):
+        view['uuid'] = migration.uuid
+    if version >= (2, 80):
+        view['user_id'] = migration.user_id
+        view['project_id'] = migration.project_id
+    return view
+
+
 def _view(req, version, migration):
     view = {
         'id': migration.id,
@@ -53,12 +64,7 @@ def _view(req, version, migration):
                  'href': '%s/v2.1/%s' % (req.application_url, path)},
                 {'rel': 'bookmark',
                  'href': '%s/%s' % (req.application_url, path)}]
-    if version >= (2, 59):
-        view['uuid'] = migration.uuid
-    if version >= (2, 80):
-        view['user_id'] = migration.user_id
-        view['project_id'] = migration.project_id
-    return view
+    return _with_newer_fields(view, version, migration)
 
 
 def _allowed(version):
@@ -152,12 +158,7 @@ def _server_view(version, migration):
         'disk_processed_bytes': None,
         'disk_remaining_bytes': None,
     }
-    if version >= (2, 59):
-        view['uuid'] = migration.uuid
-    if version >= (2, 80):
-        view['user_id'] = migration.user_id
-        view['project_id'] = migration.project_id
-    return view
+    return _with_newer_fields(view, version, migration)
 
 
 def _live_in_progress(req, ctx, version, server_id):

@@ -283,6 +283,15 @@ class SuperConductorManager:
         cctx = ss_context.target_cell(ctx, cell)
         return cell, cctx, objects.Instance.get_by_uuid(cctx, uuid)
 
+    def _locate_for_cast(self, ctx, uuid):
+        """``_locate``, or None once the server is deleted: a cast has
+        nobody to tell."""
+        try:
+            return self._locate(ctx, uuid)
+        except (exception.InstanceNotFound,
+                exception.InstanceMappingNotFound):
+            return None
+
     @messaging.expose
     def live_migrate_instance(self, ctx, instance, migration, host=None,
                               block_migration=None):
@@ -296,11 +305,10 @@ class SuperConductorManager:
         """
         uuid = instance.uuid
         action = 'live-migration'
-        try:
-            cell, cctx, instance = self._locate(ctx, uuid)
-        except (exception.InstanceNotFound,
-                exception.InstanceMappingNotFound):
+        located = self._locate_for_cast(ctx, uuid)
+        if located is None:
             return
+        cell, cctx, instance = located
         migration.status = migration_obj.QUEUED
         migration.save(cctx)
         spec = self._move_spec(ctx, instance, instance.flavor, cell, host)
@@ -362,11 +370,10 @@ class SuperConductorManager:
         and cleans up."""
         uuid = instance.uuid
         action = 'evacuate'
-        try:
-            cell, cctx, instance = self._locate(ctx, uuid)
-        except (exception.InstanceNotFound,
-                exception.InstanceMappingNotFound):
+        located = self._locate_for_cast(ctx, uuid)
+        if located is None:
             return
+        cell, cctx, instance = located
         spec = self._move_spec(ctx, instance, instance.flavor, cell, host)
         migration.status = migration_obj.PRE_MIGRATING
         migration.save(cctx)
