@@ -8,6 +8,7 @@ directory removed) at the end. Nothing touches a system-wide instance.
 import glob
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -16,7 +17,42 @@ import tempfile
 import time
 
 
+# Ports this process handed out: not handed out twice.
+_HANDED_OUT = set()
+# Where the search for a free port starts.
+_LOWEST_PORT = 10000
+
+
+def _ephemeral_range():
+    """The kernel's range for the local ports of outgoing connections."""
+    try:
+        with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
+            low, high = f.read().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
+    """A TCP port of 127.0.0.1 free now, for a server started later.
+
+    Below the kernel's ephemeral range when it can be: a port bind(0)
+    gives comes from that range, where any outgoing connection (to
+    RabbitMQ, to PostgreSQL) may take it as its local port before the
+    server meant to listen on it starts ("Address already in use").
+    """
+    low, _ = _ephemeral_range()
+    for _ in range(1000 if low > _LOWEST_PORT else 0):
+        port = random.randrange(_LOWEST_PORT, low)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(('127.0.0.1', port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
