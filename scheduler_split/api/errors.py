@@ -20,10 +20,14 @@ _NAMES = {
 }
 
 
+def name_of(status):
+    """The key Nova's error body has for ``status``."""
+    return _NAMES.get(status, 'computeFault')
+
+
 def fault(status, message):
     """A response carrying ``message`` with ``status`` in Nova's shape."""
-    name = _NAMES.get(status, 'computeFault')
-    body = {name: {'code': status, 'message': message}}
+    body = {name_of(status): {'code': status, 'message': message}}
     response = webob.Response(status=status, content_type='application/json',
                               charset='UTF-8')
     response.text = json.dumps(body)

@@ -15,15 +15,14 @@ import argparse
 import logging
 import os
 import signal
-import socketserver
 import sys
 import threading
-from wsgiref import simple_server
 
 from oslo_config import cfg
 from oslo_log import log as oslo_logging
 import yaml
 
+from scheduler_split.api import http_server
 from scheduler_split.cmd import common
 from scheduler_split import conf
 from scheduler_split import deployment
@@ -45,7 +44,9 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog='scheduler-split-all-in-one',
         description='Run every scheduler-split service in one process on '
-                    'an in-memory bus and SQLite.')
+                    'an in-memory bus and SQLite: the compute API, the '
+                    'conductors, the scheduler and fake compute hosts.')
+    common.add_version_argument(parser)
     parser.add_argument('--state-dir', default=default_state_dir(),
                         help='Directory for the SQLite databases, the log '
                              'and clouds.yaml (default: %(default)s).')
@@ -62,7 +63,8 @@ def parse_args(argv):
                              '0 picks a free one).')
     parser.add_argument('--config-file', action='append', default=[],
                         help='Extra oslo.config file, e.g. to set '
-                             '[fake_driver] options. May repeat.')
+                             '[fake_driver] or [wsgi] options. May '
+                             'repeat.')
     parser.add_argument('--debug', action='store_true',
                         help='Log at DEBUG level.')
     parser.add_argument('--verbose', action='store_true',
@@ -75,18 +77,6 @@ def parse_args(argv):
     if not 0 <= args.port <= 65535:
         parser.error('--port must be between 0 and 65535')
     return args
-
-
-class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
-                           simple_server.WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
-class _QuietHandler(simple_server.WSGIRequestHandler):
-
-    def log_message(self, fmt, *args):
-        LOG.info('%s %s', self.address_string(), fmt % args)
 
 
 def write_clouds_yaml(state_dir, base_url, keystone_url=None):
@@ -136,19 +126,46 @@ def _setup_logging(args):
         'oslo_service=WARN', 'alembic=WARN', 'stevedore=WARN',
         # kombu warns that memory:// names no host, on every connection.
         'kombu=ERROR', 'urllib3=WARN'])
-    CONF.set_override('log_file', os.path.join(args.state_dir,
-                                               'scheduler-split.log'))
+    CONF.set_override('log_file', log_path(args.state_dir))
     CONF.set_override('use_stderr', args.verbose)
     CONF.set_override('debug', args.debug)
     oslo_logging.setup(CONF, 'scheduler-split')
 
 
+def log_path(state_dir):
+    return os.path.join(state_dir, 'scheduler-split.log')
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    os.makedirs(args.state_dir, exist_ok=True)
-    CONF(project='scheduler-split', default_config_files=[],
-         args=[a for f in args.config_file for a in ('--config-file', f)])
+    try:
+        os.makedirs(args.state_dir, exist_ok=True)
+        CONF(project='scheduler-split', default_config_files=[],
+             args=[a for f in args.config_file
+                   for a in ('--config-file', f)])
+    except (OSError, cfg.Error) as exc:
+        return common.fail('scheduler-split-all-in-one: %s' % exc)
+    # The port first: nothing is built when it cannot be had.
+    try:
+        sock = http_server.listen_socket(args.host, args.port)
+    except http_server.PortInUse as exc:
+        return common.fail(
+            'scheduler-split-all-in-one: %s. Stop what listens there, or '
+            'choose another port with --port (--port 0 picks a free one).'
+            % exc)
     _setup_logging(args)
+    try:
+        return _run(args, sock)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        LOG.exception('The all-in-one failed')
+        return common.fail('scheduler-split-all-in-one: %s: %s\nThe log: %s'
+                           % (type(exc).__name__, exc,
+                              log_path(args.state_dir)))
+
+
+def _run(args, sock):
     try:
         common.set_cpu_affinity()
     except ValueError as exc:
@@ -160,17 +177,14 @@ def main(argv=None):
                                  args.hosts_per_cell)
     system.setup(echo=lambda line: LOG.info('%s', line))
     system.start()
-
-    server = simple_server.make_server(
-        args.host, args.port, system.wsgi_app(),
-        server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
-    host, port = server.server_address[:2]
-    base_url = 'http://%s:%d' % (host, port)
+    try:
+        server = http_server.APIServer(system.wsgi_app(), sock).start()
+    except BaseException:
+        system.stop()
+        raise
+    base_url = server.url
     keystone_url = _keystone_url()
     clouds = write_clouds_yaml(args.state_dir, base_url, keystone_url)
-    serving = threading.Thread(target=server.serve_forever,
-                               name='wsgi', daemon=True)
-    serving.start()
 
     stop = threading.Event()
 
@@ -191,8 +205,9 @@ def main(argv=None):
     while not stop.is_set():
         stop.wait(1)
     print('Stopping ...', flush=True)
-    server.shutdown()
-    server.server_close()
+    # The API first: the requests it is answering still reach the
+    # services behind it.
+    server.stop()
     system.stop()
     rpc.cleanup()
     print('Stopped.', flush=True)

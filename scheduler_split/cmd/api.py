@@ -1,32 +1,36 @@
-"""scheduler-split-api: the REST API on a simple threaded WSGI server.
+"""scheduler-split-api: the compute API on its own HTTP server.
 
-For production put the WSGI application of
-``scheduler_split.api.wsgi_app:application`` behind a real WSGI server.
+It serves with waitress (``[wsgi]`` options) in one process. To run
+several API processes on one port, serve the WSGI application
+``scheduler_split.api.wsgi_app:application`` with gunicorn or uWSGI
+instead.
 """
 
-import argparse
 import sys
-from wsgiref import simple_server
 
-from scheduler_split.cmd import all_in_one
+from scheduler_split.api import http_server
 from scheduler_split.cmd import common
+from scheduler_split import conf
+from scheduler_split.conf import wsgi as wsgi_conf
+
+CONF = conf.CONF
 
 
 def main():
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument('--bind-host', default='127.0.0.1')
-    parser.add_argument('--bind-port', type=int, default=8774)
-    known, rest = parser.parse_known_args(sys.argv[1:])
-    common.parse_args([sys.argv[0]] + rest)
-    from scheduler_split.api import wsgi
-    server = simple_server.make_server(
-        known.bind_host, known.bind_port, wsgi.make_app(),
-        server_class=all_in_one._ThreadingWSGIServer)
+    wsgi_conf.register_cli_opts(CONF)
+    common.parse_args(sys.argv, description=common.summary(__doc__))
+    # The port first: nothing is built when it cannot be had.
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+        sock = http_server.listen_socket(CONF.bind_host, CONF.bind_port)
+    except http_server.PortInUse as exc:
+        return common.fail('scheduler-split-api: %s. Stop what listens '
+                           'there, or set --bind-port.' % exc)
+
+    def build():
+        from scheduler_split.api import wsgi
+        return http_server.APIServer(wsgi.make_app(), sock)
+
+    return common.run(build)
 
 
 if __name__ == '__main__':

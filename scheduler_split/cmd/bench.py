@@ -73,6 +73,7 @@ def parse_args(argv):
                     '(against --endpoint, or an all-in-one started for '
                     'the run), or with --scheduler-only time the '
                     'scheduler alone against synthetic hosts.')
+    common.add_version_argument(parser)
     parser.add_argument('--servers', type=_positive, default=200,
                         help='Servers to boot; with --scheduler-only, '
                              'selects to time per size (default: '

@@ -1,11 +1,13 @@
 """What every service script does first: config, logging, objects."""
 
+import importlib.metadata
 import logging
 import os
 import signal
 import sys
 import threading
 
+from oslo_config import cfg
 from oslo_log import log as oslo_logging
 
 from scheduler_split import conf
@@ -18,8 +20,37 @@ LOG = logging.getLogger(__name__)
 oslo_logging.register_options(CONF)
 
 
+def version():
+    """The installed release of scheduler-split."""
+    try:
+        return importlib.metadata.version('scheduler-split')
+    except importlib.metadata.PackageNotFoundError:
+        return 'unknown (not installed)'
+
+
+def add_version_argument(parser):
+    """``--version`` for a script that parses with argparse."""
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + version())
+
+
+def summary(doc):
+    """The one-line description of a script: its module docstring's
+    first line, after the script's name."""
+    line = doc.strip().splitlines()[0].split(': ', 1)[-1]
+    return line[:1].upper() + line[1:]
+
+
 def parse_args(argv, description=None):
-    CONF(argv[1:], project='scheduler-split', description=description)
+    """Read the command line and the configuration files, set up
+    logging; a configuration that cannot be read ends the process with
+    one line on standard error."""
+    prog = os.path.basename(argv[0])
+    try:
+        CONF(argv[1:], project='scheduler-split', prog=prog,
+             version=version(), description=description)
+    except cfg.Error as exc:
+        sys.exit('%s: %s' % (prog, exc))
     oslo_logging.setup(CONF, 'scheduler-split')
     try:
         set_cpu_affinity()
@@ -75,8 +106,10 @@ def set_cpu_affinity():
              ','.join(map(str, sorted(cpus))), CONF.cpu_affinity)
 
 
-def run(svc):
-    """Run ``svc`` until SIGTERM or SIGINT, then stop it gracefully.
+def run(build):
+    """Run the service ``build()`` returns until SIGTERM or SIGINT, then
+    stop it gracefully. A service that cannot be built or started ends
+    the process with the reason on standard error.
 
     SIGTERM stops consuming, lets the messages being handled finish (a
     spawn, a scheduling call) and closes the connections; messages not
@@ -98,7 +131,12 @@ def run(svc):
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGHUP, _hup)
-    svc.start()
+    try:
+        svc = build()
+        svc.start()
+    except Exception as exc:
+        LOG.exception('Could not start')
+        return fail_to_start(exc)
     while not stop.is_set():
         stop.wait(1)
         if hup.is_set():
@@ -117,3 +155,23 @@ def run(svc):
 def fail(message):
     print(message, file=sys.stderr)
     return 1
+
+
+def log_destination():
+    """Where this process's log goes, in words."""
+    if CONF.log_file:
+        return os.path.join(CONF.log_dir or '', CONF.log_file)
+    if CONF.use_journal:
+        return 'the journal'
+    if CONF.use_syslog:
+        return 'syslog'
+    return 'standard output'
+
+
+def fail_to_start(exc):
+    """Say on standard error why the service could not start, and where
+    its log is: a unit's status shows standard error even when the log
+    goes to a file."""
+    return fail('%s: cannot start: %s: %s\nThe log: %s' % (
+        os.path.basename(sys.argv[0]), type(exc).__name__, exc,
+        log_destination()))

@@ -13,11 +13,11 @@ CONF = conf.CONF
 
 
 def main():
-    common.parse_args(sys.argv)
+    common.parse_args(sys.argv, description=common.summary(__doc__))
     # A hypervisor host holds no database credentials: everything the
     # compute persists goes through its cell conductor.
-    return common.run(deployment.compute_service(CONF.host,
-                                                 CONF.transport_url))
+    return common.run(lambda: deployment.compute_service(
+        CONF.host, CONF.transport_url))
 
 
 if __name__ == '__main__':

@@ -14,16 +14,14 @@ CONF = conf.CONF
 
 
 def main():
-    common.parse_args(sys.argv)
+    common.parse_args(sys.argv, description=common.summary(__doc__))
     if CONF.conductor.role == 'super':
-        svc = deployment.super_conductor_service()
-    else:
-        if not CONF.database.connection:
-            return common.fail('A cell conductor needs [database] '
-                               'connection (its cell database).')
-        svc = deployment.cell_conductor_service(CONF.transport_url,
-                                                CONF.database.connection)
-    return common.run(svc)
+        return common.run(deployment.super_conductor_service)
+    if not CONF.database.connection:
+        return common.fail('A cell conductor needs [database] '
+                           'connection (its cell database).')
+    return common.run(lambda: deployment.cell_conductor_service(
+        CONF.transport_url, CONF.database.connection))
 
 
 if __name__ == '__main__':

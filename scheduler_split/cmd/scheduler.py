@@ -1,4 +1,7 @@
-"""scheduler-split-scheduler: listens on the API bus and every cell bus."""
+"""scheduler-split-scheduler: chooses and claims hosts for every cell.
+
+It listens on the API bus and on every cell's bus.
+"""
 
 import sys
 
@@ -8,10 +11,14 @@ from scheduler_split import deployment
 from scheduler_split import objects
 
 
-def main():
-    common.parse_args(sys.argv)
+def _build():
     cells = objects.CellMapping.get_all(ss_context.get_admin_context())
-    return common.run(deployment.scheduler_service(cells))
+    return deployment.scheduler_service(cells)
+
+
+def main():
+    common.parse_args(sys.argv, description=common.summary(__doc__))
+    return common.run(_build)
 
 
 if __name__ == '__main__':

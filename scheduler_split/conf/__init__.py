@@ -13,9 +13,10 @@ from scheduler_split.conf import quota
 from scheduler_split.conf import scheduler
 from scheduler_split.conf import service
 from scheduler_split.conf import upgrade_levels
+from scheduler_split.conf import wsgi
 
 CONF = cfg.CONF
 
 for _module in (api, compute, conductor, database, fake_driver, glance,
-                policy, quota, scheduler, service, upgrade_levels):
+                policy, quota, scheduler, service, upgrade_levels, wsgi):
     _module.register_opts(CONF)

@@ -11,6 +11,7 @@ from scheduler_split.conf import quota
 from scheduler_split.conf import scheduler
 from scheduler_split.conf import service
 from scheduler_split.conf import upgrade_levels
+from scheduler_split.conf import wsgi
 
 
 def list_opts():
@@ -21,7 +22,8 @@ def list_opts():
                           if group is None for opt in opts
                           if opt.name == 'transport_url']}
     for module in (service, api, compute, conductor, database, fake_driver,
-                   glance, policy, quota, scheduler, upgrade_levels):
+                   glance, policy, quota, scheduler, upgrade_levels,
+                   wsgi):
         for group, opts in module.list_opts().items():
             merged.setdefault(group, []).extend(opts)
     return list(merged.items())

@@ -1,14 +1,16 @@
 """One fixture that starts the whole system in this process."""
 
+import importlib.metadata
 import os
-import threading
+import re
+import subprocess
+import sys
 import time
-from wsgiref import simple_server
 
 import requests
 import sqlalchemy as sa
 
-from scheduler_split.cmd import all_in_one
+from scheduler_split.api import http_server
 from scheduler_split import conf
 from scheduler_split.db import engines
 from scheduler_split import deployment
@@ -20,6 +22,10 @@ CONF = conf.CONF
 
 # The states a build may rest in; BUILD is not one of them.
 FINAL = ('ACTIVE', 'ERROR')
+
+
+def installed_version():
+    return importlib.metadata.version('scheduler-split')
 
 
 class Api:
@@ -116,14 +122,39 @@ class Api:
 
 
 def _serve(app):
-    """Serve ``app`` on a free port of 127.0.0.1 from a thread."""
-    server = simple_server.make_server(
-        '127.0.0.1', 0, app, server_class=all_in_one._ThreadingWSGIServer,
-        handler_class=all_in_one._QuietHandler)
-    # A short poll: shutdown() waits for the loop to look again.
-    threading.Thread(target=server.serve_forever, daemon=True,
-                     kwargs={'poll_interval': 0.05}).start()
-    return server
+    """Serve ``app`` on a free port of 127.0.0.1, as the all-in-one
+    serves its API."""
+    return http_server.APIServer(
+        app, http_server.listen_socket('127.0.0.1', 0)).start()
+
+
+def start_all_in_one(state_dir, eventlet=False, config_files=()):
+    """Run ``scheduler-split-all-in-one`` as a child process; returns the
+    process, the API's base URL and the lines it printed."""
+    env = dict(os.environ)
+    env.pop('SCHEDULER_SPLIT_EVENTLET', None)
+    if eventlet:
+        env['SCHEDULER_SPLIT_EVENTLET'] = '1'
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'scheduler_split.cmd.all_in_one',
+         '--state-dir', str(state_dir), '--port', '0', '--cells', '2',
+         '--hosts-per-cell', '2',
+         *[a for f in config_files for a in ('--config-file', str(f))]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith('export OS_CLIENT_CONFIG_FILE='):
+            url = re.search(r'compute API (http://\S+)/v2.1',
+                            ''.join(lines)).group(1)
+            return proc, url, lines
+    proc.kill()
+    raise AssertionError('all-in-one did not start:\n%s\n%s'
+                         % (''.join(lines), proc.stderr.read()))
 
 
 class System:
@@ -148,7 +179,7 @@ class System:
         self.aio.setup(echo=lambda line: None)
         self.aio.start()
         self.server = _serve(self.aio.wsgi_app())
-        self.base_url = 'http://127.0.0.1:%d' % self.server.server_port
+        self.base_url = self.server.url
         self.api = Api(self.base_url)
         return self
 
@@ -162,7 +193,7 @@ class System:
             from scheduler_split.api import wsgi
             app = auth.KeystoneContext(wsgi.Router(manager.ComputeAPI()))
             self.keystone_server = _serve(app)
-        return Api('http://127.0.0.1:%d' % self.keystone_server.server_port,
+        return Api(self.keystone_server.url,
                    token='validated-elsewhere', headers={
                        'X-Identity-Status': 'Confirmed',
                        'X-User-Id': user_id, 'X-Project-Id': project_id,
@@ -171,8 +202,7 @@ class System:
     def stop(self):
         for server in (self.server, self.keystone_server):
             if server is not None:
-                server.shutdown()
-                server.server_close()
+                server.stop(graceful=False)
         self.server = self.keystone_server = None
         if self.aio is not None:
             self.aio.stop()

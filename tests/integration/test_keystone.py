@@ -12,7 +12,6 @@ import pytest
 import requests
 
 from tests.functional import fixtures
-from tests.functional import test_all_in_one_process
 from tests import keystone as keystone_mod
 
 pytestmark = [pytest.mark.integration, pytest.mark.keystone]
@@ -36,7 +35,7 @@ def cloud(keystone, tmp_path_factory):
     state = tmp_path_factory.mktemp('state')
     conf = state / 'keystone.conf'
     conf.write_text(keystone.api_config('scheduler-split', SERVICE_PASSWORD))
-    proc, url, lines = test_all_in_one_process.start_all_in_one(
+    proc, url, lines = fixtures.start_all_in_one(
         state, config_files=[conf])
     keystone.register_service('compute', 'nova', url + '/v2.1')
     for user, project in (('alice', 'project-a'), ('bob', 'project-b')):
