@@ -3,6 +3,7 @@
 import configparser
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +76,88 @@ def test_sample_config_is_generated_from_the_options_in_code(tmp_path):
     assert fresh.read_text() == SAMPLE.read_text(), (
         'etc/scheduler-split/scheduler-split.conf.sample is stale: '
         'run tox -e genconfig')
+
+
+# What the services import before they read their configuration: every
+# command, the API application (and keystonemiddleware, which it loads
+# with [api] auth_strategy = keystone). The option each of them registers,
+# on the global CONF, is printed as "group option".
+_REGISTERED = """
+import warnings
+warnings.simplefilter('ignore')
+from oslo_config import cfg
+from scheduler_split.cmd import all_in_one, api, compute, conductor
+from scheduler_split.cmd import manage, scheduler
+from scheduler_split.api import auth, wsgi
+from keystonemiddleware import auth_token
+fresh = cfg.ConfigOpts()
+fresh([])
+for name in sorted(set(cfg.CONF._opts) - set(fresh._opts)):
+    print('DEFAULT', name)
+for group in sorted(cfg.CONF._groups):
+    for name in sorted(cfg.CONF._groups[group]._opts):
+        print(group, name)
+"""
+
+# Groups a library registers at import but lists in none of its
+# oslo.config.opts namespaces, so that no generator can document them.
+_UNLISTED = {'oslo_messaging_metrics': 'oslo.messaging',
+             'oslo_messaging_tracing': 'oslo.messaging'}
+
+
+def _sample_options():
+    """{section: [option names]} as the sample documents them, an option
+    documented twice listed twice."""
+    found, section = {}, None
+    for line in SAMPLE.read_text().splitlines():
+        if line.startswith('[') and line.endswith(']'):
+            section = line[1:-1]
+            found.setdefault(section, [])
+        elif line.startswith('#') and ' = ' in line or line.endswith(' ='):
+            name = line[1:].split(' =')[0]
+            if name.isidentifier():
+                found[section].append(name)
+    return found
+
+
+def test_sample_documents_every_option_the_services_register():
+    result = subprocess.run([sys.executable, '-c', _REGISTERED],
+                            capture_output=True, text=True, timeout=120,
+                            cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    registered = [line.split() for line in result.stdout.splitlines()]
+    groups = {group for group, name in registered}
+    # Guard against a check that looks at nothing.
+    assert {'DEFAULT', 'oslo_messaging_rabbit', 'keystone_authtoken',
+            'api_database'} <= groups
+    sample = _sample_options()
+    from oslo_messaging import opts as messaging_opts
+    listed = {group for group, opts in messaging_opts.list_opts()}
+    missing = []
+    for group, name in registered:
+        if group in _UNLISTED:
+            # Once the library lists them, they must be documented too.
+            assert group not in listed, group
+            continue
+        if name not in sample.get(group, ()):
+            missing.append('[%s] %s' % (group, name))
+    assert missing == [], (
+        'options the services register but the sample does not document: '
+        'add their namespace to %s' % GENERATOR.name)
+
+
+def test_sample_documents_each_option_once():
+    twice = sorted('[%s] %s' % (section, name)
+                   for section, names in _sample_options().items()
+                   for name in set(names) if names.count(name) > 1)
+    assert twice == []
+
+
+def test_sample_documents_durable_queues_the_readme_asks_for():
+    assert 'amqp_durable_queues' in _sample_options()[
+        'oslo_messaging_rabbit']
+    assert re.search(r'\[oslo_messaging_rabbit\]\s+amqp_durable_queues '
+                     r'= true', (ROOT / 'README.md').read_text())
 
 
 def _auth_plugin_options(section):
