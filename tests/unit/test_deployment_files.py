@@ -22,6 +22,10 @@ GENERATOR = (ROOT / 'etc' / 'scheduler-split' /
 POLICY_SAMPLE = ROOT / 'etc' / 'scheduler-split' / 'policy.yaml.sample'
 MULTI_CELL = ROOT / 'etc' / 'scheduler-split' / 'multi-cell'
 
+README = ROOT / 'README.md'
+# The virtualenv the README's production steps install into.
+VENV = '/opt/scheduler-split'
+
 # What a template unit is instantiated with in the multi-cell example.
 INSTANCES = {'scheduler-split-cell-conductor@.service': 'cell1',
              'scheduler-split-compute@.service': 'cell1-compute1'}
@@ -29,12 +33,13 @@ INSTANCES = {'scheduler-split-cell-conductor@.service': 'cell1',
 
 def _installed_copy(unit, tmp_path):
     """The unit as installed in this environment: the scripts the units
-    name in /usr/local/bin live in this interpreter's bin directory."""
+    name in the production venv live in this interpreter's bin
+    directory."""
     bindir = os.path.dirname(sys.executable)
     name = unit.name
     if name in INSTANCES:
         name = name.replace('@.', '@%s.' % INSTANCES[name])
-    text = unit.read_text().replace('/usr/local/bin/', bindir + '/')
+    text = unit.read_text().replace(VENV + '/bin/', bindir + '/')
     path = tmp_path / unit.name
     path.write_text(text)
     return path, name
@@ -65,6 +70,54 @@ def test_every_service_has_a_unit():
                      'scheduler-split-cell-conductor@.service',
                      'scheduler-split-scheduler.service',
                      'scheduler-split-compute@.service'}
+
+
+def _production_steps():
+    """The README's steps of "Deploying as separate processes"."""
+    text = README.read_text()
+    start = text.index('## Deploying as separate processes')
+    return text[start:text.index('\n## ', start + 1)]
+
+
+def _unit_settings(unit):
+    """{key: value} of a unit's [Service] section (keys given once)."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.optionxform = str
+    parser.read_string(unit.read_text())
+    return dict(parser['Service'])
+
+
+def test_readme_installs_into_the_virtualenv_the_units_run_from():
+    steps = _production_steps()
+    venvs = re.findall(r'python3 -m venv (\S+)', steps)
+    assert venvs == [VENV]
+    assert "%s/bin/pip install 'scheduler-split[deploy]'" % VENV in steps
+    # No step installs into the system's Python.
+    assert not re.search(r'^\s*pip3? install', steps, re.M)
+    manage = re.search(r'M="(\S+) --config-file', steps).group(1)
+    assert manage == VENV + '/bin/scheduler-split-manage'
+    for unit in sorted(UNITS.glob('*.service')):
+        binary = _unit_settings(unit)['ExecStart'].split()[0]
+        assert binary.startswith(VENV + '/bin/'), (unit.name, binary)
+        # The package (or its deploy extra) installs what the unit runs.
+        name = os.path.basename(binary)
+        assert name == 'gunicorn' or name in (ROOT / 'pyproject.toml') \
+            .read_text(), (unit.name, name)
+
+
+def test_units_run_as_the_readme_user_in_its_home():
+    useradd = re.search(r'useradd ([^`]*?)\n\s*```',
+                        _production_steps(), re.S).group(1)
+    words = useradd.replace('\\\n', ' ').split()
+    assert '--create-home' in words
+    home = words[words.index('--home-dir') + 1]
+    user = words[-1]
+    for unit in sorted(UNITS.glob('*.service')):
+        service = _unit_settings(unit)
+        assert service['User'] == user, unit.name
+        assert service['WorkingDirectory'] == home, unit.name
+        # systemd creates /var/lib/<StateDirectory> for the user too.
+        assert '/var/lib/' + service['StateDirectory'] == home, unit.name
 
 
 def test_sample_config_is_generated_from_the_options_in_code(tmp_path):
