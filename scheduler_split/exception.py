@@ -214,6 +214,26 @@ class CellsNotConfigured(SchedulerSplitException):
     msg_fmt = '%(reason)s'
 
 
+class DatabaseUnusable(SchedulerSplitException):
+    msg_fmt = 'database %(label)s (%(url)s): %(reason)s'
+
+
+class CellHasHosts(Conflict):
+    msg_fmt = ('cell %(name)s (%(uuid)s) has hosts mapped to it: '
+               '%(hosts)s; give --force to unmap them with the cell')
+
+
+class CellHasInstances(Conflict):
+    msg_fmt = ('cell %(name)s (%(uuid)s) holds %(count)d instances not '
+               'deleted; delete or move them first')
+
+
+class CellHasInstanceMappings(Conflict):
+    msg_fmt = ('cell %(name)s (%(uuid)s) holds no instance but '
+               '%(count)d instance mappings still name it; give --force '
+               'to delete them with the cell')
+
+
 class AggregateNotFound(NotFound):
     msg_fmt = 'Aggregate %(aggregate_id)s could not be found.'
 

@@ -25,9 +25,12 @@ api_opts = [
                     'names; a pattern that needs longer is refused with '
                     '400, so that no pattern can stall the API.'),
     cfg.StrOpt('image_endpoint',
-               help='Public URL of the image catalog the API serves under '
-                    '/image, advertised in clouds.yaml. Empty means not '
-                    'served.'),
+               deprecated_for_removal=True,
+               deprecated_reason='Nothing reads it.',
+               help='Ignored. The API always serves its built-in image '
+                    'catalog under /image (see [glance] source); the '
+                    'all-in-one advertises that URL in the clouds.yaml it '
+                    'writes.'),
 ]
 
 

@@ -6,10 +6,13 @@ conductor_group = cfg.OptGroup(
 conductor_opts = [
     cfg.StrOpt('role',
                default='cell',
-               choices=[('super', 'listen on the API bus and run '
-                                  'schedule_and_build_instances'),
-                        ('cell', 'listen on the cell bus and run '
-                                 'build_instances (reschedules)')],
+               choices=[('super', 'listen on the API bus: schedule and '
+                                  'place boots and moves, re-drive lost '
+                                  'boots, answer the scheduler\'s heal'),
+                        ('cell', 'listen on the cell bus: reschedule '
+                                 'builds and moves within the cell, read '
+                                 'and write the cell database for its '
+                                 'computes, confirm old resizes')],
                help='Which conductor this process is.'),
     cfg.IntOpt('build_max_attempts',
                default=3, min=1,
@@ -23,7 +26,9 @@ conductor_opts = [
                     'on any more (a message lost with a crashed process) '
                     'ends in ERROR with a fault: for the super-conductor a '
                     'build request never scheduled, for a cell conductor '
-                    'an instance handed to no compute. Keep it well above '
+                    'an instance handed to no compute. A move no service '
+                    'advanced for as long is rolled back to its source by '
+                    'its cell conductor. Keep it well above '
                     'rpc_response_timeout.'),
     cfg.IntOpt('lost_build_check_interval',
                default=60, min=1,

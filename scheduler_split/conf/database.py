@@ -3,15 +3,24 @@ from oslo_config import cfg
 api_database_group = cfg.OptGroup(
     'api_database',
     help='The API database: cell mappings, host and instance mappings, '
-         'build requests, request specs and flavors.')
+         'build requests, request specs, flavors, quotas, key pairs and '
+         'server groups. Read by the API and the super-conductor; the '
+         'scheduler reads only its cell mappings, to find every cell\'s '
+         'bus.')
 database_group = cfg.OptGroup(
     'database',
-    help='The cell database of a cell-level service (cell conductor, '
-         'compute): instances, faults and services of that cell.')
+    help='The cell database of a cell conductor: the instances, faults, '
+         'instance actions, migrations and service records of its cell. '
+         'Computes have none: their cell conductor reads and writes for '
+         'them. scheduler-split-manage db sync upgrades it too, and '
+         'cell_v2 map_cell0 and create_cell take it when no database is '
+         'given.')
 scheduler_database_group = cfg.OptGroup(
     'scheduler_database',
     help='The scheduler database: compute nodes as resource providers, '
-         'their inventories and the allocations (claims) of instances.')
+         'their inventories, the allocations (claims) of instances, host '
+         'aggregates and the schedulers\' service records. Read by the '
+         'schedulers only; everything else asks a scheduler.')
 
 
 def _connection_opt(what):

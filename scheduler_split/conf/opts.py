@@ -15,12 +15,9 @@ from scheduler_split.conf import wsgi
 
 
 def list_opts():
-    # transport_url is oslo.messaging's option; every process needs it, so
-    # the sample documents it with ours.
-    from oslo_messaging import opts as messaging_opts
-    merged = {'DEFAULT': [opt for group, opts in messaging_opts.list_opts()
-                          if group is None for opt in opts
-                          if opt.name == 'transport_url']}
+    # transport_url and every other option of the libraries come from
+    # their own namespaces (scheduler-split-config-generator.conf).
+    merged = {}
     for module in (service, api, compute, conductor, database, fake_driver,
                    glance, policy, quota, scheduler, upgrade_levels,
                    wsgi):

@@ -6,9 +6,11 @@ service_opts = [
     cfg.StrOpt('host',
                default=socket.gethostname(),
                sample_default='<current_hostname>',
-               help='Name of this node. For a compute service this is the '
-                    'host name the scheduler selects and the name of its '
-                    'RPC server on the cell bus.'),
+               help='Name of this node, under which its service record '
+                    'is kept. For a compute service this is the host name '
+                    'the scheduler selects, the name of its RPC server on '
+                    'the cell bus and the host cell_v2 discover_hosts '
+                    'maps.'),
     cfg.StrOpt('my_ip',
                default='127.0.0.1',
                sample_default='127.0.0.1',
@@ -16,8 +18,11 @@ service_opts = [
                     'as its hypervisor\'s host_ip (os-hypervisors).'),
     cfg.IntOpt('report_interval',
                default=10, min=1,
-               help='Seconds between two resource and liveness reports a '
-                    'compute service sends to the scheduler.'),
+               help='Seconds between two reports of a service: a compute '
+                    'sends its resources to the scheduler and heartbeats '
+                    'its service record (through its cell conductor); '
+                    'schedulers and conductors heartbeat their own '
+                    'service records.'),
     cfg.IntOpt('resize_confirm_window',
                default=0, min=0,
                help='Seconds after which a resize or cold migration that '
@@ -28,9 +33,11 @@ service_opts = [
                     'window if it is shorter.'),
     cfg.IntOpt('service_down_time',
                default=60, min=1,
-               help='Seconds without a report after which the scheduler '
-                    'considers a compute service down and stops choosing '
-                    'it.'),
+               help='Seconds without a report after which a service is '
+                    'down: the scheduler stops choosing such a compute, '
+                    'the API shows it down (os-services), a cell conductor '
+                    'ends the builds left on it, and [upgrade_levels] '
+                    'auto no longer counts it.'),
     cfg.IntOpt('rpc_delivery_timeout',
                default=60, min=0,
                help='Seconds a call or cast waits for a consumer when the '
@@ -55,8 +62,9 @@ service_opts = [
                     'Empty leaves it to the operating system.'),
     cfg.BoolOpt('use_eventlet',
                 default=False,
-                help='Informational: whether the process was started in '
-                     'eventlet mode. The switch itself is the '
+                deprecated_for_removal=True,
+                deprecated_reason='Nothing reads or sets it.',
+                help='Ignored. Eventlet mode is switched on by the '
                      'SCHEDULER_SPLIT_EVENTLET=1 environment variable, read '
                      'before any other import.'),
 ]

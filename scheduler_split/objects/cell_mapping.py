@@ -72,6 +72,24 @@ class CellMapping(base.SchedulerSplitObject):
                 sa.select(models.CellMapping).order_by(
                     models.CellMapping.id))]
 
+    def save(self, ctx):
+        """Write the fields changed since the mapping was loaded."""
+        changes = {name: getattr(self, name)
+                   for name in self.obj_what_changed()
+                   if name in ('name', 'transport_url',
+                               'database_connection', 'disabled')}
+        if changes:
+            with engines.writer(_api_db()) as session:
+                session.execute(sa.update(models.CellMapping).where(
+                    models.CellMapping.uuid == self.uuid).values(
+                    updated_at=base.naive_utc(base.utcnow()), **changes))
+        self.obj_reset_changes()
+
+    def destroy(self, ctx):
+        with engines.writer(_api_db()) as session:
+            session.execute(sa.delete(models.CellMapping).where(
+                models.CellMapping.uuid == self.uuid))
+
 
 @base.ObjectRegistry.register
 class InstanceMapping(base.SchedulerSplitObject):
@@ -142,6 +160,19 @@ class InstanceMapping(base.SchedulerSplitObject):
                 models.InstanceMapping.instance_uuid == self.instance_uuid))
 
     @staticmethod
+    def count_by_cell(ctx, cell_mapping):
+        """How many instance mappings name ``cell_mapping``."""
+        with engines.reader(_api_db()) as session:
+            return session.scalar(sa.select(sa.func.count()).where(
+                models.InstanceMapping.cell_id == cell_mapping.id))
+
+    @staticmethod
+    def destroy_by_cell(ctx, cell_mapping):
+        with engines.writer(_api_db()) as session:
+            session.execute(sa.delete(models.InstanceMapping).where(
+                models.InstanceMapping.cell_id == cell_mapping.id))
+
+    @staticmethod
     def queue_for_delete(ctx, instance_uuid):
         """The instance is being deleted: it counts against no quota."""
         with engines.writer(_api_db()) as session:
@@ -169,6 +200,22 @@ class HostMapping(base.SchedulerSplitObject):
                     for row in session.scalars(
                         sa.select(models.HostMapping).order_by(
                             models.HostMapping.host))]
+
+    @classmethod
+    def get_by_cell(cls, ctx, cell_mapping):
+        """The mappings of the hosts of ``cell_mapping``, by host name."""
+        with engines.reader(_api_db()) as session:
+            return [cls(host=host, cell_mapping=cell_mapping)
+                    for host in session.scalars(
+                        sa.select(models.HostMapping.host).where(
+                            models.HostMapping.cell_id == cell_mapping.id)
+                        .order_by(models.HostMapping.host))]
+
+    @classmethod
+    def destroy_by_cell(cls, ctx, cell_mapping):
+        with engines.writer(_api_db()) as session:
+            session.execute(sa.delete(models.HostMapping).where(
+                models.HostMapping.cell_id == cell_mapping.id))
 
     @classmethod
     def get_by_host(cls, ctx, host):

@@ -3,6 +3,7 @@
 import configparser
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,10 @@ GENERATOR = (ROOT / 'etc' / 'scheduler-split' /
 POLICY_SAMPLE = ROOT / 'etc' / 'scheduler-split' / 'policy.yaml.sample'
 MULTI_CELL = ROOT / 'etc' / 'scheduler-split' / 'multi-cell'
 
+README = ROOT / 'README.md'
+# The virtualenv the README's production steps install into.
+VENV = '/opt/scheduler-split'
+
 # What a template unit is instantiated with in the multi-cell example.
 INSTANCES = {'scheduler-split-cell-conductor@.service': 'cell1',
              'scheduler-split-compute@.service': 'cell1-compute1'}
@@ -28,12 +33,13 @@ INSTANCES = {'scheduler-split-cell-conductor@.service': 'cell1',
 
 def _installed_copy(unit, tmp_path):
     """The unit as installed in this environment: the scripts the units
-    name in /usr/local/bin live in this interpreter's bin directory."""
+    name in the production venv live in this interpreter's bin
+    directory."""
     bindir = os.path.dirname(sys.executable)
     name = unit.name
     if name in INSTANCES:
         name = name.replace('@.', '@%s.' % INSTANCES[name])
-    text = unit.read_text().replace('/usr/local/bin/', bindir + '/')
+    text = unit.read_text().replace(VENV + '/bin/', bindir + '/')
     path = tmp_path / unit.name
     path.write_text(text)
     return path, name
@@ -66,6 +72,54 @@ def test_every_service_has_a_unit():
                      'scheduler-split-compute@.service'}
 
 
+def _production_steps():
+    """The README's steps of "Deploying as separate processes"."""
+    text = README.read_text()
+    start = text.index('## Deploying as separate processes')
+    return text[start:text.index('\n## ', start + 1)]
+
+
+def _unit_settings(unit):
+    """{key: value} of a unit's [Service] section (keys given once)."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.optionxform = str
+    parser.read_string(unit.read_text())
+    return dict(parser['Service'])
+
+
+def test_readme_installs_into_the_virtualenv_the_units_run_from():
+    steps = _production_steps()
+    venvs = re.findall(r'python3 -m venv (\S+)', steps)
+    assert venvs == [VENV]
+    assert "%s/bin/pip install 'scheduler-split[deploy]'" % VENV in steps
+    # No step installs into the system's Python.
+    assert not re.search(r'^\s*pip3? install', steps, re.M)
+    manage = re.search(r'M="(\S+) --config-file', steps).group(1)
+    assert manage == VENV + '/bin/scheduler-split-manage'
+    for unit in sorted(UNITS.glob('*.service')):
+        binary = _unit_settings(unit)['ExecStart'].split()[0]
+        assert binary.startswith(VENV + '/bin/'), (unit.name, binary)
+        # The package (or its deploy extra) installs what the unit runs.
+        name = os.path.basename(binary)
+        assert name == 'gunicorn' or name in (ROOT / 'pyproject.toml') \
+            .read_text(), (unit.name, name)
+
+
+def test_units_run_as_the_readme_user_in_its_home():
+    useradd = re.search(r'useradd ([^`]*?)\n\s*```',
+                        _production_steps(), re.S).group(1)
+    words = useradd.replace('\\\n', ' ').split()
+    assert '--create-home' in words
+    home = words[words.index('--home-dir') + 1]
+    user = words[-1]
+    for unit in sorted(UNITS.glob('*.service')):
+        service = _unit_settings(unit)
+        assert service['User'] == user, unit.name
+        assert service['WorkingDirectory'] == home, unit.name
+        # systemd creates /var/lib/<StateDirectory> for the user too.
+        assert '/var/lib/' + service['StateDirectory'] == home, unit.name
+
+
 def test_sample_config_is_generated_from_the_options_in_code(tmp_path):
     fresh = tmp_path / 'sample.conf'
     conf = generator.cfg.ConfigOpts()
@@ -75,6 +129,88 @@ def test_sample_config_is_generated_from_the_options_in_code(tmp_path):
     assert fresh.read_text() == SAMPLE.read_text(), (
         'etc/scheduler-split/scheduler-split.conf.sample is stale: '
         'run tox -e genconfig')
+
+
+# What the services import before they read their configuration: every
+# command, the API application (and keystonemiddleware, which it loads
+# with [api] auth_strategy = keystone). The option each of them registers,
+# on the global CONF, is printed as "group option".
+_REGISTERED = """
+import warnings
+warnings.simplefilter('ignore')
+from oslo_config import cfg
+from scheduler_split.cmd import all_in_one, api, compute, conductor
+from scheduler_split.cmd import manage, scheduler
+from scheduler_split.api import auth, wsgi
+from keystonemiddleware import auth_token
+fresh = cfg.ConfigOpts()
+fresh([])
+for name in sorted(set(cfg.CONF._opts) - set(fresh._opts)):
+    print('DEFAULT', name)
+for group in sorted(cfg.CONF._groups):
+    for name in sorted(cfg.CONF._groups[group]._opts):
+        print(group, name)
+"""
+
+# Groups a library registers at import but lists in none of its
+# oslo.config.opts namespaces, so that no generator can document them.
+_UNLISTED = {'oslo_messaging_metrics': 'oslo.messaging',
+             'oslo_messaging_tracing': 'oslo.messaging'}
+
+
+def _sample_options():
+    """{section: [option names]} as the sample documents them, an option
+    documented twice listed twice."""
+    found, section = {}, None
+    for line in SAMPLE.read_text().splitlines():
+        if line.startswith('[') and line.endswith(']'):
+            section = line[1:-1]
+            found.setdefault(section, [])
+        elif line.startswith('#') and ' = ' in line or line.endswith(' ='):
+            name = line[1:].split(' =')[0]
+            if name.isidentifier():
+                found[section].append(name)
+    return found
+
+
+def test_sample_documents_every_option_the_services_register():
+    result = subprocess.run([sys.executable, '-c', _REGISTERED],
+                            capture_output=True, text=True, timeout=120,
+                            cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    registered = [line.split() for line in result.stdout.splitlines()]
+    groups = {group for group, name in registered}
+    # Guard against a check that looks at nothing.
+    assert {'DEFAULT', 'oslo_messaging_rabbit', 'keystone_authtoken',
+            'api_database'} <= groups
+    sample = _sample_options()
+    from oslo_messaging import opts as messaging_opts
+    listed = {group for group, opts in messaging_opts.list_opts()}
+    missing = []
+    for group, name in registered:
+        if group in _UNLISTED:
+            # Once the library lists them, they must be documented too.
+            assert group not in listed, group
+            continue
+        if name not in sample.get(group, ()):
+            missing.append('[%s] %s' % (group, name))
+    assert missing == [], (
+        'options the services register but the sample does not document: '
+        'add their namespace to %s' % GENERATOR.name)
+
+
+def test_sample_documents_each_option_once():
+    twice = sorted('[%s] %s' % (section, name)
+                   for section, names in _sample_options().items()
+                   for name in set(names) if names.count(name) > 1)
+    assert twice == []
+
+
+def test_sample_documents_durable_queues_the_readme_asks_for():
+    assert 'amqp_durable_queues' in _sample_options()[
+        'oslo_messaging_rabbit']
+    assert re.search(r'\[oslo_messaging_rabbit\]\s+amqp_durable_queues '
+                     r'= true', (ROOT / 'README.md').read_text())
 
 
 def _auth_plugin_options(section):
