@@ -27,6 +27,7 @@ from oslo_config import cfg
 from oslo_log import log as oslo_logging
 
 from scheduler_split import cells
+from scheduler_split.cmd import common as script
 from scheduler_split import conf
 from scheduler_split.db import migration
 from scheduler_split import exception
@@ -117,6 +118,7 @@ def _parser(common):
     parser = _Parser(
         prog=PROG, description='Set up and inspect the databases and cells '
                                'of scheduler-split.')
+    script.add_version_argument(parser)
     _add_common(parser, common)
     groups = parser.add_subparsers(dest='category', required=True,
                                    metavar='{db,cell_v2,flavor}')

@@ -329,7 +329,8 @@ def test_the_api_serves_on_its_bind_port_and_stops_on_sigterm(tmp_path):
 @pytest.mark.parametrize('script', [
     'scheduler-split-api', 'scheduler-split-conductor',
     'scheduler-split-scheduler', 'scheduler-split-compute',
-    'scheduler-split-all-in-one', 'scheduler-split-bench'])
+    'scheduler-split-all-in-one', 'scheduler-split-bench',
+    'scheduler-split-manage'])
 def test_every_service_says_what_it_is_and_its_version(script):
     helped = _script(script, '--help')
     assert helped.returncode == 0, helped.stderr
