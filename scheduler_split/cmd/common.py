@@ -78,6 +78,9 @@ def set_cpu_affinity():
 def run(svc):
     """Run ``svc`` until SIGTERM or SIGINT, then stop it gracefully.
 
+    While it runs the process serves its metrics on the service's
+    ``[metrics]`` port, if ``enabled_services`` lists it.
+
     SIGTERM stops consuming, lets the messages being handled finish (a
     spawn, a scheduling call) and closes the connections; messages not
     taken yet stay on the bus for the next start. SIGHUP re-reads the
@@ -98,7 +101,7 @@ def run(svc):
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGHUP, _hup)
-    svc.start()
+    svc.start(serve_metrics=True)
     while not stop.is_set():
         stop.wait(1)
         if hup.is_set():

@@ -6,6 +6,7 @@ from scheduler_split.conf import conductor
 from scheduler_split.conf import database
 from scheduler_split.conf import fake_driver
 from scheduler_split.conf import glance
+from scheduler_split.conf import metrics
 from scheduler_split.conf import policy
 from scheduler_split.conf import quota
 from scheduler_split.conf import scheduler
@@ -21,7 +22,8 @@ def list_opts():
                           if group is None for opt in opts
                           if opt.name == 'transport_url']}
     for module in (service, api, compute, conductor, database, fake_driver,
-                   glance, policy, quota, scheduler, upgrade_levels):
+                   glance, metrics, policy, quota, scheduler,
+                   upgrade_levels):
         for group, opts in module.list_opts().items():
             merged.setdefault(group, []).extend(opts)
     return list(merged.items())
