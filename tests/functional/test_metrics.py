@@ -240,3 +240,64 @@ def test_a_scheduler_process_serves_its_metrics_on_its_own_port(tmp_path):
     # The port closed with the service.
     with socket.socket() as sock:
         assert sock.connect_ex(('127.0.0.1', port)) != 0
+
+
+def test_gunicorn_workers_add_up_in_every_scrape(tmp_path):
+    """Each worker serves one request and is replaced, so that every
+    scrape reaches a worker that saw almost none of them: only the sum
+    kept in PROMETHEUS_MULTIPROC_DIR shows them all."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    port = backends.free_port()
+    config = tmp_path / 'api.conf'
+    config.write_text(
+        '[DEFAULT]\n'
+        'transport_url = kombu+memory:////api\n'
+        '[api]\n'
+        'auth_strategy = noauth2\n'
+        '[api_database]\n'
+        'connection = sqlite:///%s/api.sqlite\n' % tmp_path)
+    multiproc = tmp_path / 'metrics'
+    multiproc.mkdir()
+    env = dict(os.environ, SCHEDULER_SPLIT_CONFIG_FILES=str(config),
+               PROMETHEUS_MULTIPROC_DIR=str(multiproc))
+    proc = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), 'gunicorn'),
+         '--config', os.path.join(root, 'etc', 'scheduler-split',
+                                  'multi-cell', 'gunicorn.conf.py'),
+         '--bind', '127.0.0.1:%d' % port, '--workers', '2',
+         '--max-requests', '1', '--access-logfile', '-',
+         'scheduler_split.api.wsgi_app:application'],
+        cwd=str(tmp_path), env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    url = 'http://127.0.0.1:%d' % port
+
+    def get(path):
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                # A connection each: no keep-alive to one worker.
+                return requests.get(url + path, timeout=30,
+                                    headers={'Connection': 'close'})
+            except requests.ConnectionError:
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, 'gunicorn never answered'
+                time.sleep(0.1)
+
+    try:
+        answered = 0
+        for _ in range(6):
+            assert get('/v2.1/').status_code == 200
+            answered += 1
+        scrapes = []
+        for _ in range(2):
+            resp = get('/metrics')
+            assert resp.status_code == 200, resp.text
+            scrapes.append(parse(resp.text).get((
+                'scheduler_split_api_requests_total',
+                (('method', 'GET'), ('route', '/v2.1/'),
+                 ('status', '200')))))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert scrapes == [answered, answered]
