@@ -117,6 +117,12 @@ LOST_BUILDS_FAILED = _metric(
     'Lost builds a sweep put in ERROR, by reason: never_scheduled (by the '
     'super-conductor), no_host (a cell\'s build no compute took), '
     'host_down (its compute has been down too long).', ['reason'])
+# Every reason shows from the start, at zero, so that a rate over it
+# exists before the first one happens.
+for _reason in ('no_valid_host', 'lost', 'error'):
+    BURIED_IN_CELL0.labels(reason=_reason)
+for _reason in ('never_scheduled', 'no_host', 'host_down'):
+    LOST_BUILDS_FAILED.labels(reason=_reason)
 
 # --- API ---------------------------------------------------------------------
 
@@ -158,9 +164,10 @@ class _KnownHosts:
                 seen = counts.setdefault(cell, ({}, set()))
                 seen[0].update(hosts)
                 seen[1].update(uuid for uuid, ok in hosts.items() if ok)
-        for cell, (every, ok) in sorted(counts.items(),
-                                        key=lambda item: item[0] or ''):
-            name = self.cell_names.get(cell) or cell or 'none'
+        named = sorted(((self.cell_names.get(cell) or cell or 'none', hosts)
+                        for cell, hosts in counts.items()),
+                       key=lambda item: item[0])
+        for name, (every, ok) in named:
             known.add_metric([name], len(every))
             usable.add_metric([name], len(ok))
         yield known
