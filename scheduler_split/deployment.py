@@ -63,7 +63,7 @@ def super_conductor_service():
 def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     transport = rpc.get_transport(transport_url)
     manager = conductor_manager.CellConductorManager(cell_db, transport)
-    svc = service.Service(name)
+    svc = service.Service(name, kind='cell-conductor')
     svc.listen(transport, conductor_rpcapi.TOPIC, [manager], CONF.host)
     svc.add_periodic(manager.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
@@ -83,7 +83,7 @@ def compute_service(host, transport_url):
     persists goes through its cell conductor."""
     transport = rpc.get_transport(transport_url)
     manager = compute_manager.ComputeManager(host, transport)
-    svc = service.Service('compute-%s' % host)
+    svc = service.Service('compute-%s' % host, kind='compute')
     svc.listen(transport, compute_rpcapi.TOPIC, [manager], host)
     svc.add_periodic(manager.report, CONF.report_interval)
     svc.add_periodic(manager.heartbeat, CONF.report_interval)

@@ -4,6 +4,7 @@ from concurrent import futures
 import logging
 import threading
 
+from scheduler_split import metrics
 from scheduler_split import rpc
 
 LOG = logging.getLogger(__name__)
@@ -45,11 +46,15 @@ class Service:
     """One service: ``(transport, topic, server, endpoints)`` listeners.
 
     A service listens on one or more buses (the scheduler on the API bus
-    and every cell bus) and runs periodic tasks beside them.
+    and every cell bus) and runs periodic tasks beside them. ``kind``
+    (scheduler, super-conductor, cell-conductor, compute) says which
+    ``[metrics]`` options it follows.
     """
 
-    def __init__(self, name):
+    def __init__(self, name, kind=None):
         self.name = name
+        self.kind = kind or name
+        self._serving_metrics = False
         self._servers = []
         self._listeners = []
         self._periodic = []
@@ -74,7 +79,10 @@ class Service:
             self.name, getattr(func, '__name__', 'task')), func, interval,
             run_first))
 
-    def start(self):
+    def start(self, serve_metrics=False):
+        """Start consuming and the periodic tasks; with ``serve_metrics``
+        (a daemon process, not the all-in-one) also the metrics port of
+        the process, if ``[metrics] enabled_services`` lists its kind."""
         init_host = getattr(getattr(self, 'manager', None), 'init_host',
                             None)
         if init_host is not None:
@@ -84,6 +92,10 @@ class Service:
         self._started = True
         for task in self._periodic:
             task.start()
+        if serve_metrics:
+            self._serving_metrics = metrics.Exporter.acquire(self.kind)
+        else:
+            metrics.register(self.kind)
         LOG.info('%s started', self.name)
 
     def stop(self, graceful=True):
@@ -91,6 +103,9 @@ class Service:
         """
         for task in self._periodic:
             task.stop()
+        if self._serving_metrics:
+            self._serving_metrics = False
+            metrics.Exporter.release()
         for rpc_server in self._servers:
             rpc_server.stop()
         if graceful:

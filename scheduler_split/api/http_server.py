@@ -168,7 +168,9 @@ class APIServer:
         host = '[%s]' % self.host if ':' in self.host else self.host
         return 'http://%s:%d' % (host, self.port)
 
-    def start(self):
+    def start(self, serve_metrics=False):
+        """Serve from a thread. The API's metrics are a route of its own
+        (/metrics), so ``serve_metrics`` opens no port here."""
         self._thread = threading.Thread(target=self.serve_forever,
                                         name='wsgi', daemon=True)
         self._thread.start()

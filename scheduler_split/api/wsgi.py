@@ -31,6 +31,7 @@ from scheduler_split.api import instance_actions
 from scheduler_split.api import keypairs
 from scheduler_split.api import images
 from scheduler_split.api import manager
+from scheduler_split.api import metrics as metrics_api
 from scheduler_split.api import microversion
 from scheduler_split.api import migrations
 from scheduler_split.api import quotas
@@ -158,6 +159,7 @@ ROUTES = {
     '/identity/v3/auth/tokens': {'POST': identity.tokens},
     '/identity/v3/projects': {'GET': identity.projects},
     '/identity/v3/projects/{project_id}': {'GET': identity.project},
+    '/metrics': {'GET': metrics_api.show},
 }
 
 # Paths that answer without authentication (version discovery).
@@ -277,7 +279,9 @@ class Router:
         try:
             match = self.mapper.match(environ=req.environ)
             if match is None:
+                req.environ['scheduler_split.route'] = metrics_api.UNMATCHED
                 raise errors.not_found('The resource could not be found.')
+            req.environ['scheduler_split.route'] = match['route'] or '/'
             handlers = ROUTES[match['route']]
             handler = handlers.get(req.method)
             if handler is None:
@@ -377,4 +381,5 @@ def make_app(compute_api=None, auth_strategy=None):
     router = Router(compute_api or manager.ComputeAPI())
     authed = auth.pipeline(router, auth_strategy or CONF.api.auth_strategy,
                            CONF)
-    return _PublicOrAuth(router, authed)
+    return metrics_api.RequestMetrics(_PublicOrAuth(router, authed),
+                                      router.mapper)

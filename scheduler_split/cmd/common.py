@@ -111,6 +111,9 @@ def run(build):
     stop it gracefully. A service that cannot be built or started ends
     the process with the reason on standard error.
 
+    While it runs the process serves its metrics on the service's
+    ``[metrics]`` port, if ``enabled_services`` lists it.
+
     SIGTERM stops consuming, lets the messages being handled finish (a
     spawn, a scheduling call) and closes the connections; messages not
     taken yet stay on the bus for the next start. SIGHUP re-reads the
@@ -133,7 +136,7 @@ def run(build):
     signal.signal(signal.SIGHUP, _hup)
     try:
         svc = build()
-        svc.start()
+        svc.start(serve_metrics=True)
     except Exception as exc:
         LOG.exception('Could not start')
         return fail_to_start(exc)

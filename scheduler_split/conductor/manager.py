@@ -17,6 +17,7 @@ from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import metrics
 from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
@@ -458,8 +459,10 @@ class SuperConductorManager:
             for build_request in build_requests:
                 self._give_back(ctx, build_request)
             return
+        reason = ('no_valid_host' if isinstance(exc, exception.NoValidHost)
+                  else 'error')
         for build_request in build_requests:
-            self._bury_in_cell0(ctx, build_request, exc)
+            self._bury_in_cell0(ctx, build_request, exc, reason=reason)
 
     @staticmethod
     def _give_back(ctx, build_request):
@@ -492,7 +495,10 @@ class SuperConductorManager:
             if self._bury_in_cell0(ctx, build_request,
                                    exception.BuildAbortException(
                                        instance_uuid=uuid,
-                                       reason=LOST_BEFORE_SCHEDULING)):
+                                       reason=LOST_BEFORE_SCHEDULING),
+                                   reason='lost'):
+                metrics.LOST_BUILDS_FAILED.labels(
+                    reason='never_scheduled').inc()
                 # A run that died after claiming leaves its claim behind.
                 self.scheduler.try_release_resources(ctx, uuid)
 
@@ -537,6 +543,7 @@ class SuperConductorManager:
                 LOG.exception('Re-driving the boot of %s failed', uuid,
                               extra={'instance_uuid': uuid})
                 continue
+            metrics.BOOTS_REDRIVEN.inc()
             redriven.append(uuid)
         return redriven
 
@@ -778,6 +785,7 @@ class SuperConductorManager:
             compute.build_and_run_instance(
                 ctx, chosen.service_host, chosen.nodename, instance,
                 request_spec, alternates, retry)
+            metrics.BUILDS_STARTED.inc()
         except Exception as exc:
             LOG.exception('Handing instance %s to %s failed', uuid,
                           chosen.service_host, extra={'instance_uuid': uuid})
@@ -800,14 +808,15 @@ class SuperConductorManager:
             LOG.exception('Could not delete the build request of %s',
                           instance.uuid)
 
-    def _bury_in_cell0(self, ctx, build_request, exc):
+    def _bury_in_cell0(self, ctx, build_request, exc, reason='error'):
         """An instance that could not be scheduled: ERROR in cell0.
 
         The row comes first, then the mapping points at it (only if no
         one placed the instance meanwhile), then the build request goes.
         If cell0 cannot be written, the build request stays and
         ``fail_lost_builds`` tries again later. Returns whether this call
-        placed the instance (the claims are then its to release).
+        placed the instance (the claims are then its to release);
+        ``reason`` is what the metrics count it under.
         """
         uuid = build_request.instance_uuid
         try:
@@ -831,6 +840,7 @@ class SuperConductorManager:
             if not mapping.set_cell(ctx, cell0):
                 instance.destroy(cctx)
                 return False
+            metrics.BURIED_IN_CELL0.labels(reason=reason).inc()
             instance_action.record_event(
                 cctx, uuid, 'conductor_schedule_and_build_instances',
                 result=instance_action.ERROR,
@@ -906,6 +916,9 @@ class CellConductorManager:
                               fault=fault)
             except (exception.InstanceNotFound, exception.Conflict):
                 continue
+            metrics.LOST_BUILDS_FAILED.labels(
+                reason='no_host' if why == instance_obj.LOST_NO_HOST
+                else 'host_down').inc()
             LOG.warning('Build of instance %s was lost (%s); it is in '
                         'ERROR now', uuid, reason,
                         extra={'instance_uuid': uuid})
@@ -1267,7 +1280,9 @@ class CellConductorManager:
             self.compute.build_and_run_instance(
                 ctx, selection.service_host, selection.nodename, instance,
                 request_spec, host_list[index + 1:], retry)
+            metrics.BUILDS_RESCHEDULED.inc()
             return
+        metrics.RESCHEDULES_EXHAUSTED.inc()
         exc = exception.MaxRetriesExceeded(reason=EXHAUSTED % uuid)
         LOG.warning('Instance %s: %s', uuid, exc.format_message(),
                     extra={'instance_uuid': uuid})

@@ -12,6 +12,7 @@ from scheduler_split.policies import base
 from scheduler_split.policies import flavors
 from scheduler_split.policies import hosts
 from scheduler_split.policies import instance_actions
+from scheduler_split.policies import metrics
 from scheduler_split.policies import migrations
 from scheduler_split.policies import quotas
 from scheduler_split.policies import server_groups
@@ -35,4 +36,5 @@ def list_rules():
         quotas.list_rules(),
         server_lifecycle.list_rules(),
         usage.list_rules(),
+        metrics.list_rules(),
     ))

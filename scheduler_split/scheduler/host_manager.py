@@ -26,6 +26,7 @@ from oslo_utils import uuidutils
 from scheduler_split import conf
 from scheduler_split.db import engines
 from scheduler_split import exception
+from scheduler_split import metrics
 from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
 from scheduler_split.scheduler import aggregates as aggregates_mod
@@ -449,7 +450,13 @@ class HostManager:
         """This process changed an aggregate: apply it now."""
         self._refresh_aggregates()
 
+    def states_in_memory(self):
+        """The host states as they are, never reloaded (for a scrape)."""
+        with self._lock:
+            return list(self._hosts.values())
+
     def _load_all(self):
+        started = time.monotonic()
         hosts, newest = self._read_states()
         with self._lock:
             self._newest_loaded = newest
@@ -464,6 +471,7 @@ class HostManager:
                           if state.service_disabled or state.forced_down}
             self._loaded_at = time.monotonic()
         self._refresh_aggregates()
+        metrics.HOST_STATE_LOAD_SECONDS.observe(time.monotonic() - started)
         LOG.debug('Loaded %d host states', len(hosts))
 
     def _read_states(self, uuid=None):
@@ -651,9 +659,16 @@ class HostManager:
                 self._apply_counts(state, stats)
                 state.last_report_at = now
         if unchanged:
+            metrics.REPORT_UNCHANGED.inc()
             self._write_report(heartbeat=(uuid, now))
             return uuid
-        return self._write_report(name, (cell_uuid, stats, now, digest))
+        try:
+            uuid = self._write_report(name, (cell_uuid, stats, now, digest))
+        except Exception:
+            metrics.REPORT_DROPPED.inc()
+            raise
+        metrics.REPORT_ABSORBED.inc()
+        return uuid
 
     def _write_report(self, name=None, report=None, heartbeat=None):
         """Write a report of the node ``name`` in the next group commit

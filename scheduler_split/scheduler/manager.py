@@ -12,6 +12,7 @@ import logging
 import math
 import random
 import threading
+import time
 
 import oslo_messaging as messaging
 from oslo_utils import uuidutils
@@ -21,6 +22,7 @@ from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split.db import engines
 from scheduler_split.db import models
@@ -149,6 +151,7 @@ class SchedulerManager:
             len(hosts))
         if wanted >= len(hosts):
             feasible, complete = self._filter(hosts, spec_obj), True
+            looked = len(hosts)
         else:
             start = random.randrange(len(hosts))
             hosts = hosts[start:] + hosts[:start]
@@ -162,6 +165,9 @@ class SchedulerManager:
                     break
             else:
                 complete = True
+            looked = min(offset + batch, len(hosts))
+        metrics.FILTERED_HOSTS.observe(looked)
+        metrics.SCORED_HOSTS.observe(len(feasible))
         ranked = weights.weigh(self.weighers, feasible, spec_obj)
         return [h for _, h in ranked], complete
 
@@ -190,14 +196,23 @@ class SchedulerManager:
                                  resources, group=group)
                 self.host_manager.note_claim(host_uuid, resources,
                                              instance_uuid)
+                metrics.CLAIM_WON.inc()
                 return True
             except exception.ClaimConflict as exc:
+                metrics.CLAIM_CONFLICT.inc()
                 LOG.debug('Claim for instance %s lost a race: %s',
                           instance_uuid, exc.format_message())
                 state = self.host_manager.refresh_host(host_uuid)
                 if state is None or not state.fits(resources):
                     return False
+            except exception.ClaimGroupPolicyViolation:
+                metrics.CLAIM_REFUSED.inc()
+                raise
             except CLAIM_REFUSED as exc:
+                if isinstance(exc, exception.ClaimCapacityExceeded):
+                    metrics.CLAIM_CAPACITY.inc()
+                else:
+                    metrics.CLAIM_REFUSED.inc()
                 LOG.info('Claim for instance %s refused: %s', instance_uuid,
                          exc.format_message(),
                          extra={'instance_uuid': instance_uuid})
@@ -313,6 +328,15 @@ class SchedulerManager:
         """Whether builds may go to the host at all (ComputeFilter's test,
         whatever filters are enabled)."""
         return not host_state.disabled and host_state.is_up()
+
+    def hosts_by_cell(self):
+        """``{cell uuid: {host uuid: usable}}`` of the hosts in memory,
+        for a scrape of the metrics: no database is read."""
+        result = {}
+        for state in self.host_manager.states_in_memory():
+            result.setdefault(state.cell_uuid, {})[state.uuid] = \
+                self._usable(state)
+        return result
 
     @staticmethod
     def _selection(host, resources, group=None):
@@ -551,8 +575,20 @@ class SchedulerEndpoint:
         The Selections go back at the caller's ``object_versions`` (1.1);
         a caller of 1.0 sends none and gets what 1.0 carried.
         """
-        host_lists = self.manager.select_destinations(
-            ctx, spec_obj, instance_uuids, return_alternates, num_alternates)
+        started = time.monotonic()
+        try:
+            host_lists = self.manager.select_destinations(
+                ctx, spec_obj, instance_uuids, return_alternates,
+                num_alternates)
+        except exception.NoValidHost:
+            metrics.SELECT_NO_VALID_HOST.inc()
+            raise
+        except Exception:
+            metrics.SELECT_ERROR.inc()
+            raise
+        finally:
+            metrics.SELECT_SECONDS.observe(time.monotonic() - started)
+        metrics.SELECT_PLACED.inc()
         if object_versions is None:
             object_versions = rpcapi.OBJECT_VERSIONS['1.0']
         return [[obj_base.backport(selection, object_versions)

@@ -9,6 +9,7 @@ import logging
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split import rpc
 from scheduler_split.scheduler import manager as scheduler_manager
@@ -48,6 +49,7 @@ class SchedulerService(service.Service):
         if cell.is_cell0 or cell.uuid in self._cells:
             return False
         self._cells.add(cell.uuid)
+        metrics.name_cell(cell.uuid, cell.name)
         self.listen(rpc.get_transport(cell.transport_url),
                     scheduler_rpcapi.TOPIC,
                     [self.manager.endpoint(cell.uuid)], CONF.host)
@@ -63,6 +65,14 @@ class SchedulerService(service.Service):
 
     def reload(self):
         self.discover_cells()
+
+    def start(self, serve_metrics=False):
+        metrics.watch_scheduler(self.manager)
+        super().start(serve_metrics)
+
+    def stop(self, graceful=True):
+        super().stop(graceful)
+        metrics.unwatch_scheduler(self.manager)
 
 
 def build(cell_mappings):

@@ -1,4 +1,6 @@
 # gunicorn settings of scheduler-split-api.service.
+import os
+
 bind = '127.0.0.1:8774'
 worker_class = 'gthread'
 workers = 2
@@ -7,3 +9,12 @@ threads = 8
 graceful_timeout = 30
 timeout = 60
 accesslog = '-'
+
+
+def child_exit(server, worker):
+    # With PROMETHEUS_MULTIPROC_DIR every worker writes its metrics there;
+    # a worker that exited keeps its counters in the sum but no longer
+    # counts as a live process.
+    if os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
+        from prometheus_client import multiprocess
+        multiprocess.mark_process_dead(worker.pid)
