@@ -1,7 +1,7 @@
-"""Why the engines run MySQL/MariaDB at READ COMMITTED: two
-read-then-write transactions, each raced by a real second connection on
-one MariaDB server, once at the engines' level and once at MariaDB's
-default, REPEATABLE READ."""
+"""Why the engines run MySQL/MariaDB at READ COMMITTED: read-then-write
+transactions against one MariaDB server, raced by real second
+connections, once at the engines' level and once at MariaDB's default,
+REPEATABLE READ."""
 
 import threading
 import uuid
@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
+from scheduler_split import conf
 from scheduler_split.db import engines
 from scheduler_split.db import migration
 from scheduler_split.db import models
@@ -22,11 +23,13 @@ from tests.unit import helpers
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
 
+CONF = conf.CONF
+
 CELL = '6f1d9c8e-1b4a-4a57-9d0e-3c2b1a0f9e01'
 SMALL = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10}
-# MySQL's ER_LOCK_DEADLOCK and MariaDB's ER_CHECKREAD ("Record has
-# changed since last read").
-DEADLOCK, RECORD_CHANGED = 1213, 1020
+# MariaDB's ER_CHECKREAD ("Record has changed since last read") and
+# ER_LOCK_WAIT_TIMEOUT.
+RECORD_CHANGED, LOCK_WAIT_TIMEOUT = 1020, 1205
 
 
 @pytest.fixture(scope='module')
@@ -35,6 +38,8 @@ def server():
     # What MariaDB 11.6 and later do by default: at REPEATABLE READ, a
     # write to a row changed since the transaction's snapshot fails.
     db.sql('SET GLOBAL innodb_snapshot_isolation = ON')
+    # A lock no one will release is given up after 3 seconds, not 50.
+    db.sql('SET GLOBAL innodb_lock_wait_timeout = 3')
     try:
         yield db
     finally:
@@ -124,53 +129,78 @@ def test_a_claim_that_another_claim_overtook_is_a_conflict(server,
         assert _errno(info.value) == RECORD_CHANGED, info.value
 
 
-def test_two_first_counted_creates_of_a_project_take_turns(server,
-                                                           isolation):
-    """The first two creates of a project race to make its quota row:
-    neither finds one to update, both insert it. At READ COMMITTED the
-    second waits for the first and then takes its turn after it; at
-    REPEATABLE READ each one's empty update holds a gap lock the other's
-    insert waits for, and the database aborts one of them (a 503 to its
-    user)."""
+@pytest.fixture
+def api_db(server):
+    """A new API database, the one the quota code uses."""
     url = _database(server, 'api')
+    CONF.set_override('connection', url, group='api_database')
+    yield url
+    CONF.clear_override('connection', group='api_database')
+
+
+def _quota_generation(url):
+    with engines.reader(url) as session:
+        return session.scalar(sa.select(
+            models.ProjectQuotaLock.generation))
+
+
+def test_the_first_create_of_a_project_takes_its_turn(api_db, isolation):
+    """A project's first counted create finds no quota row to update,
+    makes it in a transaction of its own and then updates it. At
+    REPEATABLE READ its empty update holds a gap lock that the insert
+    waits for until InnoDB gives up (a 503 to its user)."""
+    url = api_db
+    try:
+        with engines.writer(url) as session:
+            quota.lock_project(session, 'project')
+        outcome = 'took its turn'
+    except sa.exc.DBAPIError as exc:
+        outcome = _errnos(exc)
+
+    if isolation == 'engines':
+        assert outcome == 'took its turn'
+        assert _quota_generation(url) == 1
+    else:
+        assert LOCK_WAIT_TIMEOUT in outcome, outcome
+        assert _quota_generation(url) is None
+
+
+def test_first_creates_of_a_project_racing_each_take_their_turn(api_db):
+    """Eight first creates of one project all insert its quota row at
+    once: one makes it, each takes its turn after the one before."""
+    url = api_db
     engine = engines.get_engine(url, writer=True)
-    both_updated = threading.Barrier(2)
+    creates = 8
+    all_inserting = threading.Barrier(creates)
+    met = threading.Event()
 
     def _before(conn, cursor, statement, parameters, context,
                 executemany):
-        if statement.startswith('INSERT INTO project_quota_locks'):
-            both_updated.wait(timeout=30)
+        if statement.startswith('INSERT INTO project_quota_locks') and \
+                not met.is_set():
+            all_inserting.wait(timeout=30)
+            met.set()
 
     outcomes = {}
 
-    def create(name):
+    def create(index):
         try:
             with engines.writer(url) as session:
                 quota.lock_project(session, 'project')
-            outcomes[name] = 'took its turn'
-        except sa.exc.DBAPIError as exc:
-            outcomes[name] = _errnos(exc)
+            outcomes[index] = 'took its turn'
+        except Exception as exc:
+            outcomes[index] = repr(exc)
 
     event.listen(engine, 'before_cursor_execute', _before)
     try:
-        threads = [threading.Thread(target=create, args=(name,))
-                   for name in ('first', 'second')]
+        threads = [threading.Thread(target=create, args=(index,))
+                   for index in range(creates)]
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(60)
+            thread.join(120)
     finally:
         event.remove(engine, 'before_cursor_execute', _before)
 
-    with engines.reader(url) as session:
-        generation = session.scalar(sa.select(
-            models.ProjectQuotaLock.generation))
-    if isolation == 'engines':
-        assert outcomes == {'first': 'took its turn',
-                            'second': 'took its turn'}
-        assert generation == 1
-    else:
-        failed = [o for o in outcomes.values() if o != 'took its turn']
-        assert len(outcomes) == 2 and len(failed) == 1, outcomes
-        assert DEADLOCK in failed[0], outcomes
-        assert generation == 0
+    assert outcomes == dict.fromkeys(range(creates), 'took its turn')
+    assert _quota_generation(url) == creates

@@ -15,4 +15,3 @@ def test_a_url_whose_driver_is_missing_names_the_extra_to_install():
     assert "pip install 'scheduler-split[deploy]'" in message
     assert 'mysql+pymysql://' in message
     assert 'secret' not in message
-
