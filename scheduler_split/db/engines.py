@@ -14,9 +14,11 @@ MariaDB's is REPEATABLE READ). The code's read-then-write transactions
 are built for it: each takes its lock (a guarded ``UPDATE``, a
 ``SELECT ... FOR UPDATE``) and then reads, and must see what the holder
 before it committed; under REPEATABLE READ a read may still see the
-snapshot of the transaction's first read, and an update of a row that
-does not exist yet takes a gap lock on which two such transactions
-deadlock. The README's "Databases" paragraph says it per transaction.
+snapshot of the transaction's first read (and MariaDB 11.6 refuses a
+write to a row changed since), and an update of a row that does not
+exist yet takes a gap lock that holds up the insert of that row. The
+README's isolation paragraph (Deploying as separate processes) says it
+per transaction.
 MySQL connections also get utf8mb4, a strict ``sql_mode`` (what
 oslo.db sets) and are recycled before the server's ``wait_timeout``
 drops them.
