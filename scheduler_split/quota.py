@@ -121,24 +121,46 @@ def group_member_count(session, group_uuid):
         .join(ig, ig.id == member.group_id).where(ig.uuid == group_uuid)))
 
 
-def lock_project(session, project_id):
-    """Take the project's turn: held until ``session`` commits."""
+def _take_turn(session, project_id):
     lock = models.ProjectQuotaLock
-    updated = session.execute(sa.update(lock).where(
+    return session.execute(sa.update(lock).where(
         lock.project_id == project_id).values(
         generation=lock.generation + 1)).rowcount
-    if updated:
+
+
+def lock_project(session, project_id):
+    """Take the project's turn: held until ``session`` commits."""
+    if _take_turn(session, project_id):
         return
-    # The project's first counted create: make its row, which holds the
-    # turn as the update would have.
-    try:
-        with session.begin_nested():
-            session.add(lock(project_id=project_id, generation=0))
-    except sa.exc.IntegrityError:
-        # Made by a concurrent create meanwhile (which has committed).
-        session.execute(sa.update(lock).where(
-            lock.project_id == project_id).values(
-            generation=lock.generation + 1))
+    # The project's first counted create.
+    if session.get_bind().dialect.name == 'sqlite':
+        # Writers take turns on the whole database already: make the
+        # row, which holds the turn as the update would have.
+        session.add(models.ProjectQuotaLock(project_id=project_id,
+                                            generation=0))
+        session.flush()
+        return
+    # The row is made in a transaction of its own, then updated here as
+    # any later create does. Made in this one, concurrent first creates
+    # would each wait on the row the first one inserted, and InnoDB keeps
+    # the shared lock of such a wait after the duplicate is refused:
+    # two of them updating the row then wait on each other (a deadlock).
+    for _ in range(3):
+        try:
+            with engines.writer(_api_db()) as other:
+                other.add(models.ProjectQuotaLock(project_id=project_id,
+                                                  generation=0))
+        except sa.exc.IntegrityError:
+            pass        # made by a concurrent create meanwhile
+        except sa.exc.DBAPIError as exc:
+            # Waiting creates of a row whose maker rolled back deadlock:
+            # one of them makes it.
+            if not engines.aborted_for_a_race(exc):
+                raise
+        if _take_turn(session, project_id):
+            return
+    raise exception.Invalid('the quota row of project %s could not be '
+                            'made' % project_id)
 
 
 def _unlimited(limit):

@@ -6,9 +6,22 @@ database lock instead of failing in the middle of a read-then-write
 transaction. The writers of one process also queue on a lock of their
 own per database first: SQLite's busy handler sleeps ever longer between
 its tries (up to a tenth of a second), so a writer that waited for it
-would go on sleeping after the lock was free. PostgreSQL and MySQL keep
-their default isolation; claims rely on the generation check, not on
-the isolation level.
+would go on sleeping after the lock was free.
+
+PostgreSQL and MySQL/MariaDB run every transaction at READ COMMITTED,
+set on the engine rather than left to the server's default (MySQL's and
+MariaDB's is REPEATABLE READ). The code's read-then-write transactions
+are built for it: each takes its lock (a guarded ``UPDATE``, a
+``SELECT ... FOR UPDATE``) and then reads, and must see what the holder
+before it committed; under REPEATABLE READ a read may still see the
+snapshot of the transaction's first read (and MariaDB 11.6 refuses a
+write to a row changed since), and an update of a row that does not
+exist yet takes a gap lock that holds up the insert of that row. The
+README's isolation paragraph (Deploying as separate processes) says it
+per transaction.
+MySQL connections also get utf8mb4, a strict ``sql_mode`` (what
+oslo.db sets) and are recycled before the server's ``wait_timeout``
+drops them.
 """
 
 import contextlib
@@ -25,6 +38,29 @@ _lock = threading.Lock()
 # request (the API answers 503) instead of hanging it.
 CONNECT_TIMEOUT = 5
 _TAKE_CONNECT_TIMEOUT = ('psycopg2', 'psycopg', 'pymysql', 'mysqldb')
+
+ISOLATION_LEVEL = 'READ COMMITTED'
+# Seconds a pooled MySQL connection lives: well below the server's
+# wait_timeout (8 hours by default), after which it closes an idle
+# connection that the pool would otherwise hand out dead.
+MYSQL_POOL_RECYCLE = 3600
+# What oslo.db sets: values that do not fit a column are refused, not
+# truncated or replaced by a zero.
+MYSQL_SQL_MODE = 'TRADITIONAL'
+# What the error names when a URL's driver is not installed.
+DRIVERS_EXTRA = "pip install 'scheduler-split[deploy]'"
+
+
+class DriverMissing(ImportError):
+    """The database URL names a driver that is not installed."""
+
+    def __init__(self, url, cause):
+        super().__init__(
+            'The database URL %s needs a driver that is not installed '
+            '(%s); the PostgreSQL (postgresql+psycopg2://) and '
+            'MySQL/MariaDB (mysql+pymysql://) drivers come with %s'
+            % (url.render_as_string(hide_password=True), cause,
+               DRIVERS_EXTRA))
 
 
 def _sqlite_engine(url, begin):
@@ -49,16 +85,57 @@ def _sqlite_engine(url, begin):
     return engine
 
 
+def _mysql_engine(url, **kwargs):
+    if 'charset' not in url.query:
+        url = url.update_query_dict({'charset': 'utf8mb4'})
+    engine = sa.create_engine(url, pool_recycle=MYSQL_POOL_RECYCLE,
+                              **kwargs)
+
+    @event.listens_for(engine, 'connect')
+    def _connect(dbapi_connection, record):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("SET SESSION sql_mode = '%s'" % MYSQL_SQL_MODE)
+        cursor.close()
+
+    return engine
+
+
 def _create(url, writer):
     if url.startswith('sqlite'):
         return _sqlite_engine(url, 'BEGIN IMMEDIATE' if writer else 'BEGIN')
+    parsed = sa.engine.make_url(url)
     # Pre-ping replaces a pooled connection the server dropped before it
     # is used.
-    connect_args = {}
-    if sa.engine.make_url(url).get_driver_name() in _TAKE_CONNECT_TIMEOUT:
-        connect_args['connect_timeout'] = CONNECT_TIMEOUT
-    return sa.create_engine(url, pool_pre_ping=True, pool_size=10,
-                            max_overflow=20, connect_args=connect_args)
+    kwargs = {'pool_pre_ping': True, 'pool_size': 10, 'max_overflow': 20,
+              'isolation_level': ISOLATION_LEVEL, 'connect_args': {}}
+    if parsed.get_driver_name() in _TAKE_CONNECT_TIMEOUT:
+        kwargs['connect_args']['connect_timeout'] = CONNECT_TIMEOUT
+    try:
+        if parsed.get_backend_name() in ('mysql', 'mariadb'):
+            return _mysql_engine(parsed, **kwargs)
+        return sa.create_engine(parsed, **kwargs)
+    except ImportError as exc:
+        raise DriverMissing(parsed, exc) from exc
+
+
+# PostgreSQL's deadlock_detected and serialization_failure (SQLSTATE).
+_PG_ABORTED = ('40P01', '40001')
+# MySQL's ER_LOCK_DEADLOCK (errno): InnoDB rolled the whole transaction
+# back.
+_MYSQL_ABORTED = (1213,)
+
+
+def aborted_for_a_race(exc):
+    """Whether the database aborted the transaction that raised ``exc``
+    (a ``DBAPIError``) to break a deadlock or a serialization conflict
+    with another one: nothing of it was written, and trying it again may
+    succeed."""
+    orig = getattr(exc, 'orig', exc)
+    if getattr(orig, 'pgcode', None) in _PG_ABORTED:
+        return True
+    args = getattr(orig, 'args', ())
+    return (type(orig).__module__.split('.')[0] in ('pymysql', 'MySQLdb')
+            and bool(args) and args[0] in _MYSQL_ABORTED)
 
 
 def get_engine(url, writer=True):

@@ -2,6 +2,9 @@
 
 The alembic trees are ``migrations/api``, ``migrations/cell`` and
 ``migrations/scheduler`` (installed as ``scheduler_split.migrations``).
+MySQL commits every DDL statement on its own: a migration that fails
+half way leaves its earlier statements, and the recorded revision of
+the one before it.
 """
 
 import importlib.resources
@@ -74,7 +77,20 @@ def run_env(context, kind):
 
 
 def _run(context, connection, metadata):
+    if connection.dialect.name in ('mysql', 'mariadb'):
+        _default_to_utf8mb4(connection)
     context.configure(connection=connection, target_metadata=metadata,
                       render_as_batch=True)
     with context.begin_transaction():
         context.run_migrations()
+
+
+def _default_to_utf8mb4(connection):
+    """Tables created from now on hold any Unicode character: a database
+    created with MySQL's ``utf8`` (three bytes a character, as devstack's
+    ``recreate_database`` does) would refuse emoji in a server's name."""
+    charset = connection.exec_driver_sql(
+        'SELECT @@character_set_database').scalar()
+    if charset != 'utf8mb4':
+        connection.exec_driver_sql(
+            'ALTER DATABASE CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci')

@@ -9,14 +9,16 @@ import datetime
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from scheduler_split.db import types
+
 
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 class _Timestamps:
-    created_at = sa.Column(sa.DateTime, default=_now, nullable=False)
-    updated_at = sa.Column(sa.DateTime, onupdate=_now)
+    created_at = sa.Column(types.DateTime(), default=_now, nullable=False)
+    updated_at = sa.Column(types.DateTime(), onupdate=_now)
 
 
 class ApiBase(orm.DeclarativeBase):
@@ -77,10 +79,10 @@ class BuildRequest(_Timestamps, ApiBase):
     project_id = sa.Column(sa.String(255), nullable=False)
     # The serialized Instance object the API answers with until the
     # instance exists in a cell.
-    instance = sa.Column(sa.Text, nullable=False)
+    instance = sa.Column(types.MediumText(), nullable=False)
     # When a super-conductor took the build request to schedule it; NULL
     # while its boot still waits on the bus (or was lost with it).
-    taken_at = sa.Column(sa.DateTime, nullable=True)
+    taken_at = sa.Column(types.DateTime(), nullable=True)
     # How often a super-conductor cast the boot again because no one took
     # it.
     redrives = sa.Column(sa.Integer, nullable=False, default=0,
@@ -91,7 +93,7 @@ class RequestSpec(_Timestamps, ApiBase):
     __tablename__ = 'request_specs'
     id = sa.Column(sa.Integer, primary_key=True)
     instance_uuid = sa.Column(sa.String(36), nullable=False, unique=True)
-    spec = sa.Column(sa.Text, nullable=False)
+    spec = sa.Column(types.MediumText(), nullable=False)
 
 
 class Flavor(_Timestamps, ApiBase):
@@ -225,16 +227,16 @@ class Instance(_Timestamps, CellBase):
     vm_state = sa.Column(sa.String(255), nullable=False)
     task_state = sa.Column(sa.String(255))
     power_state = sa.Column(sa.Integer, nullable=False, default=0)
-    flavor = sa.Column(sa.Text, nullable=False)
+    flavor = sa.Column(types.MediumText(), nullable=False)
     image_ref = sa.Column(sa.String(255))
     availability_zone = sa.Column(sa.String(255))
     key_name = sa.Column(sa.String(255))
-    metadata_ = sa.Column('metadata', sa.Text)
+    metadata_ = sa.Column('metadata', types.MediumText())
     reservation_id = sa.Column(sa.String(255))
     launch_index = sa.Column(sa.Integer)
-    launched_at = sa.Column(sa.DateTime)
-    terminated_at = sa.Column(sa.DateTime)
-    deleted_at = sa.Column(sa.DateTime)
+    launched_at = sa.Column(types.DateTime())
+    terminated_at = sa.Column(types.DateTime())
+    deleted_at = sa.Column(types.DateTime())
     deleted = sa.Column(sa.Boolean, nullable=False, default=False)
     access_ip_v4 = sa.Column(sa.String(39))
     access_ip_v6 = sa.Column(sa.String(39))
@@ -260,7 +262,7 @@ class InstanceFault(_Timestamps, CellBase):
     instance_uuid = sa.Column(sa.String(36), nullable=False)
     code = sa.Column(sa.Integer, nullable=False)
     message = sa.Column(sa.String(255), nullable=False)
-    details = sa.Column(sa.Text)
+    details = sa.Column(types.MediumText())
     host = sa.Column(sa.String(255))
 
 
@@ -276,7 +278,7 @@ class InstanceAction(_Timestamps, CellBase):
     action = sa.Column(sa.String(255), nullable=False)
     project_id = sa.Column(sa.String(255))
     user_id = sa.Column(sa.String(255))
-    start_time = sa.Column(sa.DateTime, nullable=False)
+    start_time = sa.Column(types.DateTime(), nullable=False)
     message = sa.Column(sa.String(255))
 
 
@@ -289,11 +291,11 @@ class InstanceActionEvent(_Timestamps, CellBase):
     action_id = sa.Column(sa.Integer, sa.ForeignKey('instance_actions.id'),
                           nullable=False)
     event = sa.Column(sa.String(255), nullable=False)
-    start_time = sa.Column(sa.DateTime, nullable=False)
-    finish_time = sa.Column(sa.DateTime)
+    start_time = sa.Column(types.DateTime(), nullable=False)
+    finish_time = sa.Column(types.DateTime())
     result = sa.Column(sa.String(255))
     host = sa.Column(sa.String(255))
-    details = sa.Column(sa.Text)
+    details = sa.Column(types.MediumText())
 
 
 class Service(_Timestamps, CellBase):
@@ -307,7 +309,7 @@ class Service(_Timestamps, CellBase):
     disabled = sa.Column(sa.Boolean, nullable=False, default=False)
     disabled_reason = sa.Column(sa.String(255))
     report_count = sa.Column(sa.Integer, nullable=False, default=0)
-    last_seen_up = sa.Column(sa.DateTime)
+    last_seen_up = sa.Column(types.DateTime())
     # The service version (objects/service.py SERVICE_VERSION) of the code
     # that last heartbeat; NULL from the release before service versions.
     version = sa.Column(sa.Integer)
@@ -347,14 +349,14 @@ class Migration(_Timestamps, CellBase):
     # as the API shows them, and each whole as the instance held it.
     old_instance_type_id = sa.Column(sa.Integer)
     new_instance_type_id = sa.Column(sa.Integer)
-    old_flavor = sa.Column(sa.Text)
-    new_flavor = sa.Column(sa.Text)
+    old_flavor = sa.Column(types.MediumText())
+    new_flavor = sa.Column(types.MediumText())
     # The vm state to come back to (ACTIVE or STOPPED); for an
     # evacuation, the one to end in.
     old_vm_state = sa.Column(sa.String(255))
     user_id = sa.Column(sa.String(255))
     project_id = sa.Column(sa.String(255))
-    deleted_at = sa.Column(sa.DateTime)
+    deleted_at = sa.Column(types.DateTime())
     deleted = sa.Column(sa.Boolean, nullable=False, default=False,
                         server_default=sa.false())
 
@@ -381,7 +383,7 @@ class ResourceProvider(_Timestamps, SchedulerBase):
     generation = sa.Column(sa.Integer, nullable=False, default=0)
     # What the compute itself reports.
     disabled = sa.Column(sa.Boolean, nullable=False, default=False)
-    last_report_at = sa.Column(sa.DateTime)
+    last_report_at = sa.Column(types.DateTime())
     # What the operator said of the host's compute service (os-services),
     # which no report of the compute overrides; ``status_updated_at`` is
     # the time of the cell record the status was read from, so that an
@@ -391,7 +393,7 @@ class ResourceProvider(_Timestamps, SchedulerBase):
     disabled_reason = sa.Column(sa.String(255))
     forced_down = sa.Column(sa.Boolean, nullable=False, default=False,
                             server_default=sa.false())
-    status_updated_at = sa.Column(sa.DateTime)
+    status_updated_at = sa.Column(types.DateTime())
     # What the compute reports of its hypervisor.
     host_ip = sa.Column(sa.String(39))
     hypervisor_type = sa.Column(sa.String(255))
@@ -478,7 +480,7 @@ class Aggregate(_Timestamps, SchedulerBase):
                            server_default='0')
     deleted = sa.Column(sa.Integer, nullable=False, default=0,
                         server_default='0')
-    deleted_at = sa.Column(sa.DateTime)
+    deleted_at = sa.Column(types.DateTime())
     hosts = orm.relationship('AggregateHost', lazy='selectin',
                              cascade='all, delete-orphan',
                              order_by='AggregateHost.id')
@@ -523,6 +525,6 @@ class SchedulerService(_Timestamps, SchedulerBase):
     binary = sa.Column(sa.String(255), nullable=False)
     topic = sa.Column(sa.String(255), nullable=False)
     report_count = sa.Column(sa.Integer, nullable=False, default=0)
-    last_seen_up = sa.Column(sa.DateTime)
+    last_seen_up = sa.Column(types.DateTime())
     version = sa.Column(sa.Integer)
     uuid = sa.Column(sa.String(36))

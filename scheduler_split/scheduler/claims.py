@@ -62,13 +62,9 @@ def claim(url, provider_uuid, consumer_id, resources, group=None):
         # Two claims that move consumers between the same providers in
         # opposite directions can each hold a row the other updates; the
         # database then aborts one of them. That is a lost race too.
-        if getattr(exc.orig, 'pgcode', None) not in RETRYABLE_PGCODES:
+        if not engines.aborted_for_a_race(exc):
             raise
         raise exception.ClaimDeadlock(provider=provider_uuid) from exc
-
-
-# deadlock_detected, serialization_failure
-RETRYABLE_PGCODES = ('40P01', '40001')
 
 
 # The tables a claim reads and writes, through SQLAlchemy Core: a claim
@@ -297,7 +293,7 @@ def move(url, from_consumer, to_consumer):
         except sa_exc.DBAPIError as exc:
             # Lost to a claim or a move locking the same providers in
             # the other order: nothing was written, so try again.
-            if getattr(exc.orig, 'pgcode', None) not in RETRYABLE_PGCODES \
+            if not engines.aborted_for_a_race(exc) \
                     or attempt == CLAIM_RETRIES - 1:
                 raise
 

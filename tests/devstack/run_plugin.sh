@@ -15,9 +15,12 @@
 #   SS_API_PORT        the compute API's port
 #   SS_KEYSTONE_URL    an existing Keystone (identity root URL) to use, and
 #   SS_ADMIN_PASSWORD  its admin password; without them: noauth2
-# RabbitMQ and PostgreSQL must listen on 127.0.0.1:5672 and :5432 (the
-# ports devstack's libraries assume), with `rabbitmqctl` on PATH reaching
-# that RabbitMQ and PostgreSQL trusting local connections.
+#   SS_DATABASE        devstack's database service: mysql (devstack's
+#                      default) or postgresql (the default here)
+# RabbitMQ must listen on 127.0.0.1:5672, with `rabbitmqctl` on PATH
+# reaching it; PostgreSQL on 127.0.0.1:5432 trusting local connections,
+# or MariaDB on 127.0.0.1:3306 taking root with $DATABASE_PASSWORD (the
+# ports devstack's libraries assume).
 
 MODE=$1
 TOP_DIR=$DEVSTACK_DIR
@@ -27,13 +30,23 @@ fi
 set -o xtrace
 
 # What local.conf would say.
-ENABLED_SERVICES=rabbit,postgresql
+SS_DATABASE=${SS_DATABASE:-postgresql}
+ENABLED_SERVICES=rabbit,$SS_DATABASE
 if [[ -n "${SS_KEYSTONE_URL:-}" ]]; then
     ENABLED_SERVICES+=,key
 fi
 HOST_IP=127.0.0.1
 SERVICE_HOST=127.0.0.1
-DATABASE_USER=postgres
+if [[ "$SS_DATABASE" == "postgresql" ]]; then
+    DATABASE_USER=postgres
+else
+    DATABASE_USER=root
+    MYSQL_HOST=127.0.0.1
+    # Its query counter (tools/dbcounter) is installed by
+    # configure_database_mysql, which runs only with devstack's own
+    # MariaDB; without it every URL names a plugin SQLAlchemy lacks.
+    MYSQL_GATHER_PERFORMANCE=False
+fi
 DATABASE_PASSWORD=devstack-db
 RABBIT_PASSWORD=devstack-rabbit
 ADMIN_PASSWORD=${SS_ADMIN_PASSWORD:-devstack-admin}
@@ -109,6 +122,13 @@ stack)
     define_database_baseurl
     run_phase stack pre-install
     restart_rpc_backend
+    # What stack.sh does next: the database's Python driver, named by the
+    # lines of openstack/requirements' global-requirements.txt that
+    # pip_install_gr reads (offline, pip_install installs nothing).
+    mkdir -p $SS_ROOT/requirements
+    printf '%s\n' 'PyMySQL>=0.8.0' 'psycopg2>=2.8.6' \
+        > $SS_ROOT/requirements/global-requirements.txt
+    REQUIREMENTS_DIR=$SS_ROOT/requirements install_database_python
     run_phase stack install
     if is_service_enabled keystone; then
         write_clouds_yaml

@@ -2,8 +2,9 @@
 
 ``run_plugin.sh`` sources devstack and runs the plugin's phases as
 stack.sh, unstack.sh and clean.sh would. Devstack's own functions create
-the RabbitMQ vhosts and PostgreSQL databases on private instances that
-listen on the ports devstack assumes (5672, 5432), write the
+the RabbitMQ vhosts and the databases (MariaDB, devstack's default
+``mysql``, for one test; PostgreSQL for the other) on private instances
+that listen on the ports devstack assumes (5672, 3306, 5432), write the
 ``devstack@`` units and start them with systemctl3. Then a server boots
 through the REST API, and after unstack and clean nothing is left running.
 """
@@ -29,7 +30,13 @@ DEVSTACK_DIR = locate.devstack_dir()
 BIN = pathlib.Path(sys.executable).parent
 DRIVER = pathlib.Path(__file__).with_name('run_plugin.sh')
 RABBIT_PORT = 5672
-POSTGRES_PORT = 5432
+# devstack's database service -> the server, the port devstack assumes
+# for it, and the URL scheme the plugin writes.
+DATABASES = {
+    'mysql': (backends.MariaDB, 3306, 'mysql+pymysql://'),
+    'postgresql': (backends.PostgreSQL, 5432, 'postgresql+psycopg2://'),
+}
+DATABASE_PASSWORD = 'devstack-db'      # run_plugin.sh's
 
 pytestmark = [
     pytest.mark.devstack,
@@ -93,7 +100,8 @@ def _quote(value):
 class Devstack:
     """One run of the plugin under a scratch root."""
 
-    def __init__(self, base, api_port, topology, keystone=None):
+    def __init__(self, base, api_port, topology, keystone=None,
+                 database='postgresql'):
         self.root = base / 'root'
         self.log_dir = base / 'logs'
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -103,7 +111,7 @@ class Devstack:
             os.environ,
             DEVSTACK_DIR=str(DEVSTACK_DIR), SS_REPO=str(locate.ROOT),
             SS_ROOT=str(self.root), SS_VENV=sys.prefix,
-            SS_API_PORT=str(api_port),
+            SS_API_PORT=str(api_port), SS_DATABASE=database,
             PATH='%s:%s:%s' % (base / 'bin', BIN, os.environ['PATH']),
             **topology.settings)
         self.keystone = keystone
@@ -196,27 +204,37 @@ def _ini(path):
 
 
 @pytest.fixture
-def backing_services(tmp_path):
-    """RabbitMQ and PostgreSQL on the ports devstack's libraries assume."""
-    for port in (RABBIT_PORT, POSTGRES_PORT):
+def backing_services(request, tmp_path):
+    """RabbitMQ and the database server (devstack's service name, the
+    test's parameter) on the ports devstack's libraries assume; the
+    service name."""
+    database = request.param
+    server_class, db_port, _ = DATABASES[database]
+    for port in (RABBIT_PORT, db_port):
         if _port_taken(port):
             pytest.skip('port %d of 127.0.0.1 is in use: devstack assumes '
-                        'it for its own RabbitMQ or PostgreSQL' % port)
+                        'it for its own RabbitMQ or database' % port)
     _tools()
     rabbit = backends.RabbitMQ(str(tmp_path), port=RABBIT_PORT)
-    postgres = backends.PostgreSQL(port=POSTGRES_PORT)
+    server = server_class(port=db_port)
     try:
         rabbit.start()
-        postgres.start()
+        server.start()
+        if database == 'mysql':
+            # devstack's lib/databases/mysql connects as root with its
+            # password, over TCP.
+            server.sql("ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '%s'"
+                       % DATABASE_PASSWORD)
         _rabbitmqctl_on_path(tmp_path / 'bin', rabbit)
-        yield rabbit, postgres
+        yield database
     finally:
         rabbit.stop()
-        postgres.stop()
+        server.stop()
 
 
-def _stack_boot_unstack(tmp_path, topology, keystone=None):
-    stack = Devstack(tmp_path, backends.free_port(), topology, keystone)
+def _stack_boot_unstack(tmp_path, topology, database, keystone=None):
+    stack = Devstack(tmp_path, backends.free_port(), topology, keystone,
+                     database)
     try:
         stack.run('stack')
 
@@ -232,6 +250,9 @@ def _stack_boot_unstack(tmp_path, topology, keystone=None):
         main = _ini(stack.conf_dir / 'scheduler-split.conf')
         api_bus = main['DEFAULT']['transport_url']
         api_db = main['api_database']['connection']
+        assert api_db.startswith(DATABASES[database][2]), api_db
+        if database == 'mysql':
+            assert api_db.endswith('?charset=utf8mb4'), api_db
         for cell in topology.cells:
             cell_conf = stack.conf_dir / 'cells' / ('%s.conf' % cell)
             computes = [stack.conf_dir / 'computes' / ('%s.conf' % host)
@@ -311,10 +332,13 @@ def _stack_boot_unstack(tmp_path, topology, keystone=None):
     assert stack.processes() == []
 
 
-def test_plugin_with_fewer_cells_and_hosts_and_noauth2(
+@pytest.mark.parametrize('backing_services', ['mysql'], indirect=True)
+def test_plugin_on_mysql_with_fewer_cells_and_hosts_and_noauth2(
         tmp_path, backing_services):
-    # Without keystone the API trusts noauth2; the counts are settings.
-    _stack_boot_unstack(tmp_path, Topology(cells=1, computes_per_cell=1))
+    # devstack's default database; without keystone the API trusts
+    # noauth2; the counts are settings.
+    _stack_boot_unstack(tmp_path, Topology(cells=1, computes_per_cell=1),
+                        backing_services)
 
 
 @pytest.fixture
@@ -329,8 +353,9 @@ def keystone(tmp_path):
 
 
 @pytest.mark.keystone
+@pytest.mark.parametrize('backing_services', ['postgresql'], indirect=True)
 def test_plugin_stacks_boots_a_server_with_keystone_tokens_and_unstacks(
         tmp_path, backing_services, keystone):
-    # The defaults: two cells of two computes.
+    # The defaults: two cells of two computes, on PostgreSQL.
     _stack_boot_unstack(tmp_path, Topology(cells=2, computes_per_cell=2),
-                        keystone)
+                        backing_services, keystone)

@@ -112,3 +112,27 @@ def test_setup_cfg_gives_devstack_the_project_name():
         ['awk', '/^name.*=/ {print $3}', str(locate.ROOT / 'setup.cfg')],
         capture_output=True, text=True, check=True)
     assert result.stdout.split() == ['scheduler-split']
+
+
+def test_the_plugin_installs_what_the_deploy_extra_adds_but_the_driver():
+    """devstack installs a project without extras: the plugin installs
+    the deploy extra's other packages itself, at the same bounds, and
+    leaves the database driver to devstack."""
+    pyproject = (locate.ROOT / 'pyproject.toml').read_text()
+    deploy = re.findall(r'"([^"]+)"', re.search(
+        r'^deploy = \[(.*?)^\]', pyproject, re.M | re.S).group(1))
+    drivers = [req for req in deploy
+               if req.lower().startswith(('pymysql', 'psycopg2'))]
+    assert len(drivers) == 2, deploy
+    settings = (locate.PLUGIN_DIR / 'settings').read_text()
+    installed = re.findall(
+        r'^SCHEDULER_SPLIT_(?:GUNICORN|KEYSTONEMIDDLEWARE)=\$\{\w+:-(\S+)\}$',
+        settings, re.M)
+    assert sorted(installed) == sorted(set(deploy) - set(drivers))
+    lib = (locate.PLUGIN_DIR / 'lib' / 'scheduler-split').read_text()
+    install = lib[lib.index('function install_scheduler_split {'):]
+    install = install[:install.index('\n}\n')]
+    assert re.search(r'^\s*setup_develop \$SCHEDULER_SPLIT_DIR$', install,
+                     re.M), install
+    assert '"$SCHEDULER_SPLIT_GUNICORN"' in install
+    assert '"$SCHEDULER_SPLIT_KEYSTONEMIDDLEWARE"' in install

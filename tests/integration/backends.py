@@ -1,4 +1,5 @@
-"""RabbitMQ and PostgreSQL for the integration tests, private and local.
+"""RabbitMQ, PostgreSQL and MariaDB for the integration tests, private and
+local.
 
 Each is installed from Debian's packages if missing, then run from a
 temporary directory bound to 127.0.0.1 on free ports, and stopped (its
@@ -218,6 +219,8 @@ class RabbitMQ:
 
 class PostgreSQL:
 
+    name = 'postgresql'
+
     def __init__(self, base_dir=None, port=None):
         # Its own directory: the server runs as postgres, which must be
         # able to reach it (a test's tmp_path sits below a 0700 root).
@@ -306,6 +309,148 @@ class PostgreSQL:
                   '-c max_connections=300' % (self.port, self.base),
                   'start')
         return self
+
+
+class MariaDB:
+    """A MariaDB server of its own: Debian's ``mariadb-server``, a data
+    directory made by ``mariadb-install-db`` in a temporary directory,
+    listening on 127.0.0.1 and a socket of its own."""
+
+    name = 'mariadb'
+
+    def __init__(self, base_dir=None, port=None):
+        # Its own directory, which the mysql user must be able to reach.
+        self.base = tempfile.mkdtemp(prefix='scheduler-split-mariadb-')
+        os.chmod(self.base, 0o755)
+        self.data = os.path.join(self.base, 'data')
+        self.socket = os.path.join(self.base, 'mariadb.sock')
+        self.pid_file = os.path.join(self.base, 'mariadb.pid')
+        self.port = port or free_port()
+        self.proc = None
+
+    @staticmethod
+    def _server():
+        for path in ('/usr/sbin/mariadbd', '/usr/sbin/mysqld'):
+            if os.path.exists(path):
+                return path
+        return None
+
+    def _options(self):
+        options = [
+            # Nothing of /etc/mysql: no system-wide setting applies.
+            '--no-defaults',
+            '--datadir=%s' % self.data,
+            '--bind-address=127.0.0.1', '--port=%d' % self.port,
+            '--socket=%s' % self.socket, '--pid-file=%s' % self.pid_file,
+            '--log-error=%s' % os.path.join(self.base, 'server.log'),
+            '--skip-name-resolve', '--skip-log-bin',
+            '--max-connections=500',
+            '--character-set-server=utf8mb4',
+            '--collation-server=utf8mb4_general_ci',
+            # Each commit reaches the OS but is not synced: a SIGKILLed
+            # server loses nothing it committed, as PostgreSQL's fsync=off.
+            '--innodb-flush-log-at-trx-commit=2', '--innodb-doublewrite=0',
+            '--innodb-buffer-pool-size=128M',
+        ]
+        if os.geteuid() == 0:
+            options.append('--user=mysql')
+        return options
+
+    def start(self):
+        if self._server() is None:
+            apt_install('mariadb-server')
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam('mysql')
+            os.chown(self.base, pw.pw_uid, pw.pw_gid)
+        install = [shutil.which('mariadb-install-db') or
+                   shutil.which('mysql_install_db'), '--no-defaults',
+                   '--datadir=%s' % self.data, '--skip-test-db',
+                   '--auth-root-authentication-method=normal']
+        if os.geteuid() == 0:
+            install.append('--user=mysql')
+        subprocess.run(install, check=True, capture_output=True, text=True,
+                       timeout=300)
+        self._launch()
+        # The tests connect over TCP as root, without a password.
+        self.sql("CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; "
+                 "GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION")
+        return self
+
+    def _launch(self):
+        self.log = open(os.path.join(self.base, 'server.out'), 'a')
+        self.proc = subprocess.Popen(
+            [self._server(), *self._options()], stdout=self.log,
+            stderr=subprocess.STDOUT, start_new_session=True)
+
+        def serving():
+            if self.proc.poll() is not None:
+                raise RuntimeError('MariaDB did not start; see %s' %
+                                   os.path.join(self.base, 'server.log'))
+            try:
+                self.sql('SELECT 1')
+                return True
+            except subprocess.CalledProcessError:
+                return False
+        _wait(serving, 120, 'MariaDB')
+
+    def sql(self, statements):
+        """Run ``statements`` as root through the server's socket."""
+        client = shutil.which('mariadb') or shutil.which('mysql')
+        return subprocess.run(
+            [client, '--no-defaults', '--protocol=socket',
+             '--socket=%s' % self.socket, '-uroot', '-e', statements],
+            check=True, capture_output=True, text=True, timeout=120)
+
+    def create_database(self, name):
+        self.sql('CREATE DATABASE `%s` CHARACTER SET utf8mb4' % name)
+        return ('mysql+pymysql://root@127.0.0.1:%d/%s?charset=utf8mb4'
+                % (self.port, name))
+
+    def _stop_server(self):
+        try:
+            self.sql('SHUTDOWN')
+        except subprocess.CalledProcessError:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self):
+        if self.proc is None:
+            return
+        self._stop_server()
+        self.proc = None
+        self.log.close()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def kill_and_restart(self, down=0):
+        """SIGKILL every server process (a crash: every connection cut,
+        InnoDB recovers from its log), wait ``down`` seconds, then start
+        it again on the same port, socket and data directory."""
+        pids = [self.proc.pid] + [
+            int(entry) for entry in os.listdir('/proc')
+            if entry.isdigit() and _parent_of(entry) == self.proc.pid]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in pids):
+            if time.monotonic() > deadline:
+                raise RuntimeError('MariaDB survived SIGKILL')
+            time.sleep(0.1)
+        self.log.close()
+        time.sleep(down)
+        self._launch()
+        return self
+
+
+# The database servers a deployment can run on, by name.
+DATABASES = {backend.name: backend for backend in (PostgreSQL, MariaDB)}
 
 
 def _stat(pid):

@@ -1,5 +1,7 @@
-"""Every service as its own OS process over RabbitMQ and PostgreSQL."""
+"""Every service as its own OS process over RabbitMQ and PostgreSQL (or
+MariaDB)."""
 
+import datetime
 import os
 import signal
 import subprocess
@@ -13,6 +15,8 @@ import sqlalchemy as sa
 from tests.integration import backends
 
 BIN = os.path.dirname(sys.executable)
+# "binary" is a keyword of MySQL and PostgreSQL alike, quoted differently.
+_SERVICES = sa.table('services', sa.column('host'), sa.column('binary'))
 # How often every scheduler reloads host states from its database.
 HOST_STATE_REFRESH_INTERVAL = 5
 
@@ -26,7 +30,8 @@ class Deployment:
     EDGE_HOST = 'cell1-compute1'
 
     def __init__(self, base_dir, schedulers=1, host_memory_mb=16384,
-                 extra_apis=0, hosts_per_cell=None, api_threads=16):
+                 extra_apis=0, hosts_per_cell=None, api_threads=16,
+                 database='postgresql'):
         self.schedulers = schedulers
         self.host_memory_mb = host_memory_mb
         self.hosts_per_cell = hosts_per_cell or self.HOSTS_PER_CELL
@@ -37,7 +42,8 @@ class Deployment:
         os.makedirs(self.conf_dir, exist_ok=True)
         os.makedirs(self.log_dir, exist_ok=True)
         self.rabbit = backends.RabbitMQ(self.base)
-        self.postgres = backends.PostgreSQL(self.base)
+        # The database server: backends.DATABASES names them.
+        self.database = backends.DATABASES[database](self.base)
         self.procs = {}
         # Per process: a source tree to run it from instead of the
         # installed code (an older release), and extra config files.
@@ -60,11 +66,11 @@ class Deployment:
 
     def setup(self):
         self.rabbit.start()
-        self.postgres.start()
+        self.database.start()
         api_bus = self.rabbit.add_vhost('api')
-        self.api_db = self.postgres.create_database('ss_api')
-        self.scheduler_db = self.postgres.create_database('ss_scheduler')
-        cell0_db = self.postgres.create_database('ss_cell0')
+        self.api_db = self.database.create_database('ss_api')
+        self.scheduler_db = self.database.create_database('ss_scheduler')
+        cell0_db = self.database.create_database('ss_cell0')
         self.main_conf = self._write('scheduler-split.conf', """\
             [DEFAULT]
             transport_url = %s
@@ -123,7 +129,7 @@ class Deployment:
         self.cells = {}
         for cell in self.CELLS:
             bus = self.rabbit.add_vhost(cell)
-            db = self.postgres.create_database('ss_%s' % cell)
+            db = self.database.create_database('ss_%s' % cell)
             self.cells[cell] = (bus, db)
             self._write('%s.conf' % cell, """\
                 [DEFAULT]
@@ -313,7 +319,7 @@ class Deployment:
     def teardown(self):
         self.stop_in_order()
         self.rabbit.stop()
-        self.postgres.stop()
+        self.database.stop()
 
     # --- waiting and looking ------------------------------------------------
 
@@ -331,17 +337,19 @@ class Deployment:
                                          % url)
                 time.sleep(0.2)
 
+    @property
+    def postgres(self):
+        """The database server, by the name of the one it always was."""
+        return self.database
+
     def reported_hosts(self, within=3):
         """Hosts whose last report is at most ``within`` seconds old."""
-        engine = sa.create_engine(self.scheduler_db)
-        try:
-            with engine.connect() as conn:
-                rows = conn.execute(sa.text(
-                    "SELECT host FROM resource_providers WHERE "
-                    "last_report_at > (now() at time zone 'utc') - "
-                    "make_interval(secs => :s)"), {'s': within}).all()
-        finally:
-            engine.dispose()
+        # The services record naive UTC times, on this machine's clock.
+        since = datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None) - datetime.timedelta(seconds=within)
+        rows = self.query(self.scheduler_db,
+                          'SELECT host FROM resource_providers WHERE '
+                          'last_report_at > :since', since=since)
         return {row[0] for row in rows}
 
     def wait_for_hosts(self, hosts, timeout=60, within=3):
@@ -363,8 +371,8 @@ class Deployment:
             recorded = set()
             for cell, (_, db) in self.cells.items():
                 recorded |= {row[0] for row in self.query(
-                    db, 'SELECT host FROM services WHERE "binary" = '
-                    "'scheduler-split-compute'")}
+                    db, sa.select(_SERVICES.c.host).where(
+                        _SERVICES.c.binary == 'scheduler-split-compute'))}
             if set(hosts) <= recorded:
                 return
             assert time.monotonic() < deadline, (
@@ -372,10 +380,14 @@ class Deployment:
             time.sleep(0.2)
 
     def query(self, url, sql, **params):
+        """The rows of ``sql`` (text, or a statement, which quotes names
+        as each database wants) in the database at ``url``."""
         engine = sa.create_engine(url)
+        if isinstance(sql, str):
+            sql = sa.text(sql)
         try:
             with engine.connect() as conn:
-                return conn.execute(sa.text(sql), params).all()
+                return conn.execute(sql, params).all()
         finally:
             engine.dispose()
 

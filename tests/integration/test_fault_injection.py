@@ -5,7 +5,8 @@ no request was answered with a 500.
 
 One deployment (two cells of two computes, two schedulers, RabbitMQ and
 PostgreSQL) serves every victim in turn; each prints one line of
-figures. Its timers are short so that lost builds and leaked claims are
+figures; a second one, on MariaDB, serves the round of its database
+server. Their timers are short so that lost builds and leaked claims are
 settled within the test's bounds.
 """
 
@@ -15,6 +16,8 @@ import time
 
 import pytest
 
+from tests.integration import backends
+from tests.integration import conftest
 from tests.integration import deployment as deployment_mod
 from tests.integration import faults
 
@@ -52,13 +55,22 @@ VICTIMS = {
     'api': ('api', 0.0),
     'rabbitmq': (None, 0.3),
     'postgresql': (None, 0.3),
+    'mariadb': (None, 0.3),
 }
+# The victims of each deployment: every one on PostgreSQL; on MariaDB,
+# its database server.
+ROUNDS = [pytest.param('postgresql', victim,
+                       id='postgresql-%s' % victim)
+          for victim in VICTIMS if victim != 'mariadb'] + [
+    pytest.param('mariadb', 'mariadb', id='mariadb-mariadb',
+                 marks=pytest.mark.mariadb)]
 
 
 @pytest.fixture(scope='module')
-def system(tmp_path_factory):
+def system(request, tmp_path_factory):
     dep = deployment_mod.Deployment(tmp_path_factory.mktemp('faults'),
-                                    schedulers=2)
+                                    schedulers=2,
+                                    database=conftest.database(request))
     processes = (['api', 'super-conductor', 'scheduler', 'scheduler-2'] +
                  ['conductor-%s' % cell for cell in dep.CELLS] + dep.hosts)
     # service_down_time stays at its default: a broker restart shorter
@@ -116,8 +128,8 @@ def _kill_and_bring_back(dep, victim):
         # Every compute's report crossing its cell bus to a scheduler.
         dep.wait_for_hosts(dep.hosts, timeout=120)
         return
-    if victim == 'postgresql':
-        dep.postgres.kill_and_restart(down=DOWN)
+    if victim in backends.DATABASES:
+        dep.database.kill_and_restart(down=DOWN)
         dep.wait_for_hosts(dep.hosts, timeout=120)
         return
     dep.kill(name)
@@ -133,7 +145,7 @@ def _kill_and_bring_back(dep, victim):
         dep.wait_for_log(name, ' started', since)
 
 
-@pytest.mark.parametrize('victim', list(VICTIMS))
+@pytest.mark.parametrize('system,victim', ROUNDS, indirect=['system'])
 def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
         system, victim, capsys):
     client = faults.Client(system.base_url)

@@ -1,5 +1,6 @@
 """The system as operators run it: every service its own process,
-RabbitMQ with a vhost per cell, PostgreSQL with a database per cell."""
+RabbitMQ with a vhost per cell, PostgreSQL (and, for the burst of boots,
+MariaDB) with a database per cell."""
 
 import concurrent.futures
 import time
@@ -7,6 +8,7 @@ import time
 import pytest
 
 from tests.functional import fixtures
+from tests.integration import conftest
 
 pytestmark = pytest.mark.integration
 
@@ -22,6 +24,8 @@ def _settle(api, server_ids, timeout=180):
     return {sid: api.wait_for(sid, timeout=timeout) for sid in server_ids}
 
 
+@pytest.mark.parametrize('deployment', [conftest.POSTGRESQL, conftest.MARIADB],
+                         indirect=True)
 def test_fifty_boots_across_two_cells_all_reach_active(deployment):
     api = fixtures.Api(deployment.base_url)
     server_ids = _boot_many(api, 50, 'burst')
@@ -42,6 +46,7 @@ def test_fifty_boots_across_two_cells_all_reach_active(deployment):
         assert claimed[sid] == {server['OS-EXT-SRV-ATTR:host']}
 
 
+@pytest.mark.parametrize('deployment', [conftest.POSTGRESQL], indirect=True)
 def test_a_stopped_compute_is_not_chosen_until_it_reports_again(
         deployment):
     api = fixtures.Api(deployment.base_url)
@@ -72,6 +77,7 @@ def test_a_stopped_compute_is_not_chosen_until_it_reports_again(
     assert back['OS-EXT-SRV-ATTR:host'] == edge
 
 
+@pytest.mark.parametrize('deployment', [conftest.POSTGRESQL], indirect=True)
 def test_sigterm_to_every_process_during_boots_leaves_nothing_in_build(
         deployment):
     api = fixtures.Api(deployment.base_url)

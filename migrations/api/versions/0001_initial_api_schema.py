@@ -8,6 +8,8 @@ Create Date: 2026-11-21 19:35:42.280213
 from alembic import op
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 
 revision = '0001'
 down_revision = None
@@ -24,9 +26,9 @@ def upgrade():
                     sa.Column(
                         'project_id', sa.String(
                             length=255), nullable=False),
-                    sa.Column('instance', sa.Text(), nullable=False),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('instance', types.MediumText(), nullable=False),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.PrimaryKeyConstraint('id'),
                     sa.UniqueConstraint('instance_uuid')
                     )
@@ -46,8 +48,8 @@ def upgrade():
                         sa.Text(),
                         nullable=False),
                     sa.Column('disabled', sa.Boolean(), nullable=False),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.PrimaryKeyConstraint('id'),
                     sa.UniqueConstraint('name'),
                     sa.UniqueConstraint('uuid')
@@ -67,8 +69,8 @@ def upgrade():
                     sa.Column('is_public', sa.Boolean(), nullable=False),
                     sa.Column('disabled', sa.Boolean(), nullable=False),
                     sa.Column('description', sa.Text(), nullable=True),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.PrimaryKeyConstraint('id'),
                     sa.UniqueConstraint('flavorid'),
                     sa.UniqueConstraint('name')
@@ -78,9 +80,9 @@ def upgrade():
                     sa.Column(
                         'instance_uuid', sa.String(
                             length=36), nullable=False),
-                    sa.Column('spec', sa.Text(), nullable=False),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('spec', types.MediumText(), nullable=False),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.PrimaryKeyConstraint('id'),
                     sa.UniqueConstraint('instance_uuid')
                     )
@@ -89,8 +91,8 @@ def upgrade():
                     sa.Column('flavor_id', sa.Integer(), nullable=False),
                     sa.Column('key', sa.String(length=255), nullable=False),
                     sa.Column('value', sa.String(length=255), nullable=True),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.ForeignKeyConstraint(['flavor_id'], ['flavors.id'], ),
                     sa.PrimaryKeyConstraint('id'),
                     sa.UniqueConstraint('flavor_id', 'key')
@@ -99,8 +101,8 @@ def upgrade():
                     sa.Column('id', sa.Integer(), nullable=False),
                     sa.Column('host', sa.String(length=255), nullable=False),
                     sa.Column('cell_id', sa.Integer(), nullable=False),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.ForeignKeyConstraint(
                         ['cell_id'], ['cell_mappings.id'], ),
                     sa.PrimaryKeyConstraint('id'),
@@ -120,8 +122,8 @@ def upgrade():
                         'queued_for_delete',
                         sa.Boolean(),
                         nullable=False),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.ForeignKeyConstraint(
                         ['cell_id'], ['cell_mappings.id'], ),
                     sa.PrimaryKeyConstraint('id'),

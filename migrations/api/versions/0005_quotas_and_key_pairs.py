@@ -8,6 +8,8 @@ Create Date: 2026-11-22
 from alembic import op
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 revision = '0005'
 down_revision = '0003'
 branch_labels = None
@@ -15,8 +17,8 @@ depends_on = None
 
 
 def _timestamps():
-    return [sa.Column('created_at', sa.DateTime(), nullable=False),
-            sa.Column('updated_at', sa.DateTime(), nullable=True)]
+    return [sa.Column('created_at', types.DateTime(), nullable=False),
+            sa.Column('updated_at', types.DateTime(), nullable=True)]
 
 
 def upgrade():

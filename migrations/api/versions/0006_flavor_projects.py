@@ -8,6 +8,8 @@ Create Date: 2026-11-22
 from alembic import op
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 revision = '0006'
 down_revision = '0005'
 branch_labels = None
@@ -22,8 +24,8 @@ def upgrade():
                   sa.ForeignKey('flavors.id', ondelete='CASCADE'),
                   nullable=False),
         sa.Column('project_id', sa.String(255), nullable=False),
-        sa.Column('created_at', sa.DateTime(), nullable=False),
-        sa.Column('updated_at', sa.DateTime(), nullable=True),
+        sa.Column('created_at', types.DateTime(), nullable=False),
+        sa.Column('updated_at', types.DateTime(), nullable=True),
         sa.UniqueConstraint('flavor_id', 'project_id'))
 
 

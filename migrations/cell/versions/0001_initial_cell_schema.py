@@ -8,6 +8,8 @@ Create Date: 2026-11-21 19:35:42.296477
 from alembic import op
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 
 revision = '0001'
 down_revision = None
@@ -25,10 +27,10 @@ def upgrade():
                     sa.Column(
                         'message', sa.String(
                             length=255), nullable=False),
-                    sa.Column('details', sa.Text(), nullable=True),
+                    sa.Column('details', types.MediumText(), nullable=True),
                     sa.Column('host', sa.String(length=255), nullable=True),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.PrimaryKeyConstraint('id')
                     )
     with op.batch_alter_table('instance_faults', schema=None) as batch_op:
@@ -61,7 +63,7 @@ def upgrade():
                         'task_state', sa.String(
                             length=255), nullable=True),
                     sa.Column('power_state', sa.Integer(), nullable=False),
-                    sa.Column('flavor', sa.Text(), nullable=False),
+                    sa.Column('flavor', types.MediumText(), nullable=False),
                     sa.Column(
                         'image_ref', sa.String(
                             length=255), nullable=True),
@@ -71,17 +73,18 @@ def upgrade():
                     sa.Column(
                         'key_name', sa.String(
                             length=255), nullable=True),
-                    sa.Column('metadata', sa.Text(), nullable=True),
+                    sa.Column('metadata', types.MediumText(), nullable=True),
                     sa.Column(
                         'reservation_id', sa.String(
                             length=255), nullable=True),
                     sa.Column('launch_index', sa.Integer(), nullable=True),
-                    sa.Column('launched_at', sa.DateTime(), nullable=True),
-                    sa.Column('terminated_at', sa.DateTime(), nullable=True),
-                    sa.Column('deleted_at', sa.DateTime(), nullable=True),
+                    sa.Column('launched_at', types.DateTime(), nullable=True),
+                    sa.Column('terminated_at', types.DateTime(),
+                              nullable=True),
+                    sa.Column('deleted_at', types.DateTime(), nullable=True),
                     sa.Column('deleted', sa.Boolean(), nullable=False),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.PrimaryKeyConstraint('id'),
                     sa.UniqueConstraint('uuid')
                     )
@@ -103,9 +106,9 @@ def upgrade():
                         'disabled_reason', sa.String(
                             length=255), nullable=True),
                     sa.Column('report_count', sa.Integer(), nullable=False),
-                    sa.Column('last_seen_up', sa.DateTime(), nullable=True),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('last_seen_up', types.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.PrimaryKeyConstraint('id'),
                     sa.UniqueConstraint('host', 'binary')
                     )

@@ -15,6 +15,8 @@ confirmed or reverted.
 from alembic import op
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 revision = '0007'
 down_revision = '0006'
 branch_labels = None
@@ -36,14 +38,14 @@ def upgrade():
         sa.Column('dest_host', sa.String(255), nullable=True),
         sa.Column('old_instance_type_id', sa.Integer(), nullable=True),
         sa.Column('new_instance_type_id', sa.Integer(), nullable=True),
-        sa.Column('old_flavor', sa.Text(), nullable=True),
-        sa.Column('new_flavor', sa.Text(), nullable=True),
+        sa.Column('old_flavor', types.MediumText(), nullable=True),
+        sa.Column('new_flavor', types.MediumText(), nullable=True),
         sa.Column('old_vm_state', sa.String(255), nullable=True),
         sa.Column('user_id', sa.String(255), nullable=True),
         sa.Column('project_id', sa.String(255), nullable=True),
-        sa.Column('created_at', sa.DateTime(), nullable=False),
-        sa.Column('updated_at', sa.DateTime(), nullable=True),
-        sa.Column('deleted_at', sa.DateTime(), nullable=True),
+        sa.Column('created_at', types.DateTime(), nullable=False),
+        sa.Column('updated_at', types.DateTime(), nullable=True),
+        sa.Column('deleted_at', types.DateTime(), nullable=True),
         sa.Column('deleted', sa.Boolean(), nullable=False,
                   server_default=sa.false()),
         sa.Index('migrations_uuid_idx', 'uuid', unique=True),

@@ -8,6 +8,8 @@ Create Date: 2026-11-21 19:35:42.309013
 from alembic import op
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 
 revision = '0001'
 down_revision = None
@@ -29,9 +31,10 @@ def upgrade():
                             length=255), nullable=True),
                     sa.Column('generation', sa.Integer(), nullable=False),
                     sa.Column('disabled', sa.Boolean(), nullable=False),
-                    sa.Column('last_report_at', sa.DateTime(), nullable=True),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('last_report_at', types.DateTime(),
+                              nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.PrimaryKeyConstraint('id'),
                     sa.UniqueConstraint('host', 'name'),
                     sa.UniqueConstraint('uuid')
@@ -49,8 +52,8 @@ def upgrade():
                         'resource_class', sa.String(
                             length=255), nullable=False),
                     sa.Column('used', sa.Integer(), nullable=False),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.ForeignKeyConstraint(['resource_provider_id'], [
                         'resource_providers.id'], ),
                     sa.PrimaryKeyConstraint('id'),
@@ -77,8 +80,8 @@ def upgrade():
                     sa.Column('total', sa.Integer(), nullable=False),
                     sa.Column('reserved', sa.Integer(), nullable=False),
                     sa.Column('allocation_ratio', sa.Float(), nullable=False),
-                    sa.Column('created_at', sa.DateTime(), nullable=False),
-                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('created_at', types.DateTime(), nullable=False),
+                    sa.Column('updated_at', types.DateTime(), nullable=True),
                     sa.ForeignKeyConstraint(['resource_provider_id'], [
                         'resource_providers.id'], ),
                     sa.PrimaryKeyConstraint('id'),

@@ -8,6 +8,8 @@ Create Date: 2026-11-21
 from alembic import op
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 revision = '0002'
 down_revision = '0001'
 branch_labels = None
@@ -22,8 +24,8 @@ def upgrade():
         sa.Column('policy', sa.String(length=255), nullable=False),
         sa.Column('max_per_host', sa.Integer(), nullable=False),
         sa.Column('generation', sa.Integer(), nullable=False),
-        sa.Column('created_at', sa.DateTime(), nullable=False),
-        sa.Column('updated_at', sa.DateTime(), nullable=True),
+        sa.Column('created_at', types.DateTime(), nullable=False),
+        sa.Column('updated_at', types.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint('id'),
         sa.UniqueConstraint('uuid'))
     op.create_table(
@@ -31,8 +33,8 @@ def upgrade():
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('group_id', sa.Integer(), nullable=False),
         sa.Column('consumer_id', sa.String(length=36), nullable=False),
-        sa.Column('created_at', sa.DateTime(), nullable=False),
-        sa.Column('updated_at', sa.DateTime(), nullable=True),
+        sa.Column('created_at', types.DateTime(), nullable=False),
+        sa.Column('updated_at', types.DateTime(), nullable=True),
         sa.ForeignKeyConstraint(['group_id'], ['consumer_groups.id']),
         sa.PrimaryKeyConstraint('id'),
         sa.UniqueConstraint('group_id', 'consumer_id'))

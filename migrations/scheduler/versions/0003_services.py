@@ -8,6 +8,8 @@ Create Date: 2026-11-22
 from alembic import op
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 revision = '0003'
 down_revision = '0002'
 branch_labels = None
@@ -22,9 +24,9 @@ def upgrade():
         sa.Column('binary', sa.String(length=255), nullable=False),
         sa.Column('topic', sa.String(length=255), nullable=False),
         sa.Column('report_count', sa.Integer(), nullable=False),
-        sa.Column('last_seen_up', sa.DateTime(), nullable=True),
+        sa.Column('last_seen_up', types.DateTime(), nullable=True),
         sa.Column('version', sa.Integer(), nullable=True),
-        sa.Column('created_at', sa.DateTime(), nullable=False),
-        sa.Column('updated_at', sa.DateTime(), nullable=True),
+        sa.Column('created_at', types.DateTime(), nullable=False),
+        sa.Column('updated_at', types.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint('id'),
         sa.UniqueConstraint('host', 'binary'))

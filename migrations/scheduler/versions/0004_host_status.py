@@ -10,6 +10,8 @@ from alembic import op
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 revision = '0004'
 down_revision = '0003'
 branch_labels = None
@@ -24,7 +26,7 @@ def upgrade():
                                    nullable=True))
         batch.add_column(sa.Column('forced_down', sa.Boolean(),
                                    nullable=False, server_default=sa.false()))
-        batch.add_column(sa.Column('status_updated_at', sa.DateTime(),
+        batch.add_column(sa.Column('status_updated_at', types.DateTime(),
                                    nullable=True))
         batch.add_column(sa.Column('host_ip', sa.String(39), nullable=True))
         batch.add_column(sa.Column('hypervisor_type', sa.String(255),

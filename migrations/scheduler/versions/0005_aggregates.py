@@ -8,6 +8,8 @@ Create Date: 2026-11-22
 from alembic import op
 import sqlalchemy as sa
 
+from scheduler_split.db import types
+
 revision = '0005'
 down_revision = '0004'
 branch_labels = None
@@ -24,9 +26,9 @@ def upgrade():
                   server_default='0'),
         sa.Column('deleted', sa.Integer(), nullable=False,
                   server_default='0'),
-        sa.Column('deleted_at', sa.DateTime(), nullable=True),
-        sa.Column('created_at', sa.DateTime(), nullable=False),
-        sa.Column('updated_at', sa.DateTime(), nullable=True),
+        sa.Column('deleted_at', types.DateTime(), nullable=True),
+        sa.Column('created_at', types.DateTime(), nullable=False),
+        sa.Column('updated_at', types.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint('id'),
         sa.UniqueConstraint('uuid', name='uniq_aggregates0uuid'),
         # A live aggregate has deleted = 0; a deleted one its own id, so
@@ -38,8 +40,8 @@ def upgrade():
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('aggregate_id', sa.Integer(), nullable=False),
         sa.Column('host', sa.String(255), nullable=False),
-        sa.Column('created_at', sa.DateTime(), nullable=False),
-        sa.Column('updated_at', sa.DateTime(), nullable=True),
+        sa.Column('created_at', types.DateTime(), nullable=False),
+        sa.Column('updated_at', types.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint('id'),
         sa.ForeignKeyConstraint(['aggregate_id'], ['aggregates.id']),
         sa.UniqueConstraint('aggregate_id', 'host',
@@ -51,8 +53,8 @@ def upgrade():
         sa.Column('aggregate_id', sa.Integer(), nullable=False),
         sa.Column('key', sa.String(255), nullable=False),
         sa.Column('value', sa.String(255), nullable=False),
-        sa.Column('created_at', sa.DateTime(), nullable=False),
-        sa.Column('updated_at', sa.DateTime(), nullable=True),
+        sa.Column('created_at', types.DateTime(), nullable=False),
+        sa.Column('updated_at', types.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint('id'),
         sa.ForeignKeyConstraint(['aggregate_id'], ['aggregates.id']),
         sa.UniqueConstraint('aggregate_id', 'key',
