@@ -17,9 +17,9 @@ _NOT_SOURCE = shutil.ignore_patterns('.*', 'build', 'dist', '*.egg-info',
 # What would let an installed command import something other than the
 # installed package (the source tree, the test venv's packages), or
 # change how it runs.
-_NOT_INHERITED = ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP',
-                  'PYTHONSAFEPATH', 'VIRTUAL_ENV', 'SCHEDULER_SPLIT_EVENTLET',
-                  'SCHEDULER_SPLIT_CONFIG_FILES')
+NOT_INHERITED = ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP',
+                 'PYTHONSAFEPATH', 'VIRTUAL_ENV', 'SCHEDULER_SPLIT_EVENTLET',
+                 'SCHEDULER_SPLIT_CONFIG_FILES')
 PIP_TIMEOUT = 900
 
 
@@ -47,7 +47,7 @@ def build_wheel(work_dir):
 def user_env(bin_dir=None):
     """The environment of a user's shell, with ``bin_dir`` (a venv's)
     first in PATH as an activated venv would put it."""
-    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     env['PIP_DISABLE_PIP_VERSION_CHECK'] = '1'
     if bin_dir:
         env['PATH'] = bin_dir + os.pathsep + env.get('PATH', '')
