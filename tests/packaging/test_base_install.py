@@ -77,6 +77,8 @@ class AllInOne:
     """``scheduler-split-all-in-one`` run as a user runs it, in a shell."""
 
     def __init__(self, venv, state_dir):
+        # Without --verbose, what goes wrong is only in its log.
+        self.log_path = os.path.join(state_dir, 'scheduler-split.log')
         self.stderr_path = os.path.join(state_dir, 'stderr')
         self.stderr = open(self.stderr_path, 'w')
         self.proc = subprocess.Popen(
@@ -94,8 +96,15 @@ class AllInOne:
 
     def output(self):
         with open(self.stderr_path) as f:
-            return 'stdout:\n%s\nstderr:\n%s' % (''.join(self.lines),
+            text = 'stdout:\n%s\nstderr:\n%s' % (''.join(self.lines),
                                                  f.read())
+        try:
+            with open(self.log_path) as f:
+                log = f.readlines()
+        except OSError:
+            log = []
+        return '%s\nlast lines of %s:\n%s' % (text, self.log_path,
+                                              ''.join(log[-40:]))
 
     def wait_until_serving(self, timeout=180):
         """The API's root URL, once it says how to reach it."""
