@@ -8,6 +8,8 @@ with the optional package hidden.
 """
 
 import ast
+import functools
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -113,9 +115,14 @@ def _package_imports():
     return result
 
 
+@functools.lru_cache(maxsize=None)
+def _installed_distributions():
+    # Seconds to compute: it reads every installed distribution's files.
+    return importlib.metadata.packages_distributions()
+
+
 def _distributions_of(top):
-    import importlib.metadata
-    owners = importlib.metadata.packages_distributions().get(top, [])
+    owners = _installed_distributions().get(top, [])
     return {packaging_utils.canonicalize_name(d) for d in owners}
 
 
