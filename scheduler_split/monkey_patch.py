@@ -25,7 +25,14 @@ def patch():
         return
     _selected = True
     if wanted():
-        import eventlet
+        try:
+            import eventlet
+        except ImportError as exc:
+            # Not a base dependency: say which extra brings it.
+            raise ImportError(
+                "SCHEDULER_SPLIT_EVENTLET=1 needs eventlet (pip install "
+                "'scheduler-split[eventlet]'): %s" % exc, name=exc.name
+            ) from exc
         eventlet.monkey_patch()
         _patched = True
         return

@@ -31,11 +31,14 @@ class Deployment:
 
     def __init__(self, base_dir, schedulers=1, host_memory_mb=16384,
                  extra_apis=0, hosts_per_cell=None, api_threads=16,
-                 database='postgresql'):
+                 database='postgresql', bin_dir=BIN):
         self.schedulers = schedulers
         self.host_memory_mb = host_memory_mb
         self.hosts_per_cell = hosts_per_cell or self.HOSTS_PER_CELL
         self.api_threads = api_threads
+        # Where the console scripts and gunicorn are: another venv's to
+        # run what a user's install holds.
+        self.bin_dir = bin_dir
         self.base = str(base_dir)
         self.conf_dir = os.path.join(self.base, 'etc')
         self.log_dir = os.path.join(self.base, 'log')
@@ -183,9 +186,12 @@ class Deployment:
     def hosts(self):
         return [h for cell in self.CELLS for h in self.hosts_of(cell)]
 
+    def executable(self, name):
+        return os.path.join(self.bin_dir, name)
+
     def manage(self, *args):
         result = subprocess.run(
-            [os.path.join(BIN, 'scheduler-split-manage'), '--config-file',
+            [self.executable('scheduler-split-manage'), '--config-file',
              self.main_conf, *args], capture_output=True, text=True,
             timeout=300)
         assert result.returncode == 0, result.stdout + result.stderr
@@ -197,31 +203,31 @@ class Deployment:
         conf = ['--config-file', self.main_conf]
         commands = {
             'super-conductor': [
-                os.path.join(BIN, 'scheduler-split-conductor'), *conf,
+                self.executable('scheduler-split-conductor'), *conf,
                 '--config-file',
                 os.path.join(self.conf_dir, 'super-conductor.conf')],
         }
         for index in range(1, self.schedulers + 1):
             name = 'scheduler' if index == 1 else 'scheduler-%d' % index
             # Workers of one topic share its queue, each with its own name.
-            commands[name] = [os.path.join(BIN, 'scheduler-split-scheduler'),
+            commands[name] = [self.executable('scheduler-split-scheduler'),
                               *conf, '--config-file',
                               os.path.join(self.conf_dir, '%s.conf' % name)]
         for cell in self.CELLS:
             commands['conductor-%s' % cell] = [
-                os.path.join(BIN, 'scheduler-split-conductor'), *conf,
+                self.executable('scheduler-split-conductor'), *conf,
                 '--config-file', os.path.join(self.conf_dir,
                                               '%s.conf' % cell)]
             for host in self.hosts_of(cell):
                 # Not the main file: a compute reads no database
                 # credentials and knows only its cell's bus.
                 commands[host] = [
-                    os.path.join(BIN, 'scheduler-split-compute'),
+                    self.executable('scheduler-split-compute'),
                     '--config-file', self.compute_conf,
                     '--config-file', os.path.join(self.conf_dir,
                                                   '%s.conf' % host)]
         commands['api'] = [
-            os.path.join(BIN, 'gunicorn'), '--bind',
+            self.executable('gunicorn'), '--bind',
             '127.0.0.1:%d' % self.api_port, '--worker-class', 'gthread',
             '--workers', '1', '--threads', str(self.api_threads),
             '--graceful-timeout', '30',

@@ -1,0 +1,44 @@
+"""What a user does with the compute API: find a flavor and an image by
+name, boot a server and wait for it, as ``admin:admin`` through noauth2."""
+
+import time
+
+import requests
+
+HEADERS = {'X-Auth-Token': 'admin:admin',
+           # "networks": "none" needs 2.37.
+           'OpenStack-API-Version': 'compute 2.37'}
+
+
+def _get(url):
+    resp = requests.get(url, headers=HEADERS, timeout=30)
+    assert resp.status_code == 200, (url, resp.status_code, resp.text)
+    return resp.json()
+
+
+def versions(root):
+    """``GET /v2.1``: the version document of the API at ``root``."""
+    return _get(root + '/v2.1')['version']
+
+
+def boot_to_active(root, name, flavor='m1.tiny', image='cirros',
+                   timeout=120):
+    """Boot ``name`` through the API at ``root`` (``http://host:port``)
+    and wait until it rests; the server as the API shows it then."""
+    flavors = _get(root + '/v2.1/flavors')['flavors']
+    flavor_id = next(f['id'] for f in flavors if f['name'] == flavor)
+    images = _get(root + '/image/v2/images?name=' + image)['images']
+    image_id = next(i['id'] for i in images if i['name'] == image)
+    resp = requests.post(
+        root + '/v2.1/servers', headers=HEADERS, timeout=30,
+        json={'server': {'name': name, 'flavorRef': flavor_id,
+                         'imageRef': image_id, 'networks': 'none'}})
+    assert resp.status_code == 202, (resp.status_code, resp.text)
+    server_id = resp.json()['server']['id']
+    deadline = time.monotonic() + timeout
+    while True:
+        server = _get(root + '/v2.1/servers/' + server_id)['server']
+        if server['status'] in ('ACTIVE', 'ERROR') or \
+                time.monotonic() > deadline:
+            return server
+        time.sleep(0.2)
