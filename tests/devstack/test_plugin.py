@@ -312,7 +312,11 @@ def _stack_boot_unstack(tmp_path, topology, database, keystone=None):
         tempest = _ini(stack.root / 'tempest' / 'etc' / 'tempest.conf')
         assert tempest['compute']['flavor_ref'] == '1'
         assert tempest['compute']['max_microversion'] == '2.96'
-        assert tempest['compute-feature-enabled']['resize'] == 'False'
+        assert tempest['compute-feature-enabled']['resize'] == 'True'
+        assert tempest['compute-feature-enabled']['live_migration'] == \
+            'True'
+        assert tempest['compute-feature-enabled'][
+            'block_migration_for_live_migration'] == 'False'
         assert tempest['compute-feature-enabled']['console_output'] == \
             'False'
 
