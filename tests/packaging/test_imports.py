@@ -1,7 +1,7 @@
 """What a plain install can import: every module-level import of the
 package comes from the standard library or a base dependency, and every
-import of an optional package fails, for a user without its extra, with
-a message naming the extra to install.
+import of an optional package (a database driver too) fails, for a user
+without its extra, with a message naming the extra to install.
 
 Fast: it reads the source and runs a few interpreters of the test venv
 with the optional package hidden.
@@ -202,3 +202,33 @@ def test_an_optional_package_missing_names_its_extra(module):
     extra = OPTIONAL[module][1]
     assert "pip install 'scheduler-split[%s]'" % extra in result.stderr, (
         result.stderr)
+
+
+# Database drivers, which SQLAlchemy imports for the scheme of a URL (the
+# package never imports them): module -> (a URL naming it, the
+# distribution, the extra that brings it).
+DRIVERS = {
+    'psycopg2': ('postgresql+psycopg2://ss:pw@127.0.0.1:9/ss',
+                 'psycopg2-binary', 'deploy'),
+    'pymysql': ('mysql+pymysql://ss:pw@127.0.0.1:9/ss', 'pymysql',
+                'deploy'),
+}
+
+
+@pytest.mark.parametrize('module', sorted(DRIVERS))
+def test_a_database_driver_missing_names_its_extra(module, tmp_path):
+    url, distribution, extra = DRIVERS[module]
+    extras = _pyproject()['optional-dependencies']
+    assert distribution in _names(extras[extra]), (extra, distribution)
+    config = tmp_path / 'scheduler-split.conf'
+    config.write_text('[api_database]\nconnection = %s\n'
+                      '[scheduler_database]\nconnection = %s\n'
+                      % (url, url))
+    # scheduler-split-manage db sync, an operator's first command.
+    result = _run_without(module, """\
+        from scheduler_split.cmd import manage
+        sys.exit(manage.main(['--config-file', %r, 'db', 'sync']))
+        """ % str(config))
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "pip install 'scheduler-split[%s]'" % extra in output, output
