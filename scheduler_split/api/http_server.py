@@ -186,7 +186,13 @@ class APIServer:
 
     def _in_loop(self, callback):
         """Run ``callback`` in the I/O thread, which owns every socket."""
-        self._server.trigger.pull_trigger(callback)
+        try:
+            self._server.trigger.pull_trigger(callback)
+        except OSError:
+            # The I/O thread ran the callback, and the last one
+            # (_close_all) closed the trigger, before this thread woke
+            # it: nothing is left to do.
+            pass
 
     def _stop_accepting(self):
         self._server.accepting = False
