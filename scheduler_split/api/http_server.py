@@ -227,7 +227,9 @@ class APIServer:
             self._in_loop(self._close_idle)
             time.sleep(0.02)
         busy = len(self._server.active_channels)
-        if busy:
+        # A forced stop closes every connection without waiting: only a
+        # graceful one has requests it gave up on.
+        if busy and graceful:
             LOG.warning('Closing %d connection(s) whose requests were not '
                         'answered within %ss', busy, timeout)
         self._in_loop(self._close_all)
