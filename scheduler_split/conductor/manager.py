@@ -831,11 +831,11 @@ class SuperConductorManager:
                 instance.vm_state = instance_obj.ERROR
                 instance.task_state = None
                 # Its status changed now, from BUILD to ERROR: a list with
-                # changes-since shows it from this moment.
-                instance.updated_at = obj_base.utcnow()
-                instance.create(
-                    cctx, fault=objects.InstanceFault.from_exception(
-                        uuid, exc))
+                # changes-since shows it from this moment, the moment its
+                # fault names.
+                fault = objects.InstanceFault.from_exception(uuid, exc)
+                instance.updated_at = fault.created_at = obj_base.utcnow()
+                instance.create(cctx, fault=fault)
             mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
             if not mapping.set_cell(ctx, cell0):
                 instance.destroy(cctx)

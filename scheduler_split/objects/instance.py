@@ -127,6 +127,8 @@ class InstanceFault(base.SchedulerSplitObject):
         row = models.InstanceFault(
             instance_uuid=self.instance_uuid, code=self.code,
             message=self.message, details=self.details, host=self.host)
+        if self.obj_attr_is_set('created_at') and self.created_at:
+            row.created_at = self.created_at.replace(tzinfo=None)
         session.add(row)
         session.flush()
         self.created_at = row.created_at
