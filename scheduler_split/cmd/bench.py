@@ -24,16 +24,18 @@ import math
 import multiprocessing
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 
 from oslo_config import cfg
 
-from scheduler_split import benchmark
-from scheduler_split import cells
+from scheduler_split.benchmark import api_client
+from scheduler_split.benchmark import base
+from scheduler_split.benchmark import boot
+from scheduler_split.benchmark import plot
+from scheduler_split.benchmark import scheduler_only
+from scheduler_split.benchmark import system as bench_system
+from scheduler_split.benchmark import tables
 from scheduler_split.cmd import all_in_one
 from scheduler_split.cmd import common
 from scheduler_split import conf
@@ -41,7 +43,6 @@ from scheduler_split.db import engines
 from scheduler_split import rpc
 
 CONF = conf.CONF
-LOG = logging.getLogger(__name__)
 
 PROG = 'scheduler-split-bench'
 PLOT_EXTRA = "pip install 'scheduler-split[bench]'"
@@ -137,8 +138,8 @@ def parse_args(argv):
                      'starts uses noauth2')
     if args.endpoint:
         try:
-            benchmark.parse_endpoint(args.endpoint)
-        except benchmark.BenchError as exc:
+            api_client.parse_endpoint(args.endpoint)
+        except base.BenchError as exc:
             parser.error(str(exc))
         if args.scheduler_only:
             parser.error('--scheduler-only starts its own scheduler; it '
@@ -184,129 +185,6 @@ def _configure(config_files, debug, run_dir):
 
 # --- boot mode ---------------------------------------------------------------
 
-def _capacity(total, reserved, ratio):
-    """What a host offers of one resource, as the scheduler counts it."""
-    return int((total - reserved) * ratio)
-
-
-def check_capacity(flavor_ref, servers, hosts):
-    """Refuse a run whose servers cannot all fit on the fake hosts (as
-    the configuration sizes them)."""
-    flavor = next((f for f in cells.DEFAULT_FLAVORS
-                   if flavor_ref in (f[0], f[1])), None)
-    if flavor is None:
-        raise benchmark.BenchError(
-            'No flavor %r in the all-in-one: it has %s' % (
-                flavor_ref, ', '.join(f[1] for f in cells.DEFAULT_FLAVORS)))
-    _, name, ram, vcpus, disk = flavor
-    fake, compute = CONF.fake_driver, CONF.compute
-    fits = [_capacity(fake.vcpus, compute.reserved_host_cpus,
-                      compute.cpu_allocation_ratio) // vcpus,
-            _capacity(fake.memory_mb, compute.reserved_host_memory_mb,
-                      compute.ram_allocation_ratio) // ram]
-    if disk:
-        fits.append(_capacity(fake.local_gb,
-                              (compute.reserved_host_disk_mb + 1023) // 1024,
-                              compute.disk_allocation_ratio) // disk)
-    per_host = max(0, min(fits))
-    if per_host * hosts < servers:
-        raise benchmark.BenchError(
-            '%d fake hosts of %d vCPUs, %d MiB and %d GiB hold at most %d '
-            'servers of %s (%d each), not %d: ask for fewer --servers or '
-            'more --hosts, or give the hosts more ([fake_driver] vcpus, '
-            'memory_mb, local_gb in a --config-file)'
-            % (hosts, fake.vcpus, fake.memory_mb, fake.local_gb,
-               per_host * hosts, name, per_host, servers))
-
-
-class StartedSystem:
-    """The all-in-one, started for one boot run as operators run it:
-    ``scheduler-split-all-in-one`` in a process of its own (the bench's
-    client threads must not share its interpreter), ``hosts_per_cell``
-    fake hosts in each of ``num_cells`` cells, SQLite in ``state_dir``
-    and the API on a free port of 127.0.0.1."""
-
-    # Before the user's --config-file: spawns take no time unless a
-    # file says otherwise, since the run measures the control plane,
-    # not a pretend hypervisor.
-    DEFAULTS = '[fake_driver]\nspawn_delay = 0\n'
-    # After them: the bench speaks noauth2 to the system it starts.
-    OVERRIDES = '[api]\nauth_strategy = noauth2\n'
-    READY = 'scheduler-split is running: compute API '
-
-    def __init__(self, state_dir, num_cells, hosts_per_cell,
-                 config_files=(), debug=False):
-        self.state_dir = state_dir
-        self.num_cells = num_cells
-        self.hosts_per_cell = hosts_per_cell
-        self.config_files = list(config_files)
-        self.debug = debug
-        self.proc = None
-        self.output = os.path.join(state_dir, 'all-in-one.out')
-
-    def _file(self, name, text):
-        path = os.path.join(self.state_dir, name)
-        with open(path, 'w') as f:
-            f.write(text)
-        return path
-
-    def start(self, timeout=600):
-        """Start it and wait until its API serves; the compute
-        endpoint."""
-        os.makedirs(self.state_dir, exist_ok=True)
-        files = ([self._file('bench-defaults.conf', self.DEFAULTS)] +
-                 self.config_files +
-                 [self._file('bench-overrides.conf', self.OVERRIDES)])
-        command = [sys.executable, '-m', 'scheduler_split.cmd.all_in_one',
-                   '--state-dir', self.state_dir,
-                   '--cells', str(self.num_cells),
-                   '--hosts-per-cell', str(self.hosts_per_cell),
-                   '--host', '127.0.0.1', '--port', '0']
-        for path in files:
-            command += ['--config-file', path]
-        if self.debug:
-            command.append('--debug')
-        out = open(self.output, 'w')
-        self.proc = subprocess.Popen(command, stdout=out,
-                                     stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-        out.close()
-        deadline = time.monotonic() + timeout
-        while True:
-            with open(self.output) as f:
-                for line in f:
-                    if line.startswith(self.READY):
-                        return line[len(self.READY):].split()[0].rstrip(',')
-            if self.proc.poll() is not None:
-                raise benchmark.BenchError(
-                    'The all-in-one exited (status %s) before it served: '
-                    '%s' % (self.proc.returncode, self._tail()))
-            if time.monotonic() > deadline:
-                raise benchmark.BenchError(
-                    'The all-in-one did not serve within %d s: %s'
-                    % (timeout, self._tail()))
-            time.sleep(0.2)
-
-    def _tail(self, lines=10):
-        try:
-            with open(self.output) as f:
-                return ''.join(f.readlines()[-lines:]).strip()
-        except OSError:
-            return '(no output)'
-
-    def stop(self, timeout=120):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            LOG.warning('The all-in-one did not stop within %d s; killing '
-                        'it', timeout)
-            self.proc.kill()
-            self.proc.wait()
-
-
 def run_boot(args, run_dir, progress):
     """One boot run; ``(report, the benchmark)``."""
     report = {'mode': 'boot', 'endpoint': args.endpoint, 'hosts': None,
@@ -317,7 +195,7 @@ def run_boot(args, run_dir, progress):
                    flavor=args.flavor, image=args.image,
                    timeout=args.timeout, progress=progress)
     if args.endpoint:
-        bench = benchmark.BootBenchmark(
+        bench = boot.BootBenchmark(
             args.endpoint, args.token or 'admin:admin',
             None if args.token else 'admin', **options)
         try:
@@ -329,13 +207,14 @@ def run_boot(args, run_dir, progress):
         per_cell = math.ceil(args.host_counts[0] / args.cells)
         hosts = per_cell * args.cells
         report.update(hosts=hosts, cells=args.cells)
-        check_capacity(args.flavor, args.servers, hosts)
+        bench_system.check_capacity(args.flavor, args.servers, hosts)
         progress.done('Starting the all-in-one: %d hosts in %d cells '
                       '(%d each) ...' % (hosts, args.cells, per_cell))
-        system = StartedSystem(os.path.join(run_dir, 'state'), args.cells,
-                               per_cell, args.config_file, args.debug)
+        system = bench_system.StartedSystem(
+            os.path.join(run_dir, 'state'), args.cells, per_cell,
+            args.config_file, args.debug)
         try:
-            bench = benchmark.BootBenchmark(
+            bench = boot.BootBenchmark(
                 system.start(), 'admin:admin', 'admin', **options)
             bench.prepare()
             bench.run()
@@ -343,58 +222,6 @@ def run_boot(args, run_dir, progress):
             system.stop()
     report.update(bench.report())
     return report, bench
-
-
-def format_boot(report):
-    """The report of a boot run as a table."""
-    where = (report['endpoint'] if report['endpoint'] else
-             'an all-in-one of %d hosts in %d cells'
-             % (report['hosts'], report['cells']))
-    lines = [
-        'Boot: %d servers of %s (%s), %d client thread%s, against %s'
-        % (report['servers'], report['flavor'], report['image'],
-           report['concurrency'], 's' if report['concurrency'] > 1 else '',
-           where),
-        '',
-        '  posted          %8d   (failed POSTs: %d)'
-        % (report['posted'], report['failed_posts']),
-        '  ACTIVE          %8d' % report['active'],
-        '  ERROR           %8d' % report['error'],
-        '  still BUILD     %8d%s' % (report['still_building'],
-                                     '   (timed out)' if report['timed_out']
-                                     else ''),
-        '  reschedules     %8d   (servers rescheduled: %d)'
-        % (report['reschedules'], report['rescheduled_servers']),
-    ]
-    if report['boots_per_s'] is not None:
-        lines.append('  boots/s         %8.2f   (%d ACTIVE in %.2f s, '
-                     'first POST to last ACTIVE)'
-                     % (report['boots_per_s'], report['active'],
-                        report['duration_s']))
-    else:
-        lines.append('  boots/s              n/a   (no server ACTIVE)')
-    lines += ['', '  %-16s%10s%10s%10s' % ('', 'p50', 'p95', 'p99')]
-    for label, key, fmt in (('POST latency ms', 'post_latency_ms', '%10.1f'),
-                            ('time to ACTIVE s', 'time_to_active_s',
-                             '%10.3f')):
-        values = report[key]
-        lines.append('  %-16s' % label + ''.join(
-            fmt % values[p] if values[p] is not None else '%10s' % 'n/a'
-            for p in ('p50', 'p95', 'p99')))
-    for title, key in (('ERROR reasons', 'error_reasons'),
-                       ('failed POSTs', 'failed_post_reasons')):
-        if report[key]:
-            lines += ['', '  %s:' % title]
-            lines += ['  %6d  %s' % (count, reason)
-                      for reason, count in report[key].items()]
-    if report['failed_polls']:
-        lines += ['', '  (%d looks at the server list failed and were '
-                      'made again)' % report['failed_polls']]
-    if report['servers_without_actions_read']:
-        lines += ['', '  (the actions of %d servers could not be read: '
-                      'their reschedules are not counted)'
-                  % report['servers_without_actions_read']]
-    return '\n'.join(lines)
 
 
 # --- scheduler-only mode -----------------------------------------------------
@@ -407,7 +234,7 @@ def _measure_scheduler(config_files, debug, run_dir, state_dir, hosts,
     _configure(config_files, debug, run_dir)
     common.set_cpu_affinity()
     try:
-        return benchmark.SchedulerBenchmark(
+        return scheduler_only.SchedulerBenchmark(
             state_dir, hosts, num_cells, selects, timeout).run()
     finally:
         rpc.cleanup()
@@ -426,45 +253,8 @@ def run_scheduler_only(args, run_dir):
                 os.path.join(run_dir, 'hosts-%d' % hosts), hosts,
                 args.cells, args.servers, args.timeout).result())
     return {'mode': 'scheduler-only', 'cells': args.cells,
-            'selects': args.servers, 'flavor': benchmark.SELECT_FLAVOR,
-            'num_alternates': benchmark.SELECT_ALTERNATES, 'rows': rows}
-
-
-def format_scheduler(report):
-    """The report of a scheduler run as a table, a row per size."""
-    def number(value, fmt):
-        return fmt % value if value is not None else 'n/a'
-
-    header = ('hosts', 'reports/s', 'lost', 'unchanged/s', 'lost',
-              'select p50 ms', 'p95 ms', 'p99 ms', 'RSS KiB/host',
-              'untrimmed')
-    rows = [header]
-    for row in report['rows']:
-        rows.append((
-            str(row['hosts']), number(row['reports_per_s'], '%.1f'),
-            str(row['reports_lost']),
-            number(row['unchanged_reports_per_s'], '%.1f'),
-            str(row['unchanged_reports_lost']),
-            number(row['select_ms']['p50'], '%.2f'),
-            number(row['select_ms']['p95'], '%.2f'),
-            number(row['select_ms']['p99'], '%.2f'),
-            number(row['rss_kib_per_host'], '%.2f'),
-            number(row.get('rss_kib_per_host_untrimmed'), '%.2f')))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ['Scheduler alone: %d cells, %d selects of one %s each '
-             '(%d alternates), per size'
-             % (report['cells'], report['selects'], report['flavor'],
-                report['num_alternates']), '']
-    lines += ['  ' + '  '.join(cell.rjust(width)
-                               for cell, width in zip(r, widths))
-              for r in rows]
-    lines += ['', '  RSS KiB/host: growth from before the first report to '
-              'after the first select, once the memory freed since is '
-              'back with the system; untrimmed: before that']
-    failures = sum(row['select_failures'] for row in report['rows'])
-    if failures:
-        lines += ['', '  %d selects found no valid host' % failures]
-    return '\n'.join(lines)
+            'selects': args.servers, 'flavor': scheduler_only.SELECT_FLAVOR,
+            'num_alternates': scheduler_only.SELECT_ALTERNATES, 'rows': rows}
 
 
 # --- the command -------------------------------------------------------------
@@ -481,7 +271,7 @@ def _close_log():
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    progress = benchmark.Progress()
+    progress = base.Progress()
     run_dir = None
     try:
         if not args.endpoint:
@@ -494,17 +284,17 @@ def main(argv=None):
         if args.json:
             print(json.dumps(report, indent=2))
         elif args.scheduler_only:
-            print(format_scheduler(report))
+            print(tables.format_scheduler(report))
         else:
-            print(format_boot(report))
+            print(tables.format_boot(report))
         sys.stdout.flush()
         if args.plot:
-            benchmark.plot_boots(
+            plot.plot_boots(
                 bench, args.plot, '%s: %d servers, concurrency %d'
                 % (PROG, args.servers, args.concurrency))
             print('%s: plot written to %s' % (PROG, args.plot),
                   file=sys.stderr)
-    except (benchmark.BenchError, cfg.Error) as exc:
+    except (base.BenchError, cfg.Error) as exc:
         print('%s: %s' % (PROG, exc), file=sys.stderr)
         return 1
     except KeyboardInterrupt:

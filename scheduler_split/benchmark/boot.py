@@ -1,44 +1,22 @@
-"""How fast the system boots servers, and how the scheduler alone scales.
-
-``scheduler-split-bench`` (:mod:`scheduler_split.cmd.bench`) runs these.
-A boot run (:class:`BootBenchmark`) speaks only HTTP to a compute
-endpoint, as a user's client does; a scheduler run
-(:class:`SchedulerBenchmark`) speaks only to the scheduler library, on
-the buses, as the conductors and computes do.
-"""
+"""Boots through the compute API (``scheduler-split-bench``'s default
+mode): it speaks only HTTP to a compute endpoint, as a user's client
+does."""
 
 import collections
 import concurrent.futures
-import ctypes
 import dataclasses
 import datetime
-import email.utils
-import gc
 import http.client
-import json
-import math
-import os
-import sys
 import threading
 import time
 import urllib.parse
 
-import oslo_messaging as messaging
 from oslo_utils import uuidutils
 
-from scheduler_split.api import images
-from scheduler_split.compute import resource_tracker
-from scheduler_split import conf
-from scheduler_split import context as ss_context
-from scheduler_split import deployment
-from scheduler_split import objects
-from scheduler_split import rpc
-from scheduler_split.scheduler import client as scheduler_client
+from scheduler_split.benchmark import api_client
+from scheduler_split.benchmark import base
+from scheduler_split.benchmark import stats
 
-CONF = conf.CONF
-
-# What a boot asks for: 2.37 is where ``"networks": "none"`` is spelled so.
-MICROVERSION = '2.37'
 # Instance actions show their events to every reader from 2.51 (before,
 # to admins only).
 ACTIONS_MICROVERSION = '2.51'
@@ -59,162 +37,6 @@ CHANGES_OVERLAP = 2.0
 # net for a change that committed later than the overlap allows (every
 # change of status stamps its server, so changes-since sees it).
 SWEEP_INTERVAL = 30.0
-# Percentiles every report gives.
-POINTS = (50, 95, 99)
-
-
-class BenchError(Exception):
-    """What stops a run, said so that the user knows what to change."""
-
-
-def percentiles(values, points=POINTS):
-    """Nearest-rank percentiles of ``values``: ``{'p50': ..., ...}``,
-    each None when there are no values."""
-    ordered = sorted(values)
-    result = {}
-    for point in points:
-        if ordered:
-            rank = max(1, math.ceil(point / 100.0 * len(ordered)))
-            result['p%d' % point] = ordered[rank - 1]
-        else:
-            result['p%d' % point] = None
-    return result
-
-
-def _rounded(stats, digits):
-    return {k: (round(v, digits) if v is not None else None)
-            for k, v in stats.items()}
-
-
-class Progress:
-    """One line of progress on standard error.
-
-    On a terminal the line is redrawn in place (at most ten times a
-    second); anywhere else (a log, a CI job) a line is printed every few
-    seconds, so that the output stays readable.
-    """
-
-    def __init__(self, stream=None, interval=5.0):
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.interval = interval if not self.tty else 0.1
-        self._last = 0.0
-        self._width = 0
-
-    def show(self, text):
-        now = time.monotonic()
-        if now - self._last < self.interval:
-            return
-        self._last = now
-        if self.tty:
-            self.stream.write('\r' + text.ljust(self._width))
-            self._width = len(text)
-        else:
-            self.stream.write(text + '\n')
-        self.stream.flush()
-
-    def done(self, text):
-        """The last state of a step, on a line of its own."""
-        if self.tty:
-            self.stream.write('\r' + text.ljust(self._width) + '\n')
-            self._width = 0
-        else:
-            self.stream.write(text + '\n')
-        self.stream.flush()
-        self._last = 0.0
-
-
-# --- the compute API, over HTTP ----------------------------------------------
-
-@dataclasses.dataclass
-class Response:
-    status: int
-    body: object
-    headers: http.client.HTTPMessage
-
-    def error_message(self):
-        """The message of an error in Nova's shape (``{"badRequest":
-        {"code": 400, "message": ...}}``), or the start of the body."""
-        if isinstance(self.body, dict) and len(self.body) == 1:
-            fault = next(iter(self.body.values()))
-            if isinstance(fault, dict) and fault.get('message'):
-                return str(fault['message'])
-        return str(self.body)[:200]
-
-    def server_time(self):
-        """When the server answered (its Date header), else this clock's
-        now: what changes-since compares with the servers' update times.
-        """
-        date = self.headers.get('Date')
-        if date:
-            try:
-                return email.utils.parsedate_to_datetime(date)
-            except (TypeError, ValueError):
-                pass
-        return datetime.datetime.now(datetime.timezone.utc)
-
-
-def parse_endpoint(endpoint):
-    """The parts of a compute endpoint URL; BenchError if it is none."""
-    url = urllib.parse.urlsplit(endpoint)
-    if url.scheme not in ('http', 'https') or not url.hostname:
-        raise BenchError('--endpoint must be an http:// or https:// URL, '
-                         'not %r' % endpoint)
-    return url
-
-
-class ComputeClient:
-    """One user's HTTP connection to the compute API, kept alive between
-    requests (and opened again when the server closed it). One per
-    thread: an ``http.client`` connection carries one request at a time.
-    """
-
-    # Methods that may be sent again after the connection broke.
-    IDEMPOTENT = ('GET', 'PUT', 'DELETE')
-
-    def __init__(self, endpoint, token, project_id=None, timeout=60):
-        url = parse_endpoint(endpoint)
-        connection = (http.client.HTTPSConnection if url.scheme == 'https'
-                      else http.client.HTTPConnection)
-        self._conn = connection(url.hostname, url.port, timeout=timeout)
-        self.base_path = url.path.rstrip('/')
-        self._headers = {'Accept': 'application/json',
-                         'X-Auth-Token': token}
-        if project_id:
-            self._headers['X-Auth-Project-Id'] = project_id
-
-    def request(self, method, path, body=None, microversion=MICROVERSION,
-                absolute=False):
-        """``method`` on ``path`` (under the endpoint's path, unless
-        ``absolute``); the answer, its body parsed when JSON."""
-        headers = dict(self._headers)
-        headers['OpenStack-API-Version'] = 'compute %s' % microversion
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode('utf-8')
-            headers['Content-Type'] = 'application/json'
-        target = path if absolute else self.base_path + path
-        for attempt in (1, 2):
-            try:
-                self._conn.request(method, target, body=data,
-                                   headers=headers)
-                answer = self._conn.getresponse()
-                raw = answer.read()
-                break
-            except (OSError, http.client.HTTPException):
-                self._conn.close()
-                # A POST that broke may have been taken: never send it
-                # twice.
-                if attempt == 2 or method not in self.IDEMPOTENT:
-                    raise
-        try:
-            parsed = json.loads(raw) if raw else None
-        except ValueError:
-            parsed = raw.decode('utf-8', 'replace')
-        return Response(answer.status, parsed, answer.headers)
-
-    def close(self):
-        self._conn.close()
 
 
 @dataclasses.dataclass
@@ -257,7 +79,7 @@ class BootBenchmark:
         self.flavor_ref = flavor
         self.image_ref = image
         self.timeout = timeout
-        self.progress = progress or Progress()
+        self.progress = progress or base.Progress()
         self.flavor = None
         self.image_id = None
         self.posts = []
@@ -276,13 +98,13 @@ class BootBenchmark:
         self._since = None
         self._deadline = None
         # A URL that is none fails here, before any work.
-        parse_endpoint(self.endpoint)
+        api_client.parse_endpoint(self.endpoint)
 
     def _client(self):
         """This thread's connection."""
         client = getattr(self._local, 'client', None)
         if client is None:
-            client = self._local.client = ComputeClient(
+            client = self._local.client = api_client.ComputeClient(
                 self.endpoint, self.token, self.project_id)
             with self._lock:
                 self._clients.append(client)
@@ -292,16 +114,16 @@ class BootBenchmark:
         try:
             return self._client().request(method, path, body, **kwargs)
         except (OSError, http.client.HTTPException) as exc:
-            raise BenchError('%s %s%s (%s) found no API: %s'
-                             % (method, self.endpoint, path, what,
-                                exc or type(exc).__name__))
+            raise base.BenchError('%s %s%s (%s) found no API: %s'
+                                  % (method, self.endpoint, path, what,
+                                     exc or type(exc).__name__))
 
     def _get(self, path, what, **kwargs):
         resp = self._request('GET', path, what, **kwargs)
         if resp.status != 200:
-            raise BenchError('Reading %s (GET %s%s) answered %d: %s'
-                             % (what, self.endpoint, path, resp.status,
-                                resp.error_message()))
+            raise base.BenchError('Reading %s (GET %s%s) answered %d: %s'
+                                  % (what, self.endpoint, path, resp.status,
+                                     resp.error_message()))
         return resp
 
     # --- before the clock starts -------------------------------------------
@@ -318,7 +140,7 @@ class BootBenchmark:
         for flavor in resp.body['flavors']:
             if self.flavor_ref in (flavor['name'], flavor['id']):
                 return flavor
-        raise BenchError('No flavor %r: the API offers %s' % (
+        raise base.BenchError('No flavor %r: the API offers %s' % (
             self.flavor_ref,
             ', '.join(f['name'] for f in resp.body['flavors']) or 'none'))
 
@@ -344,9 +166,9 @@ class BootBenchmark:
                 if image.get('name') == self.image_ref:
                     return image['id']
             reason = 'it has no image of that name'
-        raise BenchError('Cannot find image %r in the image catalog at '
-                         '%s/image (%s); give --image an image id'
-                         % (self.image_ref, root, reason))
+        raise base.BenchError('Cannot find image %r in the image catalog '
+                              'at %s/image (%s); give --image an image id'
+                              % (self.image_ref, root, reason))
 
     def _make_room(self):
         """Raise the project's quota where it is too small for the run;
@@ -370,7 +192,7 @@ class BootBenchmark:
         if not short:
             return None
         if not self.project_id:
-            raise BenchError(
+            raise base.BenchError(
                 'The quota of your project is too small for %d more '
                 'servers of %s (it needs %s); raise it (openstack quota '
                 'set) or ask for fewer --servers'
@@ -381,10 +203,10 @@ class BootBenchmark:
         resp = self._request('PUT', path, 'raising the quota',
                              {'quota_set': short})
         if resp.status != 200:
-            raise BenchError('Could not raise the quota of project %s to '
-                             '%s: %d %s' % (self.project_id, short,
-                                            resp.status,
-                                            resp.error_message()))
+            raise base.BenchError('Could not raise the quota of project %s '
+                                  'to %s: %d %s' % (self.project_id, short,
+                                                    resp.status,
+                                                    resp.error_message()))
         return {resource: before[resource] for resource in short}
 
     # --- the timed part -----------------------------------------------------
@@ -459,7 +281,7 @@ class BootBenchmark:
             try:
                 servers, answered_at = self._listed(None if sweep
                                                     else since)
-            except (BenchError, OSError, http.client.HTTPException):
+            except (base.BenchError, OSError, http.client.HTTPException):
                 # Tried again on the next tick; the overlap of the next
                 # changes-since covers what this one missed.
                 self.poll_errors += 1
@@ -541,7 +363,7 @@ class BootBenchmark:
                     concurrent.futures.as_completed(futures), 1):
                 try:
                     self.attempts[futures[future]] = future.result()
-                except (BenchError, OSError, http.client.HTTPException):
+                except (base.BenchError, OSError, http.client.HTTPException):
                     self.attempts[futures[future]] = None
                 self.progress.show('reading build attempts %d/%d'
                                    % (done, len(ids)))
@@ -597,7 +419,7 @@ class BootBenchmark:
                     'putting back the quota', {'quota_set': body})
                 problem = (None if resp.status == 200 else
                            resp.error_message())
-            except BenchError as exc:
+            except base.BenchError as exc:
                 problem = str(exc)
             if problem:
                 self.progress.done('could not put back the quota of '
@@ -642,13 +464,13 @@ class BootBenchmark:
         return {
             'posted': len(accepted),
             'failed_posts': len(failed),
-            'failed_post_reasons': _reasons(
+            'failed_post_reasons': stats.reasons(
                 '%d %s' % (p.status, p.message) if p.status else p.message
                 for p in failed),
             'active': len(active),
             'error': len(errors),
-            'error_reasons': _reasons(o.fault or 'no fault message'
-                                      for _, o in errors.values()),
+            'error_reasons': stats.reasons(o.fault or 'no fault message'
+                                           for _, o in errors.values()),
             'still_building': len(accepted) - len(active) - len(errors),
             'timed_out': self.timed_out,
             'reschedules': sum(a - 1 for a in attempts if a > 1),
@@ -658,9 +480,9 @@ class BootBenchmark:
             'duration_s': round(duration, 3) if duration else None,
             'boots_per_s': (round(len(active) / duration, 2)
                             if duration else None),
-            'post_latency_ms': _rounded(percentiles(
+            'post_latency_ms': stats.rounded(stats.percentiles(
                 [p.latency * 1000 for p in accepted]), 1),
-            'time_to_active_s': _rounded(percentiles(
+            'time_to_active_s': stats.rounded(stats.percentiles(
                 [o.seen - p.started for p, o in active.values()]), 3),
         }
 
@@ -679,273 +501,3 @@ class BootBenchmark:
                          if outcome and outcome.status == 'ACTIVE' else None)
             rows.append((post.started - first, post.latency, to_active))
         return sorted(rows)
-
-
-def _reasons(messages):
-    """``{message: how many}``, the most frequent first."""
-    return dict(collections.Counter(messages).most_common())
-
-
-def plot_boots(bench, path, title):
-    """Two panels to ``path``: the boots completed in each second, and
-    each server's POST latency and time to ACTIVE against when it was
-    posted."""
-    # An optional extra (bench): imported only when a plot is asked for,
-    # and drawn without a display.
-    import matplotlib
-    matplotlib.use('Agg')
-    from matplotlib import pyplot
-
-    rows = bench.timeline()
-    posted_at = [r[0] for r in rows]
-    finished_at = [r[0] + r[2] for r in rows if r[2] is not None]
-    span = max(posted_at + finished_at + [1.0])
-    figure, (top, bottom) = pyplot.subplots(2, 1, sharex=True,
-                                            figsize=(10, 7))
-    top.hist(finished_at, bins=range(0, math.ceil(span) + 1),
-             color='tab:green')
-    top.set_ylabel('boots completed per second')
-    top.set_title(title)
-    bottom.scatter(posted_at, [r[1] for r in rows], s=8,
-                   label='POST latency', color='tab:blue')
-    bottom.scatter([r[0] for r in rows if r[2] is not None],
-                   [r[2] for r in rows if r[2] is not None], s=8,
-                   label='time to ACTIVE', color='tab:orange')
-    bottom.set_xlabel('seconds since the first POST')
-    bottom.set_ylabel('seconds')
-    bottom.legend(loc='upper left')
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
-
-
-# --- the scheduler alone -----------------------------------------------------
-
-# What each synthetic host reports having: a plausible hypervisor of today.
-SYNTHETIC_VCPUS = 32
-SYNTHETIC_MEMORY_MB = 128 * 1024
-SYNTHETIC_LOCAL_GB = 2048
-# The flavor each select asks for, the image it boots, and how many
-# alternates it wants (as many as the super-conductor asks for by default:
-# [conductor] build_max_attempts - 1).
-SELECT_FLAVOR = 'm1.small'
-SELECT_IMAGE = 'cirros'
-SELECT_ALTERNATES = 2
-# A report burst whose count has not grown for this long is over: what
-# has not arrived by then is lost.
-REPORT_STALL = 60.0
-
-
-def rss_bytes(trim=False):
-    """This process's resident memory, or None where /proc has none.
-
-    With ``trim``, after a garbage collection and after handing the
-    memory the C allocator holds free back to the system (glibc's
-    ``malloc_trim``): what is left is what the process still uses, not
-    what a burst of messages once needed.
-    """
-    if trim:
-        gc.collect()
-        try:
-            ctypes.CDLL('libc.so.6').malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
-    try:
-        with open('/proc/self/statm') as statm:
-            resident_pages = int(statm.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return resident_pages * os.sysconf('SC_PAGE_SIZE')
-
-
-def synthetic_hosts(count, num_cells):
-    """``[(host, cell name)]``: ``count`` hosts dealt in turn to the
-    cells ``cell1`` to ``cellK`` the all-in-one sets up, each host named
-    ``cellN-hostM``."""
-    hosts = []
-    for i in range(count):
-        cell = 'cell%d' % (i % num_cells + 1)
-        hosts.append(('%s-host%d' % (cell, i // num_cells + 1), cell))
-    return hosts
-
-
-def synthetic_stats(index):
-    """What a compute's resource tracker reports (see
-    ``compute/resource_tracker.py``), for a host bigger than the fake
-    driver's default."""
-    arch = CONF.fake_driver.cpu_arch
-    return resource_tracker.report({
-        'vcpus': SYNTHETIC_VCPUS,
-        'memory_mb': SYNTHETIC_MEMORY_MB,
-        'local_gb': SYNTHETIC_LOCAL_GB,
-        'hypervisor_type': 'fake',
-        'hypervisor_version': CONF.fake_driver.hypervisor_version,
-        'cpu_arch': arch,
-        'cpu_info': json.dumps({
-            'arch': arch, 'model': 'fake', 'vendor': 'fake',
-            'topology': {'cells': 1, 'sockets': 1,
-                         'cores': SYNTHETIC_VCPUS, 'threads': 1},
-            'features': []}),
-    }, '10.%d.%d.%d' % (index >> 16 & 255, index >> 8 & 255, index & 255))
-
-
-class SchedulerBenchmark:
-    """The scheduler service alone, on the in-memory buses, fed by
-    synthetic hosts and asked to place instances one at a time.
-
-    Every question goes through :class:`SchedulerClient`: the reports on
-    each cell's bus, as computes send them, and the selects on the API
-    bus, as the super-conductor sends them.
-    """
-
-    def __init__(self, state_dir, num_hosts, num_cells, selects, timeout,
-                 progress=None):
-        self.state_dir = state_dir
-        self.num_hosts = num_hosts
-        self.num_cells = num_cells
-        self.selects = selects
-        self.timeout = timeout
-        self.progress = progress or Progress()
-        self.ctx = ss_context.get_admin_context()
-        self.api = None
-
-    def run(self):
-        """Measure one size; the row of the report."""
-        system = deployment.AllInOne(self.state_dir, self.num_cells,
-                                     hosts_per_cell=0)
-        system.setup(echo=lambda line: None)
-        # Where the super-conductor asks: the API bus.
-        self.api = scheduler_client.SchedulerClient(rpc.get_transport())
-        scheduler = deployment.scheduler_service(system.cells)
-        scheduler.start()
-        try:
-            return self._measure(system.cells)
-        finally:
-            scheduler.stop(graceful=False)
-            scheduler.wait()
-
-    def _measure(self, cell_mappings):
-        # Where each compute reports: its cell's bus.
-        reporters = {cell.name: scheduler_client.SchedulerClient(
-            rpc.get_transport(cell.transport_url))
-            for cell in cell_mappings if not cell.is_cell0}
-        hosts = synthetic_hosts(self.num_hosts, self.num_cells)
-        reports = [(reporters[cell], (host, host), synthetic_stats(i))
-                   for i, (host, cell) in enumerate(hosts)]
-        rss_before = rss_bytes(trim=True)
-        rss_before_untrimmed = rss_bytes()
-
-        first, seen = self._report_round('reports', reports)
-        unchanged, _ = self._report_round('unchanged reports', reports,
-                                          baseline=seen)
-
-        spec = self._request_spec()
-        times, failures = [], 0
-        rss_after = rss_after_untrimmed = None
-        for index in range(self.selects):
-            uuid = uuidutils.generate_uuid()
-            spec.instance_uuid = uuid
-            started = time.monotonic()
-            try:
-                self.api.select_destinations(self.ctx, spec, [uuid],
-                                             return_alternates=True,
-                                             num_alternates=SELECT_ALTERNATES)
-            except scheduler_client.NoValidHost:
-                failures += 1
-            times.append(time.monotonic() - started)
-            if index == 0:
-                rss_after_untrimmed = rss_bytes()
-                rss_after = rss_bytes(trim=True)
-            self.progress.show('%d hosts: select %d/%d'
-                               % (self.num_hosts, index + 1, self.selects))
-        self.progress.done('%d hosts: %d selects, p50 %.1f ms' % (
-            self.num_hosts, self.selects,
-            percentiles(times)['p50'] * 1000))
-        per_host = untrimmed = None
-        if rss_before is not None and rss_after is not None:
-            per_host = round((rss_after - rss_before) / 1024.0 /
-                             self.num_hosts, 2)
-            untrimmed = round((rss_after_untrimmed - rss_before_untrimmed) /
-                              1024.0 / self.num_hosts, 2)
-        return {
-            'hosts': self.num_hosts,
-            'cells': self.num_cells,
-            'reports_per_s': first['per_s'],
-            'reports_lost': first['lost'],
-            'unchanged_reports_per_s': unchanged['per_s'],
-            'unchanged_reports_lost': unchanged['lost'],
-            'selects': self.selects,
-            'select_failures': failures,
-            'select_ms': _rounded(percentiles(
-                [t * 1000 for t in times]), 2),
-            'rss_kib_per_host': per_host,
-            # The same before memory freed after the report bursts (the
-            # messages this process queued to itself, as the computes'
-            # senders share it here) goes back to the system.
-            'rss_kib_per_host_untrimmed': untrimmed,
-        }
-
-    def _last_reports(self):
-        """``{host: when its last report arrived}`` as the scheduler holds
-        it in memory, where it chooses hosts from (the database may learn
-        of a report that changed nothing only later)."""
-        seen = {}
-        for hosts in self.api.get_availability_zones(self.ctx).values():
-            for host, entry in hosts.items():
-                seen[host] = max(seen.get(host) or '',
-                                 entry['updated_at'] or '')
-        return seen
-
-    def _report_round(self, label, reports, baseline=None):
-        """Cast every report at once, then poll the scheduler until it
-        has absorbed them all: every host known (the first round), or
-        every host's last report newer than in ``baseline``. Returns
-        ``({'per_s', 'lost'}, {host: last report})``."""
-        started = time.monotonic()
-        for reporter, name, stats in reports:
-            reporter.update_resource_stats(self.ctx, name, stats)
-        absorbed, absorbed_at, seen = 0, started, {}
-        while True:
-            asked = time.monotonic()
-            try:
-                seen = self._last_reports()
-            except messaging.MessagingTimeout:
-                pass
-            answered = time.monotonic()
-            if baseline is None:
-                count = len(seen)
-            else:
-                count = sum(1 for host, at in seen.items()
-                            if at != baseline.get(host))
-            if count > absorbed:
-                absorbed, absorbed_at = count, answered
-            self.progress.show('%d hosts: %s %d/%d' % (
-                self.num_hosts, label, absorbed, len(reports)))
-            if absorbed >= len(reports) or \
-                    answered - absorbed_at > REPORT_STALL or \
-                    answered - started > self.timeout:
-                break
-            # Polling a large scheduler is itself work for it: look
-            # less often the longer an answer takes.
-            time.sleep(max(0.05, 2 * (answered - asked)))
-        elapsed = absorbed_at - started
-        per_s = round(absorbed / elapsed, 1) if elapsed > 0 else None
-        lost = len(reports) - absorbed
-        self.progress.done('%d hosts: %s %d/%d in %.2f s%s' % (
-            self.num_hosts, label, absorbed, len(reports), elapsed,
-            ', %d lost' % lost if lost else ''))
-        return {'per_s': per_s, 'lost': lost}, seen
-
-    def _request_spec(self):
-        """A RequestSpec as the API writes it and the super-conductor
-        hands it to the scheduler: one instance of an m1.small of cirros.
-        """
-        flavor = next(f for f in objects.Flavor.get_all(self.ctx)
-                      if f.name == SELECT_FLAVOR)
-        image = images.describe(images.find(SELECT_IMAGE))
-        return objects.RequestSpec(
-            instance_uuid=uuidutils.generate_uuid(), project_id='bench',
-            user_id='bench', flavor=flavor, image_ref=image['id'],
-            num_instances=1, availability_zone=None, force_hosts=None,
-            scheduler_hints={}, instance_group=None,
-            image_properties=image['properties'])

@@ -1,0 +1,16 @@
+"""How fast the system boots servers, how the scheduler alone scales with
+its hosts, and how fast the server list pages.
+
+``scheduler-split-bench`` (:mod:`scheduler_split.cmd.bench`) runs these:
+
+- :mod:`.boot`: boots through the compute API, timed server by server;
+  it speaks only HTTP to a compute endpoint (:mod:`.api_client`), as a
+  user's client does.
+- :mod:`.scheduler_only`: the scheduler alone, spoken to through the
+  scheduler library on the buses, as the conductors and computes do.
+- :mod:`.system`: the all-in-one a run starts when it is given no
+  endpoint.
+- :mod:`.stats` and :mod:`.tables`: the figures of a report and the
+  tables they are printed in; :mod:`.plot`, a boot run drawn.
+- :mod:`.base`: what stops a run, and the progress it shows.
+"""
