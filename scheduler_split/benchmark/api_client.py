@@ -50,6 +50,16 @@ def parse_endpoint(endpoint):
     return url
 
 
+def next_page(body, key='servers'):
+    """Where the next page of a listing is (path and query, as the API
+    wrote them in its ``<key>_links``), or None on its last page."""
+    for link in body.get('%s_links' % key, []):
+        if link.get('rel') == 'next':
+            url = urllib.parse.urlsplit(link['href'])
+            return url.path + '?' + url.query
+    return None
+
+
 class ComputeClient:
     """One user's HTTP connection to the compute API, kept alive between
     requests (and opened again when the server closed it). One per

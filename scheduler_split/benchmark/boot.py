@@ -211,10 +211,11 @@ class BootBenchmark:
 
     # --- the timed part -----------------------------------------------------
 
-    def run(self):
+    def run(self, count_attempts=True):
         """Post every server and watch them until each is ACTIVE or
-        ERROR, or ``timeout`` seconds passed; then count the reschedules.
-        """
+        ERROR, or ``timeout`` seconds passed; then count the reschedules
+        (unless not ``count_attempts``: a run that only wants the servers
+        made reads no actions)."""
         self._deadline = time.monotonic() + self.timeout
         watcher = threading.Thread(target=self._watch, name='bench-watch',
                                    daemon=True)
@@ -236,7 +237,8 @@ class BootBenchmark:
             for poster in posters:
                 poster.join()
             raise
-        self._count_attempts()
+        if count_attempts:
+            self._count_attempts()
 
     def _post_servers(self):
         client = self._client()
@@ -325,14 +327,10 @@ class BootBenchmark:
         answered_at = resp.server_time()
         servers = list(resp.body['servers'])
         while True:
-            following = [link['href'] for link in
-                         resp.body.get('servers_links', [])
-                         if link.get('rel') == 'next']
-            if not following:
+            following = api_client.next_page(resp.body)
+            if following is None:
                 return servers, answered_at
-            url = urllib.parse.urlsplit(following[0])
-            resp = self._get(url.path + '?' + url.query, 'the server list',
-                             absolute=True)
+            resp = self._get(following, 'the server list', absolute=True)
             servers.extend(resp.body['servers'])
 
     def _progress_line(self):

@@ -3,6 +3,7 @@ all-in-one, started in a process of its own, with fake hosts that can
 hold the run's servers."""
 
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -22,16 +23,21 @@ def _capacity(total, reserved, ratio):
     return int((total - reserved) * ratio)
 
 
-def check_capacity(flavor_ref, servers, hosts):
-    """Refuse a run whose servers cannot all fit on the fake hosts (as
-    the configuration sizes them)."""
+def _flavor(flavor_ref):
+    """``(id, name, ram, vcpus, disk)`` of an all-in-one flavor."""
     flavor = next((f for f in cells.DEFAULT_FLAVORS
                    if flavor_ref in (f[0], f[1])), None)
     if flavor is None:
         raise base.BenchError(
             'No flavor %r in the all-in-one: it has %s' % (
                 flavor_ref, ', '.join(f[1] for f in cells.DEFAULT_FLAVORS)))
-    _, name, ram, vcpus, disk = flavor
+    return flavor
+
+
+def _per_host(flavor):
+    """How many servers of ``flavor`` one fake host holds, as the
+    configuration sizes it."""
+    _, _, ram, vcpus, disk = flavor
     fake, compute = CONF.fake_driver, CONF.compute
     fits = [_capacity(fake.vcpus, compute.reserved_host_cpus,
                       compute.cpu_allocation_ratio) // vcpus,
@@ -41,19 +47,47 @@ def check_capacity(flavor_ref, servers, hosts):
         fits.append(_capacity(fake.local_gb,
                               (compute.reserved_host_disk_mb + 1023) // 1024,
                               compute.disk_allocation_ratio) // disk)
-    per_host = max(0, min(fits))
+    return max(0, min(fits))
+
+
+def check_capacity(flavor_ref, servers, hosts):
+    """Refuse a run whose servers cannot all fit on the fake hosts (as
+    the configuration sizes them)."""
+    flavor = _flavor(flavor_ref)
+    per_host = _per_host(flavor)
     if per_host * hosts < servers:
+        fake = CONF.fake_driver
         raise base.BenchError(
             '%d fake hosts of %d vCPUs, %d MiB and %d GiB hold at most %d '
             'servers of %s (%d each), not %d: ask for fewer --servers or '
             'more --hosts, or give the hosts more ([fake_driver] vcpus, '
             'memory_mb, local_gb in a --config-file)'
             % (hosts, fake.vcpus, fake.memory_mb, fake.local_gb,
-               per_host * hosts, name, per_host, servers))
+               per_host * hosts, flavor[1], per_host, servers))
+
+
+# What a fake host has, which room_for() multiplies.
+SIZES = ('vcpus', 'memory_mb', 'local_gb')
+
+
+def room_for(flavor_ref, servers, hosts):
+    """``{[fake_driver] option: value}``: the fake hosts made a whole
+    number of times bigger, until each holds twice its share of
+    ``servers`` (the scheduler need not deal them out evenly). They are
+    made the defaults here too, for check_capacity(); what a
+    --config-file sets stays as it says."""
+    per_host = _per_host(_flavor(flavor_ref))
+    share = 2 * math.ceil(servers / hosts)
+    factor = max(1, math.ceil(share / per_host)) if per_host else 1
+    sizes = {name: getattr(CONF.fake_driver, name) * factor
+             for name in SIZES}
+    for name, value in sizes.items():
+        CONF.set_default(name, value, group='fake_driver')
+    return sizes
 
 
 class StartedSystem:
-    """The all-in-one, started for one boot run as operators run it:
+    """The all-in-one, started for one run as operators run it:
     ``scheduler-split-all-in-one`` in a process of its own (the bench's
     client threads must not share its interpreter), ``hosts_per_cell``
     fake hosts in each of ``num_cells`` cells, SQLite in ``state_dir``
@@ -68,12 +102,15 @@ class StartedSystem:
     READY = 'scheduler-split is running: compute API '
 
     def __init__(self, state_dir, num_cells, hosts_per_cell,
-                 config_files=(), debug=False):
+                 config_files=(), debug=False, fake_driver=None):
         self.state_dir = state_dir
         self.num_cells = num_cells
         self.hosts_per_cell = hosts_per_cell
         self.config_files = list(config_files)
         self.debug = debug
+        # More [fake_driver] defaults, as room_for() gives them.
+        self.defaults = self.DEFAULTS + ''.join(
+            '%s = %s\n' % item for item in sorted((fake_driver or {}).items()))
         self.proc = None
         self.output = os.path.join(state_dir, 'all-in-one.out')
 
@@ -87,7 +124,7 @@ class StartedSystem:
         """Start it and wait until its API serves; the compute
         endpoint."""
         os.makedirs(self.state_dir, exist_ok=True)
-        files = ([self._file('bench-defaults.conf', self.DEFAULTS)] +
+        files = ([self._file('bench-defaults.conf', self.defaults)] +
                  self.config_files +
                  [self._file('bench-overrides.conf', self.OVERRIDES)])
         command = [sys.executable, '-m', 'scheduler_split.cmd.all_in_one',

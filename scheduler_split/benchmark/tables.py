@@ -1,6 +1,49 @@
 """The reports of the runs as tables, as ``scheduler-split-bench``
 prints them without ``--json``."""
 
+from scheduler_split.benchmark import server_list
+
+
+def _figures(values, keys, fmt):
+    """``values[key]`` of each of ``keys``, ten characters each: the
+    figures of a row of a table."""
+    return ''.join(fmt % values[key] if values[key] is not None
+                   else '%10s' % 'n/a' for key in keys)
+
+
+def _booted(report):
+    """The lines of a report that say where the boots came to rest."""
+    return [
+        '  posted          %8d   (failed POSTs: %d)'
+        % (report['posted'], report['failed_posts']),
+        '  ACTIVE          %8d' % report['active'],
+        '  ERROR           %8d' % report['error'],
+        '  still BUILD     %8d%s' % (report['still_building'],
+                                     '   (timed out)' if report['timed_out']
+                                     else ''),
+    ]
+
+
+def _boot_rate(report):
+    if report['boots_per_s'] is None:
+        return '  boots/s              n/a   (no server ACTIVE)'
+    return ('  boots/s         %8.2f   (%d ACTIVE in %.2f s, first POST to '
+            'last ACTIVE)' % (report['boots_per_s'], report['active'],
+                              report['duration_s']))
+
+
+def _boot_failures(report):
+    """The faults of the servers in ERROR and the answers of the failed
+    POSTs, counted."""
+    lines = []
+    for title, key in (('ERROR reasons', 'error_reasons'),
+                       ('failed POSTs', 'failed_post_reasons')):
+        if report[key]:
+            lines += ['', '  %s:' % title]
+            lines += ['  %6d  %s' % (count, reason)
+                      for reason, count in report[key].items()]
+    return lines
+
 
 def format_boot(report):
     """The report of a boot run as a table."""
@@ -13,37 +56,18 @@ def format_boot(report):
            report['concurrency'], 's' if report['concurrency'] > 1 else '',
            where),
         '',
-        '  posted          %8d   (failed POSTs: %d)'
-        % (report['posted'], report['failed_posts']),
-        '  ACTIVE          %8d' % report['active'],
-        '  ERROR           %8d' % report['error'],
-        '  still BUILD     %8d%s' % (report['still_building'],
-                                     '   (timed out)' if report['timed_out']
-                                     else ''),
+    ] + _booted(report) + [
         '  reschedules     %8d   (servers rescheduled: %d)'
         % (report['reschedules'], report['rescheduled_servers']),
+        _boot_rate(report),
     ]
-    if report['boots_per_s'] is not None:
-        lines.append('  boots/s         %8.2f   (%d ACTIVE in %.2f s, '
-                     'first POST to last ACTIVE)'
-                     % (report['boots_per_s'], report['active'],
-                        report['duration_s']))
-    else:
-        lines.append('  boots/s              n/a   (no server ACTIVE)')
-    lines += ['', '  %-16s%10s%10s%10s' % ('', 'p50', 'p95', 'p99')]
+    points = ('p50', 'p95', 'p99')
+    lines += ['', '  %-16s%10s%10s%10s' % (('',) + points)]
     for label, key, fmt in (('POST latency ms', 'post_latency_ms', '%10.1f'),
                             ('time to ACTIVE s', 'time_to_active_s',
                              '%10.3f')):
-        values = report[key]
-        lines.append('  %-16s' % label + ''.join(
-            fmt % values[p] if values[p] is not None else '%10s' % 'n/a'
-            for p in ('p50', 'p95', 'p99')))
-    for title, key in (('ERROR reasons', 'error_reasons'),
-                       ('failed POSTs', 'failed_post_reasons')):
-        if report[key]:
-            lines += ['', '  %s:' % title]
-            lines += ['  %6d  %s' % (count, reason)
-                      for reason, count in report[key].items()]
+        lines.append('  %-16s' % label + _figures(report[key], points, fmt))
+    lines += _boot_failures(report)
     if report['failed_polls']:
         lines += ['', '  (%d looks at the server list failed and were '
                       'made again)' % report['failed_polls']]
@@ -51,6 +75,44 @@ def format_boot(report):
         lines += ['', '  (the actions of %d servers could not be read: '
                       'their reschedules are not counted)'
                   % report['servers_without_actions_read']]
+    return '\n'.join(lines)
+
+
+def format_list_servers(report):
+    """The report of a server list run as a table, a row per kind of
+    request."""
+    cells = ', '.join('%s %d' % item
+                      for item in report['servers_per_cell'].items())
+    lines = [
+        'List servers: %d servers of %s (%s) in an all-in-one of %d hosts '
+        'in %d cells, booted by %d client thread%s; %d a page, each asked '
+        'for %d times'
+        % (report['servers'], report['flavor'], report['image'],
+           report['hosts'], report['cells'], report['concurrency'],
+           's' if report['concurrency'] > 1 else '', report['limit'],
+           report['repeats']),
+        '',
+    ] + _booted(report) + [
+        _boot_rate(report),
+        '  listed          %8d   (%s)' % (report['listed'], cells or 'none'),
+        '',
+        '  %-30s%8s' % ('', 'servers') + ''.join(
+            '%10s' % ('%s ms' % key) for key in server_list.FIGURES),
+    ]
+    wrong = []
+    for kind in report['requests'].values():
+        lines.append('  %-30s%8d' % (kind['label'], kind['expected_length'])
+                     + _figures(kind['ms'], server_list.FIGURES, '%10.2f'))
+        if kind['lengths'] != [kind['expected_length']]:
+            wrong.append('  %s: pages of %s servers, not %d' % (
+                kind['label'], ', '.join(map(str, kind['lengths'])),
+                kind['expected_length']))
+    lines += ['', '  GET under the compute endpoint, one at a time:']
+    lines += ['  %-30s%s' % (kind['label'], kind['path'])
+              for kind in report['requests'].values()]
+    if wrong:
+        lines += ['', '  Pages of the wrong length:'] + wrong
+    lines += _boot_failures(report)
     return '\n'.join(lines)
 
 

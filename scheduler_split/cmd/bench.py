@@ -1,5 +1,5 @@
-"""scheduler-split-bench: how fast servers boot, and how the scheduler
-scales with its hosts.
+"""scheduler-split-bench: how fast servers boot, how the scheduler
+scales with its hosts, and how fast the server list pages.
 
 Boot mode (the default) posts ``--servers`` boots through the compute API
 from ``--concurrency`` client threads and times each server until it is
@@ -11,6 +11,9 @@ driver spawning at once) and stops at the end.
 buses, for each size of ``--hosts`` in a fresh process and fresh
 databases: it times how fast a burst of reports from that many synthetic
 hosts is absorbed, then ``select_destinations``.
+
+``--list-servers`` starts an all-in-one as boot mode does, boots
+``--servers`` through its API, then times pages of the server list.
 
 Progress goes to standard error; the report (a table, or with ``--json``
 one JSON document) to standard output.
@@ -34,6 +37,7 @@ from scheduler_split.benchmark import base
 from scheduler_split.benchmark import boot
 from scheduler_split.benchmark import plot
 from scheduler_split.benchmark import scheduler_only
+from scheduler_split.benchmark import server_list
 from scheduler_split.benchmark import system as bench_system
 from scheduler_split.benchmark import tables
 from scheduler_split.cmd import all_in_one
@@ -49,6 +53,10 @@ PLOT_EXTRA = "pip install 'scheduler-split[bench]'"
 DEFAULT_HOSTS = 8
 DEFAULT_SCHEDULER_HOSTS = '100,1000'
 DEFAULT_CELLS = 2
+DEFAULT_SERVERS = 200
+DEFAULT_LIST_SERVERS = 2000
+DEFAULT_REPEATS = 50
+DEFAULT_LIMIT = 100
 
 
 def _positive(text):
@@ -72,13 +80,16 @@ def parse_args(argv):
         prog=PROG,
         description='Boot servers through the compute API and time them '
                     '(against --endpoint, or an all-in-one started for '
-                    'the run), or with --scheduler-only time the '
-                    'scheduler alone against synthetic hosts.')
+                    'the run), with --scheduler-only time the '
+                    'scheduler alone against synthetic hosts, or with '
+                    '--list-servers time pages of the server list.')
     common.add_version_argument(parser)
-    parser.add_argument('--servers', type=_positive, default=200,
-                        help='Servers to boot; with --scheduler-only, '
-                             'selects to time per size (default: '
-                             '%(default)s).')
+    parser.add_argument('--servers', type=_positive,
+                        help='Servers to boot (default: %d; with '
+                             '--list-servers, %d); with --scheduler-only, '
+                             'selects to time per size (default: %d).'
+                             % (DEFAULT_SERVERS, DEFAULT_LIST_SERVERS,
+                                DEFAULT_SERVERS))
     parser.add_argument('--hosts',
                         help='Fake compute hosts of the all-in-one the '
                              'bench starts (default: %d); with '
@@ -114,6 +125,24 @@ def parse_args(argv):
     parser.add_argument('--scheduler-only', action='store_true',
                         help='Time the scheduler service alone: reports '
                              'from synthetic hosts and select_destinations.')
+    parser.add_argument('--list-servers', action='store_true',
+                        help='Time the server list: boot --servers through '
+                             'the API of the all-in-one the bench starts '
+                             '(the fake driver spawning at once, '
+                             '--concurrency at a time; no rows are written '
+                             'behind the API\'s back), then time GET '
+                             '/servers/detail?limit=N (the first page, and '
+                             'the middle one by marker) and GET '
+                             '/servers?limit=N, one after the other, '
+                             '--repeats times each. The fake hosts are made '
+                             'big enough for the servers unless a '
+                             '--config-file sizes them.')
+    parser.add_argument('--repeats', type=_positive,
+                        help='With --list-servers, how many times each page '
+                             'is asked for (default: %d).' % DEFAULT_REPEATS)
+    parser.add_argument('--limit', type=_positive,
+                        help='With --list-servers, the servers of a page '
+                             '(default: %d).' % DEFAULT_LIMIT)
     parser.add_argument('--timeout', type=float, default=600.0,
                         help='Seconds to wait for the servers (for each '
                              'report burst with --scheduler-only) '
@@ -144,12 +173,27 @@ def parse_args(argv):
         if args.scheduler_only:
             parser.error('--scheduler-only starts its own scheduler; it '
                          'takes no --endpoint')
+        if args.list_servers:
+            parser.error('--list-servers starts its own all-in-one; it '
+                         'takes no --endpoint')
         for name in ('hosts', 'cells', 'config_file'):
             if getattr(args, name):
                 parser.error('--%s describes the system the bench starts; '
                              'not with --endpoint' % name.replace('_', '-'))
-    if args.scheduler_only and args.plot:
-        parser.error('--plot draws a boot run, not --scheduler-only')
+    if args.scheduler_only and args.list_servers:
+        parser.error('--scheduler-only and --list-servers are two runs; '
+                     'ask for one')
+    for mode in ('scheduler_only', 'list_servers'):
+        if getattr(args, mode) and args.plot:
+            parser.error('--plot draws a boot run, not --%s'
+                         % mode.replace('_', '-'))
+    for name in ('repeats', 'limit'):
+        if getattr(args, name) and not args.list_servers:
+            parser.error('--%s is for --list-servers' % name)
+    args.servers = args.servers or (DEFAULT_LIST_SERVERS if args.list_servers
+                                    else DEFAULT_SERVERS)
+    args.repeats = args.repeats or DEFAULT_REPEATS
+    args.limit = args.limit or DEFAULT_LIMIT
     args.cells = args.cells or DEFAULT_CELLS
     try:
         if args.scheduler_only:
@@ -183,6 +227,32 @@ def _configure(config_files, debug, run_dir):
         state_dir=run_dir, verbose=False, debug=debug))
 
 
+def _all_in_one(args, run_dir, progress, roomy=False):
+    """The all-in-one a run starts, ``--hosts`` in ``--cells``, refused
+    unless its fake hosts hold ``--servers`` (first made big enough for
+    them if ``roomy``); ``(the system, not started yet, how many hosts
+    it has)``."""
+    per_cell = math.ceil(args.host_counts[0] / args.cells)
+    hosts = per_cell * args.cells
+    sizes = (bench_system.room_for(args.flavor, args.servers, hosts)
+             if roomy else None)
+    bench_system.check_capacity(args.flavor, args.servers, hosts)
+    progress.done('Starting the all-in-one: %d hosts in %d cells '
+                  '(%d each) ...' % (hosts, args.cells, per_cell))
+    system = bench_system.StartedSystem(
+        os.path.join(run_dir, 'state'), args.cells, per_cell,
+        args.config_file, args.debug, fake_driver=sizes)
+    return system, hosts
+
+
+def _booting(args, endpoint, token, project_id, progress):
+    """The boot run of ``--servers`` against ``endpoint``."""
+    return boot.BootBenchmark(
+        endpoint, token, project_id, servers=args.servers,
+        concurrency=args.concurrency, flavor=args.flavor, image=args.image,
+        timeout=args.timeout, progress=progress)
+
+
 # --- boot mode ---------------------------------------------------------------
 
 def run_boot(args, run_dir, progress):
@@ -191,31 +261,20 @@ def run_boot(args, run_dir, progress):
               'cells': None, 'servers': args.servers,
               'concurrency': args.concurrency, 'flavor': args.flavor,
               'image': args.image}
-    options = dict(servers=args.servers, concurrency=args.concurrency,
-                   flavor=args.flavor, image=args.image,
-                   timeout=args.timeout, progress=progress)
     if args.endpoint:
-        bench = boot.BootBenchmark(
-            args.endpoint, args.token or 'admin:admin',
-            None if args.token else 'admin', **options)
+        bench = _booting(args, args.endpoint, args.token or 'admin:admin',
+                         None if args.token else 'admin', progress)
         try:
             bench.prepare()
             bench.run()
         finally:
             bench.clean_up(delete_servers=not args.keep)
     else:
-        per_cell = math.ceil(args.host_counts[0] / args.cells)
-        hosts = per_cell * args.cells
+        system, hosts = _all_in_one(args, run_dir, progress)
         report.update(hosts=hosts, cells=args.cells)
-        bench_system.check_capacity(args.flavor, args.servers, hosts)
-        progress.done('Starting the all-in-one: %d hosts in %d cells '
-                      '(%d each) ...' % (hosts, args.cells, per_cell))
-        system = bench_system.StartedSystem(
-            os.path.join(run_dir, 'state'), args.cells, per_cell,
-            args.config_file, args.debug)
         try:
-            bench = boot.BootBenchmark(
-                system.start(), 'admin:admin', 'admin', **options)
+            bench = _booting(args, system.start(), 'admin:admin', 'admin',
+                             progress)
             bench.prepare()
             bench.run()
         finally:
@@ -257,6 +316,37 @@ def run_scheduler_only(args, run_dir):
             'num_alternates': scheduler_only.SELECT_ALTERNATES, 'rows': rows}
 
 
+# --- list-servers mode -------------------------------------------------------
+
+# What the report of a list run tells of the boots that made its servers.
+BOOT_FIGURES = ('posted', 'failed_posts', 'failed_post_reasons', 'active',
+                'error', 'error_reasons', 'still_building', 'timed_out',
+                'boots_per_s', 'duration_s')
+
+
+def run_list_servers(args, run_dir, progress):
+    """Boot ``--servers`` in an all-in-one started for the run, then time
+    its server list; the report."""
+    system, hosts = _all_in_one(args, run_dir, progress, roomy=True)
+    report = {'mode': 'list-servers', 'hosts': hosts, 'cells': args.cells,
+              'servers': args.servers, 'concurrency': args.concurrency,
+              'flavor': args.flavor, 'image': args.image,
+              'limit': args.limit, 'repeats': args.repeats}
+    try:
+        endpoint = system.start()
+        booting = _booting(args, endpoint, 'admin:admin', 'admin', progress)
+        booting.prepare()
+        booting.run(count_attempts=False)
+        booted = booting.report()
+        report.update((key, booted[key]) for key in BOOT_FIGURES)
+        report.update(server_list.ServerListBenchmark(
+            endpoint, 'admin:admin', 'admin', args.limit, args.repeats,
+            progress).run())
+    finally:
+        system.stop()
+    return report
+
+
 # --- the command -------------------------------------------------------------
 
 def _close_log():
@@ -279,12 +369,16 @@ def main(argv=None):
             _configure(args.config_file, args.debug, run_dir)
         if args.scheduler_only:
             report = run_scheduler_only(args, run_dir)
+        elif args.list_servers:
+            report = run_list_servers(args, run_dir, progress)
         else:
             report, bench = run_boot(args, run_dir, progress)
         if args.json:
             print(json.dumps(report, indent=2))
         elif args.scheduler_only:
             print(tables.format_scheduler(report))
+        elif args.list_servers:
+            print(tables.format_list_servers(report))
         else:
             print(tables.format_boot(report))
         sys.stdout.flush()

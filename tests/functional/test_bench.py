@@ -79,6 +79,49 @@ def test_a_scheduler_run_has_a_row_per_size_and_loses_no_report():
         assert row['rss_kib_per_host'] is not None
 
 
+def test_a_list_run_times_every_page_at_its_length():
+    # 30 servers in pages of 10: the first page, the second by marker
+    # (the middle one of three), and the first of the summaries.
+    run = bench('--list-servers', '--servers', '30', '--limit', '10',
+                '--repeats', '3', '--concurrency', '4', '--json')
+    assert run.returncode == 0, run.stderr
+    assert 'Traceback' not in run.stderr
+    report = json.loads(run.stdout)
+    assert (report['posted'], report['active'], report['listed']) == (
+        30, 30, 30)
+    assert (report['hosts'], report['cells']) == (8, 2)
+    assert sorted(report['servers_per_cell']) == ['cell1', 'cell2']
+    assert sum(report['servers_per_cell'].values()) == 30
+    requests = report['requests']
+    assert list(requests) == ['detail_first', 'detail_marker',
+                              'summary_first']
+    assert '&marker=' in requests['detail_marker']['path']
+    assert 'after 10' in requests['detail_marker']['label']
+    for kind in requests.values():
+        assert kind['expected_length'] == 10
+        assert kind['lengths'] == [10], kind
+        assert all(value > 0 for value in kind['ms'].values()), kind
+        assert kind['ms']['p50'] <= kind['ms']['p95'] <= \
+            kind['ms']['p99'] <= kind['ms']['max'], kind
+
+
+def test_a_list_run_prints_its_figures_in_a_table():
+    run = bench('--list-servers', '--servers', '3', '--hosts', '2',
+                '--repeats', '2')
+    assert run.returncode == 0, run.stderr
+    assert 'List servers: 3 servers of m1.tiny' in run.stdout
+    rows = {line.split('  ')[1].strip(): line.split()[-5:]
+            for line in run.stdout.splitlines()
+            if line.startswith(('  detail,', '  summary,'))
+            and ' ms' not in line and '/servers' not in line}
+    # One server before the marker (one page holds them all): two after.
+    assert sorted(rows) == ['detail, by marker after 1',
+                            'detail, first page', 'summary, first page']
+    for name, (servers, *figures) in rows.items():
+        assert int(servers) == (2 if 'marker' in name else 3)
+        assert all(float(value) > 0 for value in figures), figures
+
+
 @pytest.mark.parametrize('args, message', [
     (['--servers', '0'], '--servers: must be at least 1, not 0'),
     (['--concurrency', 'many'], "--concurrency: 'many' is not a whole "
@@ -90,6 +133,10 @@ def test_a_scheduler_run_has_a_row_per_size_and_loses_no_report():
     (['--endpoint', 'http://127.0.0.1:1/v2.1', '--hosts', '4'],
      '--hosts describes the system the bench starts'),
     (['--token', 'abc'], '--token is for --endpoint'),
+    (['--repeats', '5'], '--repeats is for --list-servers'),
+    (['--list-servers', '--scheduler-only'], 'ask for one'),
+    (['--list-servers', '--endpoint', 'http://127.0.0.1:1/v2.1'],
+     '--list-servers starts its own all-in-one'),
 ])
 def test_a_bad_argument_exits_2_with_the_reason(args, message):
     run = bench(*args)
