@@ -36,7 +36,7 @@ class ComputeAPI:
 
     def __init__(self, transport=None):
         self.transport = transport or rpc.get_transport()
-        self.conductor = conductor_rpcapi.ConductorAPI(self.transport)
+        self.conductor = conductor_rpcapi.SuperConductorAPI(self.transport)
         self.scheduler = scheduler_client.SchedulerClient(self.transport)
 
     # --- boot ---------------------------------------------------------------

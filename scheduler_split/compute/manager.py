@@ -74,8 +74,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         self.transport = transport or rpc.get_transport()
         self.driver = driver or fake.FakeDriver(host)
         self.scheduler = scheduler_client.SchedulerClient(self.transport)
-        self.conductor = conductor_rpcapi.ConductorAPI(
-            self.transport, conductor_rpcapi.ASK_CONDUCTORS)
+        self.conductor = conductor_rpcapi.CellConductorAPI(self.transport)
         self.resource_tracker = resource_tracker.ResourceTracker(
             host, self.driver, self.scheduler, self.conductor)
         self._locks = _InstanceLocks()
