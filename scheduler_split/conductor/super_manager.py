@@ -70,7 +70,7 @@ class SuperConductorManager:
         """Cast from the API: live migrate the server (in ``migrating``);
         a destination that refuses gives way to the next alternate."""
         base.run_cast(live_migrate.LiveMigrateTask(
-            self.scheduler, ctx, instance, migration, host=host))
+            self.scheduler, ctx, instance, migration=migration, host=host))
 
     @messaging.expose
     def evacuate_instance(self, ctx, instance, migration, host=None):
@@ -79,4 +79,4 @@ class SuperConductorManager:
         The migration holds the dead source until its compute comes back
         and cleans up."""
         base.run_cast(evacuate.EvacuateTask(
-            self.scheduler, ctx, instance, migration, host=host))
+            self.scheduler, ctx, instance, migration=migration, host=host))

@@ -24,11 +24,6 @@ class EvacuateTask(move.MoveTask):
 
     event = 'conductor_evacuate_instance'
 
-    def __init__(self, scheduler, ctx, instance, migration, host=None,
-                 **kwargs):
-        super().__init__(scheduler, ctx, instance, host=host, **kwargs)
-        self.migration = migration
-
     def _execute(self):
         if not self._locate_for_cast():
             return

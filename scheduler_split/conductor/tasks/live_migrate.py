@@ -27,14 +27,9 @@ LOG = logging.getLogger(__name__)
 
 class LiveMigrateTask(move.MoveTask):
     """Live migrate the server (to ``host`` if named, still filtered);
-    ``migration`` is its record, made by the API."""
+    ``migration`` is its record, made by the API (``accepted``)."""
 
     event = 'conductor_live_migrate_instance'
-
-    def __init__(self, scheduler, ctx, instance, migration, host=None,
-                 **kwargs):
-        super().__init__(scheduler, ctx, instance, host=host, **kwargs)
-        self.migration = migration
 
     def _execute(self):
         if not self._locate_for_cast():

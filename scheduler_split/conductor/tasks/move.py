@@ -99,14 +99,19 @@ class MoveTask(base.ConductorTask):
 
     event = None
 
-    def __init__(self, scheduler, ctx, instance, host=None,
+    def __init__(self, scheduler, ctx, instance, migration=None, host=None,
                  computes=compute_rpcapi.ComputeAPI.for_cell):
+        """``migration``: the move's record, when the API made it (a
+        live migration, an evacuation); ``host``: the destination an
+        admin named, still filtered; ``computes``: a client for the
+        computes of a cell, given its mapping."""
         self.scheduler = scheduler
         self.ctx = ctx
         self.uuid = instance.uuid
+        self.migration = migration
         self.host = host
         self.computes = computes
-        self.cell = self.cctx = self.instance = self.migration = None
+        self.cell = self.cctx = self.instance = None
         self.placing = False
 
     def _locate(self):
@@ -118,7 +123,7 @@ class MoveTask(base.ConductorTask):
 
     def _locate_for_cast(self):
         """``_locate``; False once the server is deleted (a cast has
-        nobody to tell)."""
+        nobody to tell, and nothing to do)."""
         try:
             self._locate()
         except (exception.InstanceNotFound,
