@@ -114,16 +114,23 @@ class Cloud:
     def migration(self, uuid, cell=None):
         return objects.Migration.get_by_uuid(self.in_cell(cell), uuid)
 
-    def events(self, uuid, cell=None):
-        """``(event, result, host)`` of every step recorded for the
-        instance, oldest first; ``details`` of each in ``details``."""
+    def _events(self, uuid, cell):
         cctx = self.in_cell(cell)
         found = []
         for action in reversed(instance_action.get_actions(cctx, uuid)):
             found.extend(instance_action.get_action(
                 cctx, uuid, action['request_id'])['events'])
-        self.details = [e['details'] for e in found]
-        return [(e['event'], e['result'], e['host']) for e in found]
+        return found
+
+    def events(self, uuid, cell=None):
+        """``(event, result, host)`` of every step recorded for the
+        instance, oldest first."""
+        return [(e['event'], e['result'], e['host'])
+                for e in self._events(uuid, cell)]
+
+    def event_details(self, uuid, cell=None):
+        """What each of those steps says, oldest first."""
+        return [e['details'] for e in self._events(uuid, cell)]
 
 
 @pytest.fixture

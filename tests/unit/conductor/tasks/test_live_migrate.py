@@ -43,7 +43,8 @@ def test_the_first_destination_ready_gets_the_server(cloud, moving):
     assert cloud.events(instance.uuid) == [
         ('conductor_live_migrate_instance', 'Error', 'h1'),
         ('conductor_live_migrate_instance', 'Success', 'conductor-1')]
-    assert cloud.details[-1] == 'h3 claimed and ready (hosts tried: h1, h3)'
+    assert cloud.event_details(instance.uuid)[-1] == (
+        'h3 claimed and ready (hosts tried: h1, h3)')
 
 
 def test_with_no_destination_ready_the_move_is_rolled_back(cloud, moving):
@@ -63,7 +64,7 @@ def test_with_no_destination_ready_the_move_is_rolled_back(cloud, moving):
     assert cloud.events(instance.uuid)[-1] == (
         'conductor_live_migrate_instance', 'Error', 'conductor-1')
     assert 'Exhausted all hosts available for live migrating' in \
-        cloud.details[-1]
+        cloud.event_details(instance.uuid)[-1]
 
 
 def test_a_server_deleted_before_the_cast_arrived_is_left_alone(

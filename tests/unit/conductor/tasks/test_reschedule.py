@@ -44,8 +44,8 @@ def test_reschedule_stays_in_the_cell_on_the_first_alternate_that_claims(
     assert instance.availability_zone == 'nova'
     assert cloud.events(uuid) == [
         ('conductor_build_instances', 'Success', 'h2')]
-    assert cloud.details == ['rescheduled to h2 (attempt 2; hosts tried: '
-                             'h0, h2)']
+    assert cloud.event_details(uuid) == [
+        'rescheduled to h2 (attempt 2; hosts tried: h0, h2)']
 
 
 def test_with_every_alternate_full_the_build_ends_in_error_without_a_claim(
