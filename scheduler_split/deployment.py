@@ -11,8 +11,11 @@ import time
 
 from scheduler_split.compute import manager as compute_manager
 from scheduler_split.compute import rpcapi as compute_rpcapi
-from scheduler_split.conductor import manager as conductor_manager
+from scheduler_split.conductor import cell_manager
+from scheduler_split.conductor import periodic
+from scheduler_split.conductor import records
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split.conductor import super_manager
 from scheduler_split import cells
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -44,34 +47,39 @@ def scheduler_service(cell_mappings):
 
 
 def super_conductor_service():
-    manager = conductor_manager.SuperConductorManager(rpc.get_transport())
+    manager = super_manager.SuperConductorManager(rpc.get_transport())
+    sweeps = periodic.SuperConductorPeriodics(rpc.get_transport())
     svc = service.Service('super-conductor')
     svc.listen(rpc.get_transport(), conductor_rpcapi.TOPIC, [manager],
                CONF.host)
-    svc.add_periodic(manager.fail_lost_builds,
+    svc.add_periodic(sweeps.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
-    svc.add_periodic(manager.redrive_lost_boots,
+    svc.add_periodic(sweeps.redrive_lost_boots,
                      CONF.conductor.lost_build_check_interval,
                      run_first=False)
-    svc.add_periodic(manager.clean_up_placements,
+    svc.add_periodic(sweeps.clean_up_placements,
                      CONF.conductor.lost_build_check_interval)
-    svc.add_periodic(manager.report_service, CONF.report_interval)
+    svc.add_periodic(sweeps.report_service, CONF.report_interval)
     svc.manager = manager
     return svc
 
 
 def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
+    """A cell conductor: its own endpoint and the computes' records on
+    one RPC server of its cell's bus, and the cell's sweeps."""
     transport = rpc.get_transport(transport_url)
-    manager = conductor_manager.CellConductorManager(cell_db, transport)
+    manager = cell_manager.CellConductorManager(cell_db, transport)
+    sweeps = periodic.CellConductorPeriodics(cell_db, transport)
     svc = service.Service(name, kind='cell-conductor')
-    svc.listen(transport, conductor_rpcapi.TOPIC, [manager], CONF.host)
-    svc.add_periodic(manager.fail_lost_builds,
+    svc.listen(transport, conductor_rpcapi.TOPIC,
+               [manager, records.ComputeRecords(cell_db)], CONF.host)
+    svc.add_periodic(sweeps.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
-    svc.add_periodic(manager.fail_lost_moves,
+    svc.add_periodic(sweeps.fail_lost_moves,
                      CONF.conductor.lost_build_check_interval)
-    svc.add_periodic(manager.report_service, CONF.report_interval)
+    svc.add_periodic(sweeps.report_service, CONF.report_interval)
     if CONF.resize_confirm_window:
-        svc.add_periodic(manager.confirm_old_resizes,
+        svc.add_periodic(sweeps.confirm_old_resizes,
                          min(60, CONF.resize_confirm_window),
                          run_first=False)
     svc.manager = manager
@@ -192,7 +200,7 @@ class AllInOne:
                 instance.save_error(cctx, exception.BuildAbortException(
                     instance_uuid=instance.uuid,
                     reason='the system restarted during a reschedule'))
-        conductor = conductor_rpcapi.ConductorAPI(transport)
+        conductor = conductor_rpcapi.SuperConductorAPI(transport)
         for br in (objects.BuildRequest.get_placed(ctx, 0) +
                    objects.BuildRequest.get_all(ctx)):
             mapping = objects.InstanceMapping.get_by_instance_uuid(

@@ -36,7 +36,7 @@ class ComputeAPI:
 
     def __init__(self, transport=None):
         self.transport = transport or rpc.get_transport()
-        self.conductor = conductor_rpcapi.ConductorAPI(self.transport)
+        self.conductor = conductor_rpcapi.SuperConductorAPI(self.transport)
         self.scheduler = scheduler_client.SchedulerClient(self.transport)
 
     # --- boot ---------------------------------------------------------------
@@ -416,15 +416,8 @@ class ComputeAPI:
                 action=action, instance_uuid=instance.uuid,
                 attr='task_state', state='changing')
         instance_action.start_action(cctx, instance.uuid, action)
-        return objects.Migration(
-            instance_uuid=instance.uuid, migration_type=kind,
-            status=migration_obj.ACCEPTED, source_compute=instance.host,
-            source_node=instance.node,
-            old_instance_type_id=instance.flavor.get('id'),
-            new_instance_type_id=instance.flavor.get('id'),
-            old_flavor=instance.flavor, new_flavor=instance.flavor,
-            old_vm_state=instance.vm_state, user_id=ctx.user_id,
-            project_id=ctx.project_id).create(cctx)
+        return objects.Migration.for_move(
+            ctx, instance, kind, migration_obj.ACCEPTED).create(cctx)
 
     def _cast_move(self, cctx, instance, migration, task_state, cast):
         try:

@@ -7,6 +7,7 @@ import threading
 
 import oslo_messaging as messaging
 
+from scheduler_split.compute import evacuation
 from scheduler_split.compute import lifecycle
 from scheduler_split.compute import moves
 from scheduler_split.compute import resource_tracker
@@ -58,7 +59,8 @@ class _InstanceLocks:
                     self._locks[uuid] = (lock, users - 1)
 
 
-class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin):
+class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
+                     evacuation.EvacuationMixin):
     """One hypervisor host. It holds no database credentials: every
     instance record it reads or writes, its instance-action events and
     its service heartbeat go through its cell conductor (object
@@ -72,8 +74,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin):
         self.transport = transport or rpc.get_transport()
         self.driver = driver or fake.FakeDriver(host)
         self.scheduler = scheduler_client.SchedulerClient(self.transport)
-        self.conductor = conductor_rpcapi.ConductorAPI(
-            self.transport, conductor_rpcapi.ASK_CONDUCTORS)
+        self.conductor = conductor_rpcapi.CellConductorAPI(self.transport)
         self.resource_tracker = resource_tracker.ResourceTracker(
             host, self.driver, self.scheduler, self.conductor)
         self._locks = _InstanceLocks()

@@ -1,7 +1,11 @@
 """Client side of the conductor RPC API (topic ``conductor``).
 
-The super-conductor listens on the API bus, each cell conductor on its
-cell's bus; the same topic, told apart by the bus.
+Two kinds of server answer it: the super-conductor on the API bus and
+each cell conductor on its cell's bus, the same topic told apart by the
+bus. Each has its client here (:class:`SuperConductorAPI`,
+:class:`CellConductorAPI`); they share one version history and one
+manifest of the objects each version carries, so one service version
+says what a conductor of either kind understands.
 
 Version history:
     1.0 - schedule_and_build_instances (super), build_instances (cell)
@@ -45,6 +49,10 @@ LOG = logging.getLogger(__name__)
 
 TOPIC = 'conductor'
 
+# The newest version: what both clients send at most, and what the
+# conductors of this release serve.
+RPC_VERSION = '1.8'
+
 # The objects each version of this API carries, at the versions it
 # carries them; a client capped at a version sends them so.
 OBJECT_VERSIONS = {
@@ -81,58 +89,32 @@ OBJECT_VERSIONS = {
 # How long a compute waits for its conductor to say what it understands.
 SERVICE_VERSION_TIMEOUT = 10
 
-# version_cap(ASK_CONDUCTORS): the client has no database to read service
-# records from (a compute); it asks the conductors on its bus.
-ASK_CONDUCTORS = object()
 
-
-def cell0_db():
-    """Where the super-conductors record themselves: cell0's database."""
+def _super_conductors_minimum():
+    """The lowest service version of the running super-conductors, from
+    their records in cell0 (where the top level's services live, as in
+    Nova). Looked up when ``auto`` is resolved, not when the client is
+    made: the API database may not map cell0 yet then."""
     ctx = ss_context.get_admin_context()
-    return cell_mapping_obj.CellMapping.get_by_uuid(
-        ctx, cell_mapping_obj.CELL0_UUID).database_connection
+    cell0 = cell_mapping_obj.CellMapping.get_by_uuid(
+        ctx, cell_mapping_obj.CELL0_UUID)
+    return service_obj.Service.get_minimum_version(
+        ss_context.target_cell(ctx, cell0), service_obj.CONDUCTOR)
 
 
-def version_cap(service_db):
-    """``[upgrade_levels] conductor`` for the conductors that record
-    themselves in ``service_db``: a cell's conductors in its database, or,
-    given :func:`cell0_db`, the super-conductors in cell0's (looked up
-    when ``auto`` is resolved)."""
-    def minimum():
-        db = service_db() if callable(service_db) else service_db
-        ctx = ss_context.targeted(ss_context.get_admin_context(), db)
-        return service_obj.Service.get_minimum_version(
-            ctx, service_obj.CONDUCTOR)
-    if service_db is ASK_CONDUCTORS:
-        raise ValueError('asking the conductors needs their bus: use '
-                         'ConductorAPI(transport, ASK_CONDUCTORS)')
-    if service_db is cell0_db:
-        key, receivers = 'cell0', 'the super-conductors'
-    else:
-        key = service_db
-        receivers = 'the conductors of %s' % rpc.database_name(service_db)
-    return rpc.VersionCap('conductor_rpc', CONF.upgrade_levels.conductor,
-                          minimum, cache_key=key, receivers=receivers)
+class SuperConductorAPI:
+    """The super-conductor's client, on the API bus: the API's boots and
+    moves, the re-drives of lost boots and the scheduler's heal."""
 
+    VERSION = RPC_VERSION
 
-class ConductorAPI:
-    VERSION = '1.8'
-
-    def __init__(self, transport, service_db=cell0_db):
-        """A client for the conductors on ``transport``, which record
-        themselves in ``service_db`` (see :func:`version_cap`); by default
-        the super-conductor on the API bus. A compute, which holds no
-        database credentials, passes :data:`ASK_CONDUCTORS`: ``auto``
-        then asks its cell conductors which version they run."""
+    def __init__(self, transport):
+        """``[upgrade_levels] conductor = auto`` reads the super-conductors'
+        service records in cell0."""
         self.transport = transport
-        if service_db is ASK_CONDUCTORS:
-            cap = rpc.VersionCap(
-                'conductor_rpc', CONF.upgrade_levels.conductor,
-                self.get_minimum_service_version,
-                cache_key=('bus', id(transport)),
-                receivers='the conductors of this cell')
-        else:
-            cap = version_cap(service_db)
+        cap = rpc.VersionCap('conductor_rpc', CONF.upgrade_levels.conductor,
+                             _super_conductors_minimum, cache_key='cell0',
+                             receivers='the super-conductors')
         self.client = rpc.Client(transport, TOPIC, self.VERSION,
                                  OBJECT_VERSIONS, cap)
 
@@ -143,6 +125,79 @@ class ConductorAPI:
         cctxt.cast(ctx, 'schedule_and_build_instances',
                    build_requests=build_requests,
                    request_specs=request_specs)
+
+    def consumers_needing_claims(self, ctx, consumer_uuids):
+        """Call from the scheduler's heal to the super-conductor (API
+        bus): those of ``consumer_uuids`` whose claims are still needed
+        (build request pending, or instance live in its mapped cell)."""
+        cctxt, _ = self.client.prepare('1.4')
+        return cctxt.call(ctx, 'consumers_needing_claims',
+                          consumer_uuids=list(consumer_uuids))
+
+    # --- 1.8: moves ----------------------------------------------------------
+
+    def can_move(self):
+        """Whether the conductors take the calls of moves (raises
+        ``RPCVersionCapError`` if not), before anything is recorded."""
+        self.client.prepare('1.8')
+
+    def migrate_server(self, ctx, instance, flavor=None, host=None,
+                       timeout=None):
+        """Call from the API to the super-conductor: start a resize (a
+        new ``flavor``) or a cold migration (``host``: the destination an
+        admin asked for, still filtered). Returns the Migration once its
+        destination is claimed and the move is handed to it; raises
+        ``NoValidHost`` when none takes it (nothing is left held)."""
+        cctxt, _ = self.client.prepare('1.8', timeout=timeout)
+        return cctxt.call(ctx, 'migrate_server', instance=instance,
+                          flavor=flavor, host=host)
+
+    def live_migrate_instance(self, ctx, instance, migration, host=None,
+                              block_migration=None):
+        """Cast from the API to the super-conductor: live migrate the
+        server (to ``host`` if named, still filtered); ``migration`` is
+        its record, made by the API."""
+        cctxt, _ = self.client.prepare('1.8')
+        cctxt.cast(ctx, 'live_migrate_instance', instance=instance,
+                   migration=migration, host=host,
+                   block_migration=block_migration)
+
+    def evacuate_instance(self, ctx, instance, migration, host=None):
+        """Cast from the API to the super-conductor: rebuild the server,
+        whose host is down, elsewhere (on ``host`` if named)."""
+        cctxt, _ = self.client.prepare('1.8')
+        cctxt.cast(ctx, 'evacuate_instance', instance=instance,
+                   migration=migration, host=host)
+
+
+class CellConductorAPI:
+    """A cell conductor's client, on its cell's bus: what a compute asks
+    of it (its records, reschedules of builds and moves)."""
+
+    VERSION = RPC_VERSION
+
+    def __init__(self, transport, cell_db=None):
+        """``cell_db``: the cell's database, where its conductors record
+        their service versions, for a caller that may read it; there
+        ``[upgrade_levels] conductor = auto`` reads them. A compute holds
+        no database credentials and leaves it None: ``auto`` then asks
+        the cell's conductors over the bus which version they run."""
+        self.transport = transport
+        if cell_db is None:
+            minimum = self.get_minimum_service_version
+            key = ('bus', id(transport))
+            receivers = 'the conductors of this cell'
+        else:
+            def minimum():
+                return service_obj.Service.get_minimum_version(
+                    ss_context.targeted(ss_context.get_admin_context(),
+                                        cell_db), service_obj.CONDUCTOR)
+            key = cell_db
+            receivers = 'the conductors of %s' % rpc.database_name(cell_db)
+        cap = rpc.VersionCap('conductor_rpc', CONF.upgrade_levels.conductor,
+                             minimum, cache_key=key, receivers=receivers)
+        self.client = rpc.Client(transport, TOPIC, self.VERSION,
+                                 OBJECT_VERSIONS, cap)
 
     def build_instances(self, ctx, instance, request_spec, host_list, retry):
         """Cast from a compute to its cell conductor: reschedule a build."""
@@ -261,31 +316,7 @@ class ConductorAPI:
                      'taking the oldest', exc)
             return 0
 
-    def consumers_needing_claims(self, ctx, consumer_uuids):
-        """Call from the scheduler's heal to the super-conductor (API
-        bus): those of ``consumer_uuids`` whose claims are still needed
-        (build request pending, or instance live in its mapped cell)."""
-        cctxt, _ = self.client.prepare('1.4')
-        return cctxt.call(ctx, 'consumers_needing_claims',
-                          consumer_uuids=list(consumer_uuids))
-
     # --- 1.8: moves ----------------------------------------------------------
-
-    def migrate_server(self, ctx, instance, flavor=None, host=None,
-                       timeout=None):
-        """Call from the API to the super-conductor: start a resize (a
-        new ``flavor``) or a cold migration (``host``: the destination an
-        admin asked for, still filtered). Returns the Migration once its
-        destination is claimed and the move is handed to it; raises
-        ``NoValidHost`` when none takes it (nothing is left held)."""
-        cctxt, _ = self.client.prepare('1.8', timeout=timeout)
-        return cctxt.call(ctx, 'migrate_server', instance=instance,
-                          flavor=flavor, host=host)
-
-    def can_move(self):
-        """Whether the conductors take the calls of moves (raises
-        ``RPCVersionCapError`` if not), before anything is recorded."""
-        self.client.prepare('1.8')
 
     def migrate_reschedule(self, ctx, instance, migration, flavor,
                            request_spec, host_list, retry, reason):
@@ -327,20 +358,3 @@ class ConductorAPI:
                           source_compute=source_compute,
                           migration_types=migration_types,
                           statuses=statuses)
-
-    def live_migrate_instance(self, ctx, instance, migration, host=None,
-                              block_migration=None):
-        """Cast from the API to the super-conductor: live migrate the
-        server (to ``host`` if named, still filtered); ``migration`` is
-        its record, made by the API."""
-        cctxt, _ = self.client.prepare('1.8')
-        cctxt.cast(ctx, 'live_migrate_instance', instance=instance,
-                   migration=migration, host=host,
-                   block_migration=block_migration)
-
-    def evacuate_instance(self, ctx, instance, migration, host=None):
-        """Cast from the API to the super-conductor: rebuild the server,
-        whose host is down, elsewhere (on ``host`` if named)."""
-        cctxt, _ = self.client.prepare('1.8')
-        cctxt.cast(ctx, 'evacuate_instance', instance=instance,
-                   migration=migration, host=host)

@@ -124,6 +124,23 @@ class Migration(base.SchedulerSplitObject):
         return self.migration_type == LIVE_MIGRATION
 
     @classmethod
+    def for_move(cls, ctx, instance, migration_type, status,
+                 new_flavor=None):
+        """The record of a move of ``instance`` asked for by ``ctx``'s
+        user, not created yet: from the host, node and vm state the
+        instance has now, to ``new_flavor`` (a resize) or the flavor it
+        has."""
+        new_flavor = new_flavor or instance.flavor
+        return cls(instance_uuid=instance.uuid,
+                   migration_type=migration_type, status=status,
+                   source_compute=instance.host, source_node=instance.node,
+                   old_instance_type_id=instance.flavor.get('id'),
+                   new_instance_type_id=new_flavor.get('id'),
+                   old_flavor=instance.flavor, new_flavor=new_flavor,
+                   old_vm_state=instance.vm_state, user_id=ctx.user_id,
+                   project_id=ctx.project_id)
+
+    @classmethod
     def _from_row(cls, row):
         migration = cls()
         for name in _SIMPLE:

@@ -550,7 +550,7 @@ class SchedulerManager:
     def conductor(self):
         """The super-conductor's client, on the API bus."""
         if self._conductor is None:
-            self._conductor = conductor_rpcapi.ConductorAPI(
+            self._conductor = conductor_rpcapi.SuperConductorAPI(
                 rpc.get_transport())
         return self._conductor
 

@@ -5,7 +5,7 @@ import oslo_messaging as messaging
 import pytest
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
-from scheduler_split.conductor import manager as conductor_manager
+from scheduler_split.conductor.tasks import build as build_task
 from scheduler_split import context as ss_context
 from scheduler_split import objects
 from scheduler_split.scheduler import client as scheduler_client
@@ -76,7 +76,7 @@ def test_stop_between_cell_create_and_build_request_delete_settles(
         objects.InstanceMapping.get_by_instance_uuid(
             ctx, build_request.instance_uuid).set_cell(ctx, cell)
 
-    monkeypatch.setattr(conductor_manager.SuperConductorManager,
+    monkeypatch.setattr(build_task.ScheduleAndBuildTask,
                         '_build_in_cell', stop_midway)
     server_id = system.api.boot(name='midway')
     system.api.wait_for(server_id, statuses=('BUILD',))
@@ -107,7 +107,7 @@ def test_boot_the_conductor_cannot_be_told_about_is_a_503_and_no_server(
     def bus_down(self, *args, **kwargs):
         raise messaging.MessageDeliveryFailure('broker unreachable')
 
-    monkeypatch.setattr(conductor_rpcapi.ConductorAPI,
+    monkeypatch.setattr(conductor_rpcapi.SuperConductorAPI,
                         'schedule_and_build_instances', bus_down)
     resp = system.api.post('/v2.1/servers', {'server': {
         'name': 'lost', 'flavorRef': '1', 'networks': 'none',
@@ -133,7 +133,7 @@ def test_builds_whose_messages_were_lost_end_in_error(start_system,
     in_cell = api.boot(name='lost-in-cell')
     api.wait_for(in_cell, statuses=('BUILD',))
     # ...and a boot cast to a super-conductor that never arrives.
-    monkeypatch.setattr(conductor_rpcapi.ConductorAPI,
+    monkeypatch.setattr(conductor_rpcapi.SuperConductorAPI,
                         'schedule_and_build_instances',
                         lambda self, *args, **kwargs: None)
     never_scheduled = api.boot(name='never-scheduled')

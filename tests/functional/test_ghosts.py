@@ -12,8 +12,8 @@ import oslo_messaging as messaging
 import pytest
 import sqlalchemy as sa
 
-from scheduler_split.conductor import manager as conductor_manager
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split.conductor.tasks import build as build_task
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import engines
@@ -92,7 +92,7 @@ def test_build_request_a_stopped_placement_left_is_no_ghost(
         objects.InstanceMapping.get_by_instance_uuid(
             ctx, build_request.instance_uuid).set_cell(ctx, cell)
 
-    monkeypatch.setattr(conductor_manager.SuperConductorManager,
+    monkeypatch.setattr(build_task.ScheduleAndBuildTask,
                         '_build_in_cell', stop_after_set_cell)
     server_id = api.boot(name='half-placed')
     _wait_until(lambda: system.cell_of(server_id) == 'cell1',
@@ -127,7 +127,7 @@ def test_row_left_in_a_cell_by_a_placement_the_sweep_overtook(
         cell = self._cell(ctx, host_list[0].cell_uuid)
         build_request.instance.create(ss_context.target_cell(ctx, cell))
 
-    monkeypatch.setattr(conductor_manager.SuperConductorManager,
+    monkeypatch.setattr(build_task.ScheduleAndBuildTask,
                         '_build_in_cell', stop_after_create)
     server_id = api.boot(name='overtaken')
     _wait_until(lambda: len(_rows(system, server_id)) == 1,
@@ -230,7 +230,7 @@ def test_a_cell0_row_left_by_a_stopped_burial_is_reused(
 def test_a_boot_the_bus_lost_is_redriven_and_becomes_active(
         start_system, sweeps, monkeypatch):
     system = start_system(cells=1, hosts_per_cell=1)
-    cast = conductor_rpcapi.ConductorAPI.schedule_and_build_instances
+    cast = conductor_rpcapi.SuperConductorAPI.schedule_and_build_instances
     casts = []
 
     def first_cast_lost(self, ctx, build_requests, request_specs):
@@ -239,7 +239,7 @@ def test_a_boot_the_bus_lost_is_redriven_and_becomes_active(
             return None
         return cast(self, ctx, build_requests, request_specs)
 
-    monkeypatch.setattr(conductor_rpcapi.ConductorAPI,
+    monkeypatch.setattr(conductor_rpcapi.SuperConductorAPI,
                         'schedule_and_build_instances', first_cast_lost)
     server_id = system.api.boot(name='redriven')
     server = system.api.wait_for(server_id, timeout=30)
@@ -278,7 +278,7 @@ def test_racing_deliveries_of_one_boot_build_it_once(
         start_system, monkeypatch):
     system = start_system(cells=2, hosts_per_cell=2)
     # The boot's own cast never arrives: only the racers deliver it.
-    monkeypatch.setattr(conductor_rpcapi.ConductorAPI,
+    monkeypatch.setattr(conductor_rpcapi.SuperConductorAPI,
                         'schedule_and_build_instances',
                         lambda self, *args, **kwargs: None)
     server_id = system.api.boot(name='raced')
@@ -328,7 +328,7 @@ def test_super_conductor_says_which_consumers_need_their_claims(
     deleted = api.wait_for(api.boot(name='deleted'))['id']
     assert api.delete('/v2.1/servers/%s' % deleted).status_code == 204
     api.wait_gone(deleted)
-    monkeypatch.setattr(conductor_rpcapi.ConductorAPI,
+    monkeypatch.setattr(conductor_rpcapi.SuperConductorAPI,
                         'schedule_and_build_instances',
                         lambda self, *args, **kwargs: None)
     pending = api.boot(name='pending')
@@ -353,7 +353,7 @@ def test_super_conductor_says_which_consumers_need_their_claims(
     confirmed = _migration(active, 'confirmed')
     orphaned = _migration(deleted, 'migrating')
 
-    conductor = conductor_rpcapi.ConductorAPI(rpc.get_transport())
+    conductor = conductor_rpcapi.SuperConductorAPI(rpc.get_transport())
     asked = [active, failed, deleted, pending, withdrawn, unknown, moving,
              confirmed, orphaned]
     assert conductor.consumers_needing_claims(ctx, asked) == [
@@ -379,7 +379,7 @@ def test_heal_keeps_every_claim_when_the_super_conductor_is_away(
     def away(self, ctx, consumer_uuids):
         raise messaging.MessagingTimeout('no super-conductor answered')
 
-    monkeypatch.setattr(conductor_rpcapi.ConductorAPI,
+    monkeypatch.setattr(conductor_rpcapi.SuperConductorAPI,
                         'consumers_needing_claims', away)
     scheduler = system.aio.services[0].manager
     assert scheduler.heal_allocations(grace=0) == []

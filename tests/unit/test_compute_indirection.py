@@ -16,7 +16,9 @@ import sqlalchemy as sa
 import oslo_messaging as messaging
 
 from scheduler_split.compute import manager as compute_manager
-from scheduler_split.conductor import manager as conductor_manager
+from scheduler_split.conductor import cell_manager
+from scheduler_split.conductor import periodic
+from scheduler_split.conductor import records
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context
@@ -100,16 +102,20 @@ def cell(tmp_path, override):
     memory_bus.reset()
     rpc.reset_auto_caps()
     transport = rpc.get_transport(BUS)
-    conductor = conductor_manager.CellConductorManager(url, transport)
+    conductor = cell_manager.CellConductorManager(url, transport)
+    sweeps = periodic.CellConductorPeriodics(url, transport)
     scheduler = FakeScheduler()
-    servers = [rpc.get_server(transport, 'conductor', [conductor], 'c1'),
+    servers = [rpc.get_server(transport, 'conductor',
+                              [conductor, records.ComputeRecords(url)],
+                              'c1'),
                rpc.get_server(transport, 'scheduler', [scheduler], 's1')]
     for server in servers:
         server.start()
     driver = Driver()
     compute = compute_manager.ComputeManager(HOST, transport, driver=driver)
     yield type('Cell', (), dict(url=url, transport=transport,
-                                conductor=conductor, scheduler=scheduler,
+                                conductor=conductor, sweeps=sweeps,
+                                scheduler=scheduler,
                                 compute=compute, driver=driver))
     driver.release.set()
     for server in servers:
@@ -328,9 +334,8 @@ def test_a_build_the_conductor_settled_first_is_not_started(cell):
 def test_auto_asks_the_cell_conductor_which_version_it_runs(
         cell, override):
     override('conductor', 'auto', group='upgrade_levels')
-    cell.conductor.report_service()
-    api = conductor_rpcapi.ConductorAPI(cell.transport,
-                                        conductor_rpcapi.ASK_CONDUCTORS)
+    cell.sweeps.report_service()
+    api = conductor_rpcapi.CellConductorAPI(cell.transport)
 
     assert api.get_minimum_service_version() == service_obj.SERVICE_VERSION
     assert api.client.cap.resolve() == (
@@ -488,7 +493,7 @@ def test_the_sweep_fails_builds_on_a_host_whose_compute_is_down(
     _create(cell.url, deleting, instance_obj.DELETING, 'dead',
             seconds_ago=600)
 
-    cell.conductor.fail_lost_builds()
+    cell.sweeps.fail_lost_builds()
 
     row = _row(cell.url, dead)
     assert row.vm_state == 'error'
@@ -513,7 +518,7 @@ def test_the_sweep_fails_builds_without_a_host_in_any_task_state(
     _create(cell.url, no_task, task_state=None, seconds_ago=60)
     _create(cell.url, recent)
 
-    cell.conductor.fail_lost_builds()
+    cell.sweeps.fail_lost_builds()
 
     for lost in (scheduling, no_task):
         row = _row(cell.url, lost)
@@ -545,8 +550,7 @@ def test_a_conductor_older_than_1_3_is_refused_with_a_clear_error(
     server.start()
     try:
         override('conductor', 'auto', group='upgrade_levels')
-        api = conductor_rpcapi.ConductorAPI(transport,
-                                            conductor_rpcapi.ASK_CONDUCTORS)
+        api = conductor_rpcapi.CellConductorAPI(transport)
         assert api.get_minimum_service_version() == 0
         with pytest.raises(messaging.RPCVersionCapError):
             api.instance_get(context.get_admin_context(), UUID)

@@ -86,3 +86,41 @@ def test_migrations_are_found_by_instance_status_host_and_type(ctx):
     assert [m.uuid for m in objects.Migration.get_all(
         ctx, uuids=[done.uuid, other.uuid])] == [done.uuid, other.uuid]
     assert objects.Migration.get_by_uuid(ctx, done.uuid).ended
+
+
+def _instance(flavor):
+    return objects.Instance(uuid=INSTANCE, host='h1', node='h1-node',
+                            vm_state='stopped', flavor=flavor)
+
+
+def test_a_resize_records_where_the_instance_is_and_both_flavors(ctx):
+    ctx.user_id, ctx.project_id = 'u', 'p'
+    old = helpers.make_flavor(vcpus=1, flavorid='1')
+    old.id = 1
+    new = helpers.make_flavor(vcpus=2, flavorid='2')
+    new.id = 2
+
+    made = objects.Migration.for_move(
+        ctx, _instance(old), migration_obj.RESIZE,
+        migration_obj.PRE_MIGRATING, new_flavor=new).create(ctx)
+    read = objects.Migration.get_by_uuid(ctx, made.uuid)
+
+    assert (read.instance_uuid, read.migration_type, read.status,
+            read.source_compute, read.source_node, read.dest_compute,
+            read.old_vm_state, read.user_id, read.project_id) == (
+        INSTANCE, 'resize', 'pre-migrating', 'h1', 'h1-node', None,
+        'stopped', 'u', 'p')
+    assert (read.old_instance_type_id, read.new_instance_type_id) == (1, 2)
+    assert (read.old_flavor.vcpus, read.new_flavor.vcpus) == (1, 2)
+
+
+def test_a_move_without_a_new_flavor_keeps_the_instances(ctx):
+    flavor = helpers.make_flavor(vcpus=1, flavorid='1')
+
+    made = objects.Migration.for_move(
+        ctx, _instance(flavor), migration_obj.LIVE_MIGRATION,
+        migration_obj.ACCEPTED)
+
+    assert made.new_flavor is made.old_flavor is flavor
+    assert made.new_instance_type_id == made.old_instance_type_id
+    assert not made.obj_attr_is_set('id')

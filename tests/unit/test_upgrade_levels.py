@@ -9,8 +9,8 @@ import pytest
 from oslo_versionedobjects import base as ovo_base
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
-from scheduler_split.conductor import manager as conductor_manager
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split.conductor.tasks import build as build_task
 from scheduler_split import context
 from scheduler_split.db import engines
 from scheduler_split.db import migration
@@ -28,7 +28,7 @@ NODE_UUID = '11111111-2222-4333-8444-000000000000'
 INSTANCE_UUID = '3e5d1c2b-8a7f-4b6e-9d0c-1a2b3c4d5e6f'
 APIS = (compute_rpcapi, conductor_rpcapi, scheduler_rpcapi)
 API_CLASSES = {compute_rpcapi: compute_rpcapi.ComputeAPI,
-               conductor_rpcapi: conductor_rpcapi.ConductorAPI,
+               conductor_rpcapi: conductor_rpcapi.SuperConductorAPI,
                scheduler_rpcapi: scheduler_rpcapi.SchedulerAPI}
 
 
@@ -325,9 +325,10 @@ def test_every_service_version_names_every_rpc_api():
     history = service_obj.SERVICE_VERSION_HISTORY
     assert len(history) == service_obj.SERVICE_VERSION + 1
     newest = history[service_obj.SERVICE_VERSION]
-    assert newest == {'compute_rpc': compute_rpcapi.ComputeAPI.VERSION,
-                      'conductor_rpc': conductor_rpcapi.ConductorAPI.VERSION,
-                      'scheduler_rpc': scheduler_rpcapi.SchedulerAPI.VERSION}
+    assert newest == {
+        'compute_rpc': compute_rpcapi.ComputeAPI.VERSION,
+        'conductor_rpc': conductor_rpcapi.SuperConductorAPI.VERSION,
+        'scheduler_rpc': scheduler_rpcapi.SchedulerAPI.VERSION}
 
 
 def test_schedulers_report_their_service_version_in_their_database(
@@ -375,7 +376,7 @@ def test_select_destinations_answers_a_1_0_call_with_selection_1_0(
 def test_an_instance_without_a_requested_zone_takes_its_hosts():
     instance = objects.Instance(availability_zone=None)
 
-    assert conductor_manager.take_host_zone(
+    assert build_task.take_host_zone(
         instance, helpers.make_spec(), _selection('az1'))
     assert instance.availability_zone == 'az1'
 
@@ -385,8 +386,8 @@ def test_a_requested_zone_is_kept():
     spec = helpers.make_spec()
     spec.availability_zone = 'az2'
 
-    assert not conductor_manager.take_host_zone(instance, spec,
-                                                _selection('az1'))
+    assert not build_task.take_host_zone(instance, spec,
+                                         _selection('az1'))
     assert instance.availability_zone == 'az2'
 
 
@@ -395,8 +396,8 @@ def test_a_selection_of_the_previous_release_leaves_the_zone_alone():
     old = objects.Selection.obj_from_primitive(
         _selection().obj_to_primitive(target_version='1.0'))
 
-    assert not conductor_manager.take_host_zone(instance,
-                                                helpers.make_spec(), old)
+    assert not build_task.take_host_zone(instance,
+                                         helpers.make_spec(), old)
     assert instance.availability_zone is None
 
 

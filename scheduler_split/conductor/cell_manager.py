@@ -1,0 +1,58 @@
+"""A cell conductor's RPC endpoint: its cell's bus, topic ``conductor``.
+
+It only dispatches: the reschedules of builds and moves are tasks
+(``conductor/tasks``). The same RPC server also serves the computes'
+records (``records.ComputeRecords``), and the cell's sweeps are in
+``periodic``. A reschedule never leaves the cell.
+"""
+
+import oslo_messaging as messaging
+
+from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split.conductor.tasks import base
+from scheduler_split.conductor.tasks import migrate
+from scheduler_split.conductor.tasks import reschedule
+from scheduler_split import context as ss_context
+from scheduler_split import rpc
+from scheduler_split.scheduler import client as scheduler_client
+
+
+class CellConductorManager:
+    """Runs on a cell bus: tries the alternates of a failed build or a
+    refused move."""
+
+    target = messaging.Target(version=conductor_rpcapi.RPC_VERSION)
+
+    def __init__(self, cell_db, transport=None):
+        self.cell_db = cell_db
+        transport = transport or rpc.get_transport()
+        self.scheduler = scheduler_client.SchedulerClient(transport)
+        self.compute = compute_rpcapi.ComputeAPI(transport, cell_db)
+
+    @messaging.expose
+    def build_instances(self, ctx, instance, request_spec, host_list, retry):
+        """Cast from a compute whose build failed: try the next alternate.
+
+        Claims each alternate in order through the scheduler library and
+        casts the build to the first one that accepts. With none left the
+        instance ends in ERROR with the exhausted-hosts fault.
+        """
+        base.run_cast(reschedule.RescheduleBuildTask(
+            self.scheduler, self.compute,
+            ss_context.targeted(ctx, self.cell_db), instance, request_spec,
+            host_list, retry))
+
+    @messaging.expose
+    def migrate_reschedule(self, ctx, instance, migration, flavor,
+                           request_spec, host_list, retry, reason):
+        """Cast (1.8) from a destination that refused a resize or a cold
+        migration: claim the next same-cell alternate for the instance
+        (which replaces its claim of the refusing host) and cast
+        ``prep_resize`` to it. With none left the move is undone: the
+        instance holds its source again, keeps its state and gets the
+        exhausted-hosts fault; the migration ends in error."""
+        base.run_cast(migrate.MigrateRescheduleTask(
+            self.scheduler, self.compute,
+            ss_context.targeted(ctx, self.cell_db), instance, migration,
+            flavor, request_spec, host_list, retry, reason))

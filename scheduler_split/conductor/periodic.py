@@ -1,0 +1,372 @@
+"""The conductors' periodic sweeps: nothing stays in flight forever.
+
+Messages get lost (a process crashes, a broker restarts without its
+queues) and database writes fail; these sweeps find what was left half
+done and settle it, each guarded so that it never undoes a step a
+service took meanwhile. The services run them (``deployment.py``):
+
+- the super-conductor (:class:`SuperConductorPeriodics`) re-drives boots
+  no super-conductor took, ends in cell0 those never scheduled, finishes
+  placements a crash interrupted, and records itself in cell0;
+- a cell conductor (:class:`CellConductorPeriodics`) ends in ERROR the
+  builds of its cell no compute will finish, rolls back moves nobody
+  advances, confirms resizes left unconfirmed, and records itself in its
+  cell's database.
+"""
+
+import datetime
+import logging
+
+from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split.conductor.tasks import build
+from scheduler_split.conductor.tasks import move
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split import metrics
+from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import cell_mapping as cell_mapping_obj
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import instance_action
+from scheduler_split.objects import migration as migration_obj
+from scheduler_split.objects import service as service_obj
+from scheduler_split import rpc
+from scheduler_split.scheduler import client as scheduler_client
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
+                          '[conductor] lost_build_timeout; the boot was lost')
+LOST_IN_CELL = ('no compute took the build within [conductor] '
+                'lost_build_timeout; the build was lost')
+LOST_HOST_DOWN = ('the compute service of %s, where it was building, has '
+                  'been down for longer than [DEFAULT] service_down_time; '
+                  'the build was lost')
+
+
+class SuperConductorPeriodics:
+    """The super-conductor's sweeps, over the API database and every
+    cell's."""
+
+    def __init__(self, transport=None):
+        self.transport = transport
+        self.scheduler = scheduler_client.SchedulerClient(transport)
+        self.cells = build.CellMappings()
+        self._conductor = None
+
+    @property
+    def conductor(self):
+        """The super-conductors' own client (re-drives of boots)."""
+        if self._conductor is None:
+            self._conductor = conductor_rpcapi.SuperConductorAPI(
+                self.transport or rpc.get_transport())
+        return self._conductor
+
+    def report_service(self):
+        """Heartbeat this super-conductor's record, with its service
+        version, in cell0 (the top level's services live there, as in
+        Nova), for the API's ``[upgrade_levels] conductor = auto``."""
+        ctx = ss_context.get_admin_context()
+        try:
+            cell0 = self.cells.get(ctx, cell_mapping_obj.CELL0_UUID)
+        except exception.CellMappingNotFound:
+            LOG.debug('cell0 is not mapped yet; no service record')
+            return
+        objects.Service.heartbeat(ss_context.target_cell(ctx, cell0),
+                                  CONF.host, service_obj.CONDUCTOR,
+                                  conductor_rpcapi.TOPIC)
+
+    def fail_lost_builds(self):
+        """Build requests nothing scheduled end in cell0.
+
+        Like every placement of an instance, this one only counts if it
+        is the first to give the instance mapping its cell, so a late
+        delivery of the original boot and this sweep never both win.
+        """
+        ctx = ss_context.get_admin_context()
+        for build_request in objects.BuildRequest.get_older_than(
+                ctx, CONF.conductor.lost_build_timeout):
+            uuid = build_request.instance_uuid
+            if not build.still_pending(ctx, build_request):
+                continue
+            LOG.warning('Build request of %s was never scheduled; putting '
+                        'the instance in ERROR', uuid,
+                        extra={'instance_uuid': uuid})
+            if build.bury_in_cell0(ctx, self.cells, build_request,
+                                   exception.BuildAbortException(
+                                       instance_uuid=uuid,
+                                       reason=LOST_BEFORE_SCHEDULING),
+                                   reason='lost'):
+                metrics.LOST_BUILDS_FAILED.labels(
+                    reason='never_scheduled').inc()
+                # A run that died after claiming leaves its claim behind.
+                self.scheduler.try_release_resources(ctx, uuid)
+
+    def redrive_lost_boots(self):
+        """Cast again the boots no super-conductor took.
+
+        A boot waits on the bus, in the super-conductor's queue, until one
+        takes its build request. A broker that restarts without keeping
+        that queue loses it. A build request nobody took for
+        ``[conductor] build_redrive_interval`` seconds is cast again, at
+        most ``build_redrive_limit`` times; whichever delivery takes it
+        first schedules it, the others find it taken. One never taken ends
+        in cell0 through :meth:`fail_lost_builds`.
+        """
+        limit = CONF.conductor.build_redrive_limit
+        if not limit:
+            return []
+        ctx = ss_context.get_admin_context()
+        redriven = []
+        for build_request, seen in objects.BuildRequest.get_untaken(
+                ctx, CONF.conductor.build_redrive_interval):
+            uuid = build_request.instance_uuid
+            if seen >= limit or not build.still_pending(ctx, build_request):
+                continue
+            try:
+                spec = objects.RequestSpec.get_by_instance_uuid(ctx, uuid)
+            except Exception:
+                LOG.exception('No request spec for build request %s; not '
+                              're-driving it', uuid,
+                              extra={'instance_uuid': uuid})
+                continue
+            if not build_request.note_redrive(ctx, seen):
+                continue
+            LOG.warning('Boot of instance %s was taken by no super-conductor '
+                        'within %d seconds; casting it again (%d of %d)',
+                        uuid, CONF.conductor.build_redrive_interval,
+                        seen + 1, limit, extra={'instance_uuid': uuid})
+            try:
+                self.conductor.schedule_and_build_instances(
+                    ctx, [build_request], [spec])
+            except Exception:
+                LOG.exception('Re-driving the boot of %s failed', uuid,
+                              extra={'instance_uuid': uuid})
+                continue
+            metrics.BOOTS_REDRIVEN.inc()
+            redriven.append(uuid)
+        return redriven
+
+    def clean_up_placements(self):
+        """Finish placements a crash or an error interrupted.
+
+        An instance lives in exactly one cell, the one its mapping names:
+
+        - a build request whose mapping has named a cell for
+          ``[conductor] lost_build_timeout`` seconds was left by a
+          placement that stopped before deleting it: it goes, and the
+          user's edits it recorded reach the cell's row;
+        - a row in a cell other than the one its mapping names was
+          created by a placement that lost (to the lost-build sweep, or
+          before an error sent the instance to cell0): it is marked
+          deleted, and no claim is released, since the claims of an
+          instance are those of its one live copy.
+
+        Returns ``(build requests deleted, rows deleted)`` as uuids.
+        """
+        ctx = ss_context.get_admin_context()
+        stale = []
+        for build_request in objects.BuildRequest.get_placed(
+                ctx, CONF.conductor.lost_build_timeout):
+            if self._forget_build_request(ctx, build_request):
+                stale.append(build_request.instance_uuid)
+        strays = []
+        for cell in objects.CellMapping.get_all(ctx):
+            try:
+                strays.extend(self._remove_strays(ctx, cell))
+            except Exception:
+                LOG.exception('Looking for instances of cell %s that '
+                              'belong to another cell failed', cell.name)
+        return stale, strays
+
+    @staticmethod
+    def _forget_build_request(ctx, build_request):
+        uuid = build_request.instance_uuid
+        try:
+            recorded = build_request.destroy(ctx)
+        except exception.BuildRequestNotFound:
+            return False
+        LOG.warning('Build request of %s outlived the placement of the '
+                    'instance; deleted it', uuid,
+                    extra={'instance_uuid': uuid})
+        try:
+            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+            cctx = ss_context.target_cell(ctx, mapping.cell_mapping)
+            instance = objects.Instance.get_by_uuid(cctx, uuid)
+            if instance.take_user_edits(recorded):
+                instance.save(cctx)
+        except (exception.InstanceNotFound,
+                exception.InstanceMappingNotFound):
+            pass
+        return True
+
+    @staticmethod
+    def _remove_strays(ctx, cell):
+        """Rows of ``cell`` whose instance mapping names another cell."""
+        cctx = ss_context.target_cell(ctx, cell)
+        # Only a build leaves such a row: it is building or in ERROR.
+        candidates = [i for i in objects.Instance.get_all(cctx)
+                      if i.vm_state in (instance_obj.BUILDING,
+                                        instance_obj.ERROR)]
+        if not candidates:
+            return []
+        mapped = objects.InstanceMapping.get_cell_ids(
+            ctx, [i.uuid for i in candidates])
+        removed = []
+        for instance in candidates:
+            cell_id = mapped.get(instance.uuid)
+            if cell_id is None or cell_id == cell.id:
+                continue
+            LOG.warning('Instance %s has a row in cell %s but lives in '
+                        'another cell; marking that row deleted',
+                        instance.uuid, cell.name,
+                        extra={'instance_uuid': instance.uuid})
+            instance.destroy(cctx)
+            removed.append(instance.uuid)
+        return removed
+
+
+class CellConductorPeriodics:
+    """A cell conductor's sweeps, over its cell's database
+    (``cell_db``)."""
+
+    def __init__(self, cell_db, transport=None):
+        self.cell_db = cell_db
+        transport = transport or rpc.get_transport()
+        self.scheduler = scheduler_client.SchedulerClient(transport)
+        self.compute = compute_rpcapi.ComputeAPI(transport, cell_db)
+
+    def _context(self):
+        return ss_context.targeted(ss_context.get_admin_context(),
+                                   self.cell_db)
+
+    def report_service(self):
+        """Heartbeat this cell conductor's record, with its service
+        version, in its cell database, for the computes'
+        ``[upgrade_levels] conductor = auto``."""
+        objects.Service.heartbeat(self._context(), CONF.host,
+                                  service_obj.CONDUCTOR,
+                                  conductor_rpcapi.TOPIC)
+
+    def fail_lost_builds(self):
+        """Builds nothing will finish end in ERROR.
+
+        Two kinds: a build without a host (its cast to a compute, or to
+        this conductor for a reschedule, was lost) that nothing touched
+        for ``lost_build_timeout``; and a build on a host whose compute
+        has been down for ``service_down_time`` (it crashed, or lost its
+        bus, mid-build). Each ends in ERROR with a fault, written only if
+        the instance is still in the state the sweep saw (a compute or a
+        delete that moves it first wins), then its claim is released.
+        """
+        ctx = self._context()
+        for instance, why in objects.Instance.get_unhandled_builds(
+                ctx, CONF.conductor.lost_build_timeout, service_obj.COMPUTE,
+                CONF.service_down_time):
+            uuid = instance.uuid
+            seen_task_state = instance.task_state
+            if why == instance_obj.LOST_NO_HOST:
+                reason = LOST_IN_CELL
+            else:
+                reason = LOST_HOST_DOWN % instance.host
+            exc = exception.BuildAbortException(instance_uuid=uuid,
+                                                reason=reason)
+            instance.vm_state = instance_obj.ERROR
+            instance.task_state = None
+            fault = objects.InstanceFault.from_exception(uuid, exc)
+            try:
+                instance.save(ctx, expected_task_state=seen_task_state,
+                              expected_vm_state=instance_obj.BUILDING,
+                              fault=fault)
+            except (exception.InstanceNotFound, exception.Conflict):
+                continue
+            metrics.LOST_BUILDS_FAILED.labels(
+                reason='no_host' if why == instance_obj.LOST_NO_HOST
+                else 'host_down').inc()
+            LOG.warning('Build of instance %s was lost (%s); it is in '
+                        'ERROR now', uuid, reason,
+                        extra={'instance_uuid': uuid})
+            instance_action.record_event(
+                ctx, uuid, 'conductor_fail_lost_builds',
+                host=instance.host, result=instance_action.ERROR,
+                details=exc.format_message())
+            self.scheduler.try_release_resources(ctx, uuid)
+
+    def fail_lost_moves(self):
+        """No server stays moving forever.
+
+        A move that no service advanced for ``[conductor]
+        lost_build_timeout`` seconds (its message was lost with a crashed
+        process, or a compute died under it) is rolled back: the migration
+        ends in error first (so that a late step finds it ended and
+        stops), then the move is undone as any move that will not happen
+        is (``tasks.move.roll_back``), with a fault. Returns the
+        migrations rolled back.
+        """
+        ctx = self._context()
+        cutoff = obj_base.utcnow() - datetime.timedelta(
+            seconds=CONF.conductor.lost_build_timeout)
+        lost = []
+        for migration in objects.Migration.get_all(
+                ctx, statuses=migration_obj.UNDER_WAY,
+                updated_before=cutoff):
+            seen = migration.status
+            migration.status = migration_obj.ERROR
+            try:
+                migration.save(ctx, expected_status=seen)
+            except (exception.Conflict, exception.MigrationNotFound):
+                continue
+            uuid = migration.instance_uuid
+            try:
+                instance = objects.Instance.get_by_uuid(ctx, uuid)
+            except exception.InstanceNotFound:
+                self.scheduler.try_release_resources(ctx, migration.uuid)
+                continue
+            if instance.task_state not in move.MOVING.get(
+                    migration.migration_type, ()) and \
+                    instance.host != migration.source_compute:
+                # It did move (the record was not told): the source's
+                # hold is all that is left.
+                self.scheduler.try_release_resources(ctx, migration.uuid)
+                continue
+            exc = exception.MoveLost(
+                kind=migration.migration_type, instance_uuid=uuid,
+                status=seen)
+            LOG.warning('%s', exc.format_message(),
+                        extra={'instance_uuid': uuid})
+            move.roll_back(self.scheduler, ctx, migration, exc,
+                           'conductor_fail_lost_moves', instance=instance)
+            lost.append(migration.uuid)
+        return lost
+
+    def confirm_old_resizes(self):
+        """Resizes and migrations waiting for a confirmation longer than
+        ``[DEFAULT] resize_confirm_window`` seconds are confirmed, as if
+        their user had (0: never)."""
+        window = CONF.resize_confirm_window
+        if not window:
+            return []
+        ctx = self._context()
+        cutoff = obj_base.utcnow() - datetime.timedelta(seconds=window)
+        confirmed = []
+        for migration in objects.Migration.get_all(
+                ctx, statuses=[migration_obj.FINISHED],
+                updated_before=cutoff):
+            migration.status = migration_obj.CONFIRMING
+            try:
+                migration.save(ctx, expected_status=migration_obj.FINISHED)
+                instance = objects.Instance.get_by_uuid(
+                    ctx, migration.instance_uuid)
+            except (exception.Conflict, exception.MigrationNotFound,
+                    exception.InstanceNotFound):
+                continue
+            LOG.info('Confirming the move of instance %s, unconfirmed for '
+                     'more than %d seconds', instance.uuid, window,
+                     extra={'instance_uuid': instance.uuid})
+            self.compute.confirm_resize(ctx, migration.source_compute,
+                                        instance, migration)
+            confirmed.append(migration.uuid)
+        return confirmed

@@ -1,0 +1,82 @@
+"""The super-conductor's RPC endpoint: the API bus, topic ``conductor``.
+
+It only dispatches. Each long operation is a task (``conductor/tasks``),
+which of the scheduler's claims are still needed is ``reconcile``'s to
+say, and the sweeps are in ``periodic``. The super-conductor turns build
+requests into instances in the cell the scheduler chose, and places the
+moves the API asks for; it never sends a build or a move across cells.
+"""
+
+import oslo_messaging as messaging
+
+from scheduler_split.conductor import reconcile
+from scheduler_split.conductor import rpcapi as conductor_rpcapi
+from scheduler_split.conductor.tasks import base
+from scheduler_split.conductor.tasks import build
+from scheduler_split.conductor.tasks import evacuate
+from scheduler_split.conductor.tasks import live_migrate
+from scheduler_split.conductor.tasks import migrate
+from scheduler_split import exception
+from scheduler_split.scheduler import client as scheduler_client
+
+
+class SuperConductorManager:
+    """Runs on the API bus: the boots and moves the API asks for."""
+
+    target = messaging.Target(version=conductor_rpcapi.RPC_VERSION)
+
+    def __init__(self, transport=None):
+        self.scheduler = scheduler_client.SchedulerClient(transport)
+        self.cells = build.CellMappings()
+
+    @messaging.expose
+    def schedule_and_build_instances(self, ctx, build_requests,
+                                     request_specs):
+        """Cast from the API: place the instances of one boot request.
+
+        Calls the scheduler once for all of them, asking for
+        ``build_max_attempts - 1`` alternates each, then creates every
+        instance in its chosen cell and casts its build to the chosen
+        compute. Instances that cannot be placed go to cell0 in ERROR.
+        """
+        base.run_cast(build.ScheduleAndBuildTask(
+            self.scheduler, self.cells, ctx, build_requests, request_specs))
+
+    @messaging.expose
+    def consumers_needing_claims(self, ctx, consumer_uuids):
+        """Call from the scheduler's heal: which of ``consumer_uuids``
+        still need their claims (see ``reconcile``)."""
+        return reconcile.consumers_needing_claims(ctx, consumer_uuids)
+
+    # --- moves (1.8) ---------------------------------------------------------
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.Conflict,
+                                   exception.InstanceNotFound)
+    def migrate_server(self, ctx, instance, flavor=None, host=None):
+        """Call from the API: start a resize (``flavor``) or a cold
+        migration (to ``host`` if an admin named one), the instance in
+        ``resize_prep`` already. Answers the migration once the
+        destination's ``prep_resize`` is cast; if no host takes it,
+        everything is put back as it was and ``NoValidHost`` is raised.
+        """
+        return migrate.MigrateTask(self.scheduler, ctx, instance,
+                                   flavor=flavor, host=host).execute()
+
+    @messaging.expose
+    def live_migrate_instance(self, ctx, instance, migration, host=None,
+                              block_migration=None):
+        """Cast from the API: live migrate the server (in ``migrating``);
+        a destination that refuses gives way to the next alternate."""
+        base.run_cast(live_migrate.LiveMigrateTask(
+            self.scheduler, ctx, instance, migration=migration, host=host))
+
+    @messaging.expose
+    def evacuate_instance(self, ctx, instance, migration, host=None):
+        """Cast from the API: rebuild the server, whose compute is down,
+        on another host of its cell (``host`` if named, still filtered).
+        The migration holds the dead source until its compute comes back
+        and cleans up."""
+        base.run_cast(evacuate.EvacuateTask(
+            self.scheduler, ctx, instance, migration=migration, host=host))

@@ -1,0 +1,49 @@
+"""What every conductor task is: one operation, run once, that puts back
+what it did when it fails.
+
+A task is made with everything it works on, then :meth:`execute` runs
+it. If it raises, :meth:`ConductorTask.rollback` undoes what it had done
+and records the failure where the user and the operator read it (the
+instance's fault and actions, the log); the failure is then raised again
+for the caller: a call answers with it, a cast (:func:`run_cast`) ends
+there.
+"""
+
+
+class ConductorTask:
+    """One long operation of a conductor, read top to bottom in
+    ``_execute``."""
+
+    # Whether the last failure of execute() was rolled back.
+    rolled_back = False
+
+    def execute(self):
+        """Run the operation and return its answer. If it fails, roll
+        back what it did, then raise the failure again."""
+        try:
+            return self._execute()
+        except Exception as exc:
+            self.rolled_back = self.rollback(exc)
+            raise
+
+    def _execute(self):
+        raise NotImplementedError
+
+    def rollback(self, exc):
+        """Undo what ``_execute`` did before it failed with ``exc``, and
+        record why; return whether it did (a failure past the point a
+        task can undo, once a compute was handed the work, is that
+        compute's to finish or the sweeps' to settle). Nothing by
+        default."""
+        return False
+
+
+def run_cast(task):
+    """Run ``task`` for a cast: nobody waits for its outcome. A failure
+    the task rolled back is recorded already and ends here; any other
+    goes on to the bus's dispatcher, which logs it."""
+    try:
+        task.execute()
+    except Exception:
+        if not task.rolled_back:
+            raise

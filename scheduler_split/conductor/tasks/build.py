@@ -1,0 +1,360 @@
+"""Schedule and build: the super-conductor places the instances of one
+boot in the cells the scheduler chose.
+
+1. Only one delivery of a boot takes its build requests (a late original
+   and a re-drive never both schedule it).
+2. The scheduler is asked once for every instance, with
+   ``[conductor] build_max_attempts - 1`` same-cell alternates each; the
+   ``scheduler.select_destinations`` start/end notifications are sent
+   here, under Nova's names. No host: each instance goes to cell0 in
+   ERROR with the reason; a bus that lost the question or the answer
+   leaves the build requests for a re-drive instead.
+3. Each instance is created in its chosen cell, its mapping pointed at
+   that cell (only if nobody placed it first), its build request deleted
+   (a user's delete meanwhile means: destroy it and release its claim),
+   and its build cast to the chosen compute with the alternates. Until
+   the cell holds the instance a failure sends it to cell0; after that it
+   fails where it is: ERROR in its cell.
+"""
+
+import functools
+import logging
+import threading
+
+import oslo_messaging as messaging
+
+from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor.tasks import base
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split import metrics
+from scheduler_split import notifications
+from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import cell_mapping as cell_mapping_obj
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import instance_action
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+# What a call to the scheduler fails with when the bus, not the scheduler,
+# lost the question or its answer (a broker restarting, say).
+BUS_FAILURES = (messaging.MessagingTimeout,
+                messaging.MessageDeliveryFailure)
+
+EVENT = 'conductor_schedule_and_build_instances'
+
+
+def take_host_zone(instance, request_spec, selection):
+    """An instance whose user asked for no zone is in its host's zone.
+
+    A Selection of 1.0 (from a scheduler of the release before, or a
+    client pinned to 1.0) carries no zone: the instance keeps none.
+    Returns whether the instance changed.
+    """
+    zone = selection.get('availability_zone')
+    if request_spec.get('availability_zone') or not zone:
+        return False
+    if instance.get('availability_zone') == zone:
+        return False
+    instance.availability_zone = zone
+    return True
+
+
+class CellMappings:
+    """The cell mappings a super-conductor has read, by uuid: where a
+    cell's bus and database are does not change while it runs."""
+
+    def __init__(self):
+        self._cells = {}
+        self._lock = threading.Lock()
+
+    def get(self, ctx, cell_uuid):
+        with self._lock:
+            cell = self._cells.get(cell_uuid)
+        if cell is None:
+            cell = objects.CellMapping.get_by_uuid(ctx, cell_uuid)
+            with self._lock:
+                self._cells[cell_uuid] = cell
+        return cell
+
+
+def still_pending(ctx, build_request):
+    """Whether the build request still waits for a cell.
+
+    A user's delete or the API taking back a boot it could not hand over
+    removes it; a second delivery of the same boot finds it mapped.
+    Either way there is nothing to schedule, and scheduling anyway would
+    move the claim of the instance.
+    """
+    uuid = build_request.instance_uuid
+    try:
+        objects.BuildRequest.get_by_instance_uuid(ctx, uuid)
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+    except (exception.BuildRequestNotFound,
+            exception.InstanceMappingNotFound):
+        LOG.info('Build request of %s is gone; nothing to build', uuid,
+                 extra={'instance_uuid': uuid})
+        return False
+    return mapping.cell_mapping is None
+
+
+def bury_in_cell0(ctx, cells, build_request, exc, reason='error'):
+    """An instance that could not be scheduled: ERROR in cell0.
+
+    The row comes first, then the mapping points at it (only if no one
+    placed the instance meanwhile), then the build request goes. If cell0
+    cannot be written, the build request stays and the lost-build sweep
+    tries again later. Returns whether this call placed the instance (the
+    claims are then its to release); ``reason`` is what the metrics count
+    it under; ``cells`` is a :class:`CellMappings`.
+    """
+    uuid = build_request.instance_uuid
+    try:
+        cell0 = cells.get(ctx, cell_mapping_obj.CELL0_UUID)
+        cctx = ss_context.target_cell(ctx, cell0)
+        try:
+            # An earlier attempt that stopped before pointing the mapping
+            # at cell0 left its row: that one is the ERROR.
+            instance = objects.Instance.get_by_uuid(cctx, uuid)
+        except exception.InstanceNotFound:
+            instance = build_request.instance
+            instance.vm_state = instance_obj.ERROR
+            instance.task_state = None
+            # Its status changed now, from BUILD to ERROR: a list with
+            # changes-since shows it from this moment, the moment its
+            # fault names.
+            fault = objects.InstanceFault.from_exception(uuid, exc)
+            instance.updated_at = fault.created_at = obj_base.utcnow()
+            instance.create(cctx, fault=fault)
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+        if not mapping.set_cell(ctx, cell0):
+            instance.destroy(cctx)
+            return False
+        metrics.BURIED_IN_CELL0.labels(reason=reason).inc()
+        instance_action.record_event(
+            cctx, uuid, EVENT, result=instance_action.ERROR,
+            details=exception.describe(exc))
+    except Exception:
+        LOG.exception('Could not record instance %s in cell0', uuid,
+                      extra={'instance_uuid': uuid})
+        return False
+    try:
+        recorded = build_request.destroy(ctx)
+    except exception.BuildRequestNotFound:
+        # The user deleted the server meanwhile.
+        instance.destroy(cctx)
+        return True
+    try:
+        if instance.take_user_edits(recorded):
+            instance.save(cctx)
+    except exception.InstanceNotFound:
+        pass
+    return True
+
+
+class ScheduleAndBuildTask(base.ConductorTask):
+    """Place the instances of one boot request: ``build_requests`` and
+    their ``request_specs``, in the same order."""
+
+    def __init__(self, scheduler, cells, ctx, build_requests, request_specs,
+                 computes=compute_rpcapi.ComputeAPI.for_cell):
+        self.scheduler = scheduler
+        self.cells = cells
+        self.ctx = ctx
+        self.build_requests = build_requests
+        self.request_specs = request_specs
+        self.computes = computes
+        self.scheduling = False
+
+    def _execute(self):
+        ctx = self.ctx
+        pending = [(br, spec) for br, spec in zip(self.build_requests,
+                                                  self.request_specs)
+                   if self._take(ctx, br)]
+        if not pending:
+            return
+        self.build_requests = [br for br, _ in pending]
+        self.request_specs = [spec for _, spec in pending]
+        spec_obj = self.request_specs[0]
+        uuids = [br.instance_uuid for br in self.build_requests]
+        num_alternates = CONF.conductor.build_max_attempts - 1
+
+        def payload():
+            return notifications.SelectDestinationsPayload(
+                instance_uuids=uuids, flavor_name=spec_obj.flavor.name,
+                num_alternates=num_alternates)
+
+        # The scheduler's notifications, under Nova's names, from the one
+        # caller of the scheduler: consumers of Nova's see them unchanged.
+        publisher = 'scheduler-split-conductor:%s' % CONF.host
+        notifications.emit(ctx, publisher,
+                           'scheduler.select_destinations.start', payload)
+        self.scheduling = True
+        host_lists = self.scheduler.select_destinations(
+            ctx, spec_obj, uuids, return_alternates=True,
+            num_alternates=num_alternates)
+        self.scheduling = False
+        notifications.emit(ctx, publisher,
+                           'scheduler.select_destinations.end', payload)
+        for build_request, request_spec, host_list in zip(
+                self.build_requests, self.request_specs, host_lists):
+            self._build_in_cell(ctx, build_request, request_spec, host_list)
+
+    def rollback(self, exc):
+        """The scheduler placed none of the instances: they go to cell0
+        in ERROR with the reason, or wait for a re-drive if the bus lost
+        the question or its answer."""
+        if not self.scheduling:
+            return False
+        uuids = [br.instance_uuid for br in self.build_requests]
+        self._notify_build_error(uuids, exc)
+        if isinstance(exc, exception.NoValidHost):
+            LOG.warning('No valid host for %s: %s', uuids,
+                        exc.format_message())
+        else:
+            # A timeout, say: the scheduler may have claimed anyway.
+            LOG.error('Scheduling %s failed', uuids, exc_info=exc)
+            for uuid in uuids:
+                self.scheduler.try_release_resources(self.ctx, uuid)
+        if isinstance(exc, BUS_FAILURES):
+            # No cell holds the instances yet, so they wait for a re-drive
+            # rather than fail.
+            for build_request in self.build_requests:
+                self._give_back(build_request)
+            return True
+        reason = ('no_valid_host' if isinstance(exc, exception.NoValidHost)
+                  else 'error')
+        for build_request in self.build_requests:
+            self._bury_in_cell0(self.ctx, build_request, exc, reason=reason)
+        return True
+
+    def _notify_build_error(self, uuids, exc):
+        """``compute_task.build_instances.error`` for each instance the
+        scheduler did not place, as Nova's conductor sends it."""
+        publisher = 'scheduler-split-conductor:%s' % CONF.host
+        flavor_name = self.request_specs[0].flavor.name
+        for uuid in uuids:
+            notifications.emit(
+                self.ctx, publisher, 'compute_task.build_instances.error',
+                functools.partial(
+                    notifications.ComputeTaskPayload, instance_uuid=uuid,
+                    flavor_name=flavor_name, state='error',
+                    reason=exception.describe(exc)),
+                error=True)
+
+    def _give_back(self, build_request):
+        try:
+            build_request.give_back(self.ctx)
+            LOG.info('Build request of %s is left for a re-drive',
+                     build_request.instance_uuid,
+                     extra={'instance_uuid': build_request.instance_uuid})
+        except Exception:
+            # It stays taken: the lost-build sweep settles it.
+            LOG.exception('Could not give back the build request of %s',
+                          build_request.instance_uuid)
+
+    @staticmethod
+    def _take(ctx, build_request):
+        """Whether this delivery of a boot is the one to schedule it.
+
+        Only one delivery takes a build request: a late original and a
+        re-drive of the same boot never both schedule it (which would
+        move the instance's claim under the other's feet).
+        """
+        if not still_pending(ctx, build_request):
+            return False
+        if build_request.take(ctx):
+            return True
+        LOG.info('Build request of %s is already being scheduled; ignoring '
+                 'this delivery of its boot', build_request.instance_uuid,
+                 extra={'instance_uuid': build_request.instance_uuid})
+        return False
+
+    def _cell(self, ctx, cell_uuid):
+        return self.cells.get(ctx, cell_uuid)
+
+    def _bury_in_cell0(self, ctx, build_request, exc, reason='error'):
+        return bury_in_cell0(ctx, self.cells, build_request, exc,
+                             reason=reason)
+
+    def _build_in_cell(self, ctx, build_request, request_spec, host_list):
+        """Create the instance in the chosen cell and cast its build.
+
+        Until the cell holds the instance, a failure sends it to cell0;
+        after that, it fails where it is: ERROR in its cell.
+        """
+        chosen, alternates = host_list[0], host_list[1:]
+        uuid = build_request.instance_uuid
+        instance = build_request.instance
+        try:
+            cell = self._cell(ctx, chosen.cell_uuid)
+            cctx = ss_context.target_cell(ctx, cell)
+            instance.vm_state = instance_obj.BUILDING
+            instance.task_state = instance_obj.SCHEDULING
+            take_host_zone(instance, request_spec, chosen)
+            instance.create(cctx)
+        except Exception as exc:
+            LOG.exception('Creating instance %s in cell %s failed', uuid,
+                          chosen.cell_uuid, extra={'instance_uuid': uuid})
+            self.scheduler.try_release_resources(ctx, uuid)
+            self._bury_in_cell0(ctx, build_request, exc)
+            return
+        try:
+            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+            if not mapping.set_cell(ctx, cell):
+                # Someone placed it first (a sweep of lost builds).
+                LOG.info('Instance %s was settled elsewhere meanwhile',
+                         uuid, extra={'instance_uuid': uuid})
+                instance.destroy(cctx)
+                self.scheduler.try_release_resources(ctx, uuid)
+                return
+            try:
+                recorded = build_request.destroy(ctx)
+            except exception.BuildRequestNotFound:
+                # The user deleted the server while it was being scheduled.
+                LOG.info('Instance %s was deleted while scheduling; '
+                         'releasing its claim', uuid,
+                         extra={'instance_uuid': uuid})
+                instance.destroy(cctx)
+                self.scheduler.try_release_resources(ctx, uuid)
+                return
+            # Updates made while it was scheduled went to the build
+            # request; from now on they go to the cell.
+            if instance.take_user_edits(recorded):
+                instance.save(cctx)
+            instance_action.record_event(
+                cctx, uuid, EVENT, host=chosen.service_host,
+                details='claimed on %s; alternates: %s' % (
+                    chosen.service_host,
+                    ', '.join(s.service_host for s in alternates) or
+                    'none'))
+            retry = objects.SchedulerRetries(num_attempts=1,
+                                             hosts=[chosen.service_host])
+            self.computes(cell).build_and_run_instance(
+                ctx, chosen.service_host, chosen.nodename, instance,
+                request_spec, alternates, retry)
+            metrics.BUILDS_STARTED.inc()
+        except Exception as exc:
+            LOG.exception('Handing instance %s to %s failed', uuid,
+                          chosen.service_host, extra={'instance_uuid': uuid})
+            self._fail_in_cell(ctx, cctx, build_request, instance, exc)
+
+    def _fail_in_cell(self, ctx, cctx, build_request, instance, exc):
+        try:
+            instance.save_error(cctx, exc)
+        except exception.InstanceNotFound:
+            pass
+        except Exception:
+            LOG.exception('Could not put instance %s in ERROR',
+                          instance.uuid)
+        self.scheduler.try_release_resources(ctx, instance.uuid)
+        try:
+            build_request.destroy(ctx)
+        except exception.BuildRequestNotFound:
+            pass
+        except Exception:
+            LOG.exception('Could not delete the build request of %s',
+                          instance.uuid)

@@ -1,0 +1,165 @@
+"""Schedule and build: the super-conductor places one boot's instances in
+the cells the scheduler chose, or in cell0 in ERROR."""
+
+import oslo_messaging as messaging
+import pytest
+
+from scheduler_split.conductor.tasks import base
+from scheduler_split.conductor.tasks import build
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import instance as instance_obj
+from tests.unit.conductor import fakes
+
+
+def _task(cloud, scheduler, computes, boots):
+    return build.ScheduleAndBuildTask(
+        scheduler, build.CellMappings(), cloud.ctx,
+        [br for br, _ in boots], [spec for _, spec in boots],
+        computes=computes.for_cell)
+
+
+def _cell_of(cloud, uuid):
+    cell = objects.InstanceMapping.get_by_instance_uuid(
+        cloud.ctx, uuid).cell_mapping
+    return cell and cell.name
+
+
+def _build_request_left(cloud, uuid):
+    try:
+        objects.BuildRequest.get_by_instance_uuid(cloud.ctx, uuid)
+    except exception.BuildRequestNotFound:
+        return False
+    return True
+
+
+def test_each_instance_goes_to_its_chosen_host_with_its_alternates(
+        cloud, computes):
+    boots = [cloud.boot('a'), cloud.boot('b')]
+    uuids = [br.instance_uuid for br, _ in boots]
+    scheduler = fakes.Scheduler([cloud.hosts('h1', 'h2', 'h3'),
+                                 cloud.hosts('h2', 'h3')])
+
+    _task(cloud, scheduler, computes, boots).execute()
+
+    # One question for the whole boot, no claim of an alternate.
+    assert scheduler.calls == [('select', uuids)]
+    assert computes.sent == [('build_and_run_instance', 'h1'),
+                             ('build_and_run_instance', 'h2')]
+    assert computes.args[0] == {'node': 'h1-node', 'alternates': ['h2', 'h3'],
+                                'attempts': 1, 'tried': ['h1']}
+    for uuid, host in zip(uuids, ['h1', 'h2']):
+        instance = cloud.instance(uuid)
+        assert (instance.vm_state, instance.task_state) == (
+            instance_obj.BUILDING, instance_obj.SCHEDULING)
+        # The user asked for no zone: the instance is in its host's.
+        assert instance.availability_zone == 'nova'
+        assert _cell_of(cloud, uuid) == 'cell1'
+        assert not _build_request_left(cloud, uuid)
+        assert cloud.events(uuid) == [
+            ('conductor_schedule_and_build_instances', 'Success', host)]
+    assert scheduler.held == dict(zip(uuids, ['h1', 'h2']))
+
+
+def test_no_valid_host_puts_every_instance_in_cell0_in_error(
+        cloud, computes):
+    boots = [cloud.boot('a'), cloud.boot('b')]
+    scheduler = fakes.Scheduler(exception.NoValidHost(reason='all full'))
+    task = _task(cloud, scheduler, computes, boots)
+
+    with pytest.raises(exception.NoValidHost):
+        task.execute()
+
+    assert task.rolled_back
+    assert computes.sent == []
+    for build_request, _ in boots:
+        uuid = build_request.instance_uuid
+        instance = cloud.instance(uuid, cloud.cell0)
+        assert instance.vm_state == instance_obj.ERROR
+        assert 'No valid host was found' in instance.fault.message
+        assert _cell_of(cloud, uuid) == 'cell0'
+        assert not _build_request_left(cloud, uuid)
+        assert cloud.events(uuid, cloud.cell0) == [
+            ('conductor_schedule_and_build_instances', 'Error', None)]
+    # The scheduler claimed nothing: nothing to release.
+    assert [c for c in scheduler.calls if c[0] == 'release'] == []
+
+
+def test_a_scheduler_that_failed_has_what_it_may_have_claimed_released(
+        cloud, computes):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler(RuntimeError('scheduler crashed'))
+
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    assert scheduler.calls == [('select', [uuid]), ('release', uuid)]
+    assert cloud.instance(uuid, cloud.cell0).vm_state == instance_obj.ERROR
+    assert _cell_of(cloud, uuid) == 'cell0'
+
+
+def test_a_question_the_bus_lost_leaves_the_boot_for_a_redrive(
+        cloud, computes):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler(messaging.MessagingTimeout('no answer'))
+
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    assert scheduler.calls == [('select', [uuid]), ('release', uuid)]
+    assert _build_request_left(cloud, uuid)
+    assert _cell_of(cloud, uuid) is None
+    # Given back: the next delivery of the boot takes it.
+    assert objects.BuildRequest.get_by_instance_uuid(
+        cloud.ctx, uuid).take(cloud.ctx)
+
+
+def test_a_boot_deleted_before_it_was_scheduled_asks_nothing(
+        cloud, computes):
+    build_request, spec = cloud.boot()
+    build_request.destroy(cloud.ctx)
+    scheduler = fakes.Scheduler()
+
+    _task(cloud, scheduler, computes, [(build_request, spec)]).execute()
+
+    assert scheduler.calls == []
+    assert computes.sent == []
+
+
+def test_a_server_deleted_while_it_was_scheduled_gives_its_claim_back(
+        cloud, computes):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+
+    def deleted_meanwhile():
+        objects.BuildRequest.get_by_instance_uuid(cloud.ctx,
+                                                  uuid).destroy(cloud.ctx)
+        return [cloud.hosts('h1', 'h2')]
+
+    scheduler = fakes.Scheduler(deleted_meanwhile)
+
+    _task(cloud, scheduler, computes, [(build_request, spec)]).execute()
+
+    assert scheduler.calls == [('select', [uuid]), ('release', uuid)]
+    assert scheduler.held == {}
+    assert computes.sent == []
+    with pytest.raises(exception.InstanceNotFound):
+        cloud.instance(uuid)
+
+
+def test_a_build_that_cannot_be_handed_over_ends_in_error_in_its_cell(
+        cloud):
+    computes = fakes.Computes(unreachable={'build_and_run_instance'})
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler([cloud.hosts('h1', 'h2')])
+
+    _task(cloud, scheduler, computes, [(build_request, spec)]).execute()
+
+    instance = cloud.instance(uuid)
+    assert instance.vm_state == instance_obj.ERROR
+    assert (instance.fault.message, instance.fault.details) == (
+        'MessageDeliveryFailure', 'the bus lost it')
+    assert _cell_of(cloud, uuid) == 'cell1'
+    assert not _build_request_left(cloud, uuid)
+    assert scheduler.held == {}

@@ -1,0 +1,105 @@
+"""Rescheduling a failed build in its cell: the next alternate the
+scheduler lets the instance claim, or ERROR when none is left."""
+
+import pytest
+
+from scheduler_split.conductor.tasks import base
+from scheduler_split.conductor.tasks import reschedule
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import instance as instance_obj
+from tests.unit.conductor import fakes
+
+
+@pytest.fixture
+def failed_build(cloud):
+    """An instance whose build failed on h0, the first of its hosts."""
+    return cloud.server(host=None, vm_state=instance_obj.BUILDING,
+                        task_state=instance_obj.SCHEDULING)
+
+
+def _task(cloud, scheduler, computes, instance, host_list):
+    return reschedule.RescheduleBuildTask(
+        scheduler, computes, cloud.in_cell(), instance,
+        objects.RequestSpec(instance_uuid=instance.uuid, project_id='p',
+                            flavor=instance.flavor),
+        host_list, objects.SchedulerRetries(num_attempts=1, hosts=['h0']))
+
+
+def test_reschedule_stays_in_the_cell_on_the_first_alternate_that_claims(
+        cloud, computes, failed_build):
+    uuid = failed_build.uuid
+    scheduler = fakes.Scheduler(full={'h1'})
+
+    _task(cloud, scheduler, computes, failed_build,
+          cloud.hosts('h1', 'h2', 'h3')).execute()
+
+    assert scheduler.tried() == ['h1', 'h2']
+    assert scheduler.held == {uuid: 'h2'}
+    assert computes.sent == [('build_and_run_instance', 'h2')]
+    assert computes.args == [{'node': 'h2-node', 'alternates': ['h3'],
+                              'attempts': 2, 'tried': ['h0', 'h2']}]
+    instance = cloud.instance(uuid)
+    assert instance.vm_state == instance_obj.BUILDING
+    assert instance.availability_zone == 'nova'
+    assert cloud.events(uuid) == [
+        ('conductor_build_instances', 'Success', 'h2')]
+    assert cloud.event_details(uuid) == [
+        'rescheduled to h2 (attempt 2; hosts tried: h0, h2)']
+
+
+def test_with_every_alternate_full_the_build_ends_in_error_without_a_claim(
+        cloud, computes, failed_build):
+    uuid = failed_build.uuid
+    scheduler = fakes.Scheduler(full={'h1', 'h2'})
+    scheduler.held[uuid] = 'h0'
+    task = _task(cloud, scheduler, computes, failed_build,
+                 cloud.hosts('h1', 'h2'))
+
+    with pytest.raises(exception.MaxRetriesExceeded):
+        task.execute()
+
+    assert task.rolled_back
+    assert scheduler.tried() == ['h1', 'h2']
+    assert scheduler.calls[-1] == ('release', uuid)
+    assert scheduler.held == {}
+    assert computes.sent == []
+    instance = cloud.instance(uuid)
+    assert (instance.vm_state, instance.task_state, instance.host) == (
+        instance_obj.ERROR, None, None)
+    assert 'Exhausted all hosts available for retrying build failures' in \
+        instance.fault.message
+    assert cloud.events(uuid) == [('conductor_build_instances', 'Error',
+                                   None)]
+
+
+def test_an_instance_deleted_before_its_reschedule_only_gives_its_claim_back(
+        cloud, computes, failed_build):
+    uuid = failed_build.uuid
+    failed_build.destroy(cloud.in_cell())
+    scheduler = fakes.Scheduler()
+    scheduler.held[uuid] = 'h0'
+
+    _task(cloud, scheduler, computes, failed_build,
+          cloud.hosts('h1')).execute()
+
+    assert scheduler.calls == [('release', uuid)]
+    assert computes.sent == []
+
+
+def test_a_reschedule_that_cannot_be_handed_over_ends_in_error(
+        cloud, failed_build):
+    uuid = failed_build.uuid
+    computes = fakes.Computes(unreachable={'build_and_run_instance'})
+    scheduler = fakes.Scheduler()
+
+    base.run_cast(_task(cloud, scheduler, computes, failed_build,
+                        cloud.hosts('h1', 'h2')))
+
+    # Not the next alternate: the bus, not the host, failed.
+    assert computes.sent == [('build_and_run_instance', 'h1')]
+    assert scheduler.tried() == ['h1']
+    assert scheduler.held == {}
+    instance = cloud.instance(uuid)
+    assert instance.vm_state == instance_obj.ERROR
+    assert instance.fault.details == 'the bus lost it'

@@ -1,0 +1,78 @@
+"""The lost-moves sweep rolls a move back as any move that will not happen
+is rolled back; a move that did happen only loses its source's hold."""
+
+import datetime
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler_split.conductor import periodic
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import memory_bus
+from scheduler_split import objects
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import migration as migration_obj
+from scheduler_split import rpc
+from tests.unit.conductor import fakes
+from tests.unit import helpers
+
+
+@pytest.fixture
+def sweeps(cloud):
+    memory_bus.reset()
+    transport = rpc.get_transport('kombu+memory:////periodic-cell')
+    sweeps = periodic.CellConductorPeriodics(
+        cloud.cell1.database_connection, transport)
+    sweeps.scheduler = fakes.Scheduler()
+    yield sweeps
+    rpc.cleanup()
+    memory_bus.reset()
+
+
+def _moving(cloud, scheduler, task_state, host='src'):
+    """A resize from ``src`` to h1 nobody advanced for an hour."""
+    instance = cloud.server(host=host, task_state=task_state)
+    migration = objects.Migration.for_move(
+        cloud.ctx, instance, migration_obj.RESIZE, migration_obj.MIGRATING,
+        new_flavor=helpers.make_flavor(vcpus=2, flavorid='2'))
+    migration.source_compute = migration.source_node = 'src'
+    migration.dest_compute = 'h1'
+    migration.create(cloud.in_cell())
+    an_hour_ago = helpers.naive_utcnow() - datetime.timedelta(hours=1)
+    with engines.writer(cloud.cell1.database_connection) as session:
+        session.execute(sa.update(models.Migration).values(
+            created_at=an_hour_ago, updated_at=an_hour_ago))
+    scheduler.held.update({migration.uuid: 'src', instance.uuid: 'h1'})
+    return instance, migration
+
+
+def test_a_move_nobody_advanced_is_rolled_back_to_its_source(cloud, sweeps):
+    instance, migration = _moving(cloud, sweeps.scheduler,
+                                  instance_obj.RESIZE_MIGRATING)
+
+    assert sweeps.fail_lost_moves() == [migration.uuid]
+
+    assert sweeps.scheduler.held == {instance.uuid: 'src'}
+    status, vm_state, task_state, host, fault = cloud.after_move(
+        instance, migration)
+    assert (status, vm_state, task_state, host) == (
+        migration_obj.ERROR, instance_obj.ACTIVE, None, 'src')
+    assert 'it was rolled back to its source' in fault
+    assert cloud.instance(instance.uuid).flavor.flavorid == '1'
+    assert cloud.events(instance.uuid) == [
+        ('conductor_fail_lost_moves', 'Error', None)]
+    # Ended: the next sweep leaves it alone.
+    assert sweeps.fail_lost_moves() == []
+
+
+def test_a_move_that_happened_unrecorded_only_releases_the_source(
+        cloud, sweeps):
+    instance, migration = _moving(cloud, sweeps.scheduler, None, host='h1')
+
+    assert sweeps.fail_lost_moves() == []
+
+    assert sweeps.scheduler.calls == [('release', migration.uuid)]
+    assert sweeps.scheduler.held == {instance.uuid: 'h1'}
+    assert cloud.instance(instance.uuid).host == 'h1'
+    assert cloud.events(instance.uuid) == []
