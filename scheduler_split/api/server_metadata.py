@@ -9,10 +9,10 @@ import webob
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
 from scheduler_split.api import servers
-from scheduler_split.compute import lifecycle
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_tag
@@ -223,8 +223,8 @@ def _tags_changed(req, ctx, instance):
         instance = req.compute_api.get(ctx, instance.uuid)
     except exception.InstanceNotFound:
         return
-    lifecycle.notify(ctx, 'scheduler-split-api:%s' % CONF.host, instance,
-                     'instance.update')
+    notifications.instance_event(ctx, notifications.api_publisher(),
+                                 instance, 'instance.update')
 
 
 def tag_show(req, ctx, version, server_id, tag):

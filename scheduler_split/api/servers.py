@@ -16,9 +16,9 @@ from scheduler_split.api import microversion
 from scheduler_split.api import paging
 from scheduler_split.api import schemas
 from scheduler_split.api import server_groups
-from scheduler_split.compute import lifecycle
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
@@ -727,8 +727,8 @@ def update(req, ctx, version, server_id):
         instance = req.compute_api.update(ctx, instance, changes)
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())
-    lifecycle.notify(ctx, 'scheduler-split-api:%s' % CONF.host, instance,
-                     'instance.update')
+    notifications.instance_event(ctx, notifications.api_publisher(),
+                                 instance, 'instance.update')
     result = render(req, version, instance, Disclosure(ctx))
     if version < (2, 75):
         for key in _NOT_IN_UPDATE_BEFORE_2_75:

@@ -7,12 +7,11 @@ from oslo_serialization import jsonutils
 
 from scheduler_split import context
 from scheduler_split import objects
-from scheduler_split.compute import lifecycle  # noqa: F401
 from scheduler_split.objects import base
 from tests.unit import helpers
 
-# Every registered object, InstanceActionPayload (defined beside the
-# server actions) included, whatever ran before this module.
+# Every registered object, the notification payloads included, whatever
+# ran before this module.
 objects.register_all()
 
 INSTANCE_UUID = '3e5d1c2b-8a7f-4b6e-9d0c-1a2b3c4d5e6f'
