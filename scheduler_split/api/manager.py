@@ -16,7 +16,6 @@ from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
-from scheduler_split.db import engines
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
@@ -68,20 +67,9 @@ class ComputeAPI:
                 scheduler_hints, description, group, access_ip_v4,
                 access_ip_v6, image_properties)
 
-        # Every boot of a project waits for the write lock this
-        # transaction holds (SQLite's, or the project's quota row), so
-        # the objects are built and serialized before it when their
-        # number is known: everything or nothing fits.
-        built = build(count) if min_count == count else None
-        with engines.writer(CONF.api_database.connection) as session:
-            quota.lock_project(session, ctx.project_id)
-            count = quota.servers_that_fit(
-                session, ctx.project_id, flavor, min_count, count,
-                group_uuid=group.uuid if group is not None else None)
-            build_requests, request_specs, rows = built or build(count)
-            for build_request, spec, recorded in zip(
-                    build_requests, request_specs, rows):
-                build_request.record_in(session, recorded, spec)
+        build_requests, request_specs = objects.BuildRequest.record_boot(
+            ctx, flavor, min_count, count, build,
+            group_uuid=group.uuid if group is not None else None)
         return self._cast_boot(ctx, reservation_id, build_requests,
                                request_specs)
 

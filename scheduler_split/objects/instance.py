@@ -421,7 +421,7 @@ class Instance(base.SchedulerSplitObject):
 
     @classmethod
     def get_all(cls, ctx, project_id=None, uuids=None, host=None,
-                limit=None, changed_since=None):
+                limit=None, changed_since=None, node=None):
         """Live instances of the targeted cell, oldest first; with
         ``changed_since`` (naive UTC) only those updated (or, never
         updated, created) since then."""
@@ -435,6 +435,8 @@ class Instance(base.SchedulerSplitObject):
                 query = query.where(models.Instance.uuid.in_(list(uuids)))
             if host is not None:
                 query = query.where(models.Instance.host == host)
+            if node is not None:
+                query = query.where(models.Instance.node == node)
             if changed_since is not None:
                 query = query.where(sa.func.coalesce(
                     models.Instance.updated_at,
