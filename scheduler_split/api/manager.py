@@ -182,35 +182,6 @@ class ComputeAPI:
                                              read_deleted=read_deleted),
                 mapping.cell_mapping)
 
-    def list(self, ctx, all_tenants=False, changed_since=None):
-        """Servers of the caller's project (of every project with
-        ``all_tenants``, which the API allows by policy), build requests
-        and every cell, newest first. ``changed_since`` (naive UTC) leaves
-        out the cells' servers that have not changed since then, in the
-        query: a client polling for what changed is not sent every server
-        it has (build requests are few and the caller filters them).
-
-        Each server is listed once, from where ``locate`` finds it: a
-        build request only while its mapping names no cell, a cell's
-        instance only if its mapping names that cell. A row an
-        interrupted placement left in another cell is not the server.
-        """
-        project_id = None if all_tenants else ctx.project_id
-        servers = {}
-        for br in objects.BuildRequest.get_all(ctx, project_id=project_id):
-            servers[br.instance_uuid] = br.instance
-        for cell in objects.CellMapping.get_all(ctx):
-            cctx = ss_context.target_cell(ctx, cell)
-            instances = objects.Instance.get_all(
-                cctx, project_id=project_id, changed_since=changed_since)
-            mapped = objects.InstanceMapping.get_cell_ids(
-                ctx, [i.uuid for i in instances])
-            for instance in instances:
-                if mapped.get(instance.uuid) == cell.id:
-                    servers[instance.uuid] = instance
-        return sorted(servers.values(),
-                      key=lambda i: (i.created_at, i.uuid), reverse=True)
-
     # --- update -------------------------------------------------------------
 
     def update(self, ctx, instance, changes):
