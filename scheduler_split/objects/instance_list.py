@@ -144,17 +144,20 @@ def _order_by(columns, descending):
 
 
 def _equal(column, value):
-    return column.is_(None) if value is None else column == value
+    if value is None:
+        return column.is_(None)
+    return column == sa.literal(value, column.type)
 
 
 def _beyond(column, desc, value):
     """The rows that come after ``value`` in this column's order."""
-    if desc:
-        if value is None:
-            return sa.false()
-        return sa.or_(column < value, column.is_(None))
     if value is None:
-        return column.is_not(None)
+        return sa.false() if desc else column.is_not(None)
+    # A bound value of the column's type: SQLAlchemy compares a boolean
+    # column with a literal True or False only for equality.
+    value = sa.literal(value, column.type)
+    if desc:
+        return sa.or_(column < value, column.is_(None))
     return column > value
 
 
