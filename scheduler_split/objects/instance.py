@@ -422,10 +422,9 @@ class Instance(base.SchedulerSplitObject):
 
     @classmethod
     def get_all(cls, ctx, project_id=None, uuids=None, host=None,
-                limit=None, changed_since=None, node=None):
-        """Live instances of the targeted cell, oldest first; with
-        ``changed_since`` (naive UTC) only those updated (or, never
-        updated, created) since then."""
+                limit=None, node=None):
+        """Live instances of the targeted cell, oldest first (a server
+        list is ``instance_list``'s)."""
         with engines.reader(cell_db(ctx)) as session:
             query = sa.select(models.Instance).where(
                 models.Instance.deleted.is_(False)).order_by(
@@ -438,10 +437,6 @@ class Instance(base.SchedulerSplitObject):
                 query = query.where(models.Instance.host == host)
             if node is not None:
                 query = query.where(models.Instance.node == node)
-            if changed_since is not None:
-                query = query.where(sa.func.coalesce(
-                    models.Instance.updated_at,
-                    models.Instance.created_at) >= changed_since)
             if limit is not None:
                 query = query.limit(limit)
             return cls.from_rows(session, list(session.scalars(query)))

@@ -11,6 +11,7 @@ the column's), so that the merge and the keyset agree with every cell's
 ``ORDER BY``.
 """
 
+import dataclasses
 import datetime
 
 import sqlalchemy as sa
@@ -33,6 +34,7 @@ _BINARY_COLLATION = {'postgresql': 'C', 'mysql': 'utf8mb4_bin',
                      'mariadb': 'utf8mb4_bin'}
 
 
+@dataclasses.dataclass
 class Filters:
     """What a list asks of each cell's rows; None leaves a filter out.
 
@@ -46,23 +48,19 @@ class Filters:
     ``read_deleted``.
     """
 
-    def __init__(self, project_id=None, changed_since=None, image_ref=None,
-                 reservation_id=None, host=None, node=None, status=None,
-                 tags=None, tags_any=None, not_tags=None, not_tags_any=None,
-                 ran_between=None, read_deleted=False):
-        self.project_id = project_id
-        self.changed_since = changed_since
-        self.image_ref = image_ref
-        self.reservation_id = reservation_id
-        self.host = host
-        self.node = node
-        self.status = status
-        self.tags = tags
-        self.tags_any = tags_any
-        self.not_tags = not_tags
-        self.not_tags_any = not_tags_any
-        self.ran_between = ran_between
-        self.read_deleted = read_deleted
+    project_id: str = None
+    changed_since: datetime.datetime = None
+    image_ref: str = None
+    reservation_id: str = None
+    host: str = None
+    node: str = None
+    status: tuple = None
+    tags: set = None
+    tags_any: set = None
+    not_tags: set = None
+    not_tags_any: set = None
+    ran_between: tuple = None
+    read_deleted: bool = False
 
 
 def _has_tags(tags):

@@ -105,6 +105,17 @@ def _next(page):
     return url.path + '?' + url.query
 
 
+def _every_page(app, path):
+    """The ids of every server of the list, following its next links."""
+    listed = []
+    while True:
+        page = _get(app, path)
+        listed += [s['id'] for s in page['servers']]
+        if 'servers_links' not in page:
+            return listed
+        path = _next(page)
+
+
 class Reads:
     """What each database answered to this thread: the instance rows
     each cell's database returned and the statements each database ran
@@ -223,14 +234,8 @@ def test_ties_of_a_sort_key_are_newest_first_in_every_cell(crowd):
         sorted(servers, key=lambda s: (s.created_at, s.uuid),
                reverse=True), key=lambda s: s.host)]
 
-    listed = []
-    path = '/v2.1/servers?limit=700&sort_key=host&sort_dir=asc'
-    while True:
-        page = _get(app, path)
-        listed += [s['id'] for s in page['servers']]
-        if 'servers_links' not in page:
-            break
-        path = _next(page)
+    listed = _every_page(app, '/v2.1/servers?limit=700&sort_key=host&'
+                              'sort_dir=asc')
 
     assert listed == expected
 
@@ -258,14 +263,7 @@ def test_a_name_filter_pages_through_the_cells_it_thins(crowd):
                                      reverse=True)
               if s.name.endswith('7')]
 
-    listed = []
-    path = '/v2.1/servers?limit=30&name=7$'
-    while True:
-        page = _get(app, path)
-        listed += [s['id'] for s in page['servers']]
-        if 'servers_links' not in page:
-            break
-        path = _next(page)
+    listed = _every_page(app, '/v2.1/servers?limit=30&name=7$')
 
     assert listed == wanted
 
