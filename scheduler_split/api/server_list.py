@@ -141,6 +141,8 @@ class ServerQuery:
 
 
 def _query(req, ctx, version, all_tenants, admin, name_filter):
+    """The list's ``ServerQuery``: the filters the query parameters ask
+    for, as each cell's database applies them and as a predicate."""
     get = req.GET.get
     project_id = None if all_tenants else ctx.project_id
     # As in Nova, an admin narrows by host and node, and with all_tenants
@@ -148,9 +150,8 @@ def _query(req, ctx, version, all_tenants, admin, name_filter):
     narrowed = {}
     if admin:
         narrowed = {p: get(p) for p in ('host', 'node') if get(p)}
-        project = get('project_id') or get('tenant_id')
-        if all_tenants and project:
-            narrowed['project_id'] = project_id = project
+        if all_tenants:
+            project_id = get('project_id') or get('tenant_id') or None
     status = get('status')
     # Like Nova, ``image`` and ``flavor`` take an id or a link to one.
     image = get('image')

@@ -1,4 +1,8 @@
-"""``/v2.1/servers``."""
+"""``/v2.1/servers``: boot, list, show, update and delete a server.
+
+How a server looks in an answer is ``server_views``'; what a list holds,
+and how it is paged across cells, ``server_list``'s.
+"""
 
 import copy
 import ipaddress
