@@ -32,9 +32,10 @@ START = datetime.datetime(2024, 1, 1)
 class Server:
     """What the test wrote of one server."""
 
-    def __init__(self, index, cell):
+    def __init__(self, index, cell, project='admin'):
         self.uuid = uuidutils.generate_uuid()
         self.cell = cell
+        self.project = project
         self.created_at = START + datetime.timedelta(seconds=index)
         # Names in another order than creation, spread over both cells.
         self.name = 'srv-%04d' % (index * 7919 % SERVERS)
@@ -50,7 +51,7 @@ def _write(ctx, servers):
     for server in servers:
         instance = objects.Instance(
             uuid=server.uuid, display_name=server.name, hostname=server.name,
-            project_id=ctx.project_id, user_id=ctx.user_id,
+            project_id=server.project, user_id=ctx.user_id,
             host=server.host, node=server.host,
             vm_state=instance_obj.ACTIVE, task_state=None,
             power_state=instance_obj.RUNNING, flavor=flavor,
@@ -61,10 +62,10 @@ def _write(ctx, servers):
             deleted=False)
         instance.create(ss_context.target_cell(ctx, server.cell))
         spec = objects.RequestSpec(
-            instance_uuid=server.uuid, project_id=ctx.project_id,
+            instance_uuid=server.uuid, project_id=server.project,
             flavor=flavor, availability_zone='zone-%s' % server.cell.name)
         mapping, spec_row, _ = objects.BuildRequest(
-            instance_uuid=server.uuid, project_id=ctx.project_id,
+            instance_uuid=server.uuid, project_id=server.project,
             instance=instance).rows(spec)
         mapping.cell_id = server.cell.id
         records += [mapping, spec_row]
@@ -72,16 +73,25 @@ def _write(ctx, servers):
         session.add_all(records)
 
 
+class Crowd:
+    """The all-in-one's application, the servers of the admin's project
+    (``servers``), those of another, newer than all of them
+    (``others``), and the two cells."""
+
+
 @pytest.fixture(scope='module')
 def crowd(tmp_path_factory):
     from tests.functional import fixtures
     system = fixtures.System(tmp_path_factory.mktemp('crowd'), 2, 1).start()
-    ctx = _admin()
-    cells = [c for c in objects.CellMapping.get_all(ctx) if not c.is_cell0]
-    servers = [Server(i, cells[i % 2]) for i in range(SERVERS)]
-    _write(ctx, servers)
-    app = system.aio.wsgi_app()
-    yield app, servers, cells
+    crowd = Crowd()
+    crowd.cells = [c for c in objects.CellMapping.get_all(_admin())
+                   if not c.is_cell0]
+    crowd.servers = [Server(i, crowd.cells[i % 2]) for i in range(SERVERS)]
+    crowd.others = [Server(SERVERS + i, crowd.cells[i % 2], 'other')
+                    for i in range(10)]
+    _write(_admin(), crowd.servers + crowd.others)
+    crowd.app = system.aio.wsgi_app()
+    yield crowd
     system.stop()
 
 
@@ -176,7 +186,7 @@ def _newest_first(servers):
 
 
 def test_each_page_reads_at_most_a_page_from_each_cell(crowd):
-    app, servers, cells = crowd
+    app, servers, cells = crowd.app, crowd.servers, crowd.cells
     expected = _newest_first(servers)
 
     with Reads(cells) as first_reads:
@@ -211,7 +221,7 @@ def test_each_page_reads_at_most_a_page_from_each_cell(crowd):
 
 @pytest.mark.parametrize('direction', ['asc', 'desc'])
 def test_a_sort_key_merges_the_cells_in_its_order(crowd, direction):
-    app, servers, cells = crowd
+    app, servers, cells = crowd.app, crowd.servers, crowd.cells
     expected = [s.uuid for s in sorted(servers, key=lambda s: s.name,
                                        reverse=direction == 'desc')]
 
@@ -228,7 +238,7 @@ def test_a_sort_key_merges_the_cells_in_its_order(crowd, direction):
 
 
 def test_ties_of_a_sort_key_are_newest_first_in_every_cell(crowd):
-    app, servers, cells = crowd
+    app, servers = crowd.app, crowd.servers
     # Every server of a cell is on that cell's one host.
     expected = [s.uuid for s in sorted(
         sorted(servers, key=lambda s: (s.created_at, s.uuid),
@@ -241,7 +251,7 @@ def test_ties_of_a_sort_key_are_newest_first_in_every_cell(crowd):
 
 
 def test_a_marker_in_the_other_cell_continues_the_list(crowd):
-    app, servers, cells = crowd
+    app, servers = crowd.app, crowd.servers
     by_name = sorted(servers, key=lambda s: s.name)
     # A page whose last server is in one cell and whose next one is in
     # the other.
@@ -258,7 +268,7 @@ def test_a_marker_in_the_other_cell_continues_the_list(crowd):
 
 
 def test_a_name_filter_pages_through_the_cells_it_thins(crowd):
-    app, servers, cells = crowd
+    app, servers = crowd.app, crowd.servers
     wanted = [s.uuid for s in sorted(servers, key=lambda s: s.created_at,
                                      reverse=True)
               if s.name.endswith('7')]
@@ -269,7 +279,7 @@ def test_a_name_filter_pages_through_the_cells_it_thins(crowd):
 
 
 def test_a_build_request_is_listed_and_pages_on_into_the_cells(crowd):
-    app, servers, cells = crowd
+    app, servers = crowd.app, crowd.servers
     ctx = _admin()
     flavor = objects.Flavor.get_by_flavor_id(ctx, '1')
     uuid = uuidutils.generate_uuid()
@@ -300,3 +310,35 @@ def test_a_build_request_is_listed_and_pages_on_into_the_cells(crowd):
         assert [s['id'] for s in building['servers']] == [uuid]
     finally:
         build_request.destroy(ctx)
+
+
+def test_changes_since_pages_on_from_its_marker(crowd):
+    since = START + datetime.timedelta(seconds=SERVERS - 250)
+    wanted = _newest_first([s for s in crowd.servers
+                            if s.created_at >= since])
+
+    listed = _every_page(crowd.app, '/v2.1/servers?limit=%d&'
+                         'changes-since=%sZ' % (LIMIT, since.isoformat()))
+
+    assert listed == wanted and len(listed) == 250
+
+
+def test_all_tenants_pages_through_every_project(crowd):
+    everyone = _newest_first(crowd.others + crowd.servers)
+
+    first = _get(crowd.app, '/v2.1/servers?all_tenants=1&limit=%d'
+                 % LIMIT)
+    following = _get(crowd.app, _next(first))
+    one_project = _every_page(crowd.app, '/v2.1/servers?all_tenants=1&'
+                              'tenant_id=other&limit=4')
+
+    assert [s['id'] for s in first['servers'] + following['servers']] == \
+        everyone[:2 * LIMIT]
+    assert one_project == _newest_first(crowd.others)
+    # Another project's server is no marker of the caller's own list.
+    resp = webob.Request.blank(
+        '/v2.1/servers?marker=%s' % crowd.others[0].uuid,
+        headers={'X-Auth-Token': 'admin:admin'}).get_response(crowd.app)
+    assert resp.status_int == 400
+    assert resp.json['badRequest']['message'] == \
+        'marker [%s] not found' % crowd.others[0].uuid
