@@ -63,14 +63,24 @@ class Filters:
     read_deleted: bool = False
 
 
-def _has_tags(tags):
+def _binary(column, dialect):
+    """``column`` compared and ordered by code point, on ``dialect``."""
+    collation = _BINARY_COLLATION.get(dialect)
+    if collation and isinstance(column.type, sa.String):
+        return column.collate(collation)
+    return column
+
+
+def _has_tags(tags, dialect):
+    # Exact tags (not MySQL's case-insensitive match), since a server
+    # with one of them may be left out (not-tags).
     tag = models.InstanceTag
     return sa.exists().where(tag.resource_id == models.Instance.uuid,
-                             tag.tag.in_(sorted(tags)))
+                             _binary(tag.tag, dialect).in_(sorted(tags)))
 
 
-def _has_every_tag(tags):
-    return sa.and_(*[_has_tags([t]) for t in sorted(tags)])
+def _has_every_tag(tags, dialect):
+    return sa.and_(*[_has_tags([t], dialect) for t in sorted(tags)])
 
 
 def _shows_as(status, rules):
@@ -88,8 +98,10 @@ def _shows_as(status, rules):
     return sa.case(*whens, else_=default) == status
 
 
-def _conditions(filters):
-    """The WHERE clauses of ``filters``."""
+def _conditions(filters, dialect):
+    """The WHERE clauses of ``filters``. An equality may admit more rows
+    than the API's predicate (a case-insensitive collation), which keeps
+    the indexes of its columns usable; none admits fewer."""
     instance = models.Instance
     where = []
     if not filters.read_deleted:
@@ -106,14 +118,14 @@ def _conditions(filters):
     if filters.status is not None:
         where.append(_shows_as(*filters.status))
     if filters.tags:
-        where.append(_has_every_tag(filters.tags))
+        where.append(_has_every_tag(filters.tags, dialect))
     if filters.tags_any is not None:
-        where.append(_has_tags(filters.tags_any) if filters.tags_any
-                     else sa.false())
+        where.append(_has_tags(filters.tags_any, dialect)
+                     if filters.tags_any else sa.false())
     if filters.not_tags:
-        where.append(sa.not_(_has_every_tag(filters.not_tags)))
+        where.append(sa.not_(_has_every_tag(filters.not_tags, dialect)))
     if filters.not_tags_any:
-        where.append(sa.not_(_has_tags(filters.not_tags_any)))
+        where.append(sa.not_(_has_tags(filters.not_tags_any, dialect)))
     if filters.ran_between is not None:
         start, stop = filters.ran_between
         where += [instance.launched_at.is_not(None),
@@ -121,14 +133,6 @@ def _conditions(filters):
                   sa.or_(instance.terminated_at.is_(None),
                          instance.terminated_at > start)]
     return where
-
-
-def _column(name, dialect):
-    column = getattr(models.Instance, name)
-    collation = _BINARY_COLLATION.get(dialect)
-    if collation and isinstance(column.type, sa.String):
-        return column.collate(collation)
-    return column
 
 
 def _order_by(columns, descending):
@@ -179,8 +183,10 @@ def get_sorted(ctx, filters, sort_keys, sort_dirs, limit, after=None):
     descending = [d == 'desc' for d in sort_dirs]
     with engines.reader(instance_obj.cell_db(ctx)) as session:
         dialect = session.get_bind().dialect.name
-        columns = [_column(key, dialect) for key in sort_keys]
-        query = sa.select(models.Instance).where(*_conditions(filters))
+        columns = [_binary(getattr(models.Instance, key), dialect)
+                   for key in sort_keys]
+        query = sa.select(models.Instance).where(
+            *_conditions(filters, dialect))
         if after is not None:
             query = query.where(_after(columns, descending, after))
         query = query.order_by(*_order_by(columns, descending)).limit(limit)

@@ -110,7 +110,7 @@ def test_pages_merged_across_cells_hold_every_server_once_in_order(
     assert listed == expected
 
 
-def test_a_tie_in_python_is_a_tie_for_the_database():
+def test_equal_values_tie_and_none_comes_first_ascending():
     order = multi_cell_list.SortOrder(['display_name'], ['asc'])
 
     class Named(dict):
