@@ -134,7 +134,9 @@ class ServerQuery:
 
     def __init__(self, filters, predicates):
         self.filters = filters
-        self._predicates = [p for p in predicates if p is not None]
+        # A parameter given empty asks for nothing: its predicate is that
+        # falsy value.
+        self._predicates = [p for p in predicates if p]
 
     def matches(self, instance):
         return all(predicate(instance) for predicate in self._predicates)

@@ -342,3 +342,12 @@ def test_all_tenants_pages_through_every_project(crowd):
     assert resp.status_int == 400
     assert resp.json['badRequest']['message'] == \
         'marker [%s] not found' % crowd.others[0].uuid
+
+
+@pytest.mark.parametrize('param', ['status', 'image', 'flavor',
+                                   'reservation_id', 'name', 'host'])
+def test_a_filter_given_empty_filters_nothing(crowd, param):
+    page = _get(crowd.app, '/v2.1/servers?limit=5&%s=' % param)
+
+    assert [s['id'] for s in page['servers']] == \
+        _newest_first(crowd.servers)[:5]
