@@ -237,8 +237,15 @@ class AllInOne:
                     sorted(expected - known))
 
     def wsgi_app(self):
+        """The compute API with the stand-ins of the services a laptop
+        has not got: an identity endpoint (for noauth2 clients) and the
+        built-in image catalog, which no deployment serves."""
+        from scheduler_split.api import identity
+        from scheduler_split.api import images
         from scheduler_split.api import wsgi
-        return wsgi.make_app()
+        return wsgi.make_app(
+            extra_routes=dict(identity.ROUTES, **images.ROUTES),
+            extra_public=identity.PUBLIC | images.PUBLIC)
 
     def stop(self):
         """Stop from the edge in: the computes first, while the conductors

@@ -53,6 +53,16 @@ class ValidationError(Invalid):
     msg_fmt = 'Invalid input for field/attribute %(field)s. %(reason)s'
 
 
+class MarkerNotFound(Invalid):
+    """A page asked to start after an item its listing does not hold."""
+    msg_fmt = 'marker [%(marker)s] not found'
+
+
+class QuotaBelowUsage(Invalid):
+    msg_fmt = ('Quota limit %(limit)d for %(resource)s must be greater than '
+               'or equal to already used and reserved %(used)d.')
+
+
 class NotFound(SchedulerSplitException):
     msg_fmt = 'Resource could not be found.'
     code = 404
@@ -97,6 +107,10 @@ class BuildRequestNotFound(NotFound):
     msg_fmt = 'BuildRequest not found for instance %(uuid)s'
 
 
+class KeypairNotFound(NotFound):
+    msg_fmt = 'Keypair %(name)s not found for user %(user_id)s'
+
+
 class Conflict(SchedulerSplitException):
     msg_fmt = 'Conflict: %(reason)s'
     code = 409
@@ -108,6 +122,10 @@ class FlavorExists(Conflict):
 
 class FlavorIdExists(Conflict):
     msg_fmt = 'Flavor with ID %(flavor_id)s already exists.'
+
+
+class KeyPairExists(Conflict):
+    msg_fmt = "Key pair '%(name)s' already exists."
 
 
 class FlavorAccessExists(Conflict):

@@ -22,6 +22,7 @@ them unchanged:
   rename, metadata or tags) from the API.
 """
 
+import functools
 import logging
 import threading
 
@@ -64,35 +65,69 @@ class ComputeTaskPayload(base.SchedulerSplitObject):
     }
 
 
+# What every payload about an instance says of it.
+_INSTANCE_FIELDS = {
+    'uuid': fields.UUIDField(),
+    'display_name': fields.StringField(nullable=True),
+    'project_id': fields.StringField(),
+    'user_id': fields.StringField(nullable=True),
+    'host': fields.StringField(nullable=True),
+    'node': fields.StringField(nullable=True),
+    'state': fields.StringField(),
+    'task_state': fields.StringField(nullable=True),
+    'flavor_name': fields.StringField(),
+    'image_ref': fields.StringField(nullable=True),
+    'availability_zone': fields.StringField(nullable=True),
+    'fault_message': fields.StringField(nullable=True, default=None),
+}
+
+
+def _instance_values(instance, exc):
+    return dict(uuid=instance.uuid, display_name=instance.display_name,
+                project_id=instance.project_id, user_id=instance.user_id,
+                host=instance.host, node=instance.node,
+                state=instance.vm_state, task_state=instance.task_state,
+                flavor_name=instance.flavor.name,
+                image_ref=instance.image_ref,
+                availability_zone=instance.availability_zone,
+                fault_message=exception.describe(exc) if exc else None)
+
+
 @base.ObjectRegistry.register
 class InstanceCreatePayload(base.SchedulerSplitObject):
     VERSION = '1.0'
 
-    fields = {
-        'uuid': fields.UUIDField(),
-        'display_name': fields.StringField(nullable=True),
-        'project_id': fields.StringField(),
-        'user_id': fields.StringField(nullable=True),
-        'host': fields.StringField(nullable=True),
-        'node': fields.StringField(nullable=True),
-        'state': fields.StringField(),
-        'task_state': fields.StringField(nullable=True),
-        'flavor_name': fields.StringField(),
-        'image_ref': fields.StringField(nullable=True),
-        'availability_zone': fields.StringField(nullable=True),
-        'fault_message': fields.StringField(nullable=True, default=None),
-    }
+    fields = dict(_INSTANCE_FIELDS)
 
     @classmethod
     def from_instance(cls, instance, exc=None):
-        return cls(uuid=instance.uuid, display_name=instance.display_name,
-                   project_id=instance.project_id, user_id=instance.user_id,
-                   host=instance.host, node=instance.node,
-                   state=instance.vm_state, task_state=instance.task_state,
-                   flavor_name=instance.flavor.name,
-                   image_ref=instance.image_ref,
-                   availability_zone=instance.availability_zone,
-                   fault_message=exception.describe(exc) if exc else None)
+        return cls(**_instance_values(instance, exc))
+
+
+@base.ObjectRegistry.register
+class InstanceActionPayload(base.SchedulerSplitObject):
+    """The payload of ``instance.<action>.*``, ``instance.lock``,
+    ``instance.unlock`` and ``instance.update``."""
+    VERSION = '1.0'
+
+    fields = dict(
+        _INSTANCE_FIELDS,
+        display_description=fields.StringField(nullable=True),
+        power_state=fields.IntegerField(nullable=True),
+        locked=fields.BooleanField(),
+        locked_reason=fields.StringField(nullable=True),
+        metadata=fields.DictOfStringsField(),
+        tags=fields.ListOfStringsField())
+
+    @classmethod
+    def from_instance(cls, instance, exc=None):
+        return cls(display_description=instance.get('display_description'),
+                   power_state=instance.get('power_state'),
+                   locked=bool(instance.get('locked', False)),
+                   locked_reason=instance.get('locked_reason'),
+                   metadata=dict(instance.get('metadata') or {}),
+                   tags=list(instance.get('tags') or []),
+                   **_instance_values(instance, exc))
 
 
 def _get_notifier():
@@ -127,3 +162,18 @@ def emit(ctx, publisher, event_type, make_payload, error=False):
         send(ctx, event_type, make_payload().obj_to_primitive())
     except Exception:
         LOG.exception('Could not send notification %s', event_type)
+
+
+def api_publisher():
+    """The publisher of what the API sends."""
+    return 'scheduler-split-api:%s' % CONF.host
+
+
+def instance_event(ctx, publisher, instance, event_type, exc=None):
+    """``event_type`` about ``instance`` (an InstanceActionPayload): the
+    server actions the computes run and the API's lock, unlock and
+    update; ``exc`` makes it an error notification saying why."""
+    emit(ctx, publisher, event_type,
+         functools.partial(InstanceActionPayload.from_instance, instance,
+                           exc),
+         error=exc is not None)

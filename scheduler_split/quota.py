@@ -179,6 +179,19 @@ def check(resource, requested, used, limit):
         raise _over(resource, requested, used, limit)
 
 
+def check_metadata_items(metadata):
+    """OverQuota, in Nova's words, for more metadata items than ``[quota]
+    metadata_items`` (a server's; the API's schema has checked each key
+    and value)."""
+    allowed = CONF.quota.metadata_items
+    if metadata and 0 <= allowed < len(metadata):
+        raise OverQuota(
+            resource='metadata items',
+            detail='Requested %d, but the limit is %d. Maximum number of '
+                   'metadata items exceeds %d'
+                   % (len(metadata), allowed, allowed))
+
+
 def servers_that_fit(session, project_id, flavor, min_count, max_count,
                      group_uuid=None):
     """How many servers of ``flavor`` (``min_count``..``max_count``) the

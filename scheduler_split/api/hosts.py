@@ -11,16 +11,13 @@ not have: they answer 501, as Nova does for a driver without them.
 
 import collections
 
-import sqlalchemy as sa
-
 from scheduler_split.api import errors
 from scheduler_split.api import hypervisors
 from scheduler_split.api import schemas
 from scheduler_split.api import services as services_api
 from scheduler_split import conf
-from scheduler_split.db import engines
-from scheduler_split.db import models
-from scheduler_split.objects import flavor as flavor_obj
+from scheduler_split import context as ss_context
+from scheduler_split import objects
 from scheduler_split import policy
 
 CONF = conf.CONF
@@ -71,17 +68,6 @@ def _compute_nodes(req, ctx, host_name):
     return nodes
 
 
-def _instances(node):
-    """``[(project_id, flavor)]`` of the servers on ``node``."""
-    instance = models.Instance
-    with engines.reader(node.service.cell.database_connection) as session:
-        rows = session.execute(sa.select(
-            instance.project_id, instance.flavor).where(
-            instance.host == node.host, instance.deleted.is_(False))).all()
-    return [(project_id, flavor_obj.Flavor.from_json(flavor))
-            for project_id, flavor in rows]
-
-
 def _resource(host, project, cpu, memory_mb, disk_gb):
     return {'resource': {'host': host, 'project': project, 'cpu': cpu,
                          'memory_mb': memory_mb, 'disk_gb': disk_gb}}
@@ -104,8 +90,10 @@ def show(req, ctx, version, host_name):
         now = [now[0] + usage['vcpus_used'],
                now[1] + usage['memory_mb_used'],
                now[2] + usage['local_gb_used']]
-        for project_id, flavor in _instances(node):
-            summed = by_project.setdefault(project_id, [0, 0, 0])
+        cctx = ss_context.target_cell(ctx, node.service.cell)
+        for instance in objects.Instance.get_all(cctx, host=node.host):
+            flavor = instance.flavor
+            summed = by_project.setdefault(instance.project_id, [0, 0, 0])
             summed[0] += flavor.vcpus
             summed[1] += flavor.memory_mb
             summed[2] += flavor.root_gb + flavor.ephemeral_gb

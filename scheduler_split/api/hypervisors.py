@@ -15,14 +15,13 @@ import urllib.parse
 import oslo_messaging as messaging
 from oslo_utils import strutils
 from oslo_utils import uuidutils
-import sqlalchemy as sa
 
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
 from scheduler_split.api import services as services_api
-from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import objects
 from scheduler_split import policy
 
 LOG = logging.getLogger(__name__)
@@ -114,14 +113,11 @@ def _nodes(req, ctx):
 
 def _servers(ctx, node):
     """``[{name, uuid}]`` of the servers on the node, from its cell."""
-    instance = models.Instance
-    with engines.reader(node.service.cell.database_connection) as session:
-        rows = session.execute(sa.select(
-            instance.display_name, instance.uuid).where(
-            instance.host == node.host, instance.node == node.node[
-                'hypervisor_hostname'], instance.deleted.is_(False))
-            .order_by(instance.id)).all()
-    return [{'name': name or '', 'uuid': uuid} for name, uuid in rows]
+    cctx = ss_context.target_cell(ctx, node.service.cell)
+    return [{'name': instance.display_name or '', 'uuid': instance.uuid}
+            for instance in objects.Instance.get_all(
+                cctx, host=node.host,
+                node=node.node['hypervisor_hostname'])]
 
 
 def _render(ctx, node, version, detail, with_servers=False, servers=None):

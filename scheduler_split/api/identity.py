@@ -126,3 +126,18 @@ def tokens(req, ctx, version):
     response.headers['X-Subject-Token'] = '%s:%s' % (user, project)
     response.text = json.dumps({'token': token})
     return response
+
+
+# What the all-in-one mounts beside the compute API, and which of it
+# answers without authentication.
+ROUTES = {
+    '/identity': {'GET': versions},
+    '/identity/': {'GET': versions},
+    '/identity/v3': {'GET': v3},
+    '/identity/v3/': {'GET': v3},
+    '/identity/v3/auth/tokens': {'POST': tokens},
+    '/identity/v3/projects': {'GET': projects},
+    '/identity/v3/projects/{project_id}': {'GET': project},
+}
+PUBLIC = {'/identity', '/identity/', '/identity/v3', '/identity/v3/',
+          '/identity/v3/auth/tokens'}

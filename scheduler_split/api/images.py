@@ -1,9 +1,11 @@
 """A read-only image catalog in the Image API v2 shapes.
 
 The fake driver boots nothing real, but clients resolve ``--image NAME``
-through the Image service, so the API serves these few named images under
-``/image`` and, with ``[glance] source = builtin`` (the default), checks
-``imageRef`` against them (see :mod:`scheduler_split.api.image_client`).
+through the Image service, so the all-in-one serves these few named
+images under ``/image`` (``ROUTES``; a deployment has an Image service of
+its own), and with ``[glance] source = builtin`` (the default) the API
+checks ``imageRef`` against them (see
+:mod:`scheduler_split.api.image_client`).
 """
 
 import json
@@ -105,3 +107,14 @@ def show_image(req, ctx, version, image_id):
     if entry is None:
         raise errors.HTTPError(404, 'No image found with ID %s' % image_id)
     return _json(_render(req, *entry))
+
+
+# What the all-in-one mounts beside the compute API, and which of it
+# answers without authentication.
+ROUTES = {
+    '/image': {'GET': versions},
+    '/image/': {'GET': versions},
+    '/image/v2/images': {'GET': list_images},
+    '/image/v2/images/{image_id}': {'GET': show_image},
+}
+PUBLIC = {'/image', '/image/'}

@@ -18,18 +18,11 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives import serialization
 from cryptography import x509
 from cryptography.x509.oid import NameOID
-from oslo_utils import timeutils
-import sqlalchemy as sa
 
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
-from scheduler_split import conf
-from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split import objects
 from scheduler_split import policy
-from scheduler_split import quota
-
-CONF = conf.CONF
 
 _NAME = re.compile(r'^(?! )[a-zA-Z0-9. _-]+(?<! )$')
 # From 2.92 names may also hold '@'.
@@ -48,10 +41,6 @@ CREATE = {
         },
         'required': ['name'], 'additionalProperties': False}},
     'required': ['keypair'], 'additionalProperties': False}
-
-
-def _api_db():
-    return CONF.api_database.connection
 
 
 def _invalid(reason):
@@ -129,38 +118,24 @@ def _user(req, ctx, version, rule):
     return user_id
 
 
-def _render(row, version, detail=False):
-    body = {'name': row.name, 'public_key': row.public_key,
-            'fingerprint': row.fingerprint}
+def _render(keypair, version, detail=False):
+    body = {'name': keypair.name, 'public_key': keypair.public_key,
+            'fingerprint': keypair.fingerprint}
     if version >= (2, 2):
-        body['type'] = row.type
+        body['type'] = keypair.type
     if detail:
-        body.update({'user_id': row.user_id, 'id': row.id,
-                     'created_at': _time(row.created_at),
-                     'updated_at': _time(row.updated_at),
+        body.update({'user_id': keypair.user_id, 'id': keypair.id,
+                     'created_at': _time(keypair.created_at),
+                     'updated_at': _time(keypair.updated_at),
                      'deleted': False, 'deleted_at': None})
     return body
-
-
-def _get(session, user_id, name):
-    kp = models.KeyPair
-    row = session.scalars(sa.select(kp).where(
-        kp.user_id == user_id, kp.name == name)).first()
-    if row is None:
-        raise errors.not_found('Keypair %s not found for user %s'
-                               % (name, user_id))
-    return row
 
 
 def check_key_name(ctx, key_name):
     """At boot: ``key_name`` must be one of the caller's key pairs."""
     if key_name is None:
         return
-    kp = models.KeyPair
-    with engines.reader(_api_db()) as session:
-        found = session.scalar(sa.select(kp.id).where(
-            kp.user_id == ctx.user_id, kp.name == key_name))
-    if found is None:
+    if not objects.KeyPair.exists(ctx, ctx.user_id, key_name):
         raise errors.bad_request('Invalid key_name provided.')
 
 
@@ -191,21 +166,11 @@ def create(req, ctx, version):
             private_key, public_key = _generate()
     print_ = (x509_fingerprint if key_type == 'x509' else
               fingerprint)(public_key)
-    with engines.writer(_api_db()) as session:
-        quota.lock_project(session, 'user:' + user_id)
-        kp = models.KeyPair
-        if session.scalar(sa.select(kp.id).where(
-                kp.user_id == user_id, kp.name == name)) is not None:
-            raise errors.HTTPError(409, "Key pair '%s' already exists."
-                                   % name)
-        quota.check('key_pairs', 1, quota.key_pair_count(session, user_id),
-                    quota.limits(ctx.project_id, session)['key_pairs'])
-        row = kp(name=name, user_id=user_id, public_key=public_key,
-                 fingerprint=print_, type=key_type,
-                 created_at=timeutils.utcnow())
-        session.add(row)
-        session.flush()
-        answer = _render(row, version)
+    keypair = objects.KeyPair(name=name, user_id=user_id,
+                              public_key=public_key, fingerprint=print_,
+                              type=key_type)
+    keypair.create(ctx, ctx.project_id)
+    answer = _render(keypair, version)
     answer['user_id'] = user_id
     if private_key is not None:
         answer['private_key'] = private_key
@@ -214,8 +179,6 @@ def create(req, ctx, version):
 
 def index(req, ctx, version):
     user_id = _user(req, ctx, version, 'os_compute_api:os-keypairs:index')
-    kp = models.KeyPair
-    query = sa.select(kp).where(kp.user_id == user_id).order_by(kp.name)
     limit = marker = None
     if version >= (2, 35):
         marker = req.GET.get('marker')
@@ -227,34 +190,25 @@ def index(req, ctx, version):
             except ValueError:
                 raise errors.bad_request('Invalid input for query '
                                          'parameter limit')
-    with engines.reader(_api_db()) as session:
-        if marker is not None:
-            found = session.scalar(sa.select(kp.name).where(
-                kp.user_id == user_id, kp.name == marker))
-            if found is None:
-                raise errors.bad_request('marker [%s] not found' % marker)
-            query = query.where(kp.name > marker)
-        if limit is not None:
-            query = query.limit(limit)
-        rows = list(session.scalars(query))
-    body = {'keypairs': [{'keypair': _render(row, version)} for row in rows]}
-    if limit is not None and rows and len(rows) == limit:
+    found = objects.KeyPair.get_all(ctx, user_id, limit=limit,
+                                    marker=marker)
+    body = {'keypairs': [{'keypair': _render(keypair, version)}
+                         for keypair in found]}
+    if limit is not None and found and len(found) == limit:
         body['keypairs_links'] = [{
             'rel': 'next',
             'href': '%s/v2.1/os-keypairs?limit=%d&marker=%s'
-                    % (req.application_url, limit, rows[-1].name)}]
+                    % (req.application_url, limit, found[-1].name)}]
     return body
 
 
 def show(req, ctx, version, name):
     user_id = _user(req, ctx, version, 'os_compute_api:os-keypairs:show')
-    with engines.reader(_api_db()) as session:
-        return {'keypair': _render(_get(session, user_id, name), version,
-                                   detail=True)}
+    keypair = objects.KeyPair.get_by_name(ctx, user_id, name)
+    return {'keypair': _render(keypair, version, detail=True)}
 
 
 def delete(req, ctx, version, name):
     user_id = _user(req, ctx, version, 'os_compute_api:os-keypairs:delete')
-    with engines.writer(_api_db()) as session:
-        session.delete(_get(session, user_id, name))
+    objects.KeyPair.destroy(ctx, user_id, name)
     return (204 if version >= (2, 2) else 202), None

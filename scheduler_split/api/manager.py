@@ -16,7 +16,6 @@ from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
-from scheduler_split.db import engines
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
@@ -68,20 +67,9 @@ class ComputeAPI:
                 scheduler_hints, description, group, access_ip_v4,
                 access_ip_v6, image_properties)
 
-        # Every boot of a project waits for the write lock this
-        # transaction holds (SQLite's, or the project's quota row), so
-        # the objects are built and serialized before it when their
-        # number is known: everything or nothing fits.
-        built = build(count) if min_count == count else None
-        with engines.writer(CONF.api_database.connection) as session:
-            quota.lock_project(session, ctx.project_id)
-            count = quota.servers_that_fit(
-                session, ctx.project_id, flavor, min_count, count,
-                group_uuid=group.uuid if group is not None else None)
-            build_requests, request_specs, rows = built or build(count)
-            for build_request, spec, recorded in zip(
-                    build_requests, request_specs, rows):
-                build_request.record_in(session, recorded, spec)
+        build_requests, request_specs = objects.BuildRequest.record_boot(
+            ctx, flavor, min_count, count, build,
+            group_uuid=group.uuid if group is not None else None)
         return self._cast_boot(ctx, reservation_id, build_requests,
                                request_specs)
 
@@ -193,35 +181,6 @@ class ComputeAPI:
         return (objects.Instance.get_by_uuid(cctx, uuid,
                                              read_deleted=read_deleted),
                 mapping.cell_mapping)
-
-    def list(self, ctx, all_tenants=False, changed_since=None):
-        """Servers of the caller's project (of every project with
-        ``all_tenants``, which the API allows by policy), build requests
-        and every cell, newest first. ``changed_since`` (naive UTC) leaves
-        out the cells' servers that have not changed since then, in the
-        query: a client polling for what changed is not sent every server
-        it has (build requests are few and the caller filters them).
-
-        Each server is listed once, from where ``locate`` finds it: a
-        build request only while its mapping names no cell, a cell's
-        instance only if its mapping names that cell. A row an
-        interrupted placement left in another cell is not the server.
-        """
-        project_id = None if all_tenants else ctx.project_id
-        servers = {}
-        for br in objects.BuildRequest.get_all(ctx, project_id=project_id):
-            servers[br.instance_uuid] = br.instance
-        for cell in objects.CellMapping.get_all(ctx):
-            cctx = ss_context.target_cell(ctx, cell)
-            instances = objects.Instance.get_all(
-                cctx, project_id=project_id, changed_since=changed_since)
-            mapped = objects.InstanceMapping.get_cell_ids(
-                ctx, [i.uuid for i in instances])
-            for instance in instances:
-                if mapped.get(instance.uuid) == cell.id:
-                    servers[instance.uuid] = instance
-        return sorted(servers.values(),
-                      key=lambda i: (i.created_at, i.uuid), reverse=True)
 
     # --- update -------------------------------------------------------------
 

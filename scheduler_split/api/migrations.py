@@ -12,7 +12,6 @@ and ``project_id`` (fields and filters) from 2.80. Newest first from
 from scheduler_split.api import errors
 from scheduler_split.api import paging
 from scheduler_split.api import schemas
-from scheduler_split.api import servers
 from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import objects
@@ -86,9 +85,9 @@ def index(req, ctx, version):
              if name in req.GET}
     limit = schemas.non_negative_query(req, 'limit') \
         if 'limit' in query else None
-    since = servers._time_parameter(req, 'changes-since') \
+    since = schemas.time_query(req, 'changes-since') \
         if 'changes-since' in query else None
-    before = servers._time_parameter(req, 'changes-before') \
+    before = schemas.time_query(req, 'changes-before') \
         if 'changes-before' in query else None
     if since is not None and before is not None and before < since:
         raise errors.bad_request('The value of changes-since must be less '

@@ -2,17 +2,10 @@
 Nova's shapes; the counting and the limits are ``scheduler_split.quota``.
 """
 
-import sqlalchemy as sa
-
-from scheduler_split.api import errors
 from scheduler_split.api import schemas
-from scheduler_split import conf
-from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.objects import quotas as quotas_obj
 from scheduler_split import policy
 from scheduler_split import quota
-
-CONF = conf.CONF
 
 _LIMIT = {'type': ['integer', 'string'], 'pattern': '^-?[0-9]+$',
           'minimum': -1, 'maximum': schemas.MAX_INT}
@@ -129,37 +122,16 @@ def update(req, ctx, version, project_id):
     schemas.validate(body, _set_schema(version, True))
     values = dict(body['quota_set'])
     force = _as_bool(values.pop('force', False))
-    q = models.Quota
-    with engines.writer(CONF.api_database.connection) as session:
-        quota.lock_project(session, project_id)
-        used = quota.usage(project_id, user_id=ctx.user_id, session=session)
-        for resource, raw in values.items():
-            limit = int(raw)
-            minimum = used.get(resource, 0)
-            if not force and limit != -1 and limit < minimum:
-                raise errors.bad_request(
-                    'Quota limit %d for %s must be greater than or equal to '
-                    'already used and reserved %d.'
-                    % (limit, resource, minimum))
-            row = session.scalars(sa.select(q).where(
-                q.project_id == project_id,
-                q.resource == resource)).first()
-            if row is None:
-                session.add(q(project_id=project_id, resource=resource,
-                              hard_limit=limit))
-            else:
-                row.hard_limit = limit
-        session.flush()
-        current = quota.limits(project_id, session)
+    current = quotas_obj.update_project_limits(
+        ctx, project_id, {r: int(raw) for r, raw in values.items()},
+        force=force)
     return {'quota_set': _values(current, version)}
 
 
 def delete(req, ctx, version, project_id):
     policy.authorize(ctx, 'os_compute_api:os-quota-sets:delete',
                      _target(ctx, project_id))
-    with engines.writer(CONF.api_database.connection) as session:
-        session.execute(sa.delete(models.Quota).where(
-            models.Quota.project_id == project_id))
+    quotas_obj.destroy_project_limits(ctx, project_id)
     return 202, None
 
 
@@ -178,16 +150,8 @@ def update_class(req, ctx, version, class_name):
                      {'quota_class': class_name})
     body = req.json_body_or_error()
     schemas.validate(body, _set_schema(version, False))
-    qc = models.QuotaClass
-    with engines.writer(CONF.api_database.connection) as session:
-        for resource, raw in body['quota_class_set'].items():
-            row = session.scalars(sa.select(qc).where(
-                qc.class_name == class_name,
-                qc.resource == resource)).first()
-            if row is None:
-                session.add(qc(class_name=class_name, resource=resource,
-                               hard_limit=int(raw)))
-            else:
-                row.hard_limit = int(raw)
+    quotas_obj.update_class_limits(
+        ctx, class_name,
+        {r: int(raw) for r, raw in body['quota_class_set'].items()})
     return {'quota_class_set': _values(quota.class_limits(class_name),
                                        version)}

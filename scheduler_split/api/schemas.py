@@ -4,8 +4,10 @@ import ipaddress
 import re
 
 import jsonschema
+from oslo_utils import timeutils
 
 from scheduler_split.api import errors
+from scheduler_split.objects import base as obj_base
 
 # No leading or trailing whitespace, no control characters.
 name = {'type': 'string', 'minLength': 1, 'maxLength': 255,
@@ -259,3 +261,17 @@ def non_negative_query(req, name):
             "Invalid input for query parameters %s. Value: %s. '%s' does "
             "not match '^[0-9]*$'" % (name, raw, raw))
     return int(raw)
+
+
+def time_query(req, name):
+    """The ISO 8601 time of query parameter ``name`` (naive UTC), or None;
+    400 when it is no such time, as Nova's query schema answers."""
+    raw = req.GET.get(name)
+    if raw is None:
+        return None
+    try:
+        return obj_base.naive_utc(timeutils.parse_isotime(raw))
+    except (ValueError, OverflowError):
+        raise errors.bad_request(
+            "Invalid input for query parameters %s. Value: %s. '%s' is not "
+            "a 'date-time'" % (name, raw[:64], raw[:64]))

@@ -10,10 +10,10 @@ built-in catalog is not: they get a 409. Any other action is a 400, as in Nova.
 
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
-from scheduler_split.compute import lifecycle
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
@@ -116,10 +116,6 @@ _CASTS = {
 }
 
 
-def _publisher():
-    return 'scheduler-split-api:%s' % CONF.host
-
-
 def _get(req, ctx, server_id):
     try:
         return req.compute_api.get(ctx, server_id)
@@ -197,8 +193,8 @@ def _save_lock(req, ctx, instance, action_name, changes):
         instance_action.record_event(
             ss_context.target_cell(ctx, cell), instance.uuid,
             'api_%s' % action_name, host=CONF.host, action=action_name)
-    lifecycle.notify(ctx, _publisher(), instance,
-                     'instance.%s' % action_name)
+    notifications.instance_event(ctx, notifications.api_publisher(),
+                                 instance, 'instance.%s' % action_name)
 
 
 def _lock(req, ctx, version, instance, body):
@@ -261,7 +257,8 @@ def _reset_state(req, ctx, version, instance, body):
         'vm_state': (instance_obj.ACTIVE if state == 'active'
                      else instance_obj.ERROR),
         'task_state': None})
-    lifecycle.notify(ctx, _publisher(), instance, 'instance.update')
+    notifications.instance_event(ctx, notifications.api_publisher(),
+                                 instance, 'instance.update')
     return 202, None
 
 

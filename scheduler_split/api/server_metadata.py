@@ -1,5 +1,4 @@
-"""``/v2.1/servers/{server_id}/metadata`` and ``/tags`` (2.26), and the
-tag filters of a server listing."""
+"""``/v2.1/servers/{server_id}/metadata`` and ``/tags`` (2.26)."""
 
 import copy
 
@@ -8,15 +7,15 @@ import webob
 
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
-from scheduler_split.api import servers
-from scheduler_split.compute import lifecycle
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_tag
 from scheduler_split import policy
+from scheduler_split import quota
 
 
 # The states in which Nova lets metadata and tags change.
@@ -88,7 +87,7 @@ def _change_metadata(req, ctx, instance, action, change):
 
     def checked(current):
         metadata = change(current)
-        servers.check_metadata_quota(metadata)
+        quota.check_metadata_items(metadata)
         return metadata
     try:
         return objects.Instance.update_metadata(
@@ -223,8 +222,8 @@ def _tags_changed(req, ctx, instance):
         instance = req.compute_api.get(ctx, instance.uuid)
     except exception.InstanceNotFound:
         return
-    lifecycle.notify(ctx, 'scheduler-split-api:%s' % CONF.host, instance,
-                     'instance.update')
+    notifications.instance_event(ctx, notifications.api_publisher(),
+                                 instance, 'instance.update')
 
 
 def tag_show(req, ctx, version, server_id, tag):
@@ -265,34 +264,3 @@ def tag_delete(req, ctx, version, server_id, tag):
                                % (instance.uuid, tag))
     _tags_changed(req, ctx, instance)
     return 204, None
-
-
-# --- listing ----------------------------------------------------------------
-
-def tag_filter(req, version):
-    """The ``tags``, ``tags-any``, ``not-tags`` and ``not-tags-any``
-    query parameters (2.26, comma-separated) as one predicate on an
-    instance, or None when the listing has none of them."""
-    if version < (2, 26):
-        return None
-    wanted = {}
-    for name in ('tags', 'tags-any', 'not-tags', 'not-tags-any'):
-        raw = req.GET.get(name)
-        if raw is not None:
-            wanted[name] = {t.strip() for t in raw.split(',') if t.strip()}
-    if not wanted:
-        return None
-
-    def matches(instance):
-        have = set(instance.get('tags') or [])
-        if 'tags' in wanted and not wanted['tags'] <= have:
-            return False
-        if 'tags-any' in wanted and not wanted['tags-any'] & have:
-            return False
-        if ('not-tags' in wanted and wanted['not-tags'] and
-                wanted['not-tags'] <= have):
-            return False
-        if 'not-tags-any' in wanted and wanted['not-tags-any'] & have:
-            return False
-        return True
-    return matches

@@ -19,15 +19,12 @@ import oslo_messaging as messaging
 from oslo_utils import strutils
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
-import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
 from scheduler_split import conf
 from scheduler_split import context as ss_context
-from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
@@ -344,13 +341,6 @@ def _update_v253(req, ctx, version, service_id):
 
 # --- delete -----------------------------------------------------------------
 
-def _instances_on(cell, host):
-    instance = models.Instance
-    with engines.reader(cell.database_connection) as session:
-        return session.scalar(sa.select(sa.func.count()).where(
-            instance.host == host, instance.deleted.is_(False)))
-
-
 def delete(req, ctx, version, service_id):
     policy.authorize(ctx, 'os_compute_api:os-services:delete', target={})
     if version >= (2, 53):
@@ -377,8 +367,9 @@ def delete(req, ctx, version, service_id):
         if not scheduler.delete_service(ctx, service.uuid):
             raise errors.not_found('Service %s not found.' % service_id)
         return 204, None
+    cctx = ss_context.target_cell(ctx, service.cell)
     if service.binary == COMPUTE:
-        if _instances_on(service.cell, service.host):
+        if objects.Instance.get_all(cctx, host=service.host, limit=1):
             raise errors.HTTPError(
                 409, 'Unable to delete compute service that is hosting '
                      'instances. Migrate or delete the instances first.')
@@ -394,6 +385,5 @@ def delete(req, ctx, version, service_id):
                 reason='the scheduler could not be told to forget host %s '
                        '(%s); nothing was deleted' % (service.host, exc))
         objects.HostMapping.destroy_by_host(ctx, service.host)
-    cctx = ss_context.target_cell(ctx, service.cell)
     objects.Service.destroy(cctx, service.id)
     return 204, None

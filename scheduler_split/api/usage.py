@@ -17,16 +17,14 @@ import collections
 import datetime
 
 from oslo_utils import strutils
-import sqlalchemy as sa
 
 from scheduler_split.api import errors
+from scheduler_split.api import multi_cell_list
 from scheduler_split.api import paging
 from scheduler_split.api import schemas
 from scheduler_split import conf
-from scheduler_split.db import engines
-from scheduler_split.db import models
-from scheduler_split import objects
-from scheduler_split.objects import flavor as flavor_obj
+from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import instance_list
 from scheduler_split import policy
 
 CONF = conf.CONF
@@ -82,63 +80,44 @@ def _page_size(req, version):
     return min(limit, CONF.api.max_limit), req.GET.get('marker') or None
 
 
-_COLUMNS = (models.Instance.uuid, models.Instance.display_name,
-            models.Instance.project_id, models.Instance.vm_state,
-            models.Instance.flavor, models.Instance.launched_at,
-            models.Instance.terminated_at)
+# A report's servers, ordered across cells.
+_ORDER = multi_cell_list.SortOrder(['project_id', 'uuid'], ['asc', 'asc'])
 
 
 def _servers(ctx, start, stop, project_id, limit, marker):
     """The servers that ran in the window, from every cell, ordered by
     ``(project_id, uuid)``, after ``marker`` and at most ``limit``."""
-    instance = models.Instance
-    query = sa.select(*_COLUMNS).where(
-        instance.launched_at.is_not(None), instance.launched_at < stop,
-        sa.or_(instance.terminated_at.is_(None),
-               instance.terminated_at > start))
-    if project_id is not None:
-        query = query.where(instance.project_id == project_id)
     after = None
-    rows = []
-    for cell in objects.CellMapping.get_all(ctx):
-        with engines.reader(cell.database_connection) as session:
-            rows.extend(session.execute(query).all())
-            if marker is not None and after is None:
-                after = session.execute(
-                    sa.select(instance.project_id, instance.uuid).where(
-                        instance.uuid == marker)).first()
     if marker is not None:
+        after = multi_cell_list.find(ctx, marker, read_deleted=True)
         if after is None:
             raise errors.bad_request('Marker %s could not be found.'
                                      % marker)
-        after = tuple(after)
-        rows = [r for r in rows if (r.project_id, r.uuid) > after]
-    rows.sort(key=lambda r: (r.project_id, r.uuid))
-    return rows[:limit]
+    filters = instance_list.Filters(project_id=project_id,
+                                    ran_between=(start, stop),
+                                    read_deleted=True)
+    return multi_cell_list.get_instances(ctx, filters, _ORDER, limit,
+                                         after)[0]
 
 
-def _hours(row, start, stop):
-    began = max(row.launched_at, start)
-    ended = min(row.terminated_at or stop, stop)
-    return max((ended - began).total_seconds(), 0) / 3600.0
-
-
-def _server_usage(row, start, stop, now):
-    flavor = flavor_obj.Flavor.from_json(row.flavor)
-    ended = row.terminated_at
-    uptime = (ended or now) - row.launched_at
+def _server_usage(instance, start, stop, now):
+    flavor = instance.flavor
+    launched = obj_base.naive_utc(instance.launched_at)
+    ended = obj_base.naive_utc(instance.terminated_at)
+    hours = (min(ended or stop, stop) - max(launched, start))
+    uptime = (ended or now) - launched
     return {
-        'instance_id': row.uuid,
-        'name': row.display_name or '',
-        'tenant_id': row.project_id,
+        'instance_id': instance.uuid,
+        'name': instance.display_name or '',
+        'tenant_id': instance.project_id,
         'flavor': flavor.name,
-        'hours': _hours(row, start, stop),
+        'hours': max(hours.total_seconds(), 0) / 3600.0,
         'vcpus': flavor.vcpus,
         'memory_mb': flavor.memory_mb,
         'local_gb': flavor.root_gb + flavor.ephemeral_gb,
-        'started_at': _shown(row.launched_at),
+        'started_at': _shown(launched),
         'ended_at': _shown(ended),
-        'state': 'terminated' if ended else row.vm_state,
+        'state': 'terminated' if ended else instance.vm_state,
         'uptime': max(int(uptime.total_seconds()), 0),
     }
 

@@ -26,10 +26,8 @@ from scheduler_split.api import flavor_extra_specs
 from scheduler_split.api import flavors
 from scheduler_split.api import hosts
 from scheduler_split.api import hypervisors
-from scheduler_split.api import identity
 from scheduler_split.api import instance_actions
 from scheduler_split.api import keypairs
-from scheduler_split.api import images
 from scheduler_split.api import manager
 from scheduler_split.api import metrics as metrics_api
 from scheduler_split.api import microversion
@@ -148,24 +146,11 @@ ROUTES = {
     '/v2.1/os-keypairs': {'GET': keypairs.index, 'POST': keypairs.create},
     '/v2.1/os-keypairs/{name}': {'GET': keypairs.show,
                                  'DELETE': keypairs.delete},
-    '/image': {'GET': images.versions},
-    '/image/': {'GET': images.versions},
-    '/image/v2/images': {'GET': images.list_images},
-    '/image/v2/images/{image_id}': {'GET': images.show_image},
-    '/identity': {'GET': identity.versions},
-    '/identity/': {'GET': identity.versions},
-    '/identity/v3': {'GET': identity.v3},
-    '/identity/v3/': {'GET': identity.v3},
-    '/identity/v3/auth/tokens': {'POST': identity.tokens},
-    '/identity/v3/projects': {'GET': identity.projects},
-    '/identity/v3/projects/{project_id}': {'GET': identity.project},
     '/metrics': {'GET': metrics_api.show},
 }
 
 # Paths that answer without authentication (version discovery).
-PUBLIC = {'', '/', '/v2.1', '/v2.1/', '/v2', '/v2/', '/image', '/image/',
-          '/identity', '/identity/', '/identity/v3', '/identity/v3/',
-          '/identity/v3/auth/tokens'}
+PUBLIC = {'', '/', '/v2.1', '/v2.1/', '/v2', '/v2/'}
 
 
 class Request(webob.Request):
@@ -256,18 +241,20 @@ def _unavailable(message):
     return response
 
 
-def _mapper():
+def _mapper(table):
     mapper = routes.Mapper()
-    for path in ROUTES:
+    for path in table:
         mapper.connect(path or '/', route=path)
     return mapper
 
 
 class Router:
-    """Dispatches to the handler of ``ROUTES``; never leaks a traceback."""
+    """Dispatches to the handler of ``ROUTES`` (and of ``extra_routes``,
+    rows of the same shape); never leaks a traceback."""
 
-    def __init__(self, compute_api):
-        self.mapper = _mapper()
+    def __init__(self, compute_api, extra_routes=None):
+        self.routes = dict(ROUTES, **(extra_routes or {}))
+        self.mapper = _mapper(self.routes)
         self.compute_api = compute_api
 
     @webob.dec.wsgify(RequestClass=Request)
@@ -282,7 +269,7 @@ class Router:
                 req.environ['scheduler_split.route'] = metrics_api.UNMATCHED
                 raise errors.not_found('The resource could not be found.')
             req.environ['scheduler_split.route'] = match['route'] or '/'
-            handlers = ROUTES[match['route']]
+            handlers = self.routes[match['route']]
             handler = handlers.get(req.method)
             if handler is None:
                 response = errors.fault(405, 'The method %s is not allowed '
@@ -361,9 +348,10 @@ class _PublicOrAuth:
     """Version documents answer without credentials; the rest are checked.
     """
 
-    def __init__(self, router, authed):
+    def __init__(self, router, authed, public):
         self.router = router
         self.authed = authed
+        self.public = public
 
     def __call__(self, environ, start_response):
         # The request id exists before authentication, so that the context
@@ -371,15 +359,19 @@ class _PublicOrAuth:
         environ.setdefault('openstack.request_id',
                            'req-' + uuidutils.generate_uuid())
         path = environ.get('PATH_INFO', '')
-        if path in PUBLIC:
+        if path in self.public:
             return self.router(environ, start_response)
         return self.authed(environ, start_response)
 
 
-def make_app(compute_api=None, auth_strategy=None):
-    """The whole API as one WSGI application."""
-    router = Router(compute_api or manager.ComputeAPI())
+def make_app(compute_api=None, auth_strategy=None, extra_routes=None,
+             extra_public=()):
+    """The whole API as one WSGI application; ``extra_routes`` (of which
+    ``extra_public`` answer without authentication) are served beside it,
+    as the all-in-one serves its stand-in identity and image endpoints."""
+    router = Router(compute_api or manager.ComputeAPI(), extra_routes)
     authed = auth.pipeline(router, auth_strategy or CONF.api.auth_strategy,
                            CONF)
-    return metrics_api.RequestMetrics(_PublicOrAuth(router, authed),
-                                      router.mapper)
+    return metrics_api.RequestMetrics(
+        _PublicOrAuth(router, authed, PUBLIC | set(extra_public)),
+        router.mapper)

@@ -12,16 +12,13 @@ touched: a stopped server keeps its resources on its host.
 """
 
 import collections
-import functools
 import logging
 
 import oslo_messaging as messaging
-from oslo_versionedobjects import fields
 
 from scheduler_split import exception
 from scheduler_split import notifications
 from scheduler_split import objects
-from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
 
@@ -58,59 +55,6 @@ ACTIONS = {
 # The task states of these actions: none of them is a build.
 TASK_STATES = frozenset([a.task_state for a in ACTIONS.values()] +
                         [instance_obj.REBOOTING_HARD])
-
-
-@obj_base.ObjectRegistry.register
-class InstanceActionPayload(obj_base.SchedulerSplitObject):
-    """The payload of ``instance.<action>.*``, ``instance.lock``,
-    ``instance.unlock`` and ``instance.update``."""
-    VERSION = '1.0'
-
-    fields = {
-        'uuid': fields.UUIDField(),
-        'display_name': fields.StringField(nullable=True),
-        'display_description': fields.StringField(nullable=True),
-        'project_id': fields.StringField(),
-        'user_id': fields.StringField(nullable=True),
-        'host': fields.StringField(nullable=True),
-        'node': fields.StringField(nullable=True),
-        'state': fields.StringField(),
-        'task_state': fields.StringField(nullable=True),
-        'power_state': fields.IntegerField(nullable=True),
-        'locked': fields.BooleanField(),
-        'locked_reason': fields.StringField(nullable=True),
-        'flavor_name': fields.StringField(),
-        'image_ref': fields.StringField(nullable=True),
-        'availability_zone': fields.StringField(nullable=True),
-        'metadata': fields.DictOfStringsField(),
-        'tags': fields.ListOfStringsField(),
-        'fault_message': fields.StringField(nullable=True, default=None),
-    }
-
-    @classmethod
-    def from_instance(cls, instance, exc=None):
-        return cls(uuid=instance.uuid, display_name=instance.display_name,
-                   display_description=instance.get('display_description'),
-                   project_id=instance.project_id, user_id=instance.user_id,
-                   host=instance.host, node=instance.node,
-                   state=instance.vm_state, task_state=instance.task_state,
-                   power_state=instance.get('power_state'),
-                   locked=bool(instance.get('locked', False)),
-                   locked_reason=instance.get('locked_reason'),
-                   flavor_name=instance.flavor.name,
-                   image_ref=instance.image_ref,
-                   availability_zone=instance.availability_zone,
-                   metadata=dict(instance.get('metadata') or {}),
-                   tags=list(instance.get('tags') or []),
-                   fault_message=exception.describe(exc) if exc else None)
-
-
-def notify(ctx, publisher, instance, event_type, exc=None):
-    notifications.emit(
-        ctx, publisher, event_type,
-        functools.partial(InstanceActionPayload.from_instance, instance,
-                          exc),
-        error=exc is not None)
 
 
 class LifecycleMixin:
@@ -165,8 +109,9 @@ class LifecycleMixin:
                          action.action, uuid, instance.vm_state,
                          instance.task_state, extra={'instance_uuid': uuid})
                 return
-            notify(ctx, self._publisher(), instance,
-                   'instance.%s.start' % action.notification)
+            notifications.instance_event(
+                ctx, self._publisher(), instance,
+                'instance.%s.start' % action.notification)
             try:
                 getattr(self.driver, action.driver_method)(
                     instance, **driver_kwargs)
@@ -187,8 +132,9 @@ class LifecycleMixin:
                 LOG.info('Instance %s moved on during its %s', uuid,
                          action.action, extra={'instance_uuid': uuid})
                 return
-            notify(ctx, self._publisher(), instance,
-                   'instance.%s.end' % action.notification)
+            notifications.instance_event(
+                ctx, self._publisher(), instance,
+                'instance.%s.end' % action.notification)
             LOG.info('Instance %s: %s done on %s', uuid, action.action,
                      self.host, extra={'instance_uuid': uuid})
 
@@ -219,8 +165,9 @@ class LifecycleMixin:
         except (exception.InstanceNotFound, exception.Conflict):
             return
         if action.action == 'reboot':
-            notify(ctx, self._publisher(), instance,
-                   'instance.reboot.error', exc)
+            notifications.instance_event(
+                ctx, self._publisher(), instance, 'instance.reboot.error',
+                exc)
 
     def _settle_lifecycle(self, ctx, instance):
         """At a start: an action that was running when the service stopped

@@ -384,8 +384,8 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         """Cast from the API: destroy the instance and drop its claim."""
         uuid = instance.uuid
         with self._locks(uuid):
-            lifecycle.notify(ctx, self._publisher(), instance,
-                             'instance.delete.start')
+            notifications.instance_event(ctx, self._publisher(), instance,
+                                         'instance.delete.start')
             self.driver.destroy(instance)
             # The claim goes before the row, so that no claim outlives the
             # server a user sees; a release that fails is healed later.
@@ -394,7 +394,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             self._unsaved_errors.pop(uuid, None)
             self._record_event(ctx, uuid, 'compute_terminate_instance',
                                action='delete')
-            lifecycle.notify(ctx, self._publisher(), instance,
-                             'instance.delete.end')
+            notifications.instance_event(ctx, self._publisher(), instance,
+                                         'instance.delete.end')
             LOG.info('Instance %s deleted from %s', uuid, self.host,
                      extra={'instance_uuid': uuid})

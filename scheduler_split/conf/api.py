@@ -27,10 +27,9 @@ api_opts = [
     cfg.StrOpt('image_endpoint',
                deprecated_for_removal=True,
                deprecated_reason='Nothing reads it.',
-               help='Ignored. The API always serves its built-in image '
-                    'catalog under /image (see [glance] source); the '
-                    'all-in-one advertises that URL in the clouds.yaml it '
-                    'writes.'),
+               help='Ignored. The all-in-one serves the built-in image '
+                    'catalog under /image (see [glance] source) and '
+                    'advertises that URL in the clouds.yaml it writes.'),
 ]
 
 

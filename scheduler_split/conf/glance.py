@@ -3,13 +3,14 @@ from oslo_config import cfg
 glance_group = cfg.OptGroup(
     'glance',
     help='Where the API reads the images it boots: its built-in catalog '
-         '(the one it serves under /image) or an Image service (Glance '
-         'v2).')
+         '(the one the all-in-one serves under /image) or an Image service '
+         '(Glance v2).')
 
 glance_opts = [
     cfg.StrOpt('source', default='builtin',
                choices=[('builtin', 'the built-in read-only catalog of a '
-                                    'few images, served under /image'),
+                                    'few images, which the all-in-one '
+                                    'serves under /image'),
                         ('glance', 'an Image service: api_servers, else '
                                    'the endpoint of service_type in the '
                                    'service catalog of the user\'s token')],

@@ -9,6 +9,7 @@ def register_all():
     __import__('scheduler_split.objects.flavor')
     __import__('scheduler_split.objects.instance')
     __import__('scheduler_split.objects.instance_group')
+    __import__('scheduler_split.objects.keypair')
     __import__('scheduler_split.objects.migration')
     __import__('scheduler_split.objects.request_spec')
     __import__('scheduler_split.objects.selection')

@@ -9,6 +9,7 @@ from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import instance as instance_obj
+from scheduler_split import quota
 
 CONF = conf.CONF
 
@@ -42,6 +43,33 @@ class BuildRequest(base.SchedulerSplitObject):
             with engines.writer(CONF.api_database.connection) as session:
                 return self.create(ctx, request_spec, session)
         self.record_in(session, self.rows(request_spec), request_spec)
+
+    @staticmethod
+    def record_boot(ctx, flavor, min_count, max_count, build,
+                    group_uuid=None):
+        """Record a boot of ``min_count`` to ``max_count`` servers of
+        ``flavor`` for ``ctx``'s project: ``build(count)`` gives
+        ``(build_requests, request_specs, rows)`` (rows as :meth:`rows`
+        makes them), recorded in one transaction of the API database that
+        first takes the project's quota turn and counts how many fit:
+        all of them or none, and never past a quota (``OverQuota``). With
+        ``group_uuid`` the group's member limit counts too. Returns the
+        build requests and request specs recorded."""
+        # Every boot of a project waits for the write lock this
+        # transaction holds (SQLite's, or the project's quota row), so
+        # the objects are built and serialized before it when their
+        # number is known: everything or nothing fits.
+        built = build(max_count) if min_count == max_count else None
+        with engines.writer(CONF.api_database.connection) as session:
+            quota.lock_project(session, ctx.project_id)
+            count = quota.servers_that_fit(
+                session, ctx.project_id, flavor, min_count, max_count,
+                group_uuid=group_uuid)
+            build_requests, request_specs, rows = built or build(count)
+            for build_request, spec, recorded in zip(
+                    build_requests, request_specs, rows):
+                build_request.record_in(session, recorded, spec)
+        return build_requests, request_specs
 
     def rows(self, request_spec=None):
         """The rows that record it, serialized and ready to add: the

@@ -82,7 +82,8 @@ _DATETIMES = ('launched_at', 'terminated_at', 'created_at', 'updated_at',
               'deleted_at')
 
 
-def _cell_db(ctx):
+def cell_db(ctx):
+    """The database of the cell ``ctx`` targets."""
     if not ctx.cell_db:
         raise exception.CellsNotConfigured(
             reason='no cell database targeted for this request')
@@ -253,7 +254,7 @@ class Instance(base.SchedulerSplitObject):
         if not self.obj_attr_is_set('created_at') or not self.created_at:
             self.created_at = base.utcnow()
         values = self._values(self.fields)
-        with engines.writer(_cell_db(ctx)) as session:
+        with engines.writer(cell_db(ctx)) as session:
             row = models.Instance(**values)
             session.add(row)
             session.flush()
@@ -301,7 +302,7 @@ class Instance(base.SchedulerSplitObject):
         if not changes and fault is None:
             return
         changes['updated_at'] = base.naive_utc(base.utcnow())
-        with engines.writer(_cell_db(ctx)) as session:
+        with engines.writer(cell_db(ctx)) as session:
             query = sa.update(models.Instance).where(
                 models.Instance.uuid == self.uuid,
                 models.Instance.deleted.is_(False))
@@ -339,7 +340,7 @@ class Instance(base.SchedulerSplitObject):
         an exception) in one transaction holding the instance's row, so
         that concurrent changes of different items are all kept. Returns
         the new metadata."""
-        with engines.writer(_cell_db(ctx)) as session:
+        with engines.writer(cell_db(ctx)) as session:
             row = session.scalars(sa.select(models.Instance).where(
                 models.Instance.uuid == uuid,
                 models.Instance.deleted.is_(False))
@@ -360,14 +361,14 @@ class Instance(base.SchedulerSplitObject):
         self.deleted_at = now
         self.terminated_at = now
         changes = self._values(self.obj_what_changed())
-        with engines.writer(_cell_db(ctx)) as session:
+        with engines.writer(cell_db(ctx)) as session:
             session.execute(sa.update(models.Instance).where(
                 models.Instance.uuid == self.uuid).values(**changes))
         self.obj_reset_changes()
 
     @classmethod
     def get_by_uuid(cls, ctx, uuid, read_deleted=False):
-        with engines.reader(_cell_db(ctx)) as session:
+        with engines.reader(cell_db(ctx)) as session:
             query = sa.select(models.Instance).where(
                 models.Instance.uuid == uuid)
             if not read_deleted:
@@ -405,7 +406,7 @@ class Instance(base.SchedulerSplitObject):
             models.Instance.vm_state == BUILDING,
             sa.or_(models.Instance.task_state.is_(None),
                    models.Instance.task_state != DELETING))
-        with engines.reader(_cell_db(ctx)) as session:
+        with engines.reader(cell_db(ctx)) as session:
             no_host = session.scalars(sa.select(models.Instance).where(
                 live_build, models.Instance.host.is_(None),
                 touched < now - datetime.timedelta(seconds=seconds)))
@@ -421,11 +422,10 @@ class Instance(base.SchedulerSplitObject):
 
     @classmethod
     def get_all(cls, ctx, project_id=None, uuids=None, host=None,
-                limit=None, changed_since=None):
-        """Live instances of the targeted cell, oldest first; with
-        ``changed_since`` (naive UTC) only those updated (or, never
-        updated, created) since then."""
-        with engines.reader(_cell_db(ctx)) as session:
+                limit=None, node=None):
+        """Live instances of the targeted cell, oldest first (a server
+        list is ``instance_list``'s)."""
+        with engines.reader(cell_db(ctx)) as session:
             query = sa.select(models.Instance).where(
                 models.Instance.deleted.is_(False)).order_by(
                 models.Instance.created_at, models.Instance.id)
@@ -435,15 +435,18 @@ class Instance(base.SchedulerSplitObject):
                 query = query.where(models.Instance.uuid.in_(list(uuids)))
             if host is not None:
                 query = query.where(models.Instance.host == host)
-            if changed_since is not None:
-                query = query.where(sa.func.coalesce(
-                    models.Instance.updated_at,
-                    models.Instance.created_at) >= changed_since)
+            if node is not None:
+                query = query.where(models.Instance.node == node)
             if limit is not None:
                 query = query.limit(limit)
-            rows = list(session.scalars(query))
-            faults = InstanceFault.get_latest(
-                session, [r.uuid for r in rows if r.vm_state == ERROR])
-            tags = instance_tag.tags_of(session, [r.uuid for r in rows])
-            return [cls._from_row(r, faults.get(r.uuid), tags[r.uuid])
-                    for r in rows]
+            return cls.from_rows(session, list(session.scalars(query)))
+
+    @classmethod
+    def from_rows(cls, session, rows):
+        """Instances of the cell rows ``rows`` (read in ``session``),
+        with the fault of each in ERROR and their tags."""
+        faults = InstanceFault.get_latest(
+            session, [r.uuid for r in rows if r.vm_state == ERROR])
+        tags = instance_tag.tags_of(session, [r.uuid for r in rows])
+        return [cls._from_row(r, faults.get(r.uuid), tags[r.uuid])
+                for r in rows]

@@ -83,3 +83,19 @@ class RequestSpec(base.SchedulerSplitObject):
                 raise exception.NotFound(
                     'RequestSpec not found for instance %s' % instance_uuid)
             return cls.from_json(row.spec)
+
+    @classmethod
+    def get_availability_zones(cls, ctx, instance_uuids):
+        """``{instance uuid: the zone its request asked for, or None}`` of
+        those of ``instance_uuids`` that have a request spec, in one
+        query (a page of a server list asks once for all its servers)."""
+        uuids = list(instance_uuids)
+        if not uuids:
+            return {}
+        spec = models.RequestSpec
+        with engines.reader(CONF.api_database.connection) as session:
+            rows = session.execute(sa.select(
+                spec.instance_uuid, spec.spec).where(
+                spec.instance_uuid.in_(uuids))).all()
+        return {uuid: cls.from_json(text).availability_zone
+                for uuid, text in rows}

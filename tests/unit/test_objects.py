@@ -7,12 +7,11 @@ from oslo_serialization import jsonutils
 
 from scheduler_split import context
 from scheduler_split import objects
-from scheduler_split.compute import lifecycle  # noqa: F401
 from scheduler_split.objects import base
 from tests.unit import helpers
 
-# Every registered object, InstanceActionPayload (defined beside the
-# server actions) included, whatever ran before this module.
+# Every registered object, the notification payloads included, whatever
+# ran before this module.
 objects.register_all()
 
 INSTANCE_UUID = '3e5d1c2b-8a7f-4b6e-9d0c-1a2b3c4d5e6f'
@@ -35,6 +34,7 @@ EXPECTED_FINGERPRINTS = {
     'InstanceGroup': '1.0-9c6a2990888ccc706eb25461a01e166b',
     'InstanceFault': '1.0-8bb771c7db1113ce1ccf587760b24f29',
     'InstanceMapping': '1.0-b322f2a6866014af4084cd6b618bb348',
+    'KeyPair': '1.0-1c0aacd3e62dde12ad55b095a8588413',
     'Migration': '1.0-8926f60611b62677b0103f93399d6d7e',
     'RequestSpec': '1.3-77b06eea4fe2c053d5b6e1fb6b0ebcf4',
     'SchedulerRetries': '1.0-7ac345807a200669b26324c34cdac6a1',

@@ -1,0 +1,199 @@
+"""How a server looks in the API's answers: its status (Nova's state
+map), its body at each microversion and what of it the caller may see."""
+
+import hashlib
+
+from scheduler_split import objects
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split import policy
+
+_STATUS = {
+    instance_obj.BUILDING: 'BUILD',
+    instance_obj.ACTIVE: 'ACTIVE',
+    instance_obj.ERROR: 'ERROR',
+    instance_obj.DELETED: 'DELETED',
+    instance_obj.STOPPED: 'SHUTOFF',
+    instance_obj.PAUSED: 'PAUSED',
+    instance_obj.SUSPENDED: 'SUSPENDED',
+    instance_obj.RESIZED: 'VERIFY_RESIZE',
+}
+_RESIZING = {state: 'RESIZE' for state in instance_obj.RESIZE_TASK_STATES}
+_REBUILDING = {instance_obj.REBUILDING: 'REBUILD',
+               instance_obj.REBUILD_SPAWNING: 'REBUILD'}
+# A task state that shows as the status, by vm state (Nova's state map).
+_STATUS_OF_TASK = {
+    instance_obj.ACTIVE: dict({instance_obj.REBOOTING: 'REBOOT',
+                               instance_obj.REBOOTING_HARD: 'HARD_REBOOT',
+                               instance_obj.MIGRATING: 'MIGRATING'},
+                              **_RESIZING, **_REBUILDING),
+    instance_obj.STOPPED: dict({instance_obj.REBOOTING: 'REBOOT',
+                                instance_obj.REBOOTING_HARD: 'HARD_REBOOT'},
+                               **_RESIZING, **_REBUILDING),
+    instance_obj.PAUSED: {instance_obj.MIGRATING: 'MIGRATING'},
+    instance_obj.RESIZED: {
+        instance_obj.RESIZE_REVERTING: 'REVERT_RESIZE'},
+    instance_obj.ERROR: dict(_REBUILDING),
+}
+# The same map as rules, in the order ``status_of`` applies them (a None
+# state matches any): what a cell's database evaluates for a status
+# filter.
+STATUS_RULES = tuple(
+    [(vm_state, task_state, status)
+     for vm_state, by_task in _STATUS_OF_TASK.items()
+     for task_state, status in by_task.items()] +
+    [(vm_state, None, status) for vm_state, status in _STATUS.items()] +
+    [(None, None, 'UNKNOWN')])
+_POWER = {instance_obj.NOSTATE: 0, instance_obj.RUNNING: 1,
+          instance_obj.PAUSED_POWER: 3, instance_obj.SHUTDOWN: 4,
+          instance_obj.SUSPENDED_POWER: 7}
+
+
+def _time(value):
+    return value.strftime('%Y-%m-%dT%H:%M:%SZ') if value else None
+
+
+def links(req, uuid):
+    return [{'rel': 'self',
+             'href': '%s/v2.1/servers/%s' % (req.application_url, uuid)},
+            {'rel': 'bookmark',
+             'href': '%s/servers/%s' % (req.application_url, uuid)}]
+
+
+def status_of(instance):
+    by_task = _STATUS_OF_TASK.get(instance.vm_state, {})
+    if instance.task_state in by_task:
+        return by_task[instance.task_state]
+    return _STATUS.get(instance.vm_state, 'UNKNOWN')
+
+
+def render_summary(req, instance):
+    return {'id': instance.uuid, 'name': instance.display_name,
+            'links': links(req, instance.uuid)}
+
+
+class Disclosure:
+    """The optional parts of a server body the caller may see, decided by
+    policy once per request rather than once per server."""
+
+    def __init__(self, ctx):
+        self.host = policy.authorize(
+            ctx, 'os_compute_api:os-extended-server-attributes',
+            fatal=False)
+        self.flavor_extra_specs = policy.authorize(
+            ctx, 'os_compute_api:servers:show:flavor-extra-specs',
+            fatal=False)
+        # As in Nova, the details of an internal error (a fault with code
+        # 500) are for whoever passes context_is_admin.
+        self.internal_fault_details = policy.check_is_admin(ctx)
+
+
+def pinned_zones(ctx, version, instances):
+    """``{uuid: the zone the user asked for}`` of ``instances``, which 2.96
+    shows as the zone that pins each (an instance's own
+    ``availability_zone`` is its host's once it is scheduled); one read
+    for all of them."""
+    if version < (2, 96):
+        return {}
+    return objects.RequestSpec.get_availability_zones(
+        ctx, [i.uuid for i in instances])
+
+
+def render(req, version, instance, disclosure, zones=None):
+    """The server body of ``instance``; ``zones`` are the
+    ``pinned_zones`` of a list it is in (read for it alone if None)."""
+    host_id = ''
+    if instance.host:
+        host_id = hashlib.sha224(('%s%s' % (
+            instance.project_id, instance.host)).encode()).hexdigest()
+    flavor = instance.flavor
+    if version >= (2, 47):
+        flavor_body = {'vcpus': flavor.vcpus, 'ram': flavor.memory_mb,
+                       'disk': flavor.root_gb,
+                       'ephemeral': flavor.ephemeral_gb,
+                       'swap': flavor.swap, 'original_name': flavor.name}
+        if disclosure.flavor_extra_specs:
+            flavor_body['extra_specs'] = dict(flavor.extra_specs)
+    else:
+        flavor_body = {'id': flavor.flavorid,
+                       'links': [{'rel': 'bookmark',
+                                  'href': '%s/flavors/%s' % (
+                                      req.application_url,
+                                      flavor.flavorid)}]}
+    image_body = ''
+    if instance.image_ref:
+        image_body = {'id': instance.image_ref,
+                      'links': [{'rel': 'bookmark',
+                                 'href': '%s/images/%s' % (
+                                     req.application_url,
+                                     instance.image_ref)}]}
+    body = {
+        'id': instance.uuid,
+        'name': instance.display_name,
+        'status': status_of(instance),
+        'tenant_id': instance.project_id,
+        'user_id': instance.user_id,
+        'metadata': dict(instance.metadata),
+        'hostId': host_id,
+        'image': image_body,
+        'flavor': flavor_body,
+        'created': _time(instance.created_at),
+        'updated': _time(instance.updated_at or instance.created_at),
+        'addresses': {},
+        'accessIPv4': _address(instance.get('access_ip_v4')),
+        'accessIPv6': _address(instance.get('access_ip_v6')),
+        'links': links(req, instance.uuid),
+        'OS-DCF:diskConfig': 'MANUAL',
+        'progress': 0,
+        'OS-EXT-AZ:availability_zone': instance.availability_zone or '',
+        'config_drive': '',
+        'key_name': instance.key_name,
+        'OS-SRV-USG:launched_at': _time(instance.launched_at),
+        'OS-SRV-USG:terminated_at': _time(instance.terminated_at),
+        'OS-EXT-STS:task_state': instance.task_state,
+        'OS-EXT-STS:vm_state': instance.vm_state,
+        'OS-EXT-STS:power_state': _POWER.get(instance.power_state, 0),
+        'os-extended-volumes:volumes_attached': [],
+    }
+    if disclosure.host:
+        body['OS-EXT-SRV-ATTR:host'] = instance.host
+        body['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.node
+        body['OS-EXT-SRV-ATTR:instance_name'] = 'instance-%s' % \
+            instance.uuid[:8]
+    if version >= (2, 9):
+        body['locked'] = bool(instance.get('locked', False))
+    if version >= (2, 19):
+        body['description'] = instance.display_description
+    if version >= (2, 26):
+        body['tags'] = list(instance.get('tags') or [])
+    if version >= (2, 63):
+        body['trusted_image_certificates'] = None
+    if version >= (2, 73):
+        body['locked_reason'] = instance.get('locked_reason')
+    if version >= (2, 96):
+        if zones is None:
+            zones = pinned_zones(req.ctx, version, [instance])
+        body['pinned_availability_zone'] = zones.get(instance.uuid)
+    fault = instance.get('fault')
+    if instance.vm_state == instance_obj.ERROR and fault is not None:
+        body['fault'] = _render_fault(fault, disclosure)
+    return body
+
+
+def _render_fault(fault, disclosure):
+    """A fault as its server's owner sees it.
+
+    ``details`` (which may hold a traceback, paths and host names) are for
+    admins only; everyone else sees the code and the first line of the
+    message, which is what the failure was, never where in the code.
+    """
+    if disclosure.internal_fault_details:
+        return {'code': fault.code, 'message': fault.message,
+                'details': fault.details or '',
+                'created': _time(fault.created_at)}
+    message = (fault.message or '').split('\n', 1)[0].strip()
+    return {'code': fault.code, 'message': message,
+            'created': _time(fault.created_at)}
+
+
+def _address(value):
+    return '' if value is None else str(value)
