@@ -147,7 +147,9 @@ class BootBenchmark:
     def _find_image(self):
         """The image's id: looked up by name in the image catalog beside
         the compute API (``<root>/image``, the all-in-one's), unless it
-        is an id already."""
+        is an id already. Where nothing serves that catalog (a
+        deployment's API on the built-in catalog, which takes a name as
+        ``imageRef``), the name itself is sent."""
         if uuidutils.is_uuid_like(self.image_ref):
             return self.image_ref
         client = self._client()
@@ -161,6 +163,8 @@ class BootBenchmark:
             reason = str(exc)
         else:
             reason = 'it answered %d' % resp.status
+            if resp.status == 404:
+                return self.image_ref
         if resp is not None and resp.status == 200:
             for image in resp.body.get('images', []):
                 if image.get('name') == self.image_ref:
