@@ -13,7 +13,6 @@ plus those this process still holds as such), one small query, whatever
 the refresh interval. Claims read it in their transaction anyway.
 """
 
-import datetime
 import logging
 import sys
 import threading
@@ -29,6 +28,7 @@ from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
+from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates as aggregates_mod
 from scheduler_split.scheduler import claims
 
@@ -178,25 +178,23 @@ class HostState:
         self.forced_down = bool(forced_down)
         self.disabled = self.reported_disabled or self.service_disabled
 
-    def is_up(self, now=None):
-        if self.forced_down or self.last_report_at is None:
-            return False
-        now = now or obj_base.naive_utc(obj_base.utcnow())
-        return (now - self.last_report_at).total_seconds() <= \
-            CONF.service_down_time
+    def is_up(self, since=None):
+        """Whether the compute reports in time and is not forced down
+        (:func:`scheduler_split.servicegroup.is_up`)."""
+        return servicegroup.is_up(self.last_report_at, self.forced_down,
+                                  since)
 
     def status(self):
         """The operator's status: (disabled, reason, forced down)."""
         return (self.service_disabled, self.disabled_reason,
                 self.forced_down)
 
-    def takes_builds(self, up_since):
-        """Enabled, not forced down, and heard from at or after
-        ``up_since``: ComputeFilter's test with the cutoff worked out
-        once per request."""
-        return (not self.disabled and not self.forced_down and
-                self.last_report_at is not None and
-                self.last_report_at >= up_since)
+    def takes_builds(self, since=None):
+        """Whether builds may come here: enabled, and up. ``since`` is
+        :func:`scheduler_split.servicegroup.up_since`, worked out once
+        for the many hosts of a request."""
+        return not self.disabled and servicegroup.is_up(
+            self.last_report_at, self.forced_down, since)
 
     def copy_from(self, other):
         """Take every value of ``other`` (a fresh reading of this host)
@@ -204,12 +202,6 @@ class HostState:
         for name in self.__slots__:
             if name != '__weakref__':
                 setattr(self, name, getattr(other, name))
-
-
-def up_since(now=None):
-    """The earliest last report of a compute that counts as up now."""
-    now = now or obj_base.naive_utc(obj_base.utcnow())
-    return now - datetime.timedelta(seconds=CONF.service_down_time)
 
 
 # What a compute reports of its hypervisor, kept as it says.
@@ -934,6 +926,7 @@ class HostManager:
                     alloc.consumer_id)))
                 .join(alloc, alloc.resource_provider_id == rp.id)
                 .group_by(rp.uuid)).all())
+        since = servicegroup.up_since()
         nodes = []
         for uuid, state in states.items():
             row = rows.get(uuid)
@@ -950,7 +943,7 @@ class HostManager:
                 'forced_down': state.forced_down,
                 'last_report_at': (state.last_report_at.isoformat()
                                    if state.last_report_at else None),
-                'up': state.is_up(),
+                'up': state.is_up(since),
                 'running_vms': running.get(uuid, 0),
                 'inventory': {rc: list(inv)
                               for rc, inv in state.inventory.items()},

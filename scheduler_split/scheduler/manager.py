@@ -29,6 +29,7 @@ from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
+from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import filters
@@ -323,19 +324,14 @@ class SchedulerManager:
             raise
         return result
 
-    @staticmethod
-    def _usable(host_state):
-        """Whether builds may go to the host at all (ComputeFilter's test,
-        whatever filters are enabled)."""
-        return not host_state.disabled and host_state.is_up()
-
     def hosts_by_cell(self):
-        """``{cell uuid: {host uuid: usable}}`` of the hosts in memory,
-        for a scrape of the metrics: no database is read."""
+        """``{cell uuid: {host uuid: takes builds}}`` of the hosts in
+        memory, for a scrape of the metrics: no database is read."""
+        since = servicegroup.up_since()
         result = {}
         for state in self.host_manager.states_in_memory():
             result.setdefault(state.cell_uuid, {})[state.uuid] = \
-                self._usable(state)
+                state.takes_builds(since)
         return result
 
     @staticmethod
@@ -351,7 +347,7 @@ class SchedulerManager:
         """
         resources = selection.resources
         state = self.host_manager.get(selection.compute_node_uuid)
-        if state is not None and not self._usable(state):
+        if state is not None and not state.takes_builds():
             LOG.info('Alternate %s for instance %s is down or disabled',
                      selection.service_host, instance_uuid,
                      extra={'instance_uuid': instance_uuid})
@@ -475,7 +471,8 @@ class SchedulerManager:
     def get_availability_zones(self, ctx):
         """``{zone: {host: {available, active, updated_at}}}``: the
         zones of the known compute hosts; a host is available when its
-        compute is enabled and active when it reports in time."""
+        compute is enabled and active when it is up."""
+        since = servicegroup.up_since()
         result = {}
         for zone, states in self.host_manager.zones().items():
             hosts = result.setdefault(zone, {})
@@ -484,7 +481,7 @@ class SchedulerManager:
                     'available': False, 'active': False,
                     'updated_at': None})
                 entry['available'] |= not state.disabled
-                entry['active'] |= state.is_up()
+                entry['active'] |= state.is_up(since)
                 seen = _iso(state.last_report_at)
                 if seen and (entry['updated_at'] or '') < seen:
                     entry['updated_at'] = seen

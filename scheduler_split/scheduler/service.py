@@ -12,6 +12,7 @@ from scheduler_split import context as ss_context
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split import rpc
+from scheduler_split import servicegroup
 from scheduler_split.scheduler import manager as scheduler_manager
 from scheduler_split.scheduler import rpcapi as scheduler_rpcapi
 from scheduler_split import service
@@ -41,8 +42,9 @@ class SchedulerService(service.Service):
 
     def known_hosts(self):
         """Hosts whose reports arrived and are recent."""
+        since = servicegroup.up_since()
         return {h.host for h in self.manager.host_manager.host_states()
-                if h.is_up()}
+                if h.is_up(since)}
 
     def listen_on_cell(self, cell):
         """Consume the scheduler topic on the bus of ``cell``."""

@@ -17,8 +17,8 @@ from oslo_utils import versionutils
 
 from scheduler_split import conf
 from scheduler_split import scheduler
+from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates
-from scheduler_split.scheduler import host_manager
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -35,14 +35,15 @@ class BaseHostFilter:
 
 
 class ComputeFilter(BaseHostFilter):
-    """The host's compute service reports in time and is not disabled."""
+    """The host's compute service is up (scheduler_split.servicegroup)
+    and not disabled."""
 
     def host_passes(self, host_state, spec_obj):
-        return not host_state.disabled and host_state.is_up()
+        return host_state.takes_builds()
 
     def filter_all(self, host_states, spec_obj):
-        cutoff = host_manager.up_since()
-        return [h for h in host_states if h.takes_builds(cutoff)]
+        since = servicegroup.up_since()
+        return [h for h in host_states if h.takes_builds(since)]
 
 
 class AvailabilityZoneFilter(BaseHostFilter):
