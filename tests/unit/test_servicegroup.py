@@ -9,7 +9,7 @@ from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split.objects import service as service_obj
 from scheduler_split import servicegroup
-from scheduler_split.scheduler import host_manager
+from scheduler_split.scheduler import host_state
 
 NOW = datetime.datetime(2030, 1, 1, 12, 0, 0)
 
@@ -66,7 +66,7 @@ def test_a_time_with_a_zone_is_compared_in_utc():
 
 def test_a_disabled_host_that_reports_is_up_but_takes_no_builds(override):
     override('service_down_time', 60)
-    state = host_manager.HostState('uuid', 'h1', 'h1', 'cell')
+    state = host_state.HostState('uuid', 'h1', 'h1', 'cell')
     state.last_report_at = servicegroup.up_since(down_time=1)
     state.disabled = True
     assert state.is_up()
@@ -77,7 +77,7 @@ def test_a_disabled_host_that_reports_is_up_but_takes_no_builds(override):
 
 def test_a_host_that_stopped_reporting_is_down_enabled_or_not(override):
     override('service_down_time', 60)
-    state = host_manager.HostState('uuid', 'h1', 'h1', 'cell')
+    state = host_state.HostState('uuid', 'h1', 'h1', 'cell')
     state.last_report_at = servicegroup.up_since(down_time=61)
     assert not state.is_up()
     assert not state.takes_builds()
