@@ -38,6 +38,11 @@ CLAIM_ATTEMPTS = 5
 # stops after enough feasible hosts: reading the request once per batch
 # is what keeps the filters cheap per host.
 MIN_FILTER_BATCH = 32
+# The policies claims enforce, whatever filters are enabled: the
+# candidates go through these again when a claim refuses a host for the
+# request's server group.
+GROUP_FILTERS = ('ServerGroupAntiAffinityFilter',
+                 'ServerGroupAffinityFilter')
 
 
 class SchedulerManager:
@@ -50,6 +55,7 @@ class SchedulerManager:
             self.db_url)
         self.filters = filters.load(CONF.filter_scheduler.enabled_filters)
         self.weighers = weights.load(CONF.filter_scheduler.weighers)
+        self.group_filters = filters.load(GROUP_FILTERS)
         self._claim_locks = {}
         self._claim_locks_guard = threading.Lock()
 
@@ -230,9 +236,9 @@ class SchedulerManager:
                          exc.format_message(),
                          extra={'instance_uuid': instance_uuid})
                 group.hosts = claims.group_hosts(self.db_url, group.uuid)
-                for group_filter in filters.GROUP_FILTERS:
-                    candidates = group_filter().filter_all(candidates,
-                                                           spec_obj)
+                for group_filter in self.group_filters:
+                    candidates = group_filter.filter_all(candidates,
+                                                         spec_obj)
             LOG.info('Instance %s: %s refused the claim, trying the next '
                      'host', instance_uuid, host.host,
                      extra={'instance_uuid': instance_uuid})

@@ -10,6 +10,7 @@ from scheduler_split import exception
 from scheduler_split.scheduler import aggregates
 from scheduler_split.scheduler import endpoint as scheduler_endpoint
 from scheduler_split.scheduler import filters
+from scheduler_split.scheduler.filters import aggregate_instance_extra_specs
 from scheduler_split.scheduler import host_state
 from scheduler_split.scheduler import weights
 from tests.unit import helpers
@@ -127,7 +128,8 @@ def test_aggregate_errors_are_novas(scheduler_db, ctx):
     ('x', '>= 3', False),
 ])
 def test_extra_spec_operators_are_novas(value, requirement, passes):
-    assert filters.extra_spec_matches(value, requirement) is passes
+    assert aggregate_instance_extra_specs.extra_spec_matches(
+        value, requirement) is passes
 
 
 def _flavor_spec(extra_specs, project_id='project'):
