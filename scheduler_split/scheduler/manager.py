@@ -73,15 +73,6 @@ class SchedulerManager:
         share = math.ceil(num_hosts * opts.hosts_to_score_percentage / 100)
         return min(num_hosts, max(opts.hosts_to_score, share))
 
-    def _filter(self, hosts, spec_obj):
-        for host_filter in self.filters:
-            hosts = host_filter.filter_all(hosts, spec_obj)
-            if not hosts:
-                LOG.debug('Filter %s returned no hosts',
-                          type(host_filter).__name__)
-                return []
-        return hosts
-
     @staticmethod
     def _request_constraints(spec_obj):
         """``(label, test of a host)`` of what the request itself narrows
@@ -97,27 +88,10 @@ class SchedulerManager:
             yield 'ignored hosts %s' % ignored, \
                 lambda h: h.host not in ignored
 
-    def _filter_results(self, host_states, spec_obj):
-        """What each filter left of every host, for the log of a request
-        that found none (the claims refused the rest)."""
-        hosts = list(host_states)
-        steps = ['%d hosts known' % len(hosts)]
-        for label, wanted in self._request_constraints(spec_obj):
-            hosts = [h for h in hosts if wanted(h)]
-            steps.append('%s: %d' % (label, len(hosts)))
-        for host_filter in self.filters:
-            hosts = host_filter.filter_all(hosts, spec_obj)
-            steps.append('%s: %d' % (type(host_filter).__name__,
-                                     len(hosts)))
-            if not hosts:
-                break
-        else:
-            steps.append('every claim refused')
-        return ', '.join(steps)
-
     def _candidates(self, host_states, spec_obj, every_host=False):
-        """Hosts that pass every enabled filter, best first, and whether
-        every host was looked at.
+        """Hosts that pass every enabled filter, best first; whether
+        every host was looked at; and the :class:`filters.FilterPass`
+        that counted what each filter removed.
 
         With more hosts than ``hosts_to_score`` the filter phase starts
         at a random host and stops once that many hosts passed (as
@@ -127,32 +101,58 @@ class SchedulerManager:
         wins, not the best of all. The random start spreads the requests
         of one scheduler, and of several, over the whole cloud.
         """
+        record = filters.FilterPass(self.filters)
+        record.known = len(host_states)
         hosts = host_states
-        for _, wanted in self._request_constraints(spec_obj):
+        for label, wanted in self._request_constraints(spec_obj):
             hosts = [h for h in hosts if wanted(h)]
+            record.constraints.append((label, len(hosts)))
         wanted = len(hosts) if every_host else self.hosts_to_score(
             len(hosts))
         if wanted >= len(hosts):
-            feasible, complete = self._filter(hosts, spec_obj), True
-            looked = len(hosts)
+            record.run(hosts, spec_obj)
+            complete = True
         else:
             start = random.randrange(len(hosts))
             hosts = hosts[start:] + hosts[:start]
             batch = max(wanted, MIN_FILTER_BATCH)
-            feasible, complete = [], False
+            complete = True
             for offset in range(0, len(hosts), batch):
-                feasible.extend(self._filter(hosts[offset:offset + batch],
-                                             spec_obj))
-                if len(feasible) >= wanted:
+                record.run(hosts[offset:offset + batch], spec_obj)
+                if len(record.passed) >= wanted:
                     complete = offset + batch >= len(hosts)
                     break
-            else:
-                complete = True
-            looked = min(offset + batch, len(hosts))
-        metrics.FILTERED_HOSTS.observe(looked)
-        metrics.SCORED_HOSTS.observe(len(feasible))
-        ranked = weights.weigh(self.weighers, feasible, spec_obj)
-        return [h for _, h in ranked], complete
+        metrics.FILTERED_HOSTS.observe(record.looked)
+        metrics.SCORED_HOSTS.observe(len(record.passed))
+        ranked = weights.weigh(self.weighers, record.passed, spec_obj)
+        return [h for _, h in ranked], complete, record
+
+    def _why_no_host(self, record, spec_obj):
+        """What the request and each filter left of the hosts, for the
+        log of a request that found none; ``record`` is the pass that
+        looked at every host.
+
+        Every host that passed the filters was refused its claim, which
+        brought its state up to date: the first filter that refuses it
+        now takes it, and what no filter refuses reads as "every claim
+        refused"."""
+        late = [0] * len(record.filters)
+        for host in record.passed:
+            for index, host_filter in enumerate(record.filters):
+                if not host_filter.filter_all([host], spec_obj):
+                    late[index] += 1
+                    break
+        steps = ['%d hosts known' % record.known]
+        steps += ['%s: %d' % step for step in record.constraints]
+        left = record.looked
+        for (name, removed), refused in zip(record.counts(), late):
+            left -= removed + refused
+            steps.append('%s: %d' % (name, left))
+            if not left:
+                break
+        else:
+            steps.append('every claim refused')
+        return ', '.join(steps)
 
     # --- the claim (reserve) phase -----------------------------------------
 
@@ -269,20 +269,20 @@ class SchedulerManager:
         claimed = []
         try:
             for instance_uuid in instance_uuids:
-                candidates, complete = self._candidates(host_states,
-                                                        spec_obj)
+                candidates, complete, record = self._candidates(
+                    host_states, spec_obj)
                 chosen = self._claim_first(ctx, candidates, instance_uuid,
                                            spec_obj)
                 if chosen is None and not complete:
                     # Every host of the sample refused the claim: no
                     # request fails before every host was considered.
-                    candidates, _ = self._candidates(
+                    candidates, _, record = self._candidates(
                         host_states, spec_obj, every_host=True)
                     chosen = self._claim_first(ctx, candidates,
                                                instance_uuid, spec_obj)
                 if chosen is None:
                     LOG.info('Instance %s: no host; %s', instance_uuid,
-                             self._filter_results(host_states, spec_obj),
+                             self._why_no_host(record, spec_obj),
                              extra={'instance_uuid': instance_uuid})
                     raise exception.NoValidHost(
                         reason='There are not enough hosts available.')

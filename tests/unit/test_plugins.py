@@ -10,6 +10,7 @@ from scheduler_split import conf
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler import manager as scheduler_manager
 from scheduler_split.scheduler import weights
+from tests.unit import helpers
 
 CONF = conf.CONF
 
@@ -84,6 +85,25 @@ def test_a_new_filter_is_found_by_its_name(registered):
     [odd] = filters.load(['OddHostFilter'])
     assert isinstance(odd, OddHostFilter)
     assert filters.OddHostFilter is OddHostFilter
+
+
+def test_a_new_filter_runs_once_enabled(registered, override, scheduler_db):
+    class NoHostFilter(filters.BaseHostFilter):
+        """Rejects every host."""
+
+        def host_passes(self, host_state, spec_obj):
+            return False
+
+    registered(NoHostFilter)
+    override('enabled_filters', ['ComputeFilter', 'NoHostFilter'],
+             group='filter_scheduler')
+    manager = scheduler_manager.SchedulerManager(scheduler_db)
+    manager.host_manager.update_from_stats('cell', 'h1', 'h1',
+                                           helpers.host_stats())
+    candidates, _, record = manager._candidates(
+        manager.host_manager.host_states(), helpers.make_spec())
+    assert candidates == []
+    assert record.counts() == [('ComputeFilter', 0), ('NoHostFilter', 1)]
 
 
 def test_a_new_weigher_is_found_by_its_name(registered):
