@@ -99,28 +99,41 @@ class Scheduler:
         return self.admin.aggregate_list(ctx)
 
     def aggregate_get(self, ctx, aggregate_id):
+        """Call from the API (1.3): one aggregate, by id or uuid."""
         return self.admin.aggregate_get(ctx, aggregate_id)
 
     def aggregate_create(self, ctx, name, availability_zone=None):
+        """Call from the API (1.3): a new aggregate."""
         return self.admin.aggregate_create(ctx, name, availability_zone)
 
     def aggregate_update(self, ctx, aggregate_id, values):
+        """Call from the API (1.3): rename an aggregate or
+        change its zone."""
         return self.admin.aggregate_update(ctx, aggregate_id, values)
 
     def aggregate_delete(self, ctx, aggregate_id):
+        """Call from the API (1.3): delete an empty aggregate."""
         return self.admin.aggregate_delete(ctx, aggregate_id)
 
     def aggregate_add_host(self, ctx, aggregate_id, host):
+        """Call from the API (1.3): put a compute host in an
+        aggregate."""
         return self.admin.aggregate_add_host(ctx, aggregate_id, host)
 
     def aggregate_remove_host(self, ctx, aggregate_id, host):
+        """Call from the API (1.3): take a compute host out
+        of an aggregate."""
         return self.admin.aggregate_remove_host(ctx, aggregate_id, host)
 
     def aggregate_set_metadata(self, ctx, aggregate_id, metadata):
+        """Call from the API (1.3): set or unset metadata
+        keys of an aggregate."""
         return self.admin.aggregate_set_metadata(ctx, aggregate_id,
                                                  metadata)
 
     def get_availability_zones(self, ctx):
+        """Call from the API (1.3): the zones of the compute
+        hosts."""
         return self.admin.get_availability_zones(ctx)
 
     # --- the heal (heal) ----------------------------------------------------
@@ -238,41 +251,54 @@ class SchedulerEndpoint:
     @messaging.expose
     @messaging.expected_exceptions(exception.SchedulerSplitException)
     def aggregate_get(self, ctx, aggregate_id):
+        """Call from the API (1.3): one aggregate, by id or uuid."""
         return self.scheduler.aggregate_get(ctx, aggregate_id)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.SchedulerSplitException)
     def aggregate_create(self, ctx, name, availability_zone=None):
+        """Call from the API (1.3): a new aggregate."""
         return self.scheduler.aggregate_create(ctx, name, availability_zone)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.SchedulerSplitException)
     def aggregate_update(self, ctx, aggregate_id, values):
+        """Call from the API (1.3): rename an aggregate or
+        change its zone."""
         return self.scheduler.aggregate_update(ctx, aggregate_id, values)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.SchedulerSplitException)
     def aggregate_delete(self, ctx, aggregate_id):
+        """Call from the API (1.3): delete an empty aggregate."""
         return self.scheduler.aggregate_delete(ctx, aggregate_id)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.SchedulerSplitException)
     def aggregate_add_host(self, ctx, aggregate_id, host):
+        """Call from the API (1.3): put a compute host in an
+        aggregate."""
         return self.scheduler.aggregate_add_host(ctx, aggregate_id, host)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.SchedulerSplitException)
     def aggregate_remove_host(self, ctx, aggregate_id, host):
+        """Call from the API (1.3): take a compute host out
+        of an aggregate."""
         return self.scheduler.aggregate_remove_host(ctx, aggregate_id, host)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.SchedulerSplitException)
     def aggregate_set_metadata(self, ctx, aggregate_id, metadata):
+        """Call from the API (1.3): set or unset metadata
+        keys of an aggregate."""
         return self.scheduler.aggregate_set_metadata(ctx, aggregate_id,
                                                      metadata)
 
     @messaging.expose
     def get_availability_zones(self, ctx):
+        """Call from the API (1.3): the zones of the compute
+        hosts."""
         return self.scheduler.get_availability_zones(ctx)
 
     @messaging.expose
