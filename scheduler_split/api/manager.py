@@ -26,6 +26,7 @@ from scheduler_split.objects import service as service_obj
 from scheduler_split import quota
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
+from scheduler_split import servicegroup
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -427,11 +428,8 @@ class ComputeAPI:
         cctx = ss_context.target_cell(ctx, cell)
         service = objects.Service.get_by_host_and_binary(
             cctx, instance.host, service_obj.COMPUTE)
-        if service is not None and not service.forced_down and \
-                service.last_seen_up is not None and (
-                    obj_base.naive_utc(obj_base.utcnow()) -
-                    obj_base.naive_utc(service.last_seen_up)
-                ).total_seconds() <= CONF.service_down_time:
+        if service is not None and servicegroup.is_up(
+                service.last_seen_up, service.forced_down):
             raise exception.ComputeServiceInUse(host=instance.host)
         migration = self._record_move(
             ctx, cctx, instance, migration_obj.EVACUATION, 'evacuate',

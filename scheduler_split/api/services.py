@@ -30,6 +30,7 @@ from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import service as service_obj
 from scheduler_split import policy
+from scheduler_split import servicegroup
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -90,11 +91,7 @@ class _Service:
 
     @property
     def is_up(self):
-        if self.forced_down or self.last_seen_up is None:
-            return False
-        age = obj_base.naive_utc(obj_base.utcnow()) - obj_base.naive_utc(
-            self.last_seen_up)
-        return age.total_seconds() <= CONF.service_down_time
+        return servicegroup.is_up(self.last_seen_up, self.forced_down)
 
 
 def _time(value):

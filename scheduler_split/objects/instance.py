@@ -11,6 +11,7 @@ from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import flavor as flavor_obj
 from scheduler_split.objects import instance_tag
+from scheduler_split import servicegroup
 
 # vm_state values (as Nova names them)
 BUILDING = 'building'
@@ -399,8 +400,8 @@ class Instance(base.SchedulerSplitObject):
                                    models.Instance.created_at)
         alive = sa.select(models.Service.host).where(
             models.Service.binary == compute_binary,
-            models.Service.last_seen_up >= now - datetime.timedelta(
-                seconds=down_seconds))
+            servicegroup.recent(models.Service.last_seen_up,
+                                servicegroup.up_since(now, down_seconds)))
         live_build = sa.and_(
             models.Instance.deleted.is_(False),
             models.Instance.vm_state == BUILDING,

@@ -1,17 +1,13 @@
-import datetime
-
 import sqlalchemy as sa
 from oslo_utils import uuidutils
 from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
-from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split.objects import base
-
-CONF = conf.CONF
+from scheduler_split import servicegroup
 
 # The version of this release's services, recorded with every heartbeat.
 # Bump it with every change of an RPC API (or of what a service expects of
@@ -73,13 +69,6 @@ _ALL_FIELDS = _FIELDS + ('id', 'uuid', 'disabled_reason', 'forced_down',
                          'created_at', 'updated_at')
 
 
-def _up_since():
-    """Services whose last heartbeat is older than this are not running.
-    """
-    return base.naive_utc(base.utcnow()) - datetime.timedelta(
-        seconds=CONF.service_down_time)
-
-
 def heartbeat_row(session, model, host, binary, topic,
                   version=SERVICE_VERSION, create=True):
     """Create or refresh the record of a service of ``version`` (this
@@ -109,7 +98,7 @@ def minimum_version(session, model, binary):
     """
     return session.scalar(sa.select(
         sa.func.min(sa.func.coalesce(model.version, 0))).where(
-        model.binary == binary, model.last_seen_up >= _up_since()))
+        model.binary == binary, servicegroup.recent(model.last_seen_up)))
 
 
 @base.ObjectRegistry.register

@@ -61,6 +61,15 @@ class Aggregate:
         return '<Aggregate %s %s>' % (self.id, self.name)
 
 
+def metadata_of(host_state):
+    """``{key: {value, ...}}`` over every aggregate of the host."""
+    metadata = {}
+    for aggregate in getattr(host_state, 'aggregates', None) or ():
+        for key, value in aggregate.metadata.items():
+            metadata.setdefault(key, set()).add(value)
+    return metadata
+
+
 def smallest(host_state, key, default, kind=float):
     """The smallest ``key`` of the host's aggregates' metadata read as
     ``kind``, else ``default``: how an aggregate overrides a limit or a

@@ -1,4 +1,4 @@
-"""The scheduler process: one manager listening on every bus.
+"""The scheduler process: one scheduler listening on every bus.
 
 Launchers find :func:`build` through the ``scheduler_split.services``
 entry point named ``scheduler``, so that nothing outside this package
@@ -12,7 +12,8 @@ from scheduler_split import context as ss_context
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split import rpc
-from scheduler_split.scheduler import manager as scheduler_manager
+from scheduler_split import servicegroup
+from scheduler_split.scheduler import endpoint
 from scheduler_split.scheduler import rpcapi as scheduler_rpcapi
 from scheduler_split import service
 
@@ -41,8 +42,9 @@ class SchedulerService(service.Service):
 
     def known_hosts(self):
         """Hosts whose reports arrived and are recent."""
+        since = servicegroup.up_since()
         return {h.host for h in self.manager.host_manager.host_states()
-                if h.is_up()}
+                if h.is_up(since)}
 
     def listen_on_cell(self, cell):
         """Consume the scheduler topic on the bus of ``cell``."""
@@ -67,17 +69,17 @@ class SchedulerService(service.Service):
         self.discover_cells()
 
     def start(self, serve_metrics=False):
-        metrics.watch_scheduler(self.manager)
+        metrics.watch_scheduler(self.manager.host_manager)
         super().start(serve_metrics)
 
     def stop(self, graceful=True):
         super().stop(graceful)
-        metrics.unwatch_scheduler(self.manager)
+        metrics.unwatch_scheduler(self.manager.host_manager)
 
 
 def build(cell_mappings):
     """The scheduler service on the API bus and on every cell's bus."""
-    manager = scheduler_manager.SchedulerManager()
+    manager = endpoint.Scheduler()
     try:
         # Before the first request rather than in it: at tens of
         # thousands of hosts the load takes a second, and reports then

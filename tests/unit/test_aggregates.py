@@ -8,9 +8,10 @@ from oslo_utils import uuidutils
 from scheduler_split import context
 from scheduler_split import exception
 from scheduler_split.scheduler import aggregates
+from scheduler_split.scheduler import endpoint as scheduler_endpoint
 from scheduler_split.scheduler import filters
-from scheduler_split.scheduler import host_manager
-from scheduler_split.scheduler import manager as scheduler_manager
+from scheduler_split.scheduler.filters import aggregate_instance_extra_specs
+from scheduler_split.scheduler import host_state
 from scheduler_split.scheduler import weights
 from tests.unit import helpers
 
@@ -23,7 +24,7 @@ def ctx():
 
 
 def _manager(db):
-    return scheduler_manager.SchedulerManager(db)
+    return scheduler_endpoint.Scheduler(db)
 
 
 def _add_host(manager, host, **extra):
@@ -41,8 +42,8 @@ def _chosen(manager, ctx, spec=None, count=1):
 
 
 def _state(name, metadata_list=(), zone='nova'):
-    state = host_manager.HostState(uuidutils.generate_uuid(), name, name,
-                                   CELL)
+    state = host_state.HostState(uuidutils.generate_uuid(), name, name,
+                                 CELL)
     state.reported_availability_zone = zone
     state.set_aggregates([aggregates.Aggregate({
         'id': i, 'uuid': uuidutils.generate_uuid(), 'name': 'agg%d' % i,
@@ -127,7 +128,8 @@ def test_aggregate_errors_are_novas(scheduler_db, ctx):
     ('x', '>= 3', False),
 ])
 def test_extra_spec_operators_are_novas(value, requirement, passes):
-    assert filters.extra_spec_matches(value, requirement) is passes
+    assert aggregate_instance_extra_specs.extra_spec_matches(
+        value, requirement) is passes
 
 
 def _flavor_spec(extra_specs, project_id='project'):

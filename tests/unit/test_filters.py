@@ -6,12 +6,12 @@ import pytest
 
 from scheduler_split import objects
 from scheduler_split.scheduler import filters
-from scheduler_split.scheduler import host_manager
+from scheduler_split.scheduler import host_state
 from tests.unit import helpers
 
 
 def _host(inventory=None, used=None, disabled=False, age_seconds=0):
-    state = host_manager.HostState(
+    state = host_state.HostState(
         'b2b7c9a6-0d6f-4c1c-9a55-1f1f6f4f2a01', 'host1', 'node1',
         'c0a1e6a4-1111-4d7e-8e44-2a1a5b6c7d01')
     state.inventory = inventory or {}
@@ -210,7 +210,7 @@ def test_group_filters_ignore_soft_policies_and_specs_without_group(policy):
 
 def _counted(name, instances=0, io_ops=0, limits=None):
     from scheduler_split.scheduler import aggregates
-    state = host_manager.HostState('uuid-' + name, name, name, 'cell')
+    state = host_state.HostState('uuid-' + name, name, name, 'cell')
     state.instances = {'i%d' % n for n in range(instances)}
     state.num_io_ops = io_ops
     if limits:
@@ -335,7 +335,7 @@ def test_image_properties_filter_can_be_enabled_by_name():
 
 def _isolated(name, *metadatas):
     from scheduler_split.scheduler import aggregates
-    state = host_manager.HostState('uuid-' + name, name, name, 'cell')
+    state = host_state.HostState('uuid-' + name, name, name, 'cell')
     state.set_aggregates([aggregates.Aggregate({
         'id': n, 'uuid': 'agg%d' % n, 'name': 'agg%d' % n,
         'metadata': metadata, 'hosts': [name]})

@@ -10,8 +10,9 @@ import pytest
 
 from scheduler_split import conf
 from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import endpoint as scheduler_endpoint
+from scheduler_split.scheduler import heal
 from scheduler_split.scheduler import host_manager
-from scheduler_split.scheduler import manager as scheduler_manager
 from tests.unit import helpers
 
 CONF = conf.CONF
@@ -42,7 +43,7 @@ def scheduler(scheduler_db):
     # Only the scheduler's own database is configured.
     assert CONF.api_database.connection is None
     assert CONF.database.connection is None
-    manager = scheduler_manager.SchedulerManager(scheduler_db)
+    manager = scheduler_endpoint.Scheduler(scheduler_db)
     provider = host_manager.HostManager(scheduler_db).update_from_stats(
         CELL, 'host1', 'host1-node', helpers.host_stats())
     for consumer in (LIVE, ORPHAN, PENDING):
@@ -83,7 +84,7 @@ def test_heal_asks_nothing_about_young_allocations(scheduler):
 
 
 def test_heal_asks_in_chunks(scheduler, monkeypatch):
-    monkeypatch.setattr(scheduler_manager, 'HEAL_CHUNK', 2)
+    monkeypatch.setattr(heal, 'HEAL_CHUNK', 2)
     scheduler._conductor = SuperConductor(needed={PENDING})
     assert sorted(scheduler.heal_allocations(grace=0)) == sorted(
         [LIVE, ORPHAN])

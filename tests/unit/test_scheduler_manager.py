@@ -249,6 +249,56 @@ def test_no_valid_host_logs_what_each_filter_left(manager, ctx,
             'RamFilter: 0\n' % (uuid, CELL_A)) in caplog.text, caplog.text
 
 
+def test_the_filter_pass_counts_the_hosts_each_filter_removed(manager):
+    _add_host(manager, CELL_A, 'off', 4, disabled=True)
+    _add_host(manager, CELL_A, 'tiny1', 4, ram_allocation_ratio=0.1)
+    _add_host(manager, CELL_A, 'tiny2', 4, ram_allocation_ratio=0.1)
+    _add_host(manager, CELL_B, 'fits', 4)
+    spec = _spec(availability_zone='nova')
+    candidates, complete, record = manager._candidates(
+        manager.host_manager.host_states(), spec)
+    assert [h.host for h in candidates] == ['fits']
+    assert complete
+    assert (record.known, record.looked) == (4, 4)
+    assert dict(record.counts()) == {
+        'ComputeFilter': 1, 'AvailabilityZoneFilter': 0, 'RamFilter': 2,
+        'CoreFilter': 0, 'DiskFilter': 0, 'ServerGroupAntiAffinityFilter': 0,
+        'ServerGroupAffinityFilter': 0, 'SameHostFilter': 0,
+        'DifferentHostFilter': 0, 'ImagePropertiesFilter': 0}
+
+
+def test_a_request_two_filters_reject_reports_each_filters_count(
+        manager, ctx, caplog):
+    caplog.set_level('INFO', logger='scheduler_split.scheduler.manager')
+    _add_host(manager, CELL_A, 'off', 4, disabled=True)
+    _add_host(manager, CELL_A, 'tiny1', 4, ram_allocation_ratio=0.1)
+    _add_host(manager, CELL_A, 'tiny2', 4, ram_allocation_ratio=0.1)
+    [uuid] = _uuids(1)
+    with pytest.raises(exception.NoValidHost):
+        manager.select_destinations(ctx, _spec(), [uuid])
+    # ComputeFilter removed one host, RamFilter the other two.
+    assert ('Instance %s: no host; 3 hosts known, ComputeFilter: 2, '
+            'AvailabilityZoneFilter: 2, RamFilter: 0\n' % uuid) \
+        in caplog.text, caplog.text
+
+
+def test_a_request_that_finds_no_host_runs_each_filter_once_per_host(
+        manager, ctx):
+    seen = collections.Counter()
+
+    class Counting:
+        def filter_all(self, host_states, spec_obj):
+            seen.update(h.host for h in host_states)
+            return list(host_states)
+
+    manager.filters.insert(0, Counting())
+    for name in ('h1', 'h2', 'h3'):
+        _add_host(manager, CELL_A, name, 4, ram_allocation_ratio=0.1)
+    with pytest.raises(exception.NoValidHost):
+        manager.select_destinations(ctx, _spec(), _uuids(1))
+    assert seen == {'h1': 1, 'h2': 1, 'h3': 1}
+
+
 # --- filters in the manager -----------------------------------------------
 
 def test_disabled_host_is_not_chosen(manager, ctx):

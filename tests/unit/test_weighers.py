@@ -4,7 +4,7 @@ import pytest
 
 from scheduler_split import conf
 from scheduler_split import objects
-from scheduler_split.scheduler import host_manager
+from scheduler_split.scheduler import host_state
 from scheduler_split.scheduler import weights
 from tests.unit import helpers
 
@@ -27,7 +27,7 @@ def multipliers():
 
 
 def _host(name, free_ram=0, free_vcpus=0):
-    state = host_manager.HostState('uuid-' + name, name, name, 'cell')
+    state = host_state.HostState('uuid-' + name, name, name, 'cell')
     state.inventory = {'MEMORY_MB': (free_ram, 0, 1.0),
                        'VCPU': (free_vcpus, 0, 1.0)}
     return state

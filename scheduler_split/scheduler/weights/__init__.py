@@ -1,5 +1,12 @@
 """Weighers: each scores the hosts that passed the filters.
 
+A weigher is a small class deriving from :class:`BaseHostWeigher`, with
+``raw_weight(host_state, spec_obj)``, in a module of its own in this
+package; its docstring says what it scores and what it reads.
+``[filter_scheduler] weighers`` names the ones that run. As with the
+filters, every module here is imported and each weigher registers itself
+by name (:mod:`scheduler_split.scheduler.plugins`).
+
 A weigher returns a raw value per host; values are normalized to 0..1
 over the candidate hosts and multiplied by the weigher's multiplier, and
 the host with the highest sum wins. A positive multiplier spreads, a
@@ -14,14 +21,18 @@ aggregates disagree. Operators pack some hosts and spread others so.
 import logging
 
 from scheduler_split import conf
-from scheduler_split import scheduler
 from scheduler_split.scheduler import aggregates
+from scheduler_split.scheduler import plugins
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
-class BaseHostWeigher:
+class BaseHostWeigher(plugins.Plugin, abstract=True):
+    """Base class of every weigher."""
+
+    registry = plugins.Registry('weigher', '[filter_scheduler] weighers')
+
     # The [filter_scheduler] option (and aggregate metadata key) of the
     # multiplier; None for a fixed multiplier of 1.0.
     option = None
@@ -50,26 +61,23 @@ class BaseHostWeigher:
         return [self.raw_weight(h, spec_obj) for h in host_states]
 
 
-class RAMWeigher(BaseHostWeigher):
-    """More free memory weighs more."""
+class FreeResourceWeigher(BaseHostWeigher, abstract=True):
+    """Scores a host by how much of ``resource_class`` it has free. Reads
+    the host's inventory and usage of it."""
 
-    option = 'ram_weight_multiplier'
-
-    def raw_weight(self, host_state, spec_obj):
-        return host_state.free('MEMORY_MB')
-
-
-class CPUWeigher(BaseHostWeigher):
-    """More free vCPUs weigh more."""
-
-    option = 'cpu_weight_multiplier'
+    resource_class = None
 
     def raw_weight(self, host_state, spec_obj):
-        return host_state.free('VCPU')
+        return host_state.free(self.resource_class)
 
 
-class _SoftGroupWeigher(BaseHostWeigher):
+class SoftGroupWeigher(BaseHostWeigher, abstract=True):
+    """Scores a host by how many members of the request's server group
+    it holds, for a group of ``policy``, times ``sign``. Reads the
+    request's ``instance_group`` and the host's name."""
+
     policy = None
+    sign = 1
 
     def raw_weight(self, host_state, spec_obj):
         group = spec_obj.get('instance_group')
@@ -85,62 +93,14 @@ class _SoftGroupWeigher(BaseHostWeigher):
         return super().raw_weights(host_states, spec_obj)
 
 
-class ServerGroupSoftAffinityWeigher(_SoftGroupWeigher):
-    """Members of a soft-affinity group prefer hosts holding more members.
-    """
-    policy = 'soft-affinity'
-    sign = 1
-
-    option = 'soft_affinity_weight_multiplier'
-
-
-class ServerGroupSoftAntiAffinityWeigher(_SoftGroupWeigher):
-    """Members of a soft-anti-affinity group prefer hosts holding fewer
-    members."""
-    policy = 'soft-anti-affinity'
-    sign = -1
-
-    option = 'soft_anti_affinity_weight_multiplier'
-
-
-class BuildFailureWeigher(BaseHostWeigher):
-    """A host whose builds keep failing weighs less: the compute counts
-    its failed builds in a row, and a success resets the count."""
-
-    option = 'build_failure_weight_multiplier'
-
-    def raw_weight(self, host_state, spec_obj):
-        return -host_state.failed_builds
-
-
-class NumInstancesWeigher(BaseHostWeigher):
-    """More instances weigh more: a positive multiplier packs, a
-    negative one spreads."""
-
-    option = 'num_instances_weight_multiplier'
-
-    def raw_weight(self, host_state, spec_obj):
-        return host_state.num_instances
-
-
-class IoOpsWeigher(BaseHostWeigher):
-    """More builds in flight weigh more: the default negative
-    multiplier prefers quiet hosts."""
-
-    option = 'io_ops_weight_multiplier'
-
-    def raw_weight(self, host_state, spec_obj):
-        return host_state.num_io_ops
-
-
-ALL_WEIGHERS = {cls.__name__: cls for cls in (
-    RAMWeigher, CPUWeigher, ServerGroupSoftAffinityWeigher,
-    ServerGroupSoftAntiAffinityWeigher, BuildFailureWeigher,
-    NumInstancesWeigher, IoOpsWeigher)}
-
-
 def load(names):
-    return scheduler.load_named('weighers', ALL_WEIGHERS, names)
+    """The weighers ``names`` (class names), in that order;
+    ``ValueError`` naming any unknown one."""
+    return BaseHostWeigher.registry.load(names)
+
+
+# weights.<name> is the class the option names.
+__getattr__ = plugins.attribute_lookup(BaseHostWeigher.registry, __name__)
 
 
 def weigh(weighers, host_states, spec_obj):
@@ -161,3 +121,6 @@ def weigh(weighers, host_states, spec_obj):
     ranked = sorted(zip(totals, range(len(host_states))),
                     key=lambda pair: (-pair[0], pair[1]))
     return [(weight, host_states[i]) for weight, i in ranked]
+
+
+plugins.import_all(__name__, __path__)

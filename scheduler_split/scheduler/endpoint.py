@@ -1,0 +1,308 @@
+"""The scheduler's RPC endpoint: what the scheduler service registers on
+each bus it listens on (topic ``scheduler``).
+
+One scheduler process serves several buses: the API bus
+(``select_destinations`` from the super-conductor, releases and the
+operators' calls from the API) and every cell bus (reports and releases
+from computes, alternate claims from cell conductors). A bus endpoint
+knows which cell it listens for, which is how a compute's report gets
+its cell without the compute knowing the cell.
+
+Behind the endpoints, one :class:`Scheduler` holds the host-state cache
+(:mod:`host_manager`, with the compute reports' writer, :mod:`reports`)
+and the parts that share it: the selection pipeline (:mod:`manager`),
+what operators steer and see (:mod:`admin`) and the heal (:mod:`heal`);
+it hands each call to the part that owns it.
+"""
+
+import time
+
+import oslo_messaging as messaging
+
+from scheduler_split import conf
+from scheduler_split import exception
+from scheduler_split import metrics
+from scheduler_split.objects import base as obj_base
+from scheduler_split.scheduler import admin as admin_mod
+from scheduler_split.scheduler import heal
+from scheduler_split.scheduler import host_manager as host_manager_mod
+from scheduler_split.scheduler import manager as manager_mod
+from scheduler_split.scheduler import rpcapi
+
+CONF = conf.CONF
+
+RPC_VERSION = '1.5'
+
+
+class Scheduler:
+    """One scheduler process: its host-state cache and the parts that
+    share it."""
+
+    def __init__(self, db_url=None):
+        self.db_url = db_url or CONF.scheduler_database.connection
+        self.host_manager = host_manager_mod.HostManager(self.db_url)
+        self.manager = manager_mod.SchedulerManager(self.db_url,
+                                                    self.host_manager)
+        self.admin = admin_mod.SchedulerAdmin(self.db_url, self.host_manager)
+        self._conductor = None
+
+    def endpoint(self, cell_uuid=None):
+        """The RPC endpoint for one bus: the API bus or a cell's bus."""
+        return SchedulerEndpoint(self, cell_uuid)
+
+    # --- selection and claims (manager) --------------------------------------
+
+    def select_destinations(self, ctx, spec_obj, instance_uuids,
+                            return_alternates=False, num_alternates=0):
+        return self.manager.select_destinations(
+            ctx, spec_obj, instance_uuids, return_alternates, num_alternates)
+
+    def claim_resources(self, ctx, selection, instance_uuid):
+        return self.manager.claim_resources(ctx, selection, instance_uuid)
+
+    def release_resources(self, ctx, instance_uuid):
+        return self.manager.release_resources(ctx, instance_uuid)
+
+    def move_allocations(self, ctx, from_consumer, to_consumer):
+        return self.manager.move_allocations(ctx, from_consumer,
+                                             to_consumer)
+
+    # --- compute reports (host_manager, reports) -----------------------------
+
+    def update_resource_stats(self, ctx, cell_uuid, host, node, stats):
+        self.host_manager.update_from_stats(cell_uuid, host, node, stats)
+
+    # --- what operators steer and see (admin) --------------------------------
+
+    def update_host_status(self, ctx, host, status, updated_at=None):
+        return self.admin.update_host_status(ctx, host, status, updated_at)
+
+    def delete_host(self, ctx, host):
+        return self.admin.delete_host(ctx, host)
+
+    def get_compute_nodes(self, ctx):
+        return self.admin.get_compute_nodes(ctx)
+
+    def get_services(self, ctx):
+        return self.admin.get_services(ctx)
+
+    def delete_service(self, ctx, service_uuid):
+        return self.admin.delete_service(ctx, service_uuid)
+
+    def report_service(self):
+        self.admin.report_service()
+
+    def get_minimum_service_version(self, ctx):
+        return self.admin.get_minimum_service_version(ctx)
+
+    def aggregate_list(self, ctx):
+        return self.admin.aggregate_list(ctx)
+
+    def aggregate_get(self, ctx, aggregate_id):
+        """Call from the API (1.3): one aggregate, by id or uuid."""
+        return self.admin.aggregate_get(ctx, aggregate_id)
+
+    def aggregate_create(self, ctx, name, availability_zone=None):
+        """Call from the API (1.3): a new aggregate."""
+        return self.admin.aggregate_create(ctx, name, availability_zone)
+
+    def aggregate_update(self, ctx, aggregate_id, values):
+        """Call from the API (1.3): rename an aggregate or
+        change its zone."""
+        return self.admin.aggregate_update(ctx, aggregate_id, values)
+
+    def aggregate_delete(self, ctx, aggregate_id):
+        """Call from the API (1.3): delete an empty aggregate."""
+        return self.admin.aggregate_delete(ctx, aggregate_id)
+
+    def aggregate_add_host(self, ctx, aggregate_id, host):
+        """Call from the API (1.3): put a compute host in an
+        aggregate."""
+        return self.admin.aggregate_add_host(ctx, aggregate_id, host)
+
+    def aggregate_remove_host(self, ctx, aggregate_id, host):
+        """Call from the API (1.3): take a compute host out
+        of an aggregate."""
+        return self.admin.aggregate_remove_host(ctx, aggregate_id, host)
+
+    def aggregate_set_metadata(self, ctx, aggregate_id, metadata):
+        """Call from the API (1.3): set or unset metadata
+        keys of an aggregate."""
+        return self.admin.aggregate_set_metadata(ctx, aggregate_id,
+                                                 metadata)
+
+    def get_availability_zones(self, ctx):
+        """Call from the API (1.3): the zones of the compute
+        hosts."""
+        return self.admin.get_availability_zones(ctx)
+
+    # --- the heal (heal) ----------------------------------------------------
+
+    def heal_allocations(self, grace=None):
+        """Periodic: release allocations no live instance needs
+        (:func:`heal.heal_allocations`). Returns the consumers healed."""
+        return heal.heal_allocations(self.db_url, self.conductor,
+                                     self.manager.release_resources, grace)
+
+    @property
+    def conductor(self):
+        """The super-conductor's client, on the API bus."""
+        if self._conductor is None:
+            self._conductor = heal.conductor_client()
+        return self._conductor
+
+
+class SchedulerEndpoint:
+    """The scheduler's RPC methods as one bus sees them (topic scheduler).
+    """
+
+    target = messaging.Target(version=RPC_VERSION)
+
+    def __init__(self, scheduler, cell_uuid):
+        self.scheduler = scheduler
+        self.cell_uuid = cell_uuid
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost)
+    def select_destinations(self, ctx, spec_obj, instance_uuids,
+                            return_alternates, num_alternates,
+                            object_versions=None):
+        """Call from the super-conductor: choose and claim hosts.
+
+        The Selections go back at the caller's ``object_versions`` (1.1);
+        a caller of 1.0 sends none and gets what 1.0 carried.
+        """
+        started = time.monotonic()
+        try:
+            host_lists = self.scheduler.select_destinations(
+                ctx, spec_obj, instance_uuids, return_alternates,
+                num_alternates)
+        except exception.NoValidHost:
+            metrics.SELECT_NO_VALID_HOST.inc()
+            raise
+        except Exception:
+            metrics.SELECT_ERROR.inc()
+            raise
+        finally:
+            metrics.SELECT_SECONDS.observe(time.monotonic() - started)
+        metrics.SELECT_PLACED.inc()
+        if object_versions is None:
+            object_versions = rpcapi.OBJECT_VERSIONS['1.0']
+        return [[obj_base.backport(selection, object_versions)
+                 for selection in host_list] for host_list in host_lists]
+
+    @messaging.expose
+    def update_resource_stats(self, ctx, host, node, stats):
+        """Cast from a compute: its capacity, zone and liveness."""
+        self.scheduler.update_resource_stats(ctx, self.cell_uuid, host,
+                                             node, stats)
+
+    @messaging.expose
+    def claim_resources(self, ctx, selection, instance_uuid):
+        """Call from a cell conductor: claim an alternate."""
+        return self.scheduler.claim_resources(ctx, selection, instance_uuid)
+
+    @messaging.expose
+    def release_resources(self, ctx, instance_uuid):
+        """Call from compute, conductors or the API: drop a claim."""
+        return self.scheduler.release_resources(ctx, instance_uuid)
+
+    @messaging.expose
+    def move_allocations(self, ctx, from_consumer, to_consumer):
+        """Call (1.5) from a conductor or a compute moving an instance:
+        hand one consumer's allocations to another."""
+        return self.scheduler.move_allocations(ctx, from_consumer,
+                                               to_consumer)
+
+    @messaging.expose
+    def update_host_status(self, ctx, host, status, updated_at=None):
+        """Call from the API (1.2): the operator's status of a host."""
+        return self.scheduler.update_host_status(ctx, host, status,
+                                                 updated_at)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.Conflict)
+    def delete_host(self, ctx, host):
+        """Call from the API (1.2): a compute service was deleted."""
+        return self.scheduler.delete_host(ctx, host)
+
+    @messaging.expose
+    def get_compute_nodes(self, ctx):
+        """Call from the API (1.2): os-hypervisors."""
+        return self.scheduler.get_compute_nodes(ctx)
+
+    @messaging.expose
+    def get_services(self, ctx):
+        """Call from the API (1.2): the schedulers in os-services."""
+        return self.scheduler.get_services(ctx)
+
+    @messaging.expose
+    def delete_service(self, ctx, service_uuid):
+        """Call from the API (1.2): a scheduler service was deleted."""
+        return self.scheduler.delete_service(ctx, service_uuid)
+
+    # Calls from the API (1.3): host aggregates and availability zones.
+
+    @messaging.expose
+    def aggregate_list(self, ctx):
+        """Call from the API (1.3): every host aggregate."""
+        return self.scheduler.aggregate_list(ctx)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_get(self, ctx, aggregate_id):
+        """Call from the API (1.3): one aggregate, by id or uuid."""
+        return self.scheduler.aggregate_get(ctx, aggregate_id)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_create(self, ctx, name, availability_zone=None):
+        """Call from the API (1.3): a new aggregate."""
+        return self.scheduler.aggregate_create(ctx, name, availability_zone)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_update(self, ctx, aggregate_id, values):
+        """Call from the API (1.3): rename an aggregate or
+        change its zone."""
+        return self.scheduler.aggregate_update(ctx, aggregate_id, values)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_delete(self, ctx, aggregate_id):
+        """Call from the API (1.3): delete an empty aggregate."""
+        return self.scheduler.aggregate_delete(ctx, aggregate_id)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_add_host(self, ctx, aggregate_id, host):
+        """Call from the API (1.3): put a compute host in an
+        aggregate."""
+        return self.scheduler.aggregate_add_host(ctx, aggregate_id, host)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_remove_host(self, ctx, aggregate_id, host):
+        """Call from the API (1.3): take a compute host out
+        of an aggregate."""
+        return self.scheduler.aggregate_remove_host(ctx, aggregate_id, host)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def aggregate_set_metadata(self, ctx, aggregate_id, metadata):
+        """Call from the API (1.3): set or unset metadata
+        keys of an aggregate."""
+        return self.scheduler.aggregate_set_metadata(ctx, aggregate_id,
+                                                     metadata)
+
+    @messaging.expose
+    def get_availability_zones(self, ctx):
+        """Call from the API (1.3): the zones of the compute
+        hosts."""
+        return self.scheduler.get_availability_zones(ctx)
+
+    @messaging.expose
+    def get_minimum_service_version(self, ctx):
+        """Call from any scheduler client resolving ``[upgrade_levels]
+        scheduler = auto``: what the running schedulers understand."""
+        return self.scheduler.get_minimum_service_version(ctx)
