@@ -59,6 +59,9 @@ def super_conductor_service():
                      run_first=False)
     svc.add_periodic(sweeps.clean_up_placements,
                      CONF.conductor.lost_build_check_interval)
+    svc.add_periodic(sweeps.heal_allocations,
+                     CONF.conductor.heal_allocations_interval,
+                     run_first=False)
     svc.add_periodic(sweeps.report_service, CONF.report_interval)
     svc.manager = manager
     return svc

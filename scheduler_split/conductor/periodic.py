@@ -7,7 +7,8 @@ service took meanwhile. The services run them (``deployment.py``):
 
 - the super-conductor (:class:`SuperConductorPeriodics`) re-drives boots
   no super-conductor took, ends in cell0 those never scheduled, finishes
-  placements a crash interrupted, and records itself in cell0;
+  placements a crash interrupted, releases claims nothing needs, and
+  records itself in cell0;
 - a cell conductor (:class:`CellConductorPeriodics`) ends in ERROR the
   builds of its cell no compute will finish, rolls back moves nobody
   advances, confirms resizes left unconfirmed, and records itself in its
@@ -18,6 +19,7 @@ import datetime
 import logging
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor import reconcile
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor.tasks import build
 from scheduler_split.conductor.tasks import move
@@ -78,6 +80,18 @@ class SuperConductorPeriodics:
         objects.Service.heartbeat(ss_context.target_cell(ctx, cell0),
                                   CONF.host, service_obj.CONDUCTOR,
                                   conductor_rpcapi.TOPIC)
+
+    def heal_allocations(self):
+        """Release the claims nothing needs any more (see
+        :mod:`scheduler_split.conductor.reconcile`)."""
+        ctx = ss_context.get_admin_context()
+        try:
+            return reconcile.heal_allocations(self.scheduler, ctx)
+        except Exception as exc:
+            LOG.warning('The reconciliation of claims stopped: %s; it '
+                        'resumes at the next run',
+                        exception.describe(exc))
+            return []
 
     def fail_lost_builds(self):
         """Build requests nothing scheduled end in cell0.

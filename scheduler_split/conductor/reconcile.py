@@ -1,10 +1,14 @@
-"""Which claims are still needed: the super-conductor's answer to the
-scheduler's heal.
+"""The reconciliation of claims: the super-conductor releases the
+scheduler's claims that nothing needs any more.
 
+Every path that ends a consumer's need releases its claim; this catches
+the ones whose release never reached the scheduler (a crash, an outage).
 The scheduler holds claims by consumer (an instance, or a migration
 holding the source host of a move) and cannot tell on its own which of
-them outlived their consumer. The super-conductor owns the API database
-and reaches every cell's, so it answers: an instance needs its claim
+them outlived their consumer; it asks no other service. The
+super-conductor owns the API database and reaches every cell's, so it
+pages through the scheduler's consumers through the scheduler library
+(:func:`heal_allocations`) and decides: an instance needs its claim
 while its build request waits for a cell, or while it lives (neither
 deleted nor in ERROR) in the cell its mapping names; a migration while
 its move is under way and its instance lives. Any other consumer (no
@@ -13,13 +17,64 @@ instance deleted or failed, a move that ended) needs none. This module
 reads only; it depends on nothing else of the conductor.
 """
 
+import logging
+
+import oslo_messaging as messaging
+
+from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 
-# How many instances or migrations one look at a cell reads at a time.
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+# How many instances or migrations one look at a cell reads at a time,
+# and how many consumers one page of the scheduler's holds.
 CHUNK = 500
+
+
+def heal_allocations(scheduler, ctx, grace=None):
+    """Release the claims older than ``grace`` seconds (``[conductor]
+    heal_allocations_grace`` by default) that no consumer needs, a page
+    of the scheduler's consumers at a time; returns the consumers
+    released. A page this process cannot decide on (a cell database
+    down) releases nothing of it; schedulers too old to list their
+    consumers are left alone until they are upgraded."""
+    if grace is None:
+        grace = CONF.conductor.heal_allocations_grace
+    healed = []
+    marker = None
+    while True:
+        try:
+            page = scheduler.list_consumers(ctx, grace, marker=marker,
+                                            limit=CHUNK)
+        except messaging.RPCVersionCapError:
+            LOG.info('The schedulers cannot list their consumers yet '
+                     '(older than scheduler RPC 1.6); no reconciliation '
+                     'of claims until they are upgraded')
+            return healed
+        if not page:
+            return healed
+        marker = page[-1]
+        try:
+            needed = set(consumers_needing_claims(ctx, page))
+        except Exception as exc:
+            LOG.warning('Cannot tell which of %d claims are still needed '
+                        '(%s); releasing none of them', len(page),
+                        exception.describe(exc))
+            needed = set(page)
+        for consumer in page:
+            if consumer in needed:
+                continue
+            LOG.warning('Releasing the claim of %s: no build request, live '
+                        'instance or move under way needs it', consumer,
+                        extra={'instance_uuid': consumer})
+            scheduler.release_resources(ctx, consumer)
+            healed.append(consumer)
+        if len(page) < CHUNK:
+            return healed
 
 
 def consumers_needing_claims(ctx, consumer_uuids):

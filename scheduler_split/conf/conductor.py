@@ -8,12 +8,25 @@ conductor_opts = [
                default='cell',
                choices=[('super', 'listen on the API bus: schedule and '
                                   'place boots and moves, re-drive lost '
-                                  'boots, answer the scheduler\'s heal'),
+                                  'boots, release claims nothing needs'),
                         ('cell', 'listen on the cell bus: reschedule '
                                  'builds and moves within the cell, read '
                                  'and write the cell database for its '
                                  'computes, confirm old resizes')],
                help='Which conductor this process is.'),
+    cfg.IntOpt('heal_allocations_interval',
+               default=300, min=1, deprecated_group='scheduler',
+               help='Seconds between two reconciliations of claims by the '
+                    'super-conductor: it pages through the consumers '
+                    'holding allocations in the scheduler and releases, '
+                    'with a log line each, those no build request, live '
+                    'instance or move under way needs (deleted, in ERROR, '
+                    'or never created).'),
+    cfg.IntOpt('heal_allocations_grace',
+               default=300, min=0, deprecated_group='scheduler',
+               help='Allocations younger than this many seconds are left '
+                    'alone by the reconciliation, whatever their consumer '
+                    'shows.'),
     cfg.IntOpt('build_max_attempts',
                default=3, min=1,
                help='How many hosts a build may be tried on: the chosen '

@@ -123,15 +123,6 @@ scheduler_opts = [
                help='Seconds between two looks at the cell mappings for '
                     'cells whose bus the scheduler does not listen on yet. '
                     'SIGHUP looks at once.'),
-    cfg.IntOpt('heal_allocations_interval',
-               default=300, min=1,
-               help='Seconds between two looks for allocations whose '
-                    'instance no longer needs them (deleted, in ERROR, or '
-                    'never created), which are then released and logged.'),
-    cfg.IntOpt('heal_allocations_grace',
-               default=300, min=0,
-               help='Allocations younger than this many seconds are left '
-                    'alone by the heal, whatever their instance shows.'),
 ]
 
 

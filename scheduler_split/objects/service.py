@@ -13,7 +13,7 @@ from scheduler_split import servicegroup
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 10
+SERVICE_VERSION = 11
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -57,6 +57,10 @@ SERVICE_VERSION_HISTORY = (
     #     to its cell: scheduler 1.5; RequestSpec 1.3 and Migration 1.0:
     #     compute 1.5, conductor 1.8.
     {'compute_rpc': '1.5', 'conductor_rpc': '1.8', 'scheduler_rpc': '1.5'},
+    # 11: the super-conductor reconciles claims: it pages through the
+    #     scheduler's consumers and releases those nothing needs; the
+    #     scheduler no longer asks the conductor: scheduler 1.6.
+    {'compute_rpc': '1.5', 'conductor_rpc': '1.8', 'scheduler_rpc': '1.6'},
 )
 
 # The binary names services record themselves under.

@@ -64,6 +64,14 @@ class SchedulerClient:
         move releases the source host so)."""
         return self._api.release_resources(ctx, instance_uuid)
 
+    def list_consumers(self, ctx, older_than, marker=None, limit=500):
+        """Up to ``limit`` consumers (instances, or migrations holding a
+        move's source host) with allocations made more than
+        ``older_than`` seconds ago, in uuid order after ``marker``: what
+        a reconciliation of claims pages through. Raises oslo.messaging's
+        ``RPCVersionCapError`` while a scheduler older than 1.6 runs."""
+        return self._api.get_consumers(ctx, older_than, marker, limit)
+
     # --- moves (scheduler RPC 1.5) -----------------------------------------
     # A move keeps both hosts accounted for: the migration's consumer
     # holds the source host's resources, the instance's the destination's.

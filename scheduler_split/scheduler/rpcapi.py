@@ -22,6 +22,9 @@ Version history:
     1.5 - move_allocations (a move's claims: the source host's go to the
           migration and back); RequestSpec 1.3 (requested_cell) in
           select_destinations
+    1.6 - get_consumers: the consumers holding allocations older than
+          a given age, a page at a time, for the super-conductor's
+          reconciliation of claims (the scheduler asks no other service)
 """
 
 import logging
@@ -53,6 +56,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.5': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.6': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -60,7 +65,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.5'
+    VERSION = '1.6'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -112,6 +117,11 @@ class SchedulerAPI:
         return cctxt.call(ctx, 'move_allocations',
                           from_consumer=from_consumer,
                           to_consumer=to_consumer)
+
+    def get_consumers(self, ctx, older_than, marker, limit):
+        cctxt, _ = self.client.prepare('1.6')
+        return cctxt.call(ctx, 'get_consumers', older_than=older_than,
+                          marker=marker, limit=limit)
 
     # --- 1.2: what operators steer and see ---------------------------------
 

@@ -26,6 +26,8 @@ class Scheduler:
         self.full = set(full)
         self.held = {}
         self.calls = []
+        # What list_consumers raises (a scheduler too old to answer).
+        self.listing_error = None
         self.specs = []
 
     def select_destinations(self, ctx, request_spec, instance_uuids,
@@ -56,6 +58,13 @@ class Scheduler:
         return True
 
     try_release_resources = release_resources
+
+    def list_consumers(self, ctx, older_than, marker=None, limit=500):
+        self.calls.append(('list', marker))
+        if self.listing_error is not None:
+            raise self.listing_error
+        return sorted(c for c in self.held if marker is None or c > marker)[
+            :limit]
 
     def move_claim_to_migration(self, ctx, instance_uuid, migration_uuid):
         self.calls.append(('hold_by_migration', instance_uuid))
