@@ -327,14 +327,20 @@ def _move(url, from_consumer, to_consumer):
             {uuids[pid]: res for pid, res in dropped.items()})
 
 
-def consumers_older_than(url, seconds):
-    """Consumers holding an allocation made more than ``seconds`` ago."""
+def consumers_older_than(url, seconds, marker=None, limit=None):
+    """Consumers holding an allocation made more than ``seconds`` ago, in
+    uuid order: those after ``marker``, at most ``limit`` of them."""
     cutoff = datetime.datetime.now(datetime.timezone.utc).replace(
         tzinfo=None) - datetime.timedelta(seconds=seconds)
+    consumer = models.Allocation.consumer_id
+    query = sa.select(consumer).where(
+        models.Allocation.created_at < cutoff).distinct().order_by(consumer)
+    if marker is not None:
+        query = query.where(consumer > marker)
+    if limit is not None:
+        query = query.limit(limit)
     with engines.reader(url) as session:
-        return set(session.scalars(
-            sa.select(models.Allocation.consumer_id).where(
-                models.Allocation.created_at < cutoff).distinct()))
+        return list(session.scalars(query))
 
 
 def allocations_of(url, consumer_id):

@@ -11,8 +11,10 @@ its cell without the compute knowing the cell.
 Behind the endpoints, one :class:`Scheduler` holds the host-state cache
 (:mod:`host_manager`, with the compute reports' writer, :mod:`reports`)
 and the parts that share it: the selection pipeline (:mod:`manager`),
-what operators steer and see (:mod:`admin`) and the heal (:mod:`heal`);
-it hands each call to the part that owns it.
+what operators steer and see (:mod:`admin`) and the listing of the
+consumers holding claims (:mod:`claims`), which the super-conductor's
+reconciliation pages through; it hands each call to the part that owns
+it. The scheduler calls no other service.
 """
 
 import time
@@ -24,14 +26,14 @@ from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.objects import base as obj_base
 from scheduler_split.scheduler import admin as admin_mod
-from scheduler_split.scheduler import heal
+from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_manager as host_manager_mod
 from scheduler_split.scheduler import manager as manager_mod
 from scheduler_split.scheduler import rpcapi
 
 CONF = conf.CONF
 
-RPC_VERSION = '1.5'
+RPC_VERSION = '1.6'
 
 
 class Scheduler:
@@ -44,7 +46,6 @@ class Scheduler:
         self.manager = manager_mod.SchedulerManager(self.db_url,
                                                     self.host_manager)
         self.admin = admin_mod.SchedulerAdmin(self.db_url, self.host_manager)
-        self._conductor = None
 
     def endpoint(self, cell_uuid=None):
         """The RPC endpoint for one bus: the API bus or a cell's bus."""
@@ -136,20 +137,11 @@ class Scheduler:
         hosts."""
         return self.admin.get_availability_zones(ctx)
 
-    # --- the heal (heal) ----------------------------------------------------
+    # --- the consumers holding claims (claims) -----------------------------
 
-    def heal_allocations(self, grace=None):
-        """Periodic: release allocations no live instance needs
-        (:func:`heal.heal_allocations`). Returns the consumers healed."""
-        return heal.heal_allocations(self.db_url, self.conductor,
-                                     self.manager.release_resources, grace)
-
-    @property
-    def conductor(self):
-        """The super-conductor's client, on the API bus."""
-        if self._conductor is None:
-            self._conductor = heal.conductor_client()
-        return self._conductor
+    def get_consumers(self, ctx, older_than, marker=None, limit=500):
+        return claims.consumers_older_than(self.db_url, older_than,
+                                           marker=marker, limit=limit)
 
 
 class SchedulerEndpoint:
@@ -300,6 +292,14 @@ class SchedulerEndpoint:
         """Call from the API (1.3): the zones of the compute
         hosts."""
         return self.scheduler.get_availability_zones(ctx)
+
+    @messaging.expose
+    def get_consumers(self, ctx, older_than, marker=None, limit=500):
+        """Call (1.6) from the super-conductor's reconciliation of
+        claims: up to ``limit`` consumers holding allocations made more
+        than ``older_than`` seconds ago, in uuid order after
+        ``marker``."""
+        return self.scheduler.get_consumers(ctx, older_than, marker, limit)
 
     @messaging.expose
     def get_minimum_service_version(self, ctx):

@@ -36,9 +36,6 @@ class SchedulerService(service.Service):
         self.add_periodic(manager.host_manager.reload,
                           CONF.filter_scheduler.host_state_refresh_interval,
                           run_first=False)
-        self.add_periodic(manager.heal_allocations,
-                          CONF.scheduler.heal_allocations_interval,
-                          run_first=False)
 
     def known_hosts(self):
         """Hosts whose reports arrived and are recent."""

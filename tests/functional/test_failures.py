@@ -5,10 +5,14 @@ import oslo_messaging as messaging
 import pytest
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor import periodic
 from scheduler_split.conductor.tasks import build as build_task
+from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import objects
 from scheduler_split.scheduler import client as scheduler_client
+
+CONF = conf.CONF
 
 pytestmark = pytest.mark.functional
 
@@ -172,11 +176,13 @@ def test_heal_releases_allocations_that_no_instance_needs(start_system):
     claims.claim(url, provider, ghost, tiny)
     assert set(system.allocations()) == {keep, gone, ghost}
 
-    scheduler = system.aio.services[0].manager
-    assert sorted(scheduler.heal_allocations(grace=0)) == sorted(
-        [gone, ghost])
+    # The super-conductor's reconciliation, over the bus to the
+    # scheduler and back.
+    sweeps = periodic.SuperConductorPeriodics()
+    CONF.set_override('heal_allocations_grace', 0, group='conductor')
+    assert sorted(sweeps.heal_allocations()) == sorted([gone, ghost])
     assert set(system.allocations()) == {keep}
-    assert scheduler.heal_allocations(grace=0) == []
+    assert sweeps.heal_allocations() == []
 
 
 def test_a_host_whose_builds_keep_failing_is_avoided_until_one_succeeds(

@@ -315,7 +315,7 @@ def test_racing_deliveries_of_one_boot_build_it_once(
                                          'DISK_GB': 1}}}
 
 
-# --- what the scheduler's heal is told --------------------------------------
+# --- the reconciliation of claims --------------------------------------------
 
 def test_super_conductor_says_which_consumers_need_their_claims(
         start_system, monkeypatch, fake_driver):
@@ -361,10 +361,13 @@ def test_super_conductor_says_which_consumers_need_their_claims(
     assert conductor.consumers_needing_claims(ctx, []) == []
 
 
-def test_heal_keeps_every_claim_when_the_super_conductor_is_away(
+def test_reconciliation_keeps_every_claim_while_a_cell_cannot_be_read(
         start_system, monkeypatch):
     import uuid as uuidlib
 
+    import sqlalchemy.exc
+
+    from scheduler_split.conductor import periodic
     from scheduler_split.scheduler import claims
 
     system = start_system(cells=1, hosts_per_cell=1)
@@ -375,15 +378,34 @@ def test_heal_keeps_every_claim_when_the_super_conductor_is_away(
     ghost = str(uuidlib.uuid4())
     claims.claim(system.scheduler_db(), provider, ghost,
                  {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1})
+    CONF.set_override('heal_allocations_grace', 0, group='conductor')
+    sweeps = periodic.SuperConductorPeriodics()
 
-    def away(self, ctx, consumer_uuids):
-        raise messaging.MessagingTimeout('no super-conductor answered')
+    def cell_down(*args, **kwargs):
+        raise sqlalchemy.exc.OperationalError('SELECT', {},
+                                              'cell database down')
 
-    monkeypatch.setattr(conductor_rpcapi.SuperConductorAPI,
-                        'consumers_needing_claims', away)
-    scheduler = system.aio.services[0].manager
-    assert scheduler.heal_allocations(grace=0) == []
+    monkeypatch.setattr(objects.Instance, 'get_all', cell_down)
+    assert sweeps.heal_allocations() == []
     assert set(system.allocations()) == {keep, ghost}
     monkeypatch.undo()
-    assert scheduler.heal_allocations(grace=0) == [ghost]
+    assert sweeps.heal_allocations() == [ghost]
+    assert set(system.allocations()) == {keep}
+
+
+def test_reconciliation_stops_quietly_while_no_scheduler_answers(
+        start_system, monkeypatch):
+    from scheduler_split.conductor import periodic
+
+    system = start_system(cells=1, hosts_per_cell=1)
+    api = system.api
+    keep = api.wait_for(api.boot(name='keep'))['id']
+
+    def away(self, *args, **kwargs):
+        raise messaging.MessagingTimeout('no scheduler answered')
+
+    monkeypatch.setattr(scheduler_client.SchedulerClient, 'list_consumers',
+                        away)
+    CONF.set_override('heal_allocations_grace', 0, group='conductor')
+    assert periodic.SuperConductorPeriodics().heal_allocations() == []
     assert set(system.allocations()) == {keep}

@@ -81,17 +81,16 @@ def system(request, tmp_path_factory):
         [conductor]
         lost_build_timeout = %d
         build_redrive_interval = %d
-        [compute]
-        unfinished_build_check_interval = %d
-        [scheduler]
         heal_allocations_interval = %d
         heal_allocations_grace = %d
+        [compute]
+        unfinished_build_check_interval = %d
         [fake_driver]
         spawn_delay = %s
         failure_rate = %s
-        """ % (LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL,
-               UNFINISHED_BUILD_CHECK_INTERVAL, HEAL_INTERVAL, HEAL_GRACE,
-               SPAWN_DELAY, FAILURE_RATE))
+        """ % (LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL, HEAL_INTERVAL,
+               HEAL_GRACE, UNFINISHED_BUILD_CHECK_INTERVAL, SPAWN_DELAY,
+               FAILURE_RATE))
     try:
         yield dep.bring_up()
     finally:

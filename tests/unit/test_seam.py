@@ -63,3 +63,42 @@ def test_the_contract_catches_an_import_of_scheduler_internals(tmp_path):
         ]
     finally:
         SCHEDULER = saved
+
+
+# The other direction: the scheduler knows nothing of orchestration. It
+# answers calls; it calls no conductor, compute or API, and imports none.
+FORBIDDEN_IN_SCHEDULER = ('scheduler_split.conductor',
+                          'scheduler_split.compute', 'scheduler_split.api')
+
+
+def _scheduler_violations(scheduler_root):
+    found = []
+    for path in sorted(scheduler_root.rglob('*.py')):
+        for lineno, name in _imports(path):
+            for package in FORBIDDEN_IN_SCHEDULER:
+                if name == package or name.startswith(package + '.'):
+                    found.append('%s:%d imports %s' % (
+                        path.relative_to(scheduler_root.parent), lineno,
+                        name))
+    return found
+
+
+def test_the_scheduler_imports_no_conductor_compute_or_api():
+    assert _scheduler_violations(SCHEDULER) == []
+
+
+def test_the_contract_catches_a_scheduler_importing_the_conductor(
+        tmp_path):
+    scheduler = tmp_path / 'scheduler_split' / 'scheduler'
+    scheduler.mkdir(parents=True)
+    (scheduler / 'heal.py').write_text(
+        'from scheduler_split.conductor import rpcapi\n'
+        'import scheduler_split.compute.rpcapi\n'
+        'from scheduler_split.api import servers\n'
+        'from scheduler_split.scheduler import claims\n'
+        'from scheduler_split import objects\n')
+    assert _scheduler_violations(scheduler) == [
+        'scheduler/heal.py:1 imports scheduler_split.conductor.rpcapi',
+        'scheduler/heal.py:2 imports scheduler_split.compute.rpcapi',
+        'scheduler/heal.py:3 imports scheduler_split.api.servers',
+    ]
