@@ -350,6 +350,27 @@ def test_schedulers_report_their_service_version_in_their_database(
     assert manager.get_minimum_service_version(ctx) == 0
 
 
+def test_a_scheduler_record_of_a_release_before_uuids_gets_one_at_a_heartbeat(
+        scheduler_db, override):
+    override('host', 'scheduler-a')
+    scheduler = scheduler_endpoint.Scheduler(scheduler_db)
+    ctx = context.get_admin_context()
+    with engines.writer(scheduler_db) as session:
+        session.add(models.SchedulerService(
+            host='scheduler-old', binary=service_obj.SCHEDULER,
+            topic='scheduler', report_count=1,
+            last_seen_up=helpers.naive_utcnow(), version=4))
+    # Listing only reads.
+    assert [r['uuid'] for r in scheduler.get_services(ctx)] == [None]
+
+    scheduler.report_service()
+
+    records = {r['host']: r for r in scheduler.get_services(ctx)}
+    assert set(records) == {'scheduler-old', 'scheduler-a'}
+    assert all(r['uuid'] for r in records.values())
+    assert records['scheduler-old']['version'] == 4
+
+
 def test_select_destinations_answers_a_1_0_call_with_selection_1_0(
         scheduler_db):
     manager = scheduler_endpoint.Scheduler(scheduler_db)
