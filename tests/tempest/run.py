@@ -453,7 +453,7 @@ def missing_route_passes(results, tempest_log, compute_url):
     a pass, not a real one.
     """
     from scheduler_split.api import wsgi
-    mapper = wsgi._mapper()
+    mapper = wsgi._mapper(wsgi.ROUTES)
     missing = collections.defaultdict(set)
     with open(tempest_log, errors='replace') as f:
         for line in f:
