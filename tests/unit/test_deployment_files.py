@@ -277,3 +277,15 @@ def test_multi_cell_example_uses_only_options_the_sample_documents():
         for option in example.defaults():
             assert option in sample.defaults(), \
                 '%s: [DEFAULT] %s is not an option' % (path.name, option)
+
+
+def test_the_wheel_lists_every_package_of_the_source_tree():
+    # pyproject.toml names its packages one by one: a package missing
+    # there is missing from the wheel, and every install dies importing
+    # it while this source tree works.
+    import tomllib
+    listed = set(tomllib.loads((ROOT / 'pyproject.toml').read_text())[
+        'tool']['setuptools']['packages'])
+    found = {'.'.join(path.parent.relative_to(ROOT).parts)
+             for path in (ROOT / 'scheduler_split').rglob('__init__.py')}
+    assert found - listed == set()
