@@ -82,14 +82,21 @@ CLAIM_REFUSED = CLAIMS.labels(result='refused')
 REPORTS = _metric(
     prom.Counter, 'scheduler', 'compute_reports',
     'Reports of the computes, by outcome: absorbed (something new, '
-    'written), unchanged (nothing new but liveness), dropped (could not '
-    'be written; the next report tries again).', ['outcome'])
+    'written), unchanged (nothing new but liveness), superseded (a newer '
+    'report of the same compute node came before it was written, and was '
+    'written instead), dropped (could not be written; the next report '
+    'tries again).', ['outcome'])
 REPORT_ABSORBED = REPORTS.labels(outcome='absorbed')
 REPORT_UNCHANGED = REPORTS.labels(outcome='unchanged')
+REPORT_SUPERSEDED = REPORTS.labels(outcome='superseded')
 REPORT_DROPPED = REPORTS.labels(outcome='dropped')
 HOST_STATE_LOAD_SECONDS = _metric(
     prom.Histogram, 'scheduler', 'host_state_load_seconds',
     'Time a load of every host state from the scheduler database took.',
+    buckets=_SECONDS)
+HOST_STATE_RELOAD_SECONDS = _metric(
+    prom.Histogram, 'scheduler', 'host_state_reload_seconds',
+    'Time a reload of the host states changed since the last one took.',
     buckets=_SECONDS)
 
 # --- conductors --------------------------------------------------------------

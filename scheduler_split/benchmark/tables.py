@@ -116,38 +116,77 @@ def format_list_servers(report):
     return '\n'.join(lines)
 
 
+def _table(header, rows):
+    """``rows`` (tuples of texts) under ``header``, right-aligned."""
+    rows = [header] + rows
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return ['  ' + '  '.join(cell.rjust(width)
+                             for cell, width in zip(r, widths))
+            for r in rows]
+
+
 def format_scheduler(report):
-    """The report of a scheduler run as a table, a row per size."""
+    """The report of a scheduler run as three tables, a row per size:
+    reports, selects (alone and under a stream of reports), and the
+    restart and memory."""
     def number(value, fmt):
         return fmt % value if value is not None else 'n/a'
 
-    header = ('hosts', 'reports/s', 'lost', 'unchanged/s', 'lost',
-              'select p50 ms', 'p95 ms', 'p99 ms', 'RSS KiB/host',
-              'untrimmed')
-    rows = [header]
-    for row in report['rows']:
-        rows.append((
-            str(row['hosts']), number(row['reports_per_s'], '%.1f'),
-            str(row['reports_lost']),
-            number(row['unchanged_reports_per_s'], '%.1f'),
-            str(row['unchanged_reports_lost']),
-            number(row['select_ms']['p50'], '%.2f'),
-            number(row['select_ms']['p95'], '%.2f'),
-            number(row['select_ms']['p99'], '%.2f'),
-            number(row['rss_kib_per_host'], '%.2f'),
-            number(row.get('rss_kib_per_host_untrimmed'), '%.2f')))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    rows = report['rows']
     lines = ['Scheduler alone: %d cells, %d selects of one %s each '
              '(%d alternates), per size'
              % (report['cells'], report['selects'], report['flavor'],
                 report['num_alternates']), '']
-    lines += ['  ' + '  '.join(cell.rjust(width)
-                               for cell, width in zip(r, widths))
-              for r in rows]
-    lines += ['', '  RSS KiB/host: growth from before the first report to '
+    lines += _table(
+        ('hosts', 'first reports/s', 'lost', 'unchanged/s', 'lost',
+         'changed/s', 'lost'),
+        [(str(row['hosts']), number(row['reports_per_s'], '%.1f'),
+          str(row['reports_lost']),
+          number(row['unchanged_reports_per_s'], '%.1f'),
+          str(row['unchanged_reports_lost']),
+          number(row.get('changed_reports_per_s'), '%.1f'),
+          str(row.get('changed_reports_lost', 'n/a'))) for row in rows])
+    stream = [row.get('stream') or {} for row in rows]
+    lines += ['']
+    lines += _table(
+        ('hosts', 'select p50 ms', 'p95 ms', 'p99 ms', '| stream sent/s',
+         'absorbed/s', 'lost', 'p50 ms', 'p99 ms', 'selects', 'reload s'),
+        [(str(row['hosts']), number(row['select_ms']['p50'], '%.2f'),
+          number(row['select_ms']['p95'], '%.2f'),
+          number(row['select_ms']['p99'], '%.2f'),
+          number(under.get('sent_per_s'), '%.1f'),
+          number(under.get('absorbed_per_s'), '%.1f'),
+          str(under.get('lost', 'n/a')),
+          number((under.get('select_ms') or {}).get('p50'), '%.2f'),
+          number((under.get('select_ms') or {}).get('p99'), '%.2f'),
+          str(under.get('selects', 'n/a')),
+          number(under.get('reload_s'), '%.3f'))
+         for row, under in zip(rows, stream)])
+    lines += ['']
+    lines += _table(
+        ('hosts', 'restart: first select s', 'load s',
+         'RSS KiB/host', 'untrimmed'),
+        [(str(row['hosts']),
+          number((row.get('restart') or {}).get('first_select_s'), '%.3f'),
+          number((row.get('restart') or {}).get('loaded_s'), '%.3f'),
+          number(row['rss_kib_per_host'], '%.2f'),
+          number(row.get('rss_kib_per_host_untrimmed'), '%.2f'))
+         for row in rows])
+    lines += ['', '  stream: %s changed reports a second sent from a '
+              'process of its own for %s s while selects are timed, one '
+              'every %s ms at most; host states reloaded every %s s'
+              % (report.get('report_rate', 'n/a'),
+                 report.get('stream_seconds', 'n/a'),
+                 report.get('select_pause_ms', 'n/a'),
+                 report.get('reload_interval', 'n/a')),
+              '  reload s: the mean of the reloads during the stream; '
+              'load s: the load of every host after the restart',
+              '  RSS KiB/host: growth from before the first report to '
               'after the first select, once the memory freed since is '
               'back with the system; untrimmed: before that']
-    failures = sum(row['select_failures'] for row in report['rows'])
+    failures = sum(row['select_failures'] +
+                   (row.get('stream') or {}).get('select_failures', 0)
+                   for row in rows)
     if failures:
         lines += ['', '  %d selects found no valid host' % failures]
     return '\n'.join(lines)

@@ -9,8 +9,11 @@ driver spawning at once) and stops at the end.
 
 ``--scheduler-only`` starts the scheduler service alone on the in-memory
 buses, for each size of ``--hosts`` in a fresh process and fresh
-databases: it times how fast a burst of reports from that many synthetic
-hosts is absorbed, then ``select_destinations``.
+databases: it times how fast bursts of reports from that many synthetic
+hosts are absorbed (first reports, unchanged, changed), then
+``select_destinations`` alone and under a steady stream of changed
+reports (``--report-rate`` a second, from a process of its own), and how
+soon a restarted scheduler answers and has loaded every host.
 
 ``--list-servers`` starts an all-in-one as boot mode does, boots
 ``--servers`` through its API, then times pages of the server list.
@@ -51,7 +54,7 @@ CONF = conf.CONF
 PROG = 'scheduler-split-bench'
 PLOT_EXTRA = "pip install 'scheduler-split[bench]'"
 DEFAULT_HOSTS = 8
-DEFAULT_SCHEDULER_HOSTS = '100,1000'
+DEFAULT_SCHEDULER_HOSTS = '100,1000,10000,100000'
 DEFAULT_CELLS = 2
 DEFAULT_SERVERS = 200
 DEFAULT_LIST_SERVERS = 2000
@@ -121,10 +124,23 @@ def parse_args(argv):
     parser.add_argument('--plot', metavar='FILE.png',
                         help='Also draw the run: boots completed per second '
                              'and each server\'s POST latency and time to '
-                             'ACTIVE (needs %s).' % PLOT_EXTRA)
+                             'ACTIVE; with --scheduler-only, each figure '
+                             'against the number of hosts (needs %s).'
+                             % PLOT_EXTRA)
     parser.add_argument('--scheduler-only', action='store_true',
                         help='Time the scheduler service alone: reports '
-                             'from synthetic hosts and select_destinations.')
+                             'from synthetic hosts, select_destinations '
+                             'alone and under a stream of reports, and a '
+                             'restart.')
+    parser.add_argument('--report-rate', type=int,
+                        help='With --scheduler-only, the changed reports a '
+                             'second sent while selects are timed under '
+                             'load (default: %d; 0 skips that phase).'
+                             % scheduler_only.DEFAULT_REPORT_RATE)
+    parser.add_argument('--stream-seconds', type=float,
+                        help='With --scheduler-only, how long selects are '
+                             'timed under the stream of reports (default: '
+                             '%d).' % scheduler_only.DEFAULT_STREAM_SECONDS)
     parser.add_argument('--list-servers', action='store_true',
                         help='Time the server list: boot --servers through '
                              'the API of the all-in-one the bench starts '
@@ -183,16 +199,27 @@ def parse_args(argv):
     if args.scheduler_only and args.list_servers:
         parser.error('--scheduler-only and --list-servers are two runs; '
                      'ask for one')
-    for mode in ('scheduler_only', 'list_servers'):
-        if getattr(args, mode) and args.plot:
-            parser.error('--plot draws a boot run, not --%s'
-                         % mode.replace('_', '-'))
+    if args.list_servers and args.plot:
+        parser.error('--plot draws a boot run or a scheduler run, not '
+                     '--list-servers')
     for name in ('repeats', 'limit'):
         if getattr(args, name) and not args.list_servers:
             parser.error('--%s is for --list-servers' % name)
+    for name in ('report_rate', 'stream_seconds'):
+        if getattr(args, name) is not None and not args.scheduler_only:
+            parser.error('--%s is for --scheduler-only'
+                         % name.replace('_', '-'))
+    if args.report_rate is not None and args.report_rate < 0:
+        parser.error('--report-rate must be 0 or more')
+    if args.stream_seconds is not None and args.stream_seconds <= 0:
+        parser.error('--stream-seconds must be more than 0')
     args.servers = args.servers or (DEFAULT_LIST_SERVERS if args.list_servers
                                     else DEFAULT_SERVERS)
     args.repeats = args.repeats or DEFAULT_REPEATS
+    if args.report_rate is None:
+        args.report_rate = scheduler_only.DEFAULT_REPORT_RATE
+    args.stream_seconds = (args.stream_seconds or
+                           scheduler_only.DEFAULT_STREAM_SECONDS)
     args.limit = args.limit or DEFAULT_LIMIT
     args.cells = args.cells or DEFAULT_CELLS
     try:
@@ -286,7 +313,8 @@ def run_boot(args, run_dir, progress):
 # --- scheduler-only mode -----------------------------------------------------
 
 def _measure_scheduler(config_files, debug, run_dir, state_dir, hosts,
-                       num_cells, selects, timeout):
+                       num_cells, selects, timeout, report_rate,
+                       stream_seconds):
     """One size, in a process of its own: fresh buses, transports and
     engines, and an RSS that holds nothing of the sizes before. It keeps
     to the CPUs of ``[DEFAULT] cpu_affinity``, as a scheduler would."""
@@ -294,7 +322,9 @@ def _measure_scheduler(config_files, debug, run_dir, state_dir, hosts,
     common.set_cpu_affinity()
     try:
         return scheduler_only.SchedulerBenchmark(
-            state_dir, hosts, num_cells, selects, timeout).run()
+            state_dir, hosts, num_cells, selects, timeout,
+            report_rate=report_rate, stream_seconds=stream_seconds,
+            stream_setup=(config_files, debug, run_dir)).run()
     finally:
         rpc.cleanup()
         engines.dispose_all()
@@ -310,10 +340,15 @@ def run_scheduler_only(args, run_dir):
             rows.append(pool.submit(
                 _measure_scheduler, args.config_file, args.debug, run_dir,
                 os.path.join(run_dir, 'hosts-%d' % hosts), hosts,
-                args.cells, args.servers, args.timeout).result())
+                args.cells, args.servers, args.timeout, args.report_rate,
+                args.stream_seconds).result())
     return {'mode': 'scheduler-only', 'cells': args.cells,
             'selects': args.servers, 'flavor': scheduler_only.SELECT_FLAVOR,
-            'num_alternates': scheduler_only.SELECT_ALTERNATES, 'rows': rows}
+            'num_alternates': scheduler_only.SELECT_ALTERNATES,
+            'report_rate': args.report_rate,
+            'stream_seconds': args.stream_seconds,
+            'select_pause_ms': int(scheduler_only.SELECT_PAUSE * 1000),
+            'reload_interval': scheduler_only.RELOAD_INTERVAL, 'rows': rows}
 
 
 # --- list-servers mode -------------------------------------------------------
@@ -382,10 +417,14 @@ def main(argv=None):
         else:
             print(tables.format_boot(report))
         sys.stdout.flush()
-        if args.plot:
+        if args.plot and args.scheduler_only:
+            plot.plot_scheduler(report, args.plot, '%s --scheduler-only: '
+                                '%d cells' % (PROG, args.cells))
+        elif args.plot:
             plot.plot_boots(
                 bench, args.plot, '%s: %d servers, concurrency %d'
                 % (PROG, args.servers, args.concurrency))
+        if args.plot:
             print('%s: plot written to %s' % (PROG, args.plot),
                   file=sys.stderr)
     except (base.BenchError, cfg.Error) as exc:

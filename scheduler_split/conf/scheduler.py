@@ -104,13 +104,16 @@ filter_scheduler_opts = [
                     'leaves it to hosts_to_score.'),
     cfg.IntOpt('host_state_refresh_interval',
                default=60, min=1,
-               help='Seconds between two reloads of every host state from '
+               help='Seconds between two reloads of the host states from '
                     'the scheduler database, which a periodic task of the '
-                    'scheduler service does beside the selects. Between '
-                    'reloads the scheduler '
-                    'keeps host state current from reports and its own '
-                    'claims; another scheduler worker\'s claims show up as '
-                    'a claim conflict, which reloads that one host.'),
+                    'scheduler service does beside the selects: each reads '
+                    'the hosts another scheduler changed since the last '
+                    'one (its reports, claims and releases), the time of '
+                    'the reports other schedulers took, and the hosts '
+                    'deleted. Between reloads the scheduler keeps host '
+                    'state current from reports and its own claims; '
+                    'another scheduler worker\'s claims show up as a claim '
+                    'conflict, which reloads that one host.'),
 ]
 
 

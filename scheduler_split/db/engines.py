@@ -199,6 +199,20 @@ def connection(url):
             yield conn
 
 
+@contextlib.contextmanager
+def snapshot(url):
+    """A Core connection in a read transaction whose statements all see
+    one snapshot of the database: REPEATABLE READ on PostgreSQL and
+    MySQL/MariaDB (their reads are snapshots there), a read transaction
+    on SQLite (one in WAL mode is one). For a reader that compares what
+    several statements return."""
+    with get_engine(url, False).connect() as conn:
+        if conn.dialect.name != 'sqlite':
+            conn = conn.execution_options(isolation_level='REPEATABLE READ')
+        with conn.begin():
+            yield conn
+
+
 def dispose_all():
     with _lock:
         for engine in _engines.values():

@@ -371,7 +371,9 @@ class ResourceProvider(_Timestamps, SchedulerBase):
         # The hosts each select re-reads the status of (host_manager).
         sa.Index('resource_providers_service_disabled_idx',
                  'service_disabled'),
-        sa.Index('resource_providers_forced_down_idx', 'forced_down'))
+        sa.Index('resource_providers_forced_down_idx', 'forced_down'),
+        # What the periodic reload of every scheduler reads (host_manager).
+        sa.Index('resource_providers_changed_at_idx', 'changed_at'))
     id = sa.Column(sa.Integer, primary_key=True)
     uuid = sa.Column(sa.String(36), nullable=False, unique=True)
     host = sa.Column(sa.String(255), nullable=False)
@@ -406,6 +408,22 @@ class ResourceProvider(_Timestamps, SchedulerBase):
                               server_default='0')
     num_io_ops = sa.Column(sa.Integer, nullable=False, default=0,
                            server_default='0')
+    # Which scheduler (its host manager) made every change of the
+    # provider since the oldest one its next reload reads, so that the
+    # reload skips them: its memory holds them already. Empty when
+    # another scheduler changed it meanwhile, or a write did not say:
+    # then every scheduler reads the row (claims.CHANGED_BY). Before
+    # changed_at, so that MySQL, which assigns the columns of an UPDATE
+    # from left to right, computes it from the row's former changed_at.
+    changed_by = sa.Column(sa.String(36), onupdate=sa.null())
+    # When what a scheduler keeps in memory of the provider last changed,
+    # its liveness (last_report_at) apart: a report that said something
+    # new, a claim or a release, the operator's status. Set by every
+    # insert and update but those of a report's time alone, which keep
+    # it; the periodic reload of each scheduler reads the providers
+    # changed since its last one. Rows written before the column have
+    # none, and are read by the first load only.
+    changed_at = sa.Column(types.DateTime(), default=_now, onupdate=_now)
 
 
 class Inventory(_Timestamps, SchedulerBase):

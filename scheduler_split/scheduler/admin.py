@@ -21,6 +21,7 @@ from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import service as service_obj
 from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates
+from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_state
 from scheduler_split.scheduler import reports
 
@@ -47,16 +48,29 @@ class SchedulerAdmin:
         (``{disabled, disabled_reason, forced_down}``, read from its cell
         record of time ``updated_at``); the uuids of its compute nodes
         (empty if it never reported)."""
-        rp = models.ResourceProvider
+        rp = models.ResourceProvider.__table__
         updated_at = reports.status_time(updated_at) or obj_base.naive_utc(
             obj_base.utcnow())
+        stamp = self.host_manager.stamp()
+        statuses = {}
         with engines.writer(self.db_url) as session:
-            rows = list(session.scalars(sa.select(rp).where(rp.host == host)))
-            for row in rows:
-                reports.apply_status(row, status, updated_at)
-            session.flush()
-            statuses = {row.uuid: (row.service_disabled, row.disabled_reason,
-                                   row.forced_down) for row in rows}
+            conn = session.connection()
+            for row in conn.execute(sa.select(
+                    rp.c.id, rp.c.uuid, rp.c.service_disabled,
+                    rp.c.disabled_reason, rp.c.forced_down,
+                    rp.c.status_updated_at).where(rp.c.host == host)):
+                values = reports.status_values(row.status_updated_at,
+                                               status, updated_at)
+                if values is None:
+                    statuses[row.uuid] = (row.service_disabled,
+                                          row.disabled_reason,
+                                          row.forced_down)
+                    continue
+                conn.execute(sa.update(rp).where(rp.c.id == row.id).values(
+                    changed_by=claims.CHANGED_BY, **values), stamp)
+                statuses[row.uuid] = (values['service_disabled'],
+                                      values['disabled_reason'],
+                                      values['forced_down'])
         self.host_manager.apply_status(statuses)
         uuids = sorted(statuses)
         LOG.info('Host %s is now %s%s (compute nodes %s)', host,

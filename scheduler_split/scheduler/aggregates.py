@@ -89,10 +89,15 @@ def smallest(host_state, key, default, kind=float):
     return min(values) if values else default
 
 
-_SIGNATURE = sa.select(
-    sa.func.count(models.Aggregate.__table__.c.id),
-    sa.func.coalesce(sa.func.sum(models.Aggregate.__table__.c.generation),
-                     0))
+_AGGREGATES = models.Aggregate.__table__
+# The two values of the signature, each a scalar subquery, for a reader
+# that asks them with other values in one statement.
+SIGNATURE_COUNT = sa.select(
+    sa.func.count(_AGGREGATES.c.id)).scalar_subquery()
+SIGNATURE_SUM = sa.select(
+    sa.func.coalesce(sa.func.sum(_AGGREGATES.c.generation),
+                     0)).scalar_subquery()
+_SIGNATURE = sa.select(SIGNATURE_COUNT, SIGNATURE_SUM)
 
 
 def signature(conn):

@@ -26,6 +26,7 @@ from sqlalchemy import exc as sa_exc
 
 from scheduler_split.db import engines
 from scheduler_split.db import models
+from scheduler_split.db import types
 from scheduler_split import exception
 from scheduler_split.objects import instance_group
 
@@ -38,7 +39,8 @@ def capacity(total, reserved, allocation_ratio):
     return int((total - reserved) * allocation_ratio)
 
 
-def claim(url, provider_uuid, consumer_id, resources, group=None):
+def claim(url, provider_uuid, consumer_id, resources, group=None,
+          stamp=None):
     """Allocate ``resources`` of the provider to ``consumer_id``.
 
     The consumer's allocations become exactly this claim: any it held on
@@ -51,13 +53,17 @@ def claim(url, provider_uuid, consumer_id, resources, group=None):
     ``group`` (``{"uuid", "policy", "max_per_host"}``) makes the consumer a
     member of that server group; with a hard policy the claim raises
     ``ClaimGroupPolicyViolation`` where the policy forbids the provider.
+
+    ``stamp`` (here and in :func:`release` and :func:`move`) says who
+    writes, for the providers' ``changed_by`` (:data:`CHANGED_BY`).
     """
     if group and group['policy'] not in instance_group.HARD_POLICIES:
         group = None
     if group:
         _ensure_group(url, group)
     try:
-        return _claim(url, provider_uuid, consumer_id, resources, group)
+        return _claim(url, provider_uuid, consumer_id, resources, group,
+                      stamp or NO_STAMP)
     except sa_exc.DBAPIError as exc:
         # Two claims that move consumers between the same providers in
         # opposite directions can each hold a row the other updates; the
@@ -74,32 +80,48 @@ _RP = models.ResourceProvider.__table__
 _INV = models.Inventory.__table__
 _ALLOC = models.Allocation.__table__
 
+# The provider, with a row per resource class of its inventory and what
+# the other consumers use of it, in one statement.
+_USED = sa.select(sa.func.sum(_ALLOC.c.used)).where(
+    _ALLOC.c.resource_provider_id == _RP.c.id,
+    _ALLOC.c.resource_class == _INV.c.resource_class,
+    _ALLOC.c.consumer_id != sa.bindparam('consumer_id')).scalar_subquery()
 _PROVIDER = sa.select(
     _RP.c.id, _RP.c.host, _RP.c.generation, _RP.c.disabled,
-    _RP.c.service_disabled, _RP.c.forced_down).where(
+    _RP.c.service_disabled, _RP.c.forced_down, _INV.c.resource_class,
+    _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
+    _USED.label('used')).select_from(_RP.outerjoin(
+        _INV, _INV.c.resource_provider_id == _RP.c.id)).where(
     _RP.c.uuid == sa.bindparam('uuid'))
-_INVENTORY = sa.select(
-    _INV.c.resource_class, _INV.c.total, _INV.c.reserved,
-    _INV.c.allocation_ratio).where(
-    _INV.c.resource_provider_id == sa.bindparam('provider_id'))
-_USAGE = sa.select(
-    _ALLOC.c.resource_class, sa.func.sum(_ALLOC.c.used)).where(
-    _ALLOC.c.resource_provider_id == sa.bindparam('provider_id'),
-    _ALLOC.c.consumer_id != sa.bindparam('consumer_id')).group_by(
-    _ALLOC.c.resource_class)
+# What a write of a provider puts in its changed_by, given a stamp
+# (``HostManager.stamp``): the writing scheduler (``w_me``) if every change
+# of the row since the oldest its next reload reads (``w_floor``) is its
+# own, so that the reload skips the row, whose change its memory holds
+# already; else nothing, so that every scheduler's reload reads the row.
+CHANGED_BY = sa.case(
+    (sa.or_(_RP.c.changed_by == sa.bindparam('w_me', type_=sa.String()),
+            _RP.c.changed_at.is_(None),
+            _RP.c.changed_at < sa.bindparam('w_floor',
+                                            type_=types.DateTime())),
+     sa.bindparam('w_me', type_=sa.String())), else_=sa.null())
+# The stamp of a writer that does not say who it is.
+NO_STAMP = {'w_me': None, 'w_floor': None}
+
 _BUMP = sa.update(_RP).where(
     _RP.c.id == sa.bindparam('provider_id'),
     _RP.c.generation == sa.bindparam('seen')).values(
-    generation=sa.bindparam('seen') + 1)
+    generation=sa.bindparam('seen') + 1, changed_by=CHANGED_BY)
 
 
-def _claim(url, provider_uuid, consumer_id, resources, group):
+def _claim(url, provider_uuid, consumer_id, resources, group, stamp):
     with engines.writer(url) as session:
         group_row = _lock_group(session, group['uuid']) if group else None
         conn = session.connection()
-        provider = conn.execute(_PROVIDER, {'uuid': provider_uuid}).first()
-        if provider is None:
+        rows = conn.execute(_PROVIDER, {'uuid': provider_uuid,
+                                        'consumer_id': consumer_id}).all()
+        if not rows:
             raise exception.ComputeHostNotFound(host=provider_uuid)
+        provider = rows[0]
         if (provider.disabled or provider.service_disabled or
                 provider.forced_down):
             # Whatever any scheduler's memory says: the operator's status
@@ -107,17 +129,14 @@ def _claim(url, provider_uuid, consumer_id, resources, group):
             raise exception.ComputeHostDisabled(host=provider.host)
         seen = provider.generation
 
-        inventory = {row.resource_class: row for row in conn.execute(
-            _INVENTORY, {'provider_id': provider.id})}
-        used = dict(conn.execute(_USAGE, {'provider_id': provider.id,
-                                          'consumer_id': consumer_id}).all())
+        inventory = {row.resource_class: row for row in rows
+                     if row.resource_class is not None}
         for rc, amount in resources.items():
             if not amount:
                 continue
             inv = inventory.get(rc)
-            cap = capacity(inv.total, inv.reserved,
-                           inv.allocation_ratio) if inv else 0
-            free = cap - (used.get(rc) or 0)
+            free = capacity(inv.total, inv.reserved, inv.allocation_ratio) - \
+                (inv.used or 0) if inv else 0
             if amount > free:
                 raise exception.ClaimCapacityExceeded(
                     host=provider.host, amount=amount, resource=rc,
@@ -129,15 +148,16 @@ def _claim(url, provider_uuid, consumer_id, resources, group):
         # The target's generation is bumped once, by the guarded update
         # below; only the other providers the consumer leaves get theirs
         # bumped here.
-        _drop_allocations(conn, consumer_id, guarded=provider.id)
+        _drop_allocations(conn, consumer_id, guarded=provider.id,
+                          stamp=stamp)
         rows = [{'resource_provider_id': provider.id,
                  'consumer_id': consumer_id, 'resource_class': rc,
                  'used': amount}
                 for rc, amount in resources.items() if amount]
         if rows:
             conn.execute(_ALLOC.insert(), rows)
-        result = conn.execute(_BUMP, {'provider_id': provider.id,
-                                      'seen': seen})
+        result = conn.execute(_BUMP, dict(stamp, provider_id=provider.id,
+                                          seen=seen))
         if result.rowcount != 1:
             raise exception.ClaimConflict(provider=provider_uuid,
                                           generation=seen)
@@ -224,7 +244,7 @@ def group_hosts(url, group_uuid):
         return sorted(host for _, host in rows)
 
 
-def _drop_allocations(conn, consumer_id, guarded=None):
+def _drop_allocations(conn, consumer_id, guarded=None, stamp=NO_STAMP):
     """Delete the consumer's allocations; return {provider_id: resources}.
 
     The generation of every provider that lost allocations is bumped,
@@ -246,11 +266,12 @@ def _drop_allocations(conn, consumer_id, guarded=None):
         bump = [pid for pid in dropped if pid not in guarded]
         if bump:
             conn.execute(sa.update(_RP).where(_RP.c.id.in_(bump))
-                         .values(generation=_RP.c.generation + 1))
+                         .values(generation=_RP.c.generation + 1,
+                                 changed_by=CHANGED_BY), stamp)
     return dropped
 
 
-def release(url, consumer_id):
+def release(url, consumer_id, stamp=None):
     """Drop every allocation of ``consumer_id``.
 
     Returns ``{provider_uuid: resources}`` of what was released (empty when
@@ -258,7 +279,8 @@ def release(url, consumer_id):
     safely).
     """
     with engines.writer(url) as session:
-        dropped = _drop_allocations(session.connection(), consumer_id)
+        dropped = _drop_allocations(session.connection(), consumer_id,
+                                    stamp=stamp or NO_STAMP)
         session.execute(sa.delete(models.ConsumerGroupMember).where(
             models.ConsumerGroupMember.consumer_id == consumer_id))
         if not dropped:
@@ -270,7 +292,7 @@ def release(url, consumer_id):
         return {uuids[pid]: res for pid, res in dropped.items()}
 
 
-def move(url, from_consumer, to_consumer):
+def move(url, from_consumer, to_consumer, stamp=None):
     """Hand every allocation of ``from_consumer`` to ``to_consumer``.
 
     One transaction: ``to_consumer``'s allocations become exactly what
@@ -289,7 +311,8 @@ def move(url, from_consumer, to_consumer):
     """
     for attempt in range(CLAIM_RETRIES):
         try:
-            return _move(url, from_consumer, to_consumer)
+            return _move(url, from_consumer, to_consumer,
+                         stamp or NO_STAMP)
         except sa_exc.DBAPIError as exc:
             # Lost to a claim or a move locking the same providers in
             # the other order: nothing was written, so try again.
@@ -302,7 +325,7 @@ def move(url, from_consumer, to_consumer):
 CLAIM_RETRIES = 5
 
 
-def _move(url, from_consumer, to_consumer):
+def _move(url, from_consumer, to_consumer, stamp):
     with engines.writer(url) as session:
         conn = session.connection()
         rows = conn.execute(
@@ -314,12 +337,14 @@ def _move(url, from_consumer, to_consumer):
         moved = {}
         for provider_id, rc, used in rows:
             moved.setdefault(provider_id, {})[rc] = used
-        dropped = _drop_allocations(conn, to_consumer, guarded=moved)
+        dropped = _drop_allocations(conn, to_consumer, guarded=moved,
+                                    stamp=stamp)
         conn.execute(sa.update(_ALLOC).where(
             _ALLOC.c.consumer_id == from_consumer).values(
             consumer_id=to_consumer))
         conn.execute(sa.update(_RP).where(_RP.c.id.in_(list(moved)))
-                     .values(generation=_RP.c.generation + 1))
+                     .values(generation=_RP.c.generation + 1,
+                             changed_by=CHANGED_BY), stamp)
         ids = set(moved) | set(dropped)
         uuids = dict(conn.execute(sa.select(_RP.c.id, _RP.c.uuid).where(
             _RP.c.id.in_(list(ids)))).all())

@@ -71,7 +71,10 @@ class Scheduler:
     # --- compute reports (host_manager, reports) -----------------------------
 
     def update_resource_stats(self, ctx, cell_uuid, host, node, stats):
-        self.host_manager.update_from_stats(cell_uuid, host, node, stats)
+        # A cast: its thread goes back to the bus while the report waits
+        # for its group commit.
+        self.host_manager.update_from_stats(cell_uuid, host, node, stats,
+                                            wait=False)
 
     # --- what operators steer and see (admin) --------------------------------
 

@@ -1,54 +1,217 @@
 """The host-state cache: what the scheduler knows about every host of
 every cell, in memory.
 
-Loaded from the scheduler database at start and every
-``host_state_refresh_interval`` seconds, and kept current in between by
-the reports computes send (written by :mod:`reports`) and by this
-scheduler's own claims and releases. Memory only steers the choice; the
-claim in the database decides.
+**The first load** reads the providers from the scheduler database a
+page at a time, in id order, the first page in the thread that asks
+first (or, in the scheduler service, in a thread of its own as soon as
+the service starts) and the rest in a background thread. Each page joins
+the cache as soon as it is read, so a restarted scheduler answers selects
+from the hosts it has read so far; a request that finds no host among
+them waits for the end of the load and is filtered again over every host
+before it fails (``host_states(complete=True)``).
+
+**Reloads are incremental.** Every write of what memory holds of a
+provider, but its liveness, stamps the provider's ``changed_at``: reports
+that say something new, claims and releases, the operator's status. The
+periodic reload (every ``host_state_refresh_interval`` seconds, in a
+thread of the scheduler service) reads, from one snapshot of the
+database, the providers changed since shortly before the last reload
+(``CHANGE_OVERLAP``), their inventories and allocations, and applies them
+to the states selects hold, a chunk at a time under the lock: selects go
+on with the states they have meanwhile. A report that only says a host is
+alive moves ``last_report_at`` alone; the reload reads that time for the
+hosts that did not report to this process since the last reload (those
+whose reports reach another scheduler). Hosts deleted meanwhile show as a
+count that differs from memory's, which only then reads the providers'
+uuids.
+
+Between reloads, the reports computes send (written by :mod:`reports`)
+and this scheduler's own claims and releases keep the states current.
+Memory only steers the choice; the claim in the database decides.
 
 The operator's status of hosts (os-services: disabled, forced down) is
 written to the database by whichever scheduler the API's call reached
 (:mod:`admin`). Every scheduler process sees it on its next select:
 ``host_states`` re-reads the status of the hosts that have one (disabled
-or forced down, plus those this process still holds as such), one small
-query, whatever the refresh interval. Claims read it in their
-transaction anyway.
+or forced down, plus those this process still holds as such), with the
+highest provider id (a host another scheduler registered is loaded before
+the select goes on) and the aggregates' signature, in one small
+transaction whatever the refresh interval. Claims read the status in
+their transaction anyway.
 """
 
+import contextlib
+import datetime
+import gc
 import logging
 import threading
 import time
 
 import sqlalchemy as sa
+from oslo_utils import uuidutils
 
 from scheduler_split import conf
 from scheduler_split.db import engines
+from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.db import models
+from scheduler_split.objects import base as obj_base
 from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates as aggregates_mod
+from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_state
 from scheduler_split.scheduler import reports as reports_mod
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
+# The providers of the first page of the first load, which the first
+# select of a restarted scheduler waits for, and of each later page.
+FIRST_PAGE = 2000
+PAGE = 10000
+# How long before the start of a reload the next one reads changes from:
+# a change is stamped when its statement runs but seen only once its
+# transaction commits, and the clocks of the scheduler hosts differ a
+# little. Reading a change twice costs only the reading.
+CHANGE_OVERLAP = datetime.timedelta(seconds=30)
+# How many states a reload applies per hold of the lock.
+APPLY_CHUNK = 1000
+# How long a request that found no host among those read so far waits
+# for the end of the first load.
+LOAD_WAIT = 120
+# Seconds between two tries of a page of the first load that failed.
+LOAD_RETRY = 1.0
+# Values per IN list.
+_CHUNK = 500
+# From this many hosts on, the states of the hosts (and everything else
+# alive then) are set apart from the garbage collector's full
+# collections once they are loaded, and again when their number grew by
+# FREEZE_GROWTH since: each full collection would otherwise go over every
+# one of them, and stop every thread for a tenth of a second at a
+# hundred thousand hosts.
+FREEZE_FROM = 1000
+FREEZE_GROWTH = 0.1
+# Past this many hosts that did not report here since the last reload,
+# the reload reads the time of every provider that reported since rather
+# than theirs by uuid.
+QUIET_BY_UUID = 5000
+
+_RP = models.ResourceProvider.__table__
+_INV = models.Inventory.__table__
+_ALLOC = models.Allocation.__table__
+
+_PROVIDER = sa.select(
+    _RP.c.id, _RP.c.uuid, _RP.c.host, _RP.c.name, _RP.c.cell_uuid,
+    _RP.c.availability_zone, _RP.c.disabled, _RP.c.service_disabled,
+    _RP.c.disabled_reason, _RP.c.forced_down, _RP.c.last_report_at,
+    _RP.c.host_ip, _RP.c.hypervisor_type, _RP.c.hypervisor_version,
+    _RP.c.cpu_arch, _RP.c.cpu_info, _RP.c.failed_builds, _RP.c.num_io_ops)
+_INVENTORY = sa.select(
+    _INV.c.resource_provider_id, _INV.c.resource_class, _INV.c.total,
+    _INV.c.reserved, _INV.c.allocation_ratio)
+_USAGE = sa.select(
+    _ALLOC.c.resource_provider_id, _ALLOC.c.resource_class,
+    sa.func.sum(_ALLOC.c.used)).group_by(_ALLOC.c.resource_provider_id,
+                                         _ALLOC.c.resource_class)
+_CONSUMERS = sa.select(_ALLOC.c.resource_provider_id,
+                       _ALLOC.c.consumer_id).distinct()
+# What each select reads first, in one statement: the highest provider
+# id, the aggregates' signature, and whether any host is disabled by the
+# operator or forced down (each through its index).
+_LATEST = sa.select(
+    sa.select(sa.func.max(_RP.c.id)).scalar_subquery(),
+    aggregates_mod.SIGNATURE_COUNT, aggregates_mod.SIGNATURE_SUM,
+    sa.exists().where(_RP.c.service_disabled.is_(True)),
+    sa.exists().where(_RP.c.forced_down.is_(True)))
+
+
+def _now():
+    return obj_base.naive_utc(obj_base.utcnow())
+
+
+def _name_key(host, nodename):
+    """The key of a compute node in ``HostManager._names``: its host
+    alone when the node is named as its host (most are), else both."""
+    return host if nodename == host else (host, nodename)
+
 
 def _reported(state):
     """What a host's reports set, as its state holds it."""
-    return ((state.cell_uuid, state.reported_availability_zone,
-             state.reported_disabled, state.inventory) +
-            tuple(getattr(state, name)
-                  for name in host_state.REPORTED_FIELDS))
+    return (state._profile, state.reported_disabled, state._resources,
+            state.host_ip, state.failed_builds, state.num_io_ops)
 
 
-def _carry_over(old, fresh):
-    """Keep in ``fresh`` (read from the database) the digest of the last
-    report written from here, if the database still holds that report:
-    one that repeats it then has nothing to write but its time."""
-    if old.report_digest is not None and _reported(old) == _reported(fresh):
-        fresh.report_digest = old.report_digest
+def _apply_provider(state, row):
+    """Give ``state`` what the provider ``row`` holds."""
+    state.set_reported(row.cell_uuid, row.availability_zone,
+                       row.hypervisor_type, row.hypervisor_version,
+                       row.cpu_arch, row.cpu_info)
+    state.reported_disabled = bool(row.disabled)
+    state.set_status(row.service_disabled, row.disabled_reason,
+                     row.forced_down)
+    state.last_report_at = row.last_report_at
+    state.host_ip = row.host_ip
+    state.failed_builds = row.failed_builds
+    state.num_io_ops = row.num_io_ops
+
+
+def read_states(conn, providers, related, page=None):
+    """``({uuid: HostState}, the highest provider id read)``: the
+    providers ``providers`` selects (a condition on the providers'
+    table) with their inventories, usage and consumers, read on
+    ``conn``; ``related`` is the same set as a condition on a
+    ``resource_provider_id`` column. With ``page``, only the first
+    ``page`` of them in id order: ``related`` is then a function of the
+    last id read that gives that condition."""
+    query = _PROVIDER.where(providers)
+    if page is not None:
+        query = query.order_by(_RP.c.id).limit(page)
+    by_id = {}
+    for row in conn.execute(query):
+        state = host_state.HostState(row.uuid, row.host, row.name, None)
+        _apply_provider(state, row)
+        by_id[row.id] = state
+    newest = max(by_id, default=0)
+    if not by_id:
+        return {}, newest
+    if page is not None:
+        related = related(newest)
+    inventory = {}
+    for rp_id, rc, total, reserved, ratio in conn.execute(
+            _INVENTORY.where(related(_INV.c.resource_provider_id))):
+        inventory.setdefault(rp_id, {})[rc] = (total, reserved, ratio)
+    for rp_id, values in inventory.items():
+        state = by_id.get(rp_id)
+        if state is not None:
+            state.inventory = values
+    usage = {}
+    for rp_id, rc, used in conn.execute(
+            _USAGE.where(related(_ALLOC.c.resource_provider_id))):
+        usage.setdefault(rp_id, {})[rc] = int(used)
+    for rp_id, used in usage.items():
+        state = by_id.get(rp_id)
+        if state is not None:
+            state.set_usage(used)
+    for rp_id, consumer in conn.execute(
+            _CONSUMERS.where(related(_ALLOC.c.resource_provider_id))):
+        state = by_id.get(rp_id)
+        if state is not None:
+            state.add_instance(consumer)
+    return {state.uuid: state for state in by_id.values()}, newest
+
+
+def _those(providers):
+    """``related`` for :func:`read_states`: the providers a condition
+    selects, as a condition on a ``resource_provider_id`` column."""
+    ids = sa.select(_RP.c.id).where(providers)
+    return lambda column: column.in_(ids)
+
+
+def _after(after):
+    """``related`` for a page of :func:`read_states` after the id
+    ``after``."""
+    return lambda last: (lambda column: sa.and_(column > after,
+                                                column <= last))
 
 
 class HostManager:
@@ -58,17 +221,33 @@ class HostManager:
     def __init__(self, db_url=None):
         self.db_url = db_url or CONF.scheduler_database.connection
         self._hosts = {}
-        self._loaded_at = None
+        # The states as a list, shared by the selects until a host comes
+        # or goes (None: to be made again).
+        self._listed = None
+        self._lock = threading.RLock()
+        # Notified when a page of the first load, a load of new hosts or
+        # a reload ends.
+        self._progress = threading.Condition(self._lock)
+        # The first load: started, the highest provider id it read so
+        # far, the pages read, and whether it read them all.
+        self._load_started = False
+        self._load_after = 0
+        self._pages = 0
+        self._complete = False
+        # When the first load started, and when the last reload started
+        # (in the wall clock of the database's timestamps) and ended
+        # (monotonic).
+        self._load_started_at = None
+        self._reload_started_at = None
+        self._reloaded_at = None
         self._reloading = False
         # Whether a periodic task of the service reloads the states; then
         # a select reloads them only when that task is a whole interval
         # late.
         self._reloaded_in_background = False
-        # The highest provider id of the last full load.
-        self._newest_loaded = 0
-        self._lock = threading.RLock()
-        # Notified when a reload ends.
-        self._reloaded = threading.Condition(self._lock)
+        # Every provider up to this id is in memory (or was deleted).
+        self._newest = 0
+        self._loading_new = False
         # {host: [Aggregate]} and the signature it was read at.
         self._aggregates = {}
         self._aggregates_seen = None
@@ -76,76 +255,380 @@ class HostManager:
         # operator or forced down: with those the database flags, the
         # hosts whose status each select re-reads.
         self._held = set()
-        # {(host, node): uuid} of every host in memory.
+        # {_name_key(host, node): uuid} of every host in memory.
         self._names = {}
+        # What this scheduler writes to the providers' changed_by: its
+        # reloads skip those changes, which its memory holds already.
+        self.writer_id = uuidutils.generate_uuid()
+        # The hosts this process changed in memory while a read of the
+        # database is under way, one set per read: what the read brings
+        # back of them is older than memory.
+        self._watches = []
+        self._load_clock = None
+        self._load_error = None
+        # How many hosts were in memory when the garbage collector last
+        # set them apart.
+        self._frozen = 0
         # Writes the reports of computes, then hands them back here.
         self.reports = reports_mod.ReportWriter(self.db_url, self)
 
     # --- reading ------------------------------------------------------------
 
-    def host_states(self):
-        """Every known host, reloaded from the database when stale.
+    def host_states(self, complete=False):
+        """Every known host, kept current with the database. The list is
+        shared: read it, never change it.
 
-        In a scheduler service the periodic task :meth:`reload` keeps the
-        states fresh, so that no select pays for reading every host. A
-        reload reads the database outside the lock, so that selects go
-        on with the states they have meanwhile; only the first load makes
-        them wait.
+        While the first load reads the providers, those read so far;
+        with ``complete``, every host once that load ended (waiting for
+        it). In a scheduler service the periodic task :meth:`reload`
+        reads what changed, so that no select pays for it; without one,
+        a select past the interval does.
         """
-        interval = CONF.filter_scheduler.host_state_refresh_interval
+        self._wait_for_a_page()
+        if complete:
+            self.wait_loaded()
+        newest = self._refresh()
         with self._lock:
-            if self._loaded_at is None:
-                self._load_all()
-                return list(self._hosts.values())
-            if self._reloaded_in_background:
-                interval *= 2
-            stale = time.monotonic() - self._loaded_at > interval
+            loaded = self._complete
+            stale = False
+            if loaded:
+                interval = CONF.filter_scheduler.host_state_refresh_interval
+                if self._reloaded_in_background:
+                    interval *= 2
+                stale = time.monotonic() - self._reloaded_at > interval
         if stale:
             self._reload()
-        else:
+        elif loaded and newest > self._newest:
             # A host another scheduler registered is chosen by every
             # scheduler at once, not after the next periodic reload: this
             # select waits until a load holds it, its own or one under
             # way, rather than go on without it.
-            newest = self._refresh()
-            if newest > self._newest_loaded:
-                self._reload(until=newest)
+            self._load_new(newest)
+        return self._listing()
+
+    def _listing(self):
         with self._lock:
-            return list(self._hosts.values())
+            if self._listed is None:
+                self._listed = list(self._hosts.values())
+            return self._listed
+
+    @property
+    def loaded(self):
+        """Whether the first load has read every provider."""
+        return self._complete
+
+    def start_loading(self):
+        """Start the first load in a thread of its own (the scheduler
+        service, as it starts): the first select waits only for its
+        first page."""
+        with self._lock:
+            if self._load_started:
+                return
+            self._load_started = True
+        threading.Thread(target=self._load_pages, name='scheduler-load',
+                         daemon=True).start()
+
+    def wait_loaded(self, timeout=LOAD_WAIT):
+        """Wait for the end of the first load; whether it ended."""
+        self._wait_for_a_page()
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not self._complete:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._progress.wait(left)
+        return True
+
+    def _wait_for_a_page(self):
+        """Make sure the first load began and read a page; the first
+        caller reads it itself."""
+        with self._lock:
+            if self._pages or self._complete:
+                return
+            if self._load_started:
+                while not (self._pages or self._complete):
+                    if self._load_error is not None:
+                        raise self._load_error
+                    self._progress.wait()
+                return
+            self._load_started = True
+        try:
+            more = self._load_page(FIRST_PAGE)
+        except Exception:
+            with self._lock:
+                self._load_started = False
+                self._progress.notify_all()
+            raise
+        if more:
+            threading.Thread(target=self._load_pages, name='scheduler-load',
+                             daemon=True).start()
+
+    def _load_pages(self):
+        """The first load, a page at a time, until it read them all."""
+        page = FIRST_PAGE if not self._pages else PAGE
+        while True:
+            try:
+                if not self._load_page(page):
+                    return
+            except Exception as exc:
+                LOG.warning('Could not read host states (%s); trying again',
+                            exception.describe(exc))
+                with self._lock:
+                    self._load_error = exc
+                    self._progress.notify_all()
+                time.sleep(LOAD_RETRY)
+                continue
+            page = PAGE
+
+    def _load_page(self, size):
+        """Read the next page of the first load into memory; whether
+        there are more to read."""
+        if self._pages == 0:
+            self._load_started_at = _now()
+            self._load_clock = time.monotonic()
+            self._refresh_aggregates()
+        after = self._load_after
+        with self._watching() as touched:
+            with engines.connection(self.db_url) as conn:
+                states, last = self._read_states(
+                    conn, _RP.c.id > after, _after(after), page=size)
+            self._take(states, touched)
+        more = len(states) >= size
+        with self._lock:
+            self._load_error = None
+            self._load_after = max(after, last)
+            self._pages += 1
+            if not more:
+                self._complete = True
+                self._newest = max(self._newest, self._load_after)
+                self._reload_started_at = self._load_started_at
+                self._reloaded_at = time.monotonic()
+            self._progress.notify_all()
+        if not more:
+            metrics.HOST_STATE_LOAD_SECONDS.observe(
+                time.monotonic() - self._load_clock)
+            LOG.info('Loaded %d host states', len(self._hosts))
+            self._set_apart()
+        return more
+
+    def _set_apart(self):
+        """Keep the garbage collector's full collections off the host
+        states once there are many more of them (see FREEZE_FROM): the
+        states live as long as their hosts, and what lives now (modules,
+        the service's objects) as long as the process."""
+        count = len(self._hosts)
+        if count < FREEZE_FROM or count < self._frozen * (1 + FREEZE_GROWTH):
+            return
+        self._frozen = count
+        gc.collect()
+        gc.freeze()
+
+    def _read_states(self, conn, providers, related, page=None):
+        """:func:`read_states` (a method, so that one process can slow
+        it down in tests)."""
+        return read_states(conn, providers, related, page)
+
+    def stamp(self):
+        """Who writes, for the ``changed_by`` of the providers this
+        process writes (``claims.CHANGED_BY``): this host manager, and the
+        oldest change its next reload reads; no one before the first load
+        ended."""
+        with self._lock:
+            since = self._reload_started_at
+        if since is None:
+            return dict(claims.NO_STAMP)
+        return {'w_me': self.writer_id, 'w_floor': since - CHANGE_OVERLAP}
+
+    @contextlib.contextmanager
+    def _watching(self):
+        """The set of the hosts this process changes in memory while the
+        caller reads the database."""
+        touched = set()
+        with self._lock:
+            self._watches.append(touched)
+        try:
+            yield touched
+        finally:
+            with self._lock:
+                self._watches.remove(touched)
+
+    def _touch(self, uuid):
+        """This process changed ``uuid`` in memory (under the lock)."""
+        for touched in self._watches:
+            touched.add(uuid)
+
+    def _take(self, states, touched=()):
+        """Put ``states`` (``{uuid: HostState}``, just read from the
+        database) in memory: new hosts join, known ones take the values
+        read in place, a chunk at a time under the lock; but those this
+        process changed in memory since the read began (``touched``)."""
+        items = list(states.items())
+        for start in range(0, len(items), APPLY_CHUNK):
+            with self._lock:
+                for uuid, fresh in items[start:start + APPLY_CHUNK]:
+                    if uuid in touched:
+                        continue
+                    fresh.set_aggregates(self._aggregates.get(fresh.host, ()))
+                    state = self._hosts.get(uuid)
+                    if state is None:
+                        state = self._hosts[uuid] = fresh
+                        self._names[_name_key(fresh.host,
+                                              fresh.nodename)] = uuid
+                        self._listed = None
+                    else:
+                        # Keep the digest of the last report written from
+                        # here if the database still holds that report:
+                        # one that repeats it then has nothing to write
+                        # but its time.
+                        if _reported(state) == _reported(fresh):
+                            fresh.report_digest = state.report_digest
+                        state.copy_from(fresh)
+                    self._note_status(state)
 
     def reload(self):
-        """The periodic reload of every host state (the scheduler
-        service runs it every ``host_state_refresh_interval``)."""
+        """The periodic reload of what changed (the scheduler service
+        runs it every ``host_state_refresh_interval``)."""
         self._reloaded_in_background = True
         self._reload()
 
-    def _reload(self, until=None):
-        """Reload every host, unless another thread is doing it: then the
-        states this one has meanwhile serve, or, with ``until`` (a
-        provider id), it waits for that load and loads again itself if
-        that one did not hold the provider."""
+    def _reload(self):
+        """Read what changed since the last reload, unless the first load
+        has not ended or another thread reloads: then the states this one
+        has meanwhile serve."""
         with self._lock:
-            while self._reloading:
-                if until is None:
-                    return
-                self._reloaded.wait()
-            if until is not None and self._newest_loaded >= until:
+            if self._reloading or not self._complete:
                 return
             self._reloading = True
+            since = self._reload_started_at
+        started = time.monotonic()
         try:
-            self._load_all()
+            self._reload_changes(since)
         finally:
             with self._lock:
                 self._reloading = False
-                self._reloaded.notify_all()
+                self._reloaded_at = time.monotonic()
+                self._progress.notify_all()
+        metrics.HOST_STATE_RELOAD_SECONDS.observe(time.monotonic() - started)
+
+    def _reload_changes(self, since):
+        started_at = _now()
+        # The hosts that did not report here since the last reload: their
+        # reports, if any, reached another scheduler, which wrote only
+        # their time.
+        quiet = [state.uuid for state in self._listing()
+                 if state.last_report_at is None or
+                 state.last_report_at < since]
+        changed = sa.and_(_RP.c.changed_at >= since - CHANGE_OVERLAP,
+                          sa.or_(_RP.c.changed_by.is_(None),
+                                 _RP.c.changed_by != self.writer_id))
+        times = sa.select(_RP.c.uuid, _RP.c.last_report_at)
+        with self._watching() as touched:
+            with engines.snapshot(self.db_url) as conn:
+                states, _ = self._read_states(conn, changed, _those(changed))
+                count, newest = conn.execute(sa.select(
+                    sa.func.count(_RP.c.id), sa.func.max(_RP.c.id))).one()
+                if len(quiet) > QUIET_BY_UUID:
+                    quiet = set(quiet)
+                    seen = [row for row in conn.execute(times.where(
+                        _RP.c.last_report_at >= since)) if row[0] in quiet]
+                else:
+                    seen = []
+                    for start in range(0, len(quiet), _CHUNK):
+                        seen += conn.execute(times.where(_RP.c.uuid.in_(
+                            quiet[start:start + _CHUNK]))).all()
+                signature = aggregates_mod.signature(conn)
+            if signature != self._aggregates_seen:
+                self._refresh_aggregates()
+            self._take(states, touched)
+            skipped = [uuid for uuid in touched if uuid in states]
+        if skipped:
+            # Changed here while read: read again what the database holds
+            # of them now, with this process's change and any other's.
+            self._read_again(skipped)
+        with self._lock:
+            for uuid, last_report_at in seen:
+                state = self._hosts.get(uuid)
+                if state is not None and last_report_at is not None and (
+                        state.last_report_at is None or
+                        last_report_at > state.last_report_at):
+                    state.last_report_at = last_report_at
+            self._newest = max(self._newest, newest or 0)
+            self._reload_started_at = started_at
+            known = len(self._hosts)
+        if count != known:
+            self._reconcile()
+        self._set_apart()
+        LOG.debug('Reloaded %d changed host states', len(states))
+
+    def _read_again(self, uuids):
+        """Read ``uuids`` again and take what no change of this process
+        overtook meanwhile."""
+        with self._watching() as touched:
+            states = {}
+            for start in range(0, len(uuids), _CHUNK):
+                where = _RP.c.uuid.in_(uuids[start:start + _CHUNK])
+                with engines.connection(self.db_url) as conn:
+                    states.update(self._read_states(conn, where,
+                                                    _those(where))[0])
+            self._take(states, touched)
+
+    def _reconcile(self):
+        """Memory holds another number of hosts than the database: forget
+        those deleted, load those missing."""
+        with engines.connection(self.db_url) as conn:
+            present = set(conn.execute(sa.select(_RP.c.uuid)).scalars())
+        with self._lock:
+            gone = [uuid for uuid in self._hosts if uuid not in present]
+            missing = [uuid for uuid in present if uuid not in self._hosts]
+        for start in range(0, len(gone), _CHUNK):
+            chunk = gone[start:start + _CHUNK]
+            with engines.connection(self.db_url) as conn:
+                # Those written since the read above are not gone.
+                back = set(conn.execute(sa.select(_RP.c.uuid).where(
+                    _RP.c.uuid.in_(chunk))).scalars())
+            with self._lock:
+                for uuid in chunk:
+                    if uuid not in back:
+                        self._forget(uuid)
+        for start in range(0, len(missing), _CHUNK):
+            where = _RP.c.uuid.in_(missing[start:start + _CHUNK])
+            with engines.connection(self.db_url) as conn:
+                states, _ = self._read_states(conn, where, _those(where))
+            self._take(states)
+
+    def _load_new(self, until):
+        """Load the providers above ``_newest`` (registered by another
+        scheduler), or wait for the thread doing it; ``until`` is the
+        highest provider id the database holds."""
+        with self._lock:
+            while self._loading_new:
+                self._progress.wait()
+            if self._newest >= until:
+                return
+            self._loading_new = True
+            after = self._newest
+        try:
+            with self._watching() as touched:
+                with engines.connection(self.db_url) as conn:
+                    states, last = self._read_states(
+                        conn, _RP.c.id > after,
+                        lambda column: column > after)
+                self._take(states, touched)
+            with self._lock:
+                self._newest = max(self._newest, until, last)
+        finally:
+            with self._lock:
+                self._loading_new = False
+                self._progress.notify_all()
 
     def _refresh(self):
         """Apply what another scheduler may have changed since the last
         load: the operator's status of hosts and the aggregates, read in
         one small transaction. Returns the highest provider id in the
-        database: above ``_newest_loaded``, it holds hosts the last load
-        did not (the ids are the providers' primary key)."""
-        rp = models.ResourceProvider.__table__
+        database: above ``_newest``, it holds hosts memory does not (the
+        ids are the providers' primary key)."""
+        rp = _RP
         with self._lock:
             held = list(self._held)
         condition = sa.or_(rp.c.service_disabled.is_(True),
@@ -153,11 +636,12 @@ class HostManager:
         if held:
             condition = sa.or_(condition, rp.c.uuid.in_(held))
         with engines.connection(self.db_url) as conn:
+            newest, count, total, disabled, forced = conn.execute(
+                _LATEST).one()
             rows = conn.execute(sa.select(
                 rp.c.uuid, rp.c.service_disabled, rp.c.disabled_reason,
-                rp.c.forced_down).where(condition)).all()
-            seen = aggregates_mod.signature(conn)
-            newest = conn.execute(sa.select(sa.func.max(rp.c.id))).scalar()
+                rp.c.forced_down).where(condition)).all() \
+                if held or disabled or forced else []
         with self._lock:
             for row in rows:
                 state = self._hosts.get(row.uuid)
@@ -169,7 +653,7 @@ class HostManager:
             for uuid in missing:
                 # Deleted meanwhile.
                 self._forget(uuid)
-        if seen != self._aggregates_seen:
+        if (int(count), int(total)) != self._aggregates_seen:
             self._refresh_aggregates()
         return newest or 0
 
@@ -177,7 +661,10 @@ class HostManager:
         """Drop a host deleted from the database (under the lock)."""
         state = self._hosts.pop(uuid, None)
         if state is not None:
-            self._names.pop((state.host, state.nodename), None)
+            key = _name_key(state.host, state.nodename)
+            if self._names.get(key) == uuid:
+                del self._names[key]
+            self._listed = None
         self._held.discard(uuid)
 
     def _note_status(self, state):
@@ -203,106 +690,19 @@ class HostManager:
 
     def states_in_memory(self):
         """The host states as they are, never reloaded (for a scrape)."""
-        with self._lock:
-            return list(self._hosts.values())
-
-    def _load_all(self):
-        started = time.monotonic()
-        hosts, newest = self._read_states()
-        with self._lock:
-            self._newest_loaded = newest
-            for uuid, state in hosts.items():
-                old = self._hosts.get(uuid)
-                if old is not None:
-                    _carry_over(old, state)
-            self._hosts = hosts
-            self._names = {(state.host, state.nodename): uuid
-                           for uuid, state in hosts.items()}
-            self._held = {uuid for uuid, state in hosts.items()
-                          if state.service_disabled or state.forced_down}
-            self._loaded_at = time.monotonic()
-        self._refresh_aggregates()
-        metrics.HOST_STATE_LOAD_SECONDS.observe(time.monotonic() - started)
-        LOG.debug('Loaded %d host states', len(hosts))
-
-    def _read_states(self, uuid=None):
-        """``({uuid: HostState}, the highest provider id read)`` from the
-        database: every provider, or only ``uuid``."""
-        rp, inv_t = models.ResourceProvider, models.Inventory
-        alloc = models.Allocation
-        inventories = sa.select(inv_t)
-        usage = sa.select(alloc.resource_provider_id, alloc.resource_class,
-                          sa.func.sum(alloc.used)).group_by(
-            alloc.resource_provider_id, alloc.resource_class)
-        providers = sa.select(rp)
-        consumers = sa.select(alloc.resource_provider_id,
-                              alloc.consumer_id).distinct()
-        with engines.reader(self.db_url) as session:
-            if uuid is not None:
-                providers = providers.where(rp.uuid == uuid)
-            by_id = {row.id: self._state_from_row(row)
-                     for row in session.scalars(providers)}
-            newest = max(by_id, default=0)
-            if uuid is not None:
-                if not by_id:
-                    return {}, newest
-                inventories = inventories.where(
-                    inv_t.resource_provider_id.in_(list(by_id)))
-                usage = usage.where(
-                    alloc.resource_provider_id.in_(list(by_id)))
-                consumers = consumers.where(
-                    alloc.resource_provider_id.in_(list(by_id)))
-            inventory = {}
-            for inv in session.scalars(inventories):
-                inventory.setdefault(inv.resource_provider_id, {})[
-                    inv.resource_class] = (inv.total, inv.reserved,
-                                           inv.allocation_ratio)
-            for rp_id, values in inventory.items():
-                state = by_id.get(rp_id)
-                if state is not None:
-                    state.inventory = values
-            for rp_id, rc, used in session.execute(usage):
-                state = by_id.get(rp_id)
-                if state is not None:
-                    state.used[rc] = int(used)
-            for rp_id, consumer in session.execute(consumers):
-                state = by_id.get(rp_id)
-                if state is not None:
-                    state.add_instance(consumer)
-        return {state.uuid: state for state in by_id.values()}, newest
-
-    @staticmethod
-    def _state_from_row(row):
-        state = host_state.HostState(row.uuid, row.host, row.name,
-                                     host_state.shared(row.cell_uuid))
-        state.reported_availability_zone = host_state.shared(
-            row.availability_zone)
-        state.availability_zone = state.reported_availability_zone
-        state.reported_disabled = row.disabled
-        state.set_status(row.service_disabled, row.disabled_reason,
-                         row.forced_down)
-        state.last_report_at = row.last_report_at
-        for name in host_state.REPORTED_FIELDS:
-            setattr(state, name, host_state.shared(getattr(row, name)))
-        return state
+        return self._listing()
 
     def refresh_host(self, uuid):
         """Reload one host after the database disagreed with memory."""
-        state = self._read_states(uuid)[0].get(uuid)
-        if state is None:
+        where = _RP.c.uuid == uuid
+        with engines.connection(self.db_url) as conn:
+            states, _ = self._read_states(conn, where, _those(where))
+        if uuid not in states:
             with self._lock:
                 self._forget(uuid)
             return None
-        with self._lock:
-            state.set_aggregates(self._aggregates.get(state.host, ()))
-            self._note_status(state)
-            existing = self._hosts.get(uuid)
-            if existing is None:
-                self._hosts[uuid] = state
-                self._names[(state.host, state.nodename)] = uuid
-                return state
-            existing.copy_from(state)
-            return existing
+        self._take(states)
+        return self.get(uuid)
 
     def known_hosts(self):
         """The hosts whose compute has reported, from the database."""
@@ -336,7 +736,16 @@ class HostManager:
     def read_states(self):
         """Every host as the database holds it now, with its aggregates,
         apart from the states selects use (for os-hypervisors)."""
-        states = self._read_states()[0]
+        states = {}
+        after = 0
+        while True:
+            with engines.connection(self.db_url) as conn:
+                page, last = read_states(conn, _RP.c.id > after,
+                                         _after(after), page=PAGE)
+            states.update(page)
+            if len(page) < PAGE:
+                break
+            after = last
         with engines.connection(self.db_url) as conn:
             if aggregates_mod.signature(conn) != self._aggregates_seen:
                 self._refresh_aggregates()
@@ -350,6 +759,7 @@ class HostManager:
     def note_claim(self, uuid, resources, consumer=None):
         with self._lock:
             state = self._hosts.get(uuid)
+            self._touch(uuid)
             if state is not None:
                 state.consume(resources)
                 if consumer is not None:
@@ -364,6 +774,7 @@ class HostManager:
         with self._lock:
             for uuid, resources in released.items():
                 state = self._hosts.get(uuid)
+                self._touch(uuid)
                 if state is not None:
                     state.give_back(resources)
                     state.drop_instances((consumer,))
@@ -374,11 +785,13 @@ class HostManager:
         with self._lock:
             for uuid, resources in dropped.items():
                 state = self._hosts.get(uuid)
+                self._touch(uuid)
                 if state is not None:
                     state.give_back(resources)
                     state.drop_instances((to_consumer,))
             for uuid in moved:
                 state = self._hosts.get(uuid)
+                self._touch(uuid)
                 if state is not None:
                     state.drop_instances((from_consumer,))
                     state.add_instance(to_consumer)
@@ -395,7 +808,9 @@ class HostManager:
                 .where(alloc.consumer_id.in_(list(consumers)))).all()
         with self._lock:
             for state in self._hosts.values():
-                state.drop_instances(consumers)
+                if state.instances and \
+                        not state.instances.isdisjoint(consumers):
+                    state.drop_instances(consumers)
             for uuid, consumer in rows:
                 state = self._hosts.get(uuid)
                 if state is not None:
@@ -403,15 +818,17 @@ class HostManager:
 
     # --- compute reports (written by reports.ReportWriter) -----------------
 
-    def update_from_stats(self, cell_uuid, host, nodename, stats):
+    def update_from_stats(self, cell_uuid, host, nodename, stats,
+                          wait=True):
         """Record a compute's report (``ReportWriter.record``); the uuid
-        of its compute node."""
-        return self.reports.record(cell_uuid, host, nodename, stats)
+        of its compute node (with ``wait``)."""
+        return self.reports.record(cell_uuid, host, nodename, stats,
+                                   wait=wait)
 
     def uuid_of(self, name):
         """The uuid of the compute node ``(host, node)``, if known."""
         with self._lock:
-            return self._names.get(name)
+            return self._names.get(_name_key(*name))
 
     def note_repeated_report(self, name, digest, status, stats, now):
         """Take a report of ``name`` at ``now`` that repeats the last one
@@ -419,7 +836,7 @@ class HostManager:
         only its time and counts change. The node's uuid, or None if the
         report says something new and is to be written."""
         with self._lock:
-            uuid = self._names.get(name)
+            uuid = self._names.get(_name_key(*name))
             state = self._hosts.get(uuid) if uuid else None
             if state is None or digest is None or \
                     digest != state.report_digest or \
@@ -434,39 +851,50 @@ class HostManager:
             state.last_report_at = now
             return uuid
 
-    def apply_reports(self, reports, written):
+    def apply_reports(self, written):
         """Bring memory in line with the reports just written
-        (``{(host, node): (cell, stats, time, digest)}``, and the
-        provider rows written for them)."""
+        (``reports.Written``, one per compute node)."""
+        new_ids = []
         with self._lock:
-            for name, row in written.items():
-                cell_uuid, stats, now, digest = reports[name]
-                fresh = self._state_from_row(row)
-                host, nodename = name
-                self._names[name] = row.uuid
-                state = self._hosts.get(row.uuid)
+            for report in written:
+                host, nodename = report.name
+                stats = report.stats
+                state = self._hosts.get(report.uuid)
                 if state is None:
-                    state = self._hosts[row.uuid] = host_state.HostState(
-                        row.uuid, host, nodename, cell_uuid)
-                state.cell_uuid = (host_state.shared(cell_uuid) or
-                                   state.cell_uuid)
-                state.reported_availability_zone = host_state.shared(
-                    stats.get('availability_zone'))
+                    state = self._hosts[report.uuid] = host_state.HostState(
+                        report.uuid, host, nodename, None)
+                    self._listed = None
+                    new_ids.append(report.id)
+                self._names[_name_key(host, nodename)] = report.uuid
+                self._touch(report.uuid)
+                state.set_reported(
+                    report.cell_uuid, stats.get('availability_zone'),
+                    stats.get('hypervisor_type', state.hypervisor_type),
+                    stats.get('hypervisor_version', state.hypervisor_version),
+                    stats.get('cpu_arch', state.cpu_arch),
+                    stats.get('cpu_info', state.cpu_info))
                 state.set_aggregates(self._aggregates.get(host, ()))
-                state.reported_disabled = fresh.reported_disabled
-                state.set_status(fresh.service_disabled,
-                                 fresh.disabled_reason, fresh.forced_down)
+                state.reported_disabled = bool(stats.get('disabled', False))
+                state.set_status(*report.status)
                 self._note_status(state)
-                if fresh.failed_builds != state.failed_builds:
-                    LOG.log(logging.WARNING if fresh.failed_builds else
-                            logging.INFO, 'Host %s (%s) reports %d failed '
-                            'builds in a row', host, nodename,
-                            fresh.failed_builds)
-                for field in host_state.REPORTED_FIELDS:
-                    setattr(state, field, getattr(fresh, field))
-                state.last_report_at = now
+                failed = stats.get('failed_builds', state.failed_builds)
+                if failed != state.failed_builds:
+                    LOG.log(logging.WARNING if failed else logging.INFO,
+                            'Host %s (%s) reports %d failed builds in a row',
+                            host, nodename, failed)
+                state.failed_builds = failed
+                state.num_io_ops = stats.get('num_io_ops', state.num_io_ops)
+                state.host_ip = stats.get('host_ip', state.host_ip)
+                state.last_report_at = report.time
                 state.inventory = reports_mod.inventory_of(stats)
-                state.report_digest = digest
+                state.report_digest = report.digest
+            if new_ids and self._complete:
+                # Registered here: no select needs to load them, unless
+                # another scheduler registered hosts in between.
+                new_ids.sort()
+                if new_ids[0] == self._newest + 1 and \
+                        new_ids[-1] - new_ids[0] == len(new_ids) - 1:
+                    self._newest = new_ids[-1]
 
     # --- what operators changed (written by admin.SchedulerAdmin) ----------
 
@@ -476,6 +904,7 @@ class HostManager:
         with self._lock:
             for uuid, values in statuses.items():
                 state = self._hosts.get(uuid)
+                self._touch(uuid)
                 if state is not None:
                     state.set_status(*values)
                     self._note_status(state)

@@ -2,9 +2,18 @@
 
 The host-state cache (:mod:`host_manager`) holds one per compute node, and
 compute reports (:mod:`reports`) and claims keep them current.
+
+A scheduler holds one per compute node, a hundred thousand of them at the
+largest sizes, so a state keeps apart only what differs from host to host.
+What hosts have in common is held once and shared, each kind in a table
+of its own: what the compute reports of where it is and what it runs
+(its cell, zone and hypervisor), its inventory with the capacities worked
+out from it, and the operator's status. Each table is bounded: past its
+limit it starts again, which only costs copies.
 """
 
 import sys
+import types
 
 from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates as aggregates_mod
@@ -12,23 +21,47 @@ from scheduler_split.scheduler import claims
 
 
 _NO_INSTANCES = frozenset()
-# {inventory as a sorted tuple: (inventory, capacities)}: the inventories
-# hosts share. Bounded: past the limit it starts again, which only costs
-# copies.
-_INVENTORIES = {}
-_INVENTORIES_LIMIT = 4096
+# The usage of a host nothing is allocated on: shared, and read-only so
+# that nothing adds to it in place (``consume`` makes a host its own).
+_NO_USAGE = types.MappingProxyType({})
+_SHARED_LIMIT = 4096
 
 
-def _shared_inventory(inventory):
-    key = tuple(sorted(inventory.items()))
-    shared = _INVENTORIES.get(key)
-    if shared is None:
-        if len(_INVENTORIES) >= _INVENTORIES_LIMIT:
-            _INVENTORIES.clear()
-        shared = _INVENTORIES[key] = (
-            dict(inventory), {rc: claims.capacity(*inv)
-                              for rc, inv in inventory.items()})
-    return shared
+class _Shared:
+    """One copy of each value hosts share (a bounded table)."""
+
+    def __init__(self, make=None):
+        self._values = {}
+        self._make = make
+
+    def get(self, key):
+        value = self._values.get(key)
+        if value is None:
+            if len(self._values) >= _SHARED_LIMIT:
+                self._values.clear()
+            value = self._values[key] = (self._make(key) if self._make
+                                         else key)
+        return value
+
+
+def _resources(key):
+    inventory = dict(key)
+    return inventory, {rc: claims.capacity(*inv)
+                       for rc, inv in inventory.items()}
+
+
+# {inventory as a sorted tuple: (inventory, capacities)}
+_INVENTORIES = _Shared(_resources)
+# (cell, reported zone, hypervisor type, version, cpu arch, cpu info)
+_PROFILES = _Shared()
+# (operator disabled, reason, forced down)
+_STATUSES = _Shared()
+
+# The fields of a profile, in order.
+_PROFILE = ('cell_uuid', 'reported_availability_zone', 'hypervisor_type',
+            'hypervisor_version', 'cpu_arch', 'cpu_info')
+_NO_PROFILE = (None,) * len(_PROFILE)
+_ENABLED = (False, None, False)
 
 
 def shared(value):
@@ -37,52 +70,62 @@ def shared(value):
     return sys.intern(value) if type(value) is str else value
 
 
+def _profile_field(index):
+    def get(self):
+        return self._profile[index]
+
+    def set(self, value):
+        profile = list(self._profile)
+        profile[index] = shared(value)
+        self._profile = _PROFILES.get(tuple(profile))
+
+    return property(get, set)
+
+
+def _status_field(index):
+    def get(self):
+        return self._status[index]
+    return property(get)
+
+
 class HostState:
     """One compute node as the filters and weighers see it.
 
-    Slotted: a scheduler holds one per compute node, tens of thousands of
-    them at the largest sizes.
+    Slotted, and what many hosts hold alike is shared (see the module).
     """
 
     __slots__ = (
-        'uuid', 'host', 'nodename', 'cell_uuid', 'availability_zone',
-        'reported_availability_zone', 'aggregates', 'disabled',
-        'reported_disabled', 'service_disabled', 'disabled_reason',
-        'forced_down', 'last_report_at', 'host_ip', 'hypervisor_type',
-        'hypervisor_version', 'cpu_arch', 'cpu_info', '_inventory',
-        '_capacity', 'used', 'instances', 'failed_builds', 'num_io_ops',
-        'report_digest', '__weakref__')
+        'uuid', 'host', 'nodename', '_profile', 'availability_zone',
+        'aggregates', 'disabled', 'reported_disabled', '_status',
+        'last_report_at', 'host_ip', '_resources', 'used', 'instances',
+        'failed_builds', 'num_io_ops', 'report_digest')
 
     def __init__(self, uuid, host, nodename, cell_uuid):
         self.uuid = uuid
         self.host = host
-        self.nodename = nodename
+        # Most compute nodes are named as their host: one text for both.
+        self.nodename = host if nodename == host else nodename
+        # What the compute reports of its cell, its zone and its
+        # hypervisor (the contract of ImagePropertiesFilter, among
+        # others): see _PROFILE.
+        self._profile = _NO_PROFILE
         self.cell_uuid = cell_uuid
         # The effective zone: its aggregates', else what it reports.
         self.availability_zone = None
-        self.reported_availability_zone = None
         # The aggregates the host is in (scheduler.aggregates.Aggregate).
         self.aggregates = ()
         # Whether builds may not come here: the compute's own report or
         # the operator's status (os-services).
         self.disabled = False
         self.reported_disabled = False
-        self.service_disabled = False
-        self.disabled_reason = None
-        self.forced_down = False
+        self._status = _ENABLED
         self.last_report_at = None
-        # What the compute reports of its hypervisor (the contract of
-        # ImagePropertiesFilter, among others).
         self.host_ip = None
-        self.hypervisor_type = None
-        self.hypervisor_version = None
-        self.cpu_arch = None
-        self.cpu_info = None
-        # {resource class: (total, reserved, allocation_ratio)}
-        self._inventory = {}
-        self._capacity = {}
+        # (inventory, capacities): {resource class: (total, reserved,
+        # allocation_ratio)} and what claims may take of each.
+        self._resources = _INVENTORIES.get(())
         # {resource class: amount allocated}
-        self.used = {}
+        self.used = _NO_USAGE
         # The consumers (instances) holding allocations here, for the
         # same_host and different_host hints; shared and empty until the
         # first one comes.
@@ -93,19 +136,38 @@ class HostState:
         self.num_io_ops = 0
         # A digest of the last report written for this node: a report
         # that carries nothing new is not written again (see
-        # HostManager.update_from_stats).
+        # ReportWriter.record).
         self.report_digest = None
+
+    cell_uuid = _profile_field(0)
+    reported_availability_zone = _profile_field(1)
+    hypervisor_type = _profile_field(2)
+    hypervisor_version = _profile_field(3)
+    cpu_arch = _profile_field(4)
+    cpu_info = _profile_field(5)
+
+    service_disabled = _status_field(0)
+    disabled_reason = _status_field(1)
+    forced_down = _status_field(2)
+
+    def set_reported(self, cell_uuid, zone, hypervisor_type,
+                     hypervisor_version, cpu_arch, cpu_info):
+        """What the compute reports of where it is and what it runs, at
+        once (see _PROFILE)."""
+        self._profile = _PROFILES.get((
+            shared(cell_uuid), shared(zone), shared(hypervisor_type),
+            hypervisor_version, shared(cpu_arch), shared(cpu_info)))
 
     @property
     def inventory(self):
-        return self._inventory
+        return self._resources[0]
 
     @inventory.setter
     def inventory(self, inventory):
         # Capacities are read for every host a request considers; they
         # change only with the inventory. Hosts of one kind share one
         # copy of both (neither is changed in place).
-        self._inventory, self._capacity = _shared_inventory(inventory)
+        self._resources = _INVENTORIES.get(tuple(sorted(inventory.items())))
 
     def add_instance(self, consumer):
         if self.instances is _NO_INSTANCES:
@@ -113,7 +175,7 @@ class HostState:
         self.instances.add(consumer)
 
     def drop_instances(self, consumers):
-        if self.instances is not _NO_INSTANCES:
+        if self.instances:
             self.instances.difference_update(consumers)
 
     @property
@@ -125,22 +187,30 @@ class HostState:
                                               self.cell_uuid)
 
     def capacity(self, rc):
-        return self._capacity.get(rc, 0)
+        return self._resources[1].get(rc, 0)
 
     def free(self, rc):
-        return self._capacity.get(rc, 0) - self.used.get(rc, 0)
+        return self._resources[1].get(rc, 0) - self.used.get(rc, 0)
 
     def fits(self, resources):
         return all(self.free(rc) >= amount
                    for rc, amount in resources.items() if amount)
 
     def consume(self, resources):
+        used = dict(self.used)
         for rc, amount in resources.items():
-            self.used[rc] = self.used.get(rc, 0) + amount
+            used[rc] = used.get(rc, 0) + amount
+        self.used = used
 
     def give_back(self, resources):
-        for rc, amount in resources.items():
-            self.used[rc] = max(0, self.used.get(rc, 0) - amount)
+        used = {rc: max(0, amount - resources.get(rc, 0))
+                for rc, amount in self.used.items()}
+        self.used = used if any(used.values()) else _NO_USAGE
+
+    def set_usage(self, used):
+        """``{resource class: amount allocated}`` as the database sums it.
+        """
+        self.used = used if used else _NO_USAGE
 
     def set_aggregates(self, aggregates):
         self.aggregates = aggregates
@@ -148,10 +218,9 @@ class HostState:
             aggregates, self.reported_availability_zone)
 
     def set_status(self, service_disabled, disabled_reason, forced_down):
-        self.service_disabled = bool(service_disabled)
-        self.disabled_reason = disabled_reason
-        self.forced_down = bool(forced_down)
-        self.disabled = self.reported_disabled or self.service_disabled
+        self._status = _STATUSES.get((bool(service_disabled),
+                                      disabled_reason, bool(forced_down)))
+        self.disabled = self.reported_disabled or self._status[0]
 
     def is_up(self, since=None):
         """Whether the compute reports in time and is not forced down
@@ -161,22 +230,20 @@ class HostState:
 
     def status(self):
         """The operator's status: (disabled, reason, forced down)."""
-        return (self.service_disabled, self.disabled_reason,
-                self.forced_down)
+        return self._status
 
     def takes_builds(self, since=None):
         """Whether builds may come here: enabled, and up. ``since`` is
         :func:`scheduler_split.servicegroup.up_since`, worked out once
         for the many hosts of a request."""
         return not self.disabled and servicegroup.is_up(
-            self.last_report_at, self.forced_down, since)
+            self.last_report_at, self._status[2], since)
 
     def copy_from(self, other):
         """Take every value of ``other`` (a fresh reading of this host)
         in place: a request in flight holds this object."""
         for name in self.__slots__:
-            if name != '__weakref__':
-                setattr(self, name, getattr(other, name))
+            setattr(self, name, getattr(other, name))
 
 
 # What a compute reports of its hypervisor, kept as it says.

@@ -45,6 +45,19 @@ GROUP_FILTERS = ('ServerGroupAntiAffinityFilter',
                  'ServerGroupAffinityFilter')
 
 
+def _rotated(hosts, start, offset, size):
+    """``size`` hosts from ``offset`` on of ``hosts`` as if it began at
+    ``start`` (a slice of the list turned around, not a copy of it)."""
+    count = len(hosts)
+    first = start + offset
+    last = min(first + size, start + count)
+    if last <= count:
+        return hosts[first:last]
+    if first >= count:
+        return hosts[first - count:last - count]
+    return hosts[first:] + hosts[:last - count]
+
+
 class SchedulerManager:
     """Chooses and claims hosts for requests, over one host-state cache.
     """
@@ -113,14 +126,14 @@ class SchedulerManager:
             record.run(hosts, spec_obj)
             complete = True
         else:
-            start = random.randrange(len(hosts))
-            hosts = hosts[start:] + hosts[:start]
+            count = len(hosts)
+            start = random.randrange(count)
             batch = max(wanted, MIN_FILTER_BATCH)
             complete = True
-            for offset in range(0, len(hosts), batch):
-                record.run(hosts[offset:offset + batch], spec_obj)
+            for offset in range(0, count, batch):
+                record.run(_rotated(hosts, start, offset, batch), spec_obj)
                 if len(record.passed) >= wanted:
-                    complete = offset + batch >= len(hosts)
+                    complete = offset + batch >= count
                     break
         metrics.FILTERED_HOSTS.observe(record.looked)
         metrics.SCORED_HOSTS.observe(len(record.passed))
@@ -176,7 +189,8 @@ class SchedulerManager:
                         locks.enter_context(self._claim_lock(group['uuid']))
                     locks.enter_context(self._claim_lock(host_uuid))
                     claims.claim(self.db_url, host_uuid, instance_uuid,
-                                 resources, group=group)
+                                 resources, group=group,
+                                 stamp=self.host_manager.stamp())
                 self.host_manager.note_claim(host_uuid, resources,
                                              instance_uuid)
                 metrics.CLAIM_WON.inc()
@@ -280,6 +294,15 @@ class SchedulerManager:
                         host_states, spec_obj, every_host=True)
                     chosen = self._claim_first(ctx, candidates,
                                                instance_uuid, spec_obj)
+                if chosen is None and not self.host_manager.loaded:
+                    # Nor before every host was read: a restarted
+                    # scheduler answers from the hosts read so far.
+                    host_states = self.host_manager.host_states(
+                        complete=True)
+                    candidates, _, record = self._candidates(
+                        host_states, spec_obj, every_host=True)
+                    chosen = self._claim_first(ctx, candidates,
+                                               instance_uuid, spec_obj)
                 if chosen is None:
                     LOG.info('Instance %s: no host; %s', instance_uuid,
                              self._why_no_host(record, spec_obj),
@@ -334,7 +357,8 @@ class SchedulerManager:
             return False
 
     def release_resources(self, ctx, instance_uuid):
-        released = claims.release(self.db_url, instance_uuid)
+        released = claims.release(self.db_url, instance_uuid,
+                                  stamp=self.host_manager.stamp())
         self.host_manager.note_release(released, instance_uuid)
         if released:
             LOG.info('Released the claim of instance %s', instance_uuid,
@@ -345,7 +369,8 @@ class SchedulerManager:
         """Hand ``from_consumer``'s allocations to ``to_consumer`` (whose
         own are released); ``{provider_uuid: resources}`` moved."""
         moved, dropped = claims.move(self.db_url, from_consumer,
-                                     to_consumer)
+                                     to_consumer,
+                                     stamp=self.host_manager.stamp())
         self.host_manager.note_move(moved, dropped, from_consumer,
                                     to_consumer)
         if moved:

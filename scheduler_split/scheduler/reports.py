@@ -3,16 +3,26 @@
 Every compute reports every ``report_interval`` seconds, and nearly every
 report says what the last one said. Such a report only moves the host's
 liveness (and its counts): its time is one row of one UPDATE. Every
-report is written before the cast returns, in a group commit: the
-reports that arrive while one transaction writes go together into the
-next one, so a burst costs a few transactions, not one each, and no
-report waits for a pool connection. The time is in the database at once,
-for the other schedulers' reloads.
+report is written in a group commit: the reports that arrive while one
+transaction writes go together into the next one (at most ``MAX_BATCH``),
+so a burst costs a few transactions, not one each. The thread that finds
+no transaction under way writes, until nothing is left to write; the
+others leave their report with it and go on. A compute's report is a
+cast, so the RPC server's thread waits for nothing; a caller in the
+process may wait for its report to be written (``record(wait=True)``).
+The time is in the database within a transaction, for the other
+schedulers' reloads.
+
+A batch is a handful of SQLAlchemy Core statements, whatever its size:
+the rows of the reported nodes read at once, each kind of write run once
+over all of them (an executemany), the inventories compared in memory.
 
 What a written report changes in memory is the host-state cache's to
 apply (``HostManager.apply_reports``).
 """
 
+import collections
+import itertools
 import logging
 import threading
 
@@ -25,9 +35,50 @@ from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
+from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_state
 
 LOG = logging.getLogger(__name__)
+
+# The most reports one transaction writes: a burst of first reports is
+# written in transactions of bounded length.
+MAX_BATCH = 1000
+# Values per IN list.
+_CHUNK = 500
+
+_RP = models.ResourceProvider.__table__
+_INV = models.Inventory.__table__
+
+# A report's time alone: what changed_at and changed_by say (the last
+# change of anything else) stays.
+_HEARTBEAT = sa.update(_RP).where(
+    _RP.c.uuid == sa.bindparam('node_uuid')).values(
+    last_report_at=sa.bindparam('seen'), updated_at=sa.bindparam('seen'),
+    changed_at=_RP.c.changed_at, changed_by=_RP.c.changed_by)
+_ROWS = sa.select(
+    _RP.c.id, _RP.c.uuid, _RP.c.host, _RP.c.name, _RP.c.cell_uuid,
+    _RP.c.service_disabled, _RP.c.disabled_reason, _RP.c.forced_down,
+    _RP.c.status_updated_at).where(
+    _RP.c.host.in_(sa.bindparam('hosts', expanding=True)))
+_IDS = sa.select(_RP.c.uuid, _RP.c.id).where(
+    _RP.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
+# Sets the columns each parameter set names besides (executemany).
+_UPDATE_PROVIDER = sa.update(_RP).where(
+    _RP.c.id == sa.bindparam('p_id')).values(changed_by=claims.CHANGED_BY)
+_INVENTORIES = sa.select(
+    _INV.c.resource_provider_id, _INV.c.resource_class, _INV.c.total,
+    _INV.c.reserved, _INV.c.allocation_ratio).where(
+    _INV.c.resource_provider_id.in_(sa.bindparam('ids', expanding=True)))
+_UPDATE_INVENTORY = sa.update(_INV).where(
+    _INV.c.resource_provider_id == sa.bindparam('p_id'),
+    _INV.c.resource_class == sa.bindparam('p_rc'))
+
+# What the cache applies of one report written: the node's ``name``
+# (host, node), its provider's ``uuid`` and ``id``, the ``cell_uuid`` the
+# row holds, the report's ``stats``, ``time`` and ``digest``, and the
+# operator's ``status`` the row holds after it.
+Written = collections.namedtuple(
+    'Written', 'name uuid id cell_uuid stats time digest status')
 
 
 def status_time(value):
@@ -72,19 +123,43 @@ def _status_of(stats):
             bool(status.get('forced_down')))
 
 
-def apply_status(row, status, updated_at):
-    """Write a reading of the operator's status onto a provider row
-    unless the row already holds a newer reading; True if written."""
+def status_values(held_at, status, updated_at):
+    """The columns a reading of the operator's status (``status``, of
+    time ``updated_at``) writes on a provider whose reading is of time
+    ``held_at``; None if that one is newer."""
     if updated_at is None:
-        return False
-    if row.status_updated_at is not None and \
-            updated_at < row.status_updated_at:
-        return False
-    row.service_disabled = bool(status.get('disabled'))
-    row.disabled_reason = status.get('disabled_reason')
-    row.forced_down = bool(status.get('forced_down'))
-    row.status_updated_at = updated_at
-    return True
+        return None
+    if held_at is not None and updated_at < held_at:
+        return None
+    return {'service_disabled': bool(status.get('disabled')),
+            'disabled_reason': status.get('disabled_reason'),
+            'forced_down': bool(status.get('forced_down')),
+            'status_updated_at': updated_at}
+
+
+def _chunks(values):
+    values = list(values)
+    for start in range(0, len(values), _CHUNK):
+        yield values[start:start + _CHUNK]
+
+
+def _grouped(rows):
+    """``rows`` (parameter dicts) by the keys they name: one
+    executemany each."""
+    groups = {}
+    for row in rows:
+        groups.setdefault(tuple(sorted(row)), []).append(row)
+    return groups.values()
+
+
+class _Waiter:
+    """A caller waiting for its report to be written."""
+
+    __slots__ = ('done', 'error')
+
+    def __init__(self):
+        self.done = False
+        self.error = None
 
 
 class ReportWriter:
@@ -94,62 +169,52 @@ class ReportWriter:
     def __init__(self, db_url, cache):
         self.db_url = db_url
         self.cache = cache
-        # Reports waiting for their group commit, and its bookkeeping.
         self._reports = threading.Condition(threading.Lock())
+        # {(host, node): (cell, stats, time, digest, [_Waiter])} of the
+        # reports waiting for their group commit: a newer report of a
+        # node replaces the older one (and takes over its waiters).
         self._pending = {}
-        self._writing = False
-        self._next_batch = 1
-        self._batches_done = 0
-        # {batch number: {(host, node): exception}} of recent batches
-        # whose reports could not be written.
-        self._failures = {}
+        # Those of the transaction under way.
+        self._in_flight = {}
         # {uuid: time} of reports that said nothing new, for the next
         # group commit.
         self._heartbeats = {}
+        self._writing = False
 
-    def record(self, cell_uuid, host, nodename, stats):
+    def record(self, cell_uuid, host, nodename, stats, wait=True):
         """Record a compute's report: capacity, zone, enabled, liveness.
 
         Creates the compute node's resource provider on its first report.
         Usage is not taken from the compute: allocations are the truth.
-        Returns the provider's uuid.
+        With ``wait``, returns once the report is written: the provider's
+        uuid (or raises what kept it from being written); without, the
+        uuid if the node is known.
         """
         now = obj_base.naive_utc(obj_base.utcnow())
         digest = _report_digest(cell_uuid, stats)
         name = (host, nodename)
-        uuid = self.cache.note_repeated_report(name, digest,
-                                               _status_of(stats), stats, now)
-        if uuid is not None:
-            metrics.REPORT_UNCHANGED.inc()
-            self._write_report(heartbeat=(uuid, now))
-            return uuid
-        try:
-            uuid = self._write_report(name, (cell_uuid, stats, now, digest))
-        except Exception:
-            metrics.REPORT_DROPPED.inc()
-            raise
-        metrics.REPORT_ABSORBED.inc()
-        return uuid
-
-    def _write_report(self, name=None, report=None, heartbeat=None):
-        """Write a report of the node ``name`` in the next group commit
-        and wait for it; the provider's uuid. Or only the time of one
-        that said nothing new (``heartbeat``: its provider's uuid and
-        time): that one waits only if no transaction is under way, since
-        the writer drains whatever is queued before it stops."""
+        waiter = _Waiter() if wait else None
         with self._reports:
-            batch = self._next_batch
-            if name is not None:
-                # A newer report of the same node replaces the older one.
-                self._pending[name] = report
-            if heartbeat is not None:
-                self._heartbeats[heartbeat[0]] = heartbeat[1]
-                if self._writing:
-                    return None
-            while self._batches_done < batch:
-                if self._writing:
-                    self._reports.wait()
-                    continue
+            uuid = None
+            if name not in self._pending and name not in self._in_flight:
+                # Nothing of this node waits to be written: a report that
+                # repeats the last one written only moves its time.
+                uuid = self.cache.note_repeated_report(
+                    name, digest, _status_of(stats), stats, now)
+            if uuid is not None:
+                metrics.REPORT_UNCHANGED.inc()
+                self._heartbeats[uuid] = now
+                waiter = None
+            else:
+                older = self._pending.get(name)
+                waiters = older[4] if older is not None else []
+                if older is not None:
+                    metrics.REPORT_SUPERSEDED.inc()
+                if waiter is not None:
+                    waiters.append(waiter)
+                self._pending[name] = (cell_uuid, stats, now, digest,
+                                       waiters)
+            if not self._writing:
                 self._writing = True
                 try:
                     while self._pending or self._heartbeats:
@@ -157,39 +222,49 @@ class ReportWriter:
                 finally:
                     self._writing = False
                     self._reports.notify_all()
-            if name is None:
-                return None
-            failed = self._failures.get(batch, {})
-            if name in failed:
-                raise failed[name]
+            while waiter is not None and not waiter.done:
+                self._reports.wait()
+        if waiter is not None:
+            if waiter.error is not None:
+                raise waiter.error
             return self.cache.uuid_of(name)
+        return uuid
 
     def _write_next_batch(self):
-        """Write what is queued (the caller holds ``_reports`` and is the
-        writer); record the reports that failed, by batch."""
-        reports, self._pending = self._pending, {}
+        """Write what is queued, up to ``MAX_BATCH`` reports (the caller
+        holds ``_reports`` and is the writer); wake those waiting for
+        them."""
+        if len(self._pending) <= MAX_BATCH:
+            reports, self._pending = self._pending, {}
+        else:
+            reports = {name: self._pending.pop(name) for name in
+                       list(itertools.islice(self._pending, MAX_BATCH))}
         heartbeats, self._heartbeats = self._heartbeats, {}
-        number, self._next_batch = self._next_batch, self._next_batch + 1
+        self._in_flight = reports
         self._reports.release()
         failed = None
         try:
             failed = self._write_batch(reports, heartbeats)
         finally:
             self._reports.acquire()
+            self._in_flight = {}
             if failed is None:
                 failed = dict.fromkeys(reports, exception.Invalid(
                     'the report could not be recorded'))
-            if failed:
-                self._failures[number] = failed
-            for old in [n for n in self._failures if n < number - 1000]:
-                del self._failures[old]
-            self._batches_done = number
+            for name, report in reports.items():
+                for waiter in report[4]:
+                    waiter.done = True
+                    waiter.error = failed.get(name)
             self._reports.notify_all()
+        metrics.REPORT_ABSORBED.inc(len(reports) - len(failed))
+        if failed:
+            metrics.REPORT_DROPPED.inc(len(failed))
 
     def _write_batch(self, reports, heartbeats):
         """One transaction for ``reports`` and ``heartbeats``; if it
-        fails, each report alone, so that one bad report spoils none of
-        the others. ``{(host, node): exception}`` of those that failed.
+        fails, the times alone, then each report alone, so that one bad
+        report spoils none of the others. ``{(host, node): exception}``
+        of those that failed.
         """
         try:
             written = self._store(reports, heartbeats)
@@ -199,96 +274,150 @@ class ReportWriter:
                             ', '.join('%s/%s' % name for name in reports)
                             or 'no compute', exception.describe(exc))
                 return dict.fromkeys(reports, exc)
+            if heartbeats:
+                try:
+                    self._store({}, heartbeats)
+                except Exception as exc:
+                    LOG.warning('Could not record the time of %d reports: '
+                                '%s', len(heartbeats),
+                                exception.describe(exc))
             failed = {}
-            written = {}
+            written = []
             for name, report in reports.items():
                 try:
-                    written.update(self._store({name: report}, {}))
+                    written += self._store({name: report}, {})
                 except Exception as exc:
                     LOG.warning('Could not record the report of %s/%s: %s',
                                 name[0], name[1], exception.describe(exc))
                     failed[name] = exc
-            self.cache.apply_reports(reports, written)
+            self.cache.apply_reports(written)
             return failed
-        self.cache.apply_reports(reports, written)
+        self.cache.apply_reports(written)
         return {}
 
     def _store(self, reports, heartbeats):
-        """Write reports and liveness in one transaction; the provider
-        rows written, by name."""
-        rp, inv_t = models.ResourceProvider, models.Inventory
-        written = {}
+        """Write reports and liveness in one transaction; what was
+        written (``Written``, one per report)."""
         with engines.writer(self.db_url) as session:
+            conn = session.connection()
             if heartbeats:
-                table = rp.__table__
-                session.connection().execute(
-                    sa.update(table).where(
-                        table.c.uuid == sa.bindparam('node_uuid'))
-                    .values(last_report_at=sa.bindparam('seen')),
-                    [{'node_uuid': uuid, 'seen': seen}
-                     for uuid, seen in heartbeats.items()])
+                conn.execute(_HEARTBEAT, [
+                    {'node_uuid': uuid, 'seen': seen}
+                    for uuid, seen in heartbeats.items()])
             if not reports:
-                return written
-            hosts = sorted({host for host, _ in reports})
-            rows = {}
-            for start in range(0, len(hosts), 500):
-                for row in session.scalars(sa.select(rp).where(
-                        rp.host.in_(hosts[start:start + 500]))):
-                    rows[(row.host, row.name)] = row
-            for (host, nodename), report in reports.items():
-                cell_uuid, stats, now, _ = report
-                row = rows.get((host, nodename))
-                if row is None:
-                    row = rows[(host, nodename)] = rp(
-                        uuid=stats.get('uuid') or uuidutils.generate_uuid(),
-                        host=host, name=nodename, generation=0)
-                    session.add(row)
-                row.cell_uuid = cell_uuid or row.cell_uuid
-                row.availability_zone = stats.get('availability_zone')
-                row.disabled = bool(stats.get('disabled', False))
-                row.last_report_at = now
-                for name in host_state.REPORTED_FIELDS:
-                    if name in stats:
-                        setattr(row, name, stats[name])
-                status = stats.get('service_status')
-                if status:
-                    # The compute's cell record as its conductor last
-                    # answered: applied only if newer than what the API
-                    # told.
-                    apply_status(row, status,
-                                 status_time(status.get('updated_at')))
-                written[(host, nodename)] = row
-            session.flush()
-            ids = [row.id for row in written.values()]
-            current = {}
-            for start in range(0, len(ids), 500):
-                for inv in session.scalars(sa.select(inv_t).where(
-                        inv_t.resource_provider_id.in_(
-                            ids[start:start + 500]))):
-                    current[(inv.resource_provider_id,
-                             inv.resource_class)] = inv
-            changed = []
-            for name, row in written.items():
-                for rc, values in inventory_of(reports[name][1]).items():
-                    inv = current.get((row.id, rc))
-                    if inv is None:
-                        session.add(inv_t(
-                            resource_provider_id=row.id, resource_class=rc,
-                            total=values[0], reserved=values[1],
-                            allocation_ratio=values[2]))
-                    elif (inv.total, inv.reserved,
-                          inv.allocation_ratio) != values:
-                        inv.total, inv.reserved, inv.allocation_ratio = \
-                            values
-                    else:
-                        continue
-                    if row.id not in changed:
-                        changed.append(row.id)
-            if changed:
-                # An inventory change must fail claims that read the old
-                # one; the bump is computed by the database so that a
-                # concurrent claim's bump is never lost.
-                session.flush()
-                session.execute(sa.update(rp).where(rp.id.in_(changed))
-                                .values(generation=rp.generation + 1))
-        return written
+                return []
+            return self._store_reports(conn, reports)
+
+    def _store_reports(self, conn, reports):
+        stamp = self.cache.stamp()
+        # When the rows change: one time for the batch, rather than the
+        # columns' defaults worked out row by row.
+        changed_at = obj_base.naive_utc(obj_base.utcnow())
+        rows = {}
+        for hosts in _chunks(sorted({host for host, _ in reports})):
+            for row in conn.execute(_ROWS, {'hosts': hosts}):
+                rows[(row.host, row.name)] = row
+        updates, inserts, results = [], [], {}
+        for name, (cell_uuid, stats, now, digest, _) in reports.items():
+            row = rows.get(name)
+            values = {
+                'cell_uuid': cell_uuid or (row.cell_uuid if row else None),
+                'availability_zone': stats.get('availability_zone'),
+                'disabled': bool(stats.get('disabled', False)),
+                'last_report_at': now,
+                'changed_at': changed_at,
+                'updated_at': changed_at,
+            }
+            for field in host_state.REPORTED_FIELDS:
+                if field in stats:
+                    values[field] = stats[field]
+            status = (row.service_disabled, row.disabled_reason,
+                      row.forced_down) if row is not None else (
+                False, None, False)
+            reading = stats.get('service_status')
+            if reading:
+                # The compute's cell record as its conductor last
+                # answered: applied only if newer than what the API told.
+                written = status_values(
+                    row.status_updated_at if row is not None else None,
+                    reading, status_time(reading.get('updated_at')))
+                if written is not None:
+                    values.update(written)
+                    status = (written['service_disabled'],
+                              written['disabled_reason'],
+                              written['forced_down'])
+            if row is None:
+                uuid = stats.get('uuid') or uuidutils.generate_uuid()
+                values.update(uuid=uuid, host=name[0], name=name[1],
+                              generation=0, changed_by=stamp['w_me'],
+                              created_at=changed_at)
+                inserts.append(values)
+                results[name] = [uuid, None, values['cell_uuid'], status]
+            else:
+                values.update(stamp, p_id=row.id)
+                updates.append(values)
+                results[name] = [row.uuid, row.id, values['cell_uuid'],
+                                 status]
+        # In id order, as every writer of several providers: two
+        # transactions never wait for each other's rows in a circle.
+        updates.sort(key=lambda values: values['p_id'])
+        for group in _grouped(updates):
+            conn.execute(_UPDATE_PROVIDER, group)
+        for group in _grouped(inserts):
+            conn.execute(_RP.insert(), group)
+        if inserts:
+            ids = {}
+            for uuids in _chunks(values['uuid'] for values in inserts):
+                ids.update(conn.execute(_IDS, {'uuids': uuids}).all())
+            for result in results.values():
+                if result[1] is None:
+                    result[1] = ids[result[0]]
+        self._store_inventories(conn, reports, results,
+                                {values['p_id'] for values in updates},
+                                stamp)
+        return [Written(name, uuid, provider_id, cell_uuid,
+                        reports[name][1], reports[name][2],
+                        reports[name][3], status)
+                for name, (uuid, provider_id, cell_uuid, status)
+                in results.items()]
+
+    def _store_inventories(self, conn, reports, results, known, stamp):
+        """Write the inventories the reports carry where they differ
+        from the database's; bump the generation of the providers whose
+        inventory changed."""
+        current = {}
+        for ids in _chunks(sorted(known)):
+            for rp_id, rc, total, reserved, ratio in conn.execute(
+                    _INVENTORIES, {'ids': ids}):
+                current[(rp_id, rc)] = (total, reserved, ratio)
+        updates, inserts, changed = [], [], set()
+        for name, result in results.items():
+            provider_id = result[1]
+            for rc, values in inventory_of(reports[name][1]).items():
+                old = current.get((provider_id, rc))
+                if old == values:
+                    continue
+                total, reserved, ratio = values
+                if old is None:
+                    inserts.append({
+                        'resource_provider_id': provider_id,
+                        'resource_class': rc, 'total': total,
+                        'reserved': reserved, 'allocation_ratio': ratio})
+                else:
+                    updates.append({
+                        'p_id': provider_id, 'p_rc': rc, 'total': total,
+                        'reserved': reserved, 'allocation_ratio': ratio})
+                if provider_id in known:
+                    changed.add(provider_id)
+        if updates:
+            conn.execute(_UPDATE_INVENTORY, updates)
+        if inserts:
+            conn.execute(_INV.insert(), inserts)
+        if changed:
+            # An inventory change must fail claims that read the old
+            # one; the bump is computed by the database so that a
+            # concurrent claim's bump is never lost.
+            for ids in _chunks(sorted(changed)):
+                conn.execute(sa.update(_RP).where(_RP.c.id.in_(ids)).values(
+                    generation=_RP.c.generation + 1,
+                    changed_by=claims.CHANGED_BY), stamp)

@@ -77,14 +77,10 @@ class SchedulerService(service.Service):
 def build(cell_mappings):
     """The scheduler service on the API bus and on every cell's bus."""
     manager = endpoint.Scheduler()
-    try:
-        # Before the first request rather than in it: at tens of
-        # thousands of hosts the load takes a second, and reports then
-        # update the states it made in place.
-        manager.host_manager.host_states()
-    except Exception as exc:
-        LOG.warning('Could not load the host states yet (%s); the first '
-                    'request will', exc)
+    # Before the first request rather than in it, and beside it: the
+    # first select waits only for the first page of hosts, and chooses
+    # among the hosts read so far (see host_manager).
+    manager.host_manager.start_loading()
     svc = SchedulerService(manager)
     svc.listen(rpc.get_transport(), scheduler_rpcapi.TOPIC,
                [manager.endpoint(None)], CONF.host)

@@ -63,20 +63,42 @@ def test_the_all_in_one_it_starts_runs_apart_and_is_stopped():
 
 def test_a_scheduler_run_has_a_row_per_size_and_loses_no_report():
     run = bench('--scheduler-only', '--hosts', '20,40', '--servers', '10',
-                '--json')
+                '--report-rate', '100', '--stream-seconds', '1', '--json')
     assert run.returncode == 0, run.stderr
     assert 'Traceback' not in run.stderr
     report = json.loads(run.stdout)
     rows = report['rows']
     assert [row['hosts'] for row in rows] == [20, 40]
+    assert report['report_rate'] == 100
     for row in rows:
-        assert row['reports_lost'] == 0
-        assert row['unchanged_reports_lost'] == 0
-        assert row['reports_per_s'] > 0
-        assert row['unchanged_reports_per_s'] > 0
+        for burst in ('reports', 'unchanged_reports', 'changed_reports'):
+            assert row[burst + '_lost'] == 0
+            assert row[burst + '_per_s'] > 0
         assert row['select_failures'] == 0
         assert_ordered(row['select_ms'])
         assert row['rss_kib_per_host'] is not None
+        # Selects timed while a stream of changed reports came from a
+        # process of its own: every report it sent was taken.
+        stream = row['stream']
+        assert stream['sent'] > 0
+        assert stream['lost'] == 0
+        assert stream['selects'] > 0
+        assert stream['select_failures'] == 0
+        assert_ordered(stream['select_ms'])
+        # A restarted scheduler answered, and loaded every host.
+        assert row['restart']['first_select_s'] > 0
+        assert row['restart']['loaded_s'] > 0
+
+
+def test_a_scheduler_run_draws_its_figures_over_the_sizes(tmp_path):
+    picture = tmp_path / 'scheduler.png'
+    run = bench('--scheduler-only', '--hosts', '10,20', '--servers', '3',
+                '--report-rate', '0', '--plot', str(picture))
+    assert run.returncode == 0, run.stderr
+    assert 'Scheduler alone: 2 cells' in run.stdout
+    assert 'plot written to %s' % picture in run.stderr
+    with open(picture, 'rb') as f:
+        assert f.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
 def test_a_list_run_times_every_page_at_its_length():
@@ -137,6 +159,8 @@ def test_a_list_run_prints_its_figures_in_a_table():
     (['--list-servers', '--scheduler-only'], 'ask for one'),
     (['--list-servers', '--endpoint', 'http://127.0.0.1:1/v2.1'],
      '--list-servers starts its own all-in-one'),
+    (['--report-rate', '100'], '--report-rate is for --scheduler-only'),
+    (['--list-servers', '--plot', 'x.png'], 'not --list-servers'),
 ])
 def test_a_bad_argument_exits_2_with_the_reason(args, message):
     run = bench(*args)

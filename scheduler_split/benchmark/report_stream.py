@@ -1,0 +1,196 @@
+"""A steady stream of compute reports from a process of its own.
+
+Computes send their reports from their own processes: the work of
+encoding a cast is theirs, not the scheduler's. So that the scheduler
+under a stream of reports does only its own part, the stream comes from
+a feeder process that casts each report through the scheduler library
+(``SchedulerClient.update_resource_stats``) as a compute does, on a bus
+of its own whose channels hand every message they publish to a pipe.
+In the scheduler's process a relay thread does what a broker does with
+them: publishes each message into the in-memory bus it was meant for,
+where the exchange routes it to the scheduler's queue.
+
+The feeder sends ``rate`` reports a second, host after host in turn,
+each one saying something new (its builds in flight and its host IP
+change), until told to stop; then it says how many it sent.
+"""
+
+import logging
+import multiprocessing
+import threading
+import time
+
+import kombu
+from kombu import transport as kombu_transport
+import oslo_messaging as messaging
+
+from scheduler_split.benchmark import base
+from scheduler_split import memory_bus
+
+LOG = logging.getLogger(__name__)
+
+# How often the feeder looks at the clock to send what is due, and hands
+# what it cast to the pipe.
+TICK = 0.01
+# Seconds the feeder may take to start and cast its first report.
+START_TIMEOUT = 120.0
+
+
+class _PipeChannel(memory_bus.Channel):
+    """A channel that hands what it publishes, ready to be delivered, to
+    the feeder's outbox instead of routing it: the relay routes it in the
+    scheduler's process."""
+
+    def basic_publish(self, message, exchange, routing_key, **kwargs):
+        self._inplace_augment_message(message, exchange, routing_key)
+        self.connection.outbox.append((self.connection.vhost, message,
+                                       exchange, routing_key))
+
+
+class PipeTransport(memory_bus.Transport):
+    """kombu's ``memory`` transport in the feeder process."""
+
+    Channel = _PipeChannel
+    # Every connection of the process adds to this list.
+    outbox = []
+
+    def __init__(self, client, **kwargs):
+        super().__init__(client, **kwargs)
+        self.vhost = client.virtual_host or '/'
+
+
+def changed_stats(stats, index, turn):
+    """``stats`` (a host's first report) as the report of its ``turn``:
+    its builds in flight and its host IP differ from the turn before."""
+    changed = dict(stats)
+    changed['num_io_ops'] = turn % 4
+    changed['host_ip'] = '%d.%d.%d.%d' % (10 + turn % 2, index >> 16 & 255,
+                                          index >> 8 & 255, index & 255)
+    return changed
+
+
+def _feed(pipe, config_files, debug, run_dir, hosts, rate, stop):
+    """The feeder process: cast reports of ``hosts`` (``[(host, cell
+    transport URL)]``) at ``rate`` a second until ``stop`` is set; send
+    over ``pipe`` lists of messages, then ``('sent', count)``."""
+    from scheduler_split.benchmark import scheduler_only
+    from scheduler_split.cmd import bench
+    from scheduler_split import context as ss_context
+    from scheduler_split import rpc
+    from scheduler_split.scheduler import client as scheduler_client
+
+    bench._configure(config_files, debug, run_dir)
+    kombu_transport.TRANSPORT_ALIASES['memory'] = (
+        'scheduler_split.benchmark.report_stream:PipeTransport')
+    ctx = ss_context.get_admin_context()
+    clients = {}
+    for _, url in hosts:
+        if url not in clients:
+            clients[url] = scheduler_client.SchedulerClient(
+                rpc.get_transport(url))
+    first = [scheduler_only.synthetic_stats(i) for i in range(len(hosts))]
+    outbox = PipeTransport.outbox
+    sent = 0
+    started = time.monotonic()
+    pipe.send(('ready', None))
+    while not stop.is_set():
+        due = int((time.monotonic() - started) * rate) - sent
+        for _ in range(max(0, due)):
+            index = sent % len(hosts)
+            host, url = hosts[index]
+            clients[url].update_resource_stats(
+                ctx, (host, host),
+                changed_stats(first[index], index, sent // len(hosts) + 1))
+            sent += 1
+            if len(outbox) >= 100:
+                pipe.send(list(outbox))
+                del outbox[:]
+        if outbox:
+            pipe.send(list(outbox))
+            del outbox[:]
+        time.sleep(TICK)
+    pipe.send(('sent', sent))
+
+
+class ReportStream:
+    """The feeder process and, in this process, the relay into the
+    scheduler's buses."""
+
+    def __init__(self, config_files, debug, run_dir, hosts, rate):
+        self.config_files = config_files
+        self.debug = debug
+        self.run_dir = run_dir
+        self.hosts = hosts
+        self.rate = rate
+        self.sent = None
+        self.relayed = 0
+        self._process = None
+        self._thread = None
+        self._channels = {}
+        self._done = threading.Event()
+
+    def start(self):
+        """Start the feeder and wait for its first report."""
+        spawn = multiprocessing.get_context('spawn')
+        self._pipe, theirs = spawn.Pipe(duplex=False)
+        self._stop = spawn.Event()
+        self._process = spawn.Process(
+            target=_feed, name='report-stream', daemon=True,
+            args=(theirs, self.config_files, self.debug, self.run_dir,
+                  self.hosts, self.rate, self._stop))
+        self._process.start()
+        theirs.close()
+        if not self._pipe.poll(START_TIMEOUT):
+            self._process.kill()
+            raise base.BenchError('the report stream did not start within '
+                                  '%d seconds' % START_TIMEOUT)
+        self._pipe.recv()
+        self._thread = threading.Thread(target=self._relay,
+                                        name='report-relay', daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        """Stop the feeder; the reports it sent, once every one is on
+        the scheduler's bus."""
+        self._stop.set()
+        self._done.wait(START_TIMEOUT)
+        self._process.join(10)
+        if self.sent is None:
+            raise base.BenchError('the report stream stopped without '
+                                  'saying what it sent')
+        return self.sent
+
+    def _queues(self, vhost, exchange, routing_key):
+        """The channel of ``vhost`` and the queues its exchange routes
+        ``routing_key`` to (the bindings do not change during a run)."""
+        key = (vhost, exchange, routing_key)
+        found = self._channels.get(key)
+        if found is None:
+            channel = self._channels.get(vhost)
+            if channel is None:
+                channel = self._channels[vhost] = kombu.Connection(
+                    'memory://', virtual_host=vhost).default_channel
+            found = self._channels[key] = (
+                channel, channel._lookup(exchange, routing_key))
+        return found
+
+    def _relay(self):
+        try:
+            while True:
+                try:
+                    batch = self._pipe.recv()
+                except EOFError:
+                    return
+                if isinstance(batch, tuple):
+                    self.sent = batch[1]
+                    return
+                for vhost, message, exchange, routing_key in batch:
+                    channel, queues = self._queues(vhost, exchange,
+                                                   routing_key)
+                    for queue in queues:
+                        channel._put(queue, message)
+                self.relayed += len(batch)
+        except messaging.MessagingException:
+            LOG.exception('The relay of the report stream failed')
+        finally:
+            self._done.set()
