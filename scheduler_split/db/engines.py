@@ -6,7 +6,9 @@ database lock instead of failing in the middle of a read-then-write
 transaction. The writers of one process also queue on a lock of their
 own per database first: SQLite's busy handler sleeps ever longer between
 its tries (up to a tenth of a second), so a writer that waited for it
-would go on sleeping after the lock was free.
+would go on sleeping after the lock was free. That lock is handed to the
+writers in turn, those of single requests (a claim) before those of
+bulk work (the group commit of compute reports).
 
 PostgreSQL and MySQL/MariaDB run every transaction at READ COMMITTED,
 set on the engine rather than left to the server's default (MySQL's and
@@ -24,6 +26,7 @@ oslo.db sets) and are recycled before the server's ``wait_timeout``
 drops them.
 """
 
+import collections
 import contextlib
 import threading
 
@@ -157,22 +160,76 @@ _write_locks = {}
 WRITE_LOCK_TIMEOUT = 30
 
 
+class WriteLock:
+    """The lock the writers of one SQLite database in this process queue
+    on: reentrant, handed to the writer that waited longest when its
+    holder lets it go (a thread that writes again at once does not take
+    it back before the others), and to the writers of single requests (a
+    claim) before those of bulk work (the group commit of reports), which
+    would otherwise make a claim wait for batch after batch."""
+
+    def __init__(self):
+        self._guard = threading.Condition(threading.Lock())
+        self._owner = None
+        self._depth = 0
+        # The threads waiting, each as [thread id, granted], by kind.
+        self._urgent = collections.deque()
+        self._bulk = collections.deque()
+
+    def acquire(self, timeout=None, bulk=False):
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner == me:
+                self._depth += 1
+                return True
+            if self._owner is None and not self._urgent and (
+                    bulk is False or not self._bulk):
+                self._owner, self._depth = me, 1
+                return True
+            waiter = [me, False]
+            queue = self._bulk if bulk else self._urgent
+            queue.append(waiter)
+            self._guard.wait_for(lambda: waiter[1], timeout)
+            if waiter[1]:
+                return True
+            queue.remove(waiter)
+            return False
+
+    def release(self):
+        with self._guard:
+            self._depth -= 1
+            if self._depth:
+                return
+            self._owner = None
+            for queue in (self._urgent, self._bulk):
+                if queue:
+                    waiter = queue.popleft()
+                    self._owner, self._depth = waiter[0], 1
+                    waiter[1] = True
+                    self._guard.notify_all()
+                    return
+
+
 def _write_lock(url):
     if not url.startswith('sqlite'):
         return None
     with _lock:
         lock = _write_locks.get(url)
         if lock is None:
-            lock = _write_locks[url] = threading.RLock()
+            lock = _write_locks[url] = WriteLock()
         return lock
 
 
 @contextlib.contextmanager
-def writer(url):
-    """A session in a transaction that commits on success."""
+def writer(url, bulk=False):
+    """A session in a transaction that commits on success. ``bulk``
+    says that it writes for many requests at once (the group commit of
+    compute reports): on SQLite, this process's writers for single
+    requests go first."""
     engine = get_engine(url, True)
     lock = _write_lock(url)
-    held = lock is not None and lock.acquire(timeout=WRITE_LOCK_TIMEOUT)
+    held = lock is not None and lock.acquire(timeout=WRITE_LOCK_TIMEOUT,
+                                             bulk=bulk)
     try:
         with orm.Session(engine, expire_on_commit=False) as s:
             with s.begin():

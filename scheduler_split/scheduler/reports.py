@@ -41,8 +41,9 @@ from scheduler_split.scheduler import host_state
 LOG = logging.getLogger(__name__)
 
 # The most reports one transaction writes: a burst of first reports is
-# written in transactions of bounded length.
-MAX_BATCH = 1000
+# written in transactions of bounded length, which a claim waits for at
+# most one of (see engines.WriteLock).
+MAX_BATCH = 250
 # Values per IN list.
 _CHUNK = 500
 
@@ -298,7 +299,7 @@ class ReportWriter:
     def _store(self, reports, heartbeats):
         """Write reports and liveness in one transaction; what was
         written (``Written``, one per report)."""
-        with engines.writer(self.db_url) as session:
+        with engines.writer(self.db_url, bulk=True) as session:
             conn = session.connection()
             if heartbeats:
                 conn.execute(_HEARTBEAT, [
