@@ -17,6 +17,7 @@ change), until told to stop; then it says how many it sent.
 
 import logging
 import multiprocessing
+import os
 import threading
 import time
 
@@ -69,10 +70,12 @@ def changed_stats(stats, index, turn):
     return changed
 
 
-def _feed(pipe, config_files, debug, run_dir, hosts, rate, stop):
+def _feed(pipe, config_files, debug, run_dir, cpus, hosts, rate, stop):
     """The feeder process: cast reports of ``hosts`` (``[(host, cell
     transport URL)]``) at ``rate`` a second until ``stop`` is set; send
-    over ``pipe`` lists of messages, then ``('sent', count)``."""
+    over ``pipe`` lists of messages, then ``('sent', count)``. It runs on
+    ``cpus`` (if given), not on those the scheduler's process keeps to.
+    """
     from scheduler_split.benchmark import scheduler_only
     from scheduler_split.cmd import bench
     from scheduler_split import context as ss_context
@@ -80,6 +83,8 @@ def _feed(pipe, config_files, debug, run_dir, hosts, rate, stop):
     from scheduler_split.scheduler import client as scheduler_client
 
     bench._configure(config_files, debug, run_dir)
+    if cpus:
+        os.sched_setaffinity(0, cpus)
     kombu_transport.TRANSPORT_ALIASES['memory'] = (
         'scheduler_split.benchmark.report_stream:PipeTransport')
     ctx = ss_context.get_admin_context()
@@ -116,10 +121,11 @@ class ReportStream:
     """The feeder process and, in this process, the relay into the
     scheduler's buses."""
 
-    def __init__(self, config_files, debug, run_dir, hosts, rate):
+    def __init__(self, config_files, debug, run_dir, cpus, hosts, rate):
         self.config_files = config_files
         self.debug = debug
         self.run_dir = run_dir
+        self.cpus = cpus
         self.hosts = hosts
         self.rate = rate
         self.sent = None
@@ -137,7 +143,7 @@ class ReportStream:
         self._process = spawn.Process(
             target=_feed, name='report-stream', daemon=True,
             args=(theirs, self.config_files, self.debug, self.run_dir,
-                  self.hosts, self.rate, self._stop))
+                  self.cpus, self.hosts, self.rate, self._stop))
         self._process.start()
         theirs.close()
         if not self._pipe.poll(START_TIMEOUT):

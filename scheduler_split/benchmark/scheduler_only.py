@@ -53,6 +53,11 @@ SELECT_ALTERNATES = 2
 REPORT_STALL = 60.0
 # How often a burst looks at what the scheduler counted.
 COUNT_POLL = 0.05
+# The most reports of a burst sent and not yet taken by the scheduler:
+# the rest wait with the sender, as they would in the broker rather than
+# in the scheduler's process (a real scheduler's memory never holds a
+# whole burst).
+BURST_WINDOW = 2000
 # The reports a second of the stream, and how long selects are timed
 # under it (after STREAM_WARMUP seconds of it), one every SELECT_PAUSE
 # seconds at most: a super-conductor's pace, not a closed loop.
@@ -195,8 +200,9 @@ class SchedulerBenchmark:
         self.progress = progress or base.Progress()
         self.report_rate = report_rate
         self.stream_seconds = stream_seconds
-        # (config files, debug, run directory) of the feeder process.
-        self.stream_setup = stream_setup or ([], False, state_dir)
+        # (config files, debug, run directory, CPUs) of the feeder
+        # process.
+        self.stream_setup = stream_setup or ([], False, state_dir, None)
         self.ctx = ss_context.get_admin_context()
         self.api = None
         self.scheduler = None
@@ -310,14 +316,19 @@ class SchedulerBenchmark:
             time.sleep(COUNT_POLL)
 
     def _burst(self, label, reports, first=False):
-        """Cast every report at once, then wait until the scheduler
-        accounted for them all; then check that every host's report
-        arrived: each host known (``first``), or its last report newer
-        than before. ``{'per_s', 'lost'}``."""
+        """Cast every report as fast as the scheduler takes them (at most
+        BURST_WINDOW waiting), then wait until the scheduler accounted for
+        them all; then check that every host's report arrived: each host
+        known (``first``), or its last report newer than before.
+        ``{'per_s', 'lost'}``."""
         baseline = None if first else self._last_reports()
         since = _reports_counted()[0]
         started = time.monotonic()
-        for reporter, name, host_stats in reports:
+        for sent, (reporter, name, host_stats) in enumerate(reports):
+            if sent % 100 == 0:
+                while sent - (_reports_counted()[0] - since) > BURST_WINDOW:
+                    self._show('%s %d sent' % (label, sent))
+                    time.sleep(0.01)
             reporter.update_resource_stats(self.ctx, name, host_stats)
         counted_at, _ = self._wait_counted(label, len(reports), since,
                                            started)
@@ -392,9 +403,9 @@ class SchedulerBenchmark:
     def _stream(self, hosts):
         """Selects while ``report_rate`` changed reports a second arrive
         from the feeder process; the figures of that phase."""
-        config_files, debug, run_dir = self.stream_setup
-        stream = report_stream.ReportStream(config_files, debug, run_dir,
-                                            hosts, self.report_rate)
+        stream = report_stream.ReportStream(*self.stream_setup,
+                                            hosts=hosts,
+                                            rate=self.report_rate)
         since = _reports_counted()
         reloads = _reloads()
         inside = None

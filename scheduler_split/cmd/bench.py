@@ -319,12 +319,16 @@ def _measure_scheduler(config_files, debug, run_dir, state_dir, hosts,
     engines, and an RSS that holds nothing of the sizes before. It keeps
     to the CPUs of ``[DEFAULT] cpu_affinity``, as a scheduler would."""
     _configure(config_files, debug, run_dir)
+    # The stream of reports comes from a process of its own, as a
+    # compute's: on the CPUs this one had before it kept to its own.
+    cpus = (sorted(os.sched_getaffinity(0))
+            if hasattr(os, 'sched_getaffinity') else None)
     common.set_cpu_affinity()
     try:
         return scheduler_only.SchedulerBenchmark(
             state_dir, hosts, num_cells, selects, timeout,
             report_rate=report_rate, stream_seconds=stream_seconds,
-            stream_setup=(config_files, debug, run_dir)).run()
+            stream_setup=(config_files, debug, run_dir, cpus)).run()
     finally:
         rpc.cleanup()
         engines.dispose_all()
