@@ -95,10 +95,11 @@ def _processes(text):
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description='Boot servers through the compute API and time them '
-                    '(against --endpoint, or an all-in-one started for '
-                    'the run), with --scheduler-only time the '
-                    'scheduler alone against synthetic hosts, or with '
+        description='Boot servers through the compute API, time them '
+                    'and measure the CPU they cost (against --endpoint, '
+                    'or an all-in-one started for the run), with '
+                    '--scheduler-only time the scheduler alone against '
+                    'synthetic hosts, or with '
                     '--list-servers time pages of the server list.')
     common.add_version_argument(parser)
     parser.add_argument('--servers', type=_positive,
