@@ -133,6 +133,8 @@ def _cpu(ax, measured):
                  labels=names, alpha=0.8, step='mid')
     start, end = measured['window']
     ax.axvspan(start, end, color='gray', alpha=0.12, label='window')
+    for edge in (start, end):
+        ax.axvline(edge, color='dimgray', linewidth=1.2)
     for index, (first, last) in enumerate(measured['looks']):
         ax.axvspan(first, max(last, first + 0.05), color='tab:orange',
                    alpha=0.5, label='look at the servers' if index == 0
@@ -169,8 +171,12 @@ def plot_boots(bench, path, heading):
                   if row.status != 'POST failed']
         rate_label = 'POSTs accepted'
     span = max(events + [row.posted_at for row in rows] + [0.1])
-    width = bin_width(span, len(rows))
+    width = bin_width(span, len(events))
     edges = bins(span, width)
+    # The latencies are binned by when the servers were posted, which
+    # ends before the boots do.
+    posting = max([row.posted_at for row in rows] + [0.1])
+    posted = bins(posting, bin_width(posting, len(rows)))
 
     panels = ['rate', 'post']
     if timed:
@@ -191,7 +197,7 @@ def plot_boots(bench, path, heading):
                 if row.status != 'POST failed'],
                s=4, color='lightgray', label='each POST', zorder=1)
     _percentiles(ax, [row for row in rows if row.status != 'POST failed'],
-                 lambda row: row.latency * 1000, edges, 'ms')
+                 lambda row: row.latency * 1000, posted, 'ms')
     _errors(ax, rows, at_latency=True)
     ax.set_title('POST latency per bin of when the servers were posted',
                  fontsize=9)
@@ -199,7 +205,7 @@ def plot_boots(bench, path, heading):
 
     if 'active' in axes:
         ax = axes['active']
-        _percentiles(ax, timed, lambda row: row.to_active, edges, 's')
+        _percentiles(ax, timed, lambda row: row.to_active, posted, 's')
         _errors(ax, rows, at_latency=False)
         ax.set_title('time to ACTIVE per bin of when the servers were '
                      'posted', fontsize=9)
