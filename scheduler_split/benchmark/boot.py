@@ -733,13 +733,15 @@ class BootBenchmark:
                                     status, to_active))
         return rows
 
-    def cpu_timeline(self):
+    def cpu_timeline(self, interval=0.3):
         """The meter's Samples of a measured run for a plot, in seconds
         from the first POST: ``{'names', 'at' (the midpoint of each
-        interval between two Samples), 'cores' ({name: CPU seconds per
-        second over each interval}), 'window' ((start, end)), 'looks'
-        ([(start, end)] of the bench's looks at the servers), 'idle'
-        ({name: cores})}``; None if the run was not measured."""
+        interval of at least ``interval`` seconds between two Samples:
+        over a single tenth of a second, the kernel's 10 ms ticks make
+        the rates jump), 'cores' ({name: CPU seconds per second over
+        each interval}), 'window' ((start, end)), 'looks' ([(start,
+        end)] of the bench's looks at the servers), 'idle' ({name:
+        cores})}``; None if the run was not measured."""
         window = self.cpu_window
         if window is None or not self.posts:
             return None
@@ -747,12 +749,15 @@ class BootBenchmark:
         names = list(self.cpu_meter.counts)
         samples = self.cpu_samples
         at, cores = [], {name: [] for name in names}
-        for earlier, later in zip(samples, samples[1:]):
-            if later.at <= earlier.at:
+        earlier = samples[0] if samples else None
+        for index, later in enumerate(samples[1:], 1):
+            if later.at - earlier.at < interval and \
+                    index < len(samples) - 1:
                 continue
             at.append((earlier.at + later.at) / 2 - first)
             for name, rate in cpu.rates(earlier, later).items():
                 cores[name].append(rate)
+            earlier = later
         return {'names': names, 'at': at, 'cores': cores,
                 'window': (window.start.at - first, window.end.at - first),
                 'looks': [(a - first, b - first) for a, b in window.looks],

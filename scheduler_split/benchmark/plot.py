@@ -41,13 +41,18 @@ def bins(span, width):
     where that is less than half a bin, that and the bin before it (a
     rate over a sliver of a bin would be noise)."""
     edges = []
-    start = 0.0
-    while start < span - 1e-9:
+    for index in range(math.ceil(span / width)):
+        start = index * width
         edges.append((start, min(width, span - start)))
-        start += width
     if len(edges) > 1 and edges[-1][1] < width / 2:
         edges[-2:] = [(edges[-2][0], width + edges[-1][1])]
     return edges or [(0.0, width)]
+
+
+def _partial(real, width):
+    """Whether a bin of ``real`` seconds is not a whole one (a bin short
+    of a whole one by a rounding of the clock is whole)."""
+    return abs(real - width) > width / 100
 
 
 def _bin_of(when, edges):
@@ -64,7 +69,7 @@ def _rates(ax, times, edges, width, label, color):
     for when in times:
         counts[_bin_of(when, edges)] += 1
     for index, ((start, real), count) in enumerate(zip(edges, counts)):
-        partial = abs(real - width) > 1e-9
+        partial = _partial(real, width)
         ax.bar(start, count / real, width=real, align='edge',
                color=color, alpha=0.45 if partial else 0.85,
                hatch='//' if partial else None, edgecolor='black',
@@ -78,7 +83,7 @@ def _rates(ax, times, edges, width, label, color):
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
     ax.set_title('%s per second, in bins of %g s%s' % (
         label, width, '; hatched: the last bin, partial, its rate over its '
-        'own width' if abs(edges[-1][1] - width) > 1e-9 else ''),
+        'own width' if _partial(edges[-1][1], width) else ''),
         fontsize=9)
 
 
