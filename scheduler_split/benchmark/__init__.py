@@ -10,6 +10,8 @@ its hosts, and how fast the server list pages.
   scheduler library on the buses, as the conductors and computes do.
 - :mod:`.system`: the all-in-one a run starts when it is given no
   endpoint.
+- :mod:`.cpu`: the CPU time of the system's processes, read from
+  ``/proc``, which a boot run measures.
 - :mod:`.stats` and :mod:`.tables`: the figures of a report and the
   tables they are printed in; :mod:`.plot`, a boot run drawn.
 - :mod:`.base`: what stops a run, and the progress it shows.

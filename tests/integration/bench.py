@@ -8,8 +8,11 @@ packages if missing, bound to 127.0.0.1), two cells with their
 conductors, ``--schedulers`` schedulers sharing the scheduler topic, an
 API under gunicorn and ``--hosts`` fake computes (spawn delay 0), each
 its own process; waits until every compute has reported and is mapped;
-then runs ``scheduler-split-bench --endpoint`` against the API and tears
-it all down. Options after ``--`` go to ``scheduler-split-bench`` as they
+then runs ``scheduler-split-bench --endpoint`` against the API, with
+``--cpu-of`` naming every process it started (``api``,
+``super-conductor``, ``cell-conductor``, ``scheduler``, ``compute``,
+``postgresql`` and ``rabbitmq``, those of one kind summed), and tears it
+all down. Options after ``--`` go to ``scheduler-split-bench`` as they
 are (``-- --json``, ``-- --plot boots.png``).
 """
 
@@ -76,6 +79,53 @@ def parse_args(argv):
     return args
 
 
+# The kinds of process the deployment starts, as --cpu-of names them
+# and the report lists them: the cells' conductors, the schedulers and
+# the computes are each summed under one name.
+KINDS = ('api', 'super-conductor', 'cell-conductor', 'scheduler', 'compute')
+
+
+def _kind(name, dep):
+    if name in dep.hosts:
+        return 'compute'
+    if name.startswith('conductor-'):
+        return 'cell-conductor'
+    if name.startswith('scheduler'):
+        return 'scheduler'
+    if name.startswith('api'):
+        return 'api'
+    return name
+
+
+def _database_pid(database):
+    """The database server's long-lived process: PostgreSQL's postmaster
+    (pg_ctl, which started it, is gone), whose backends, one per
+    connection, are its children; MariaDB's server process."""
+    if database.name == 'postgresql':
+        with open(os.path.join(database.data, 'postmaster.pid')) as f:
+            return int(f.readline())
+    return database.proc.pid
+
+
+def cpu_of(dep):
+    """``--cpu-of`` arguments for every process of ``dep``: each service
+    (gunicorn's master, its worker below it), the database server and the
+    broker's launcher script, which runs the Erlang VM (beam.smp) as its
+    child. The broker serves this deployment alone: the API's bus and
+    the cells' are vhosts of it. epmd, which the VM starts as a daemon
+    of its own, is not below it and not counted: it only answers the
+    node's name lookups."""
+    specs = ['%s=%d' % (_kind(name, dep), proc.pid)
+             for name, proc in sorted(
+                 dep.procs.items(),
+                 key=lambda item: (KINDS.index(_kind(item[0], dep)),
+                                   item[0]))]
+    specs.append('%s=%d' % (dep.database.name,
+                            _database_pid(dep.database)))
+    specs.append('rabbitmq=%d' % dep.rabbit.proc.pid)
+    return ['--cpu-of', ','.join(specs)]
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -125,7 +175,9 @@ def main(argv=None):
               file=sys.stderr, flush=True)
         endpoint = dep.base_url + '/v2.1'
         if args.serve:
-            print('serving %s until interrupted' % endpoint, flush=True)
+            print('serving %s until interrupted; its processes for '
+                  'scheduler-split-bench: %s'
+                  % (endpoint, ' '.join(cpu_of(dep))), flush=True)
             try:
                 while True:
                     signal.pause()
@@ -136,7 +188,7 @@ def main(argv=None):
                    '--endpoint', endpoint,
                    '--servers', str(args.servers),
                    '--concurrency', str(args.concurrency),
-                   *args.bench_args]
+                   *cpu_of(dep), *args.bench_args]
         return subprocess.run(command).returncode
     finally:
         dep.teardown()
