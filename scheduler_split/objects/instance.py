@@ -300,8 +300,10 @@ class Instance(base.SchedulerSplitObject):
         self.obj_reset_changes(['fault'])
 
     def save(self, ctx, expected_task_state=ANY_TASK_STATE, fault=None,
-             expected_vm_state=None, expected_host=None):
-        """Write the changed fields back (and ``fault``, in one go).
+             expected_vm_state=None, expected_host=None, event=None):
+        """Write the changed fields back (and ``fault``, and ``event``:
+        the keyword arguments of :func:`instance_action.add_event`, in
+        one go).
 
         With ``expected_task_state`` (a state, None included, or a list of
         them) the write only happens when the row still has one of those
@@ -342,6 +344,8 @@ class Instance(base.SchedulerSplitObject):
                        expected_host or 'any host'))
             if fault is not None:
                 fault.add_to(session)
+            if event is not None:
+                instance_action.add_event(session, ctx, self.uuid, **event)
         self.updated_at = changes['updated_at']
         self.obj_reset_changes()
 
