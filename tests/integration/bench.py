@@ -67,6 +67,11 @@ def parse_args(argv):
                         help='bring the deployment up, print its endpoint '
                              'and keep it running until interrupted, '
                              'instead of running the benchmark')
+    parser.add_argument('--set', metavar='GROUP.OPTION=VALUE',
+                        action='append', default=[],
+                        help='an option of every service, after the '
+                             "bench's own (repeatable): --set "
+                             'DEFAULT.rpc_listener_wait=0')
     parser.add_argument('bench_args', nargs='*',
                         help='passed on to scheduler-split-bench')
     args = parser.parse_args(argv)
@@ -150,6 +155,9 @@ def main(argv=None):
         # seconds, say), and spawns that take no time.
         dep.add_config(list(dep._commands()), 'bench.conf', BENCH_CONF
                        % {'report_interval': args.report_interval})
+        if args.set:
+            dep.add_config(list(dep._commands()), 'bench-set.conf',
+                           _options(args.set))
         services = [name for name in dep._commands()
                     if name not in dep.hosts]
         print('starting %s' % ', '.join(services), file=sys.stderr,
