@@ -81,7 +81,23 @@ def parse_args(argv):
     if min(args.servers, args.schedulers, args.concurrency) < 1:
         parser.error('--servers, --schedulers and --concurrency must be '
                      'positive')
+    for item in args.set:
+        name, equals, value = item.partition('=')
+        if '.' not in name or not equals:
+            parser.error('--set takes GROUP.OPTION=VALUE, not %r' % item)
     return args
+
+
+def _options(settings):
+    """The text of a configuration file setting ``settings``
+    (``GROUP.OPTION=VALUE`` each)."""
+    groups = {}
+    for item in settings:
+        name, _, value = item.partition('=')
+        group, _, option = name.partition('.')
+        groups.setdefault(group, []).append('%s = %s' % (option, value))
+    return ''.join('[%s]\n%s\n' % (group, '\n'.join(lines))
+                   for group, lines in groups.items())
 
 
 # The kinds of process the deployment starts, as --cpu-of names them
