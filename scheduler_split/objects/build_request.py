@@ -182,13 +182,16 @@ class BuildRequest(base.SchedulerSplitObject):
         API taking the boot back removed it; a placement pointed its
         mapping at a cell). One statement."""
         now = base.naive_utc(base.utcnow())
-        br, im = models.BuildRequest, models.InstanceMapping
-        unplaced = sa.exists().where(im.instance_uuid == br.instance_uuid,
-                                     im.cell_id.is_(None))
+        br = models.BuildRequest.__table__
+        im = models.InstanceMapping.__table__
+        unplaced = sa.exists().where(im.c.instance_uuid == br.c.instance_uuid,
+                                     im.c.cell_id.is_(None))
         with engines.writer(CONF.api_database.connection) as session:
-            result = session.execute(sa.update(br).where(
-                br.instance_uuid == self.instance_uuid,
-                br.taken_at.is_(None), unplaced).values(
+            # Core on the session's connection: the ORM's bulk update
+            # would cost more than the statement.
+            result = session.connection().execute(sa.update(br).where(
+                br.c.instance_uuid == self.instance_uuid,
+                br.c.taken_at.is_(None), unplaced).values(
                 taken_at=now, updated_at=now))
         return result.rowcount == 1
 
@@ -259,11 +262,11 @@ class BuildRequest(base.SchedulerSplitObject):
         mapping points at the cell all the same, as where the instance
         is to be deleted).
         """
-        im = models.InstanceMapping
+        im = models.InstanceMapping.__table__
         with engines.writer(CONF.api_database.connection) as session:
-            result = session.execute(sa.update(im).where(
-                im.instance_uuid == self.instance_uuid,
-                im.cell_id.is_(None)).values(
+            result = session.connection().execute(sa.update(im).where(
+                im.c.instance_uuid == self.instance_uuid,
+                im.c.cell_id.is_(None)).values(
                 cell_id=cell_mapping.id,
                 updated_at=base.naive_utc(base.utcnow())))
             if result.rowcount != 1:
@@ -275,16 +278,17 @@ class BuildRequest(base.SchedulerSplitObject):
     def _delete_in(self, session):
         """Delete the row in ``session``'s transaction; the instance as it
         recorded it (JSON), or None if it was gone."""
-        br = models.BuildRequest
-        where = br.instance_uuid == self.instance_uuid
-        if session.get_bind().dialect.delete_returning:
-            return session.execute(sa.delete(br).where(where).returning(
-                br.instance)).scalar()
+        br = models.BuildRequest.__table__
+        where = br.c.instance_uuid == self.instance_uuid
+        conn = session.connection()
+        if conn.dialect.delete_returning:
+            return conn.execute(sa.delete(br).where(where).returning(
+                br.c.instance)).scalar()
         # A locking read: an update holding the row is waited for and
         # read, and none can follow before the delete.
-        recorded = session.scalars(sa.select(br.instance).where(where)
-                                   .with_for_update()).first()
+        recorded = conn.execute(sa.select(br.c.instance).where(where)
+                                .with_for_update()).scalar()
         if recorded is not None and \
-                session.execute(sa.delete(br).where(where)).rowcount == 0:
+                conn.execute(sa.delete(br).where(where)).rowcount == 0:
             return None
         return recorded
