@@ -78,12 +78,24 @@ def class_limits(class_name):
 
 
 def limits(project_id, session=None):
-    """``{resource: limit}`` of ``project_id``."""
+    """``{resource: limit}`` of ``project_id``: the defaults, the quota
+    class ``default`` over them and the project's own over that, read in
+    one statement."""
     if session is None:
         with engines.reader(_api_db()) as session:
             return limits(project_id, session)
-    return _overridden(session, defaults(session), models.Quota,
-                       'project_id', project_id)
+    qc, q = models.QuotaClass, models.Quota
+    rows = session.execute(sa.union_all(
+        sa.select(sa.literal(0).label('rank'), qc.resource, qc.hard_limit)
+        .where(qc.class_name == DEFAULT_CLASS),
+        sa.select(sa.literal(1).label('rank'), q.resource, q.hard_limit)
+        .where(q.project_id == project_id))).all()
+    result = dict({name: getattr(CONF.quota, name) for name in RESOURCES},
+                  **NETWORK_DEFAULTS)
+    for _, resource, limit in sorted(rows, key=lambda row: row[0]):
+        if resource in result:
+            result[resource] = limit
+    return result
 
 
 def usage(project_id, user_id=None, session=None):
@@ -92,6 +104,18 @@ def usage(project_id, user_id=None, session=None):
     if session is None:
         with engines.reader(_api_db()) as session:
             return usage(project_id, user_id, session)
+    result = server_usage(session, project_id)
+    result['server_groups'] = int(session.scalar(sa.select(sa.func.count(
+        models.InstanceGroup.id)).where(
+        models.InstanceGroup.project_id == project_id)))
+    if user_id is not None:
+        result['key_pairs'] = key_pair_count(session, user_id)
+    return result
+
+
+def server_usage(session, project_id):
+    """The instances, cores and ram ``project_id``'s servers hold: what
+    a boot is counted against."""
     im = models.InstanceMapping
     count, cores, ram = session.execute(
         sa.select(sa.func.count(im.id),
@@ -99,14 +123,7 @@ def usage(project_id, user_id=None, session=None):
                   sa.func.coalesce(sa.func.sum(im.memory_mb), 0)).where(
             im.project_id == project_id,
             im.queued_for_delete.is_(False))).one()
-    groups = session.scalar(sa.select(sa.func.count(
-        models.InstanceGroup.id)).where(
-        models.InstanceGroup.project_id == project_id))
-    result = {'instances': int(count), 'cores': int(cores),
-              'ram': int(ram), 'server_groups': int(groups)}
-    if user_id is not None:
-        result['key_pairs'] = key_pair_count(session, user_id)
-    return result
+    return {'instances': int(count), 'cores': int(cores), 'ram': int(ram)}
 
 
 def key_pair_count(session, user_id):
@@ -199,7 +216,7 @@ def servers_that_fit(session, project_id, flavor, min_count, max_count,
     project's lock); OverQuota in Nova's words if not even ``min_count``.
     """
     allowed = limits(project_id, session)
-    used = usage(project_id, session=session)
+    used = server_usage(session, project_id)
     each = {'instances': 1, 'cores': flavor.vcpus, 'ram': flavor.memory_mb}
     fit = max_count
     for resource, amount in each.items():

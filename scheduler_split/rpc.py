@@ -70,6 +70,7 @@ def get_transport(url=None):
     a process keeps one connection pool per bus.
     """
     url = url if url is not None else CONF.transport_url
+    _set_listener_wait()
     with _transports_lock:
         transport = _transports.get(url)
         if transport is None:
@@ -77,6 +78,28 @@ def get_transport(url=None):
                 CONF, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
             _transports[url] = transport
         return transport
+
+
+def _set_listener_wait():
+    """Apply ``[DEFAULT] rpc_listener_wait`` to oslo.messaging's AMQP
+    listeners.
+
+    After each message a listener polls again with a timeout that starts
+    at the driver's ACK_REQUEUE_EVERY_SECONDS_MIN and doubles up to its
+    maximum: the short looks let a notification listener send the
+    acknowledgements its dispatch threads queued. An RPC listener, and
+    the reply waiter of a caller, acknowledge each message in the
+    consumer's own callback and queue nothing, so for them those looks
+    only cost CPU; these services listen for RPC only. The driver keeps
+    the value in that module constant, read on every poll.
+    """
+    wait = CONF.rpc_listener_wait
+    if not wait:
+        return
+    from oslo_messaging._drivers import amqpdriver
+    if hasattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN'):
+        amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN = min(
+            wait, amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX)
 
 
 def cleanup():

@@ -12,6 +12,8 @@ its hosts, and how fast the server list pages.
   under, from a process of its own.
 - :mod:`.system`: the all-in-one a run starts when it is given no
   endpoint.
+- :mod:`.cpu`: the CPU time of the system's processes, read from
+  ``/proc``, which a boot run measures.
 - :mod:`.stats` and :mod:`.tables`: the figures of a report and the
   tables they are printed in; :mod:`.plot`, a boot run drawn over time
   and a scheduler run over the number of hosts.

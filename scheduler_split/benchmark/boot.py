@@ -1,6 +1,7 @@
 """Boots through the compute API (``scheduler-split-bench``'s default
 mode): it speaks only HTTP to a compute endpoint, as a user's client
-does."""
+does; given a CPU meter, it also measures what the boots cost the
+processes of the system."""
 
 import collections
 import concurrent.futures
@@ -15,6 +16,7 @@ from oslo_utils import uuidutils
 
 from scheduler_split.benchmark import api_client
 from scheduler_split.benchmark import base
+from scheduler_split.benchmark import cpu
 from scheduler_split.benchmark import stats
 
 # Instance actions show their events to every reader from 2.51 (before,
@@ -38,6 +40,26 @@ CHANGES_OVERLAP = 2.0
 # change of status stamps its server, so changes-since sees it).
 SWEEP_INTERVAL = 30.0
 
+# With a CPU meter: how long the processes are watched doing nothing
+# before the first POST, to learn their background rate (periodic
+# reports, heartbeats), and seconds between two readings of the meter.
+IDLE_SECONDS = 2.0
+CPU_SAMPLE_INTERVAL = 0.1
+# The processes are quiet once, over QUIET_SPAN seconds, all of them
+# together used less CPU than their idle rate plus QUIET_MARGIN cores. A
+# tenth of a core is above the jitter of the kernel's accounting (10 ms
+# ticks) and of a periodic task firing, and well below what building
+# servers costs; builds that wait without working (a spawn delay) end a
+# quiet span too, and the look at the servers that follows it finds them
+# unfinished, so the wait goes on.
+QUIET_SPAN = 1.0
+QUIET_MARGIN = 0.1
+# What the report says of time to ACTIVE when the CPU is measured.
+TIME_TO_ACTIVE_UNMEASURED = (
+    'not measured while the CPU is: the servers are not watched during '
+    'the run, since every look at them costs the API and the databases '
+    'CPU')
+
 
 @dataclasses.dataclass
 class Post:
@@ -59,6 +81,33 @@ class Outcome:
     fault: str = None
 
 
+@dataclasses.dataclass
+class TimelineRow:
+    """One POST as a plot draws it: when it was posted (seconds from the
+    first POST), its latency (seconds), where its server came to rest
+    (ACTIVE, ERROR, BUILD when the run ended first, or ``POST failed``)
+    and its time to ACTIVE when that was measured."""
+    posted_at: float
+    latency: float
+    status: str
+    to_active: float = None
+
+
+@dataclasses.dataclass
+class CpuWindow:
+    """What the meter saw of a run: the processes' idle rate (CPU
+    seconds per second each) over ``idle_span`` seconds before it, the
+    Samples that open and close the measured window, the cost of each of
+    the bench's looks at the servers inside it (CPU seconds each), and
+    ``looks``, ``(start, end)`` of each of them in monotonic time."""
+    idle: dict
+    idle_span: float
+    start: cpu.Sample
+    end: cpu.Sample
+    costs: list
+    looks: list
+
+
 class BootBenchmark:
     """Boot servers through the compute API and time each one.
 
@@ -67,10 +116,18 @@ class BootBenchmark:
     look (``GET /servers/detail?changes-since=``) to see each one reach
     ACTIVE or ERROR, so that the API is not asked about every server on
     every tick.
+
+    Given a ``cpu_meter`` (a cpu.CpuMeter of the system's processes),
+    the run is measured instead: nothing watches the servers while they
+    are posted; after the last POST the run waits until the processes
+    are quiet, then looks once at every server, and again after each
+    next quiet span while some are still building. The CPU the processes
+    used from just before the first POST to where the last quiet span
+    began, less that of those looks, is what the boots cost.
     """
 
     def __init__(self, endpoint, token, project_id, servers, concurrency,
-                 flavor, image, timeout, progress=None):
+                 flavor, image, timeout, progress=None, cpu_meter=None):
         self.endpoint = endpoint.rstrip('/')
         self.token = token
         self.project_id = project_id
@@ -87,6 +144,10 @@ class BootBenchmark:
         self.attempts = {}
         self.timed_out = False
         self.poll_errors = 0
+        self.cpu_meter = cpu_meter
+        # A CpuWindow once a measured run ended, and every Sample of it.
+        self.cpu_window = None
+        self.cpu_samples = []
         self._local = threading.local()
         self._clients = []
         self._lock = threading.Lock()
@@ -216,16 +277,28 @@ class BootBenchmark:
     # --- the timed part -----------------------------------------------------
 
     def run(self, count_attempts=True):
-        """Post every server and watch them until each is ACTIVE or
-        ERROR, or ``timeout`` seconds passed; then count the reschedules
-        (unless not ``count_attempts``: a run that only wants the servers
-        made reads no actions)."""
+        """Post every server and see each come to rest (ACTIVE or
+        ERROR), or ``timeout`` seconds pass: watched as they go, or,
+        given a CPU meter, measured; then count the reschedules (unless
+        not ``count_attempts``: a run that only wants the servers made
+        reads no actions)."""
+        if self.cpu_meter is None:
+            self._run_watched()
+        else:
+            self._run_measured()
+        if count_attempts:
+            self._count_attempts()
+
+    def _posters(self):
+        return [threading.Thread(target=self._post_servers,
+                                 name='bench-post-%d' % i, daemon=True)
+                for i in range(self.concurrency)]
+
+    def _run_watched(self):
         self._deadline = time.monotonic() + self.timeout
         watcher = threading.Thread(target=self._watch, name='bench-watch',
                                    daemon=True)
-        posters = [threading.Thread(target=self._post_servers,
-                                    name='bench-post-%d' % i, daemon=True)
-                   for i in range(self.concurrency)]
+        posters = self._posters()
         watcher.start()
         for poster in posters:
             poster.start()
@@ -241,8 +314,110 @@ class BootBenchmark:
             for poster in posters:
                 poster.join()
             raise
-        if count_attempts:
-            self._count_attempts()
+
+    def _run_measured(self):
+        sampler = cpu.Sampler(self.cpu_meter, CPU_SAMPLE_INTERVAL).start()
+        posters = []
+        try:
+            idle_from = sampler.latest()
+            self.progress.show('measuring the idle CPU of %s for %.0f s'
+                               % (', '.join(self.cpu_meter.names),
+                                  IDLE_SECONDS))
+            time.sleep(IDLE_SECONDS)
+            idle_to = sampler.take()
+            idle = cpu.rates(idle_from, idle_to)
+            self.progress.done('idle: %.2f cores busy' % sum(idle.values()))
+            start = sampler.take()
+            self._deadline = time.monotonic() + self.timeout
+            posters = self._posters()
+            for poster in posters:
+                poster.start()
+            for poster in posters:
+                while poster.is_alive():
+                    poster.join(0.2)
+                    self.progress.show(self._measured_line(sampler))
+            self._posting_done.set()
+            self.progress.done(self._measured_line(sampler))
+            end, costs, looks = self._settle(sampler, idle)
+        except BaseException:
+            self._stop.set()
+            for poster in posters:
+                poster.join()
+            raise
+        finally:
+            sampler.stop()
+            self.cpu_samples = sampler.samples
+        self.cpu_window = CpuWindow(idle, idle_to.at - idle_from.at, start,
+                                    end, costs, looks)
+
+    def _settle(self, sampler, idle):
+        """After the last POST: wait until the processes are quiet, then
+        look at every server; while some still build, wait for the next
+        quiet span and look again. ``(the Sample where the last quiet
+        span began, or the last one if the run timed out; the CPU each
+        look inside the window cost, less the idle rate; when each look
+        was)``."""
+        threshold = sum(idle.values()) + QUIET_MARGIN
+        costs, looks = [], []
+        not_before = time.monotonic()
+        while True:
+            quiet = self._quiet(sampler, not_before, threshold)
+            end = quiet if quiet is not None else sampler.latest()
+            before = sampler.take()
+            try:
+                servers, _ = self._listed()
+            except (base.BenchError, OSError, http.client.HTTPException):
+                self.poll_errors += 1
+                servers = []
+            after = sampler.take()
+            self._record(servers, after.at)
+            looks.append((before.at, after.at))
+            states = collections.Counter(
+                o.status for o in self.outcomes.values())
+            self.progress.done('looked at the servers: ACTIVE %d  ERROR %d  '
+                               'still building %d' % (
+                                   states['ACTIVE'], states['ERROR'],
+                                   len(self._pending())))
+            if quiet is None:
+                self.timed_out = True
+                return end, costs, looks
+            if not self._pending():
+                return end, costs, looks
+            # Since the processes were quiet, what they used during the
+            # look, above their background, is the look's own cost.
+            elapsed = after.at - before.at
+            costs.append({name: max(0.0, used - idle[name] * elapsed)
+                          for name, used in after.since(before).items()})
+            not_before = after.at
+
+    def _quiet(self, sampler, not_before, threshold):
+        """The Sample where the first quiet span after ``not_before``
+        began, once there is one; None once the run's time is up."""
+        while True:
+            quiet = cpu.quiet_start(sampler.since(not_before), QUIET_SPAN,
+                                    threshold)
+            if quiet is not None:
+                return quiet
+            if time.monotonic() > self._deadline:
+                return None
+            self.progress.show('%s  waiting until the processes are quiet '
+                               '(below %.2f cores)'
+                               % (self._measured_line(sampler), threshold))
+            time.sleep(CPU_SAMPLE_INTERVAL)
+
+    def _measured_line(self, sampler):
+        with self._lock:
+            posted = len(self._accepted)
+            failed = len(self.posts) - posted
+        line = 'posted %d/%d' % (posted, self.servers)
+        if failed:
+            line += '  failed POSTs %d' % failed
+        return line + '  %.2f cores busy' % sampler.busy(QUIET_SPAN)
+
+    def _pending(self):
+        """The accepted servers not seen ACTIVE or ERROR yet."""
+        with self._lock:
+            return self._accepted - set(self.outcomes)
 
     def _post_servers(self):
         client = self._client()
@@ -296,21 +471,13 @@ class BootBenchmark:
                 if sweep:
                     swept = polled
             seen = time.monotonic()
-            for server in servers:
-                if server['status'] in FINAL and \
-                        server['id'] not in self.outcomes:
-                    self.outcomes[server['id']] = Outcome(
-                        server['status'], seen,
-                        (server.get('fault') or {}).get('message'))
+            self._record(servers, seen)
             if answered_at is not None:
                 since = answered_at - datetime.timedelta(
                     seconds=CHANGES_OVERLAP)
             self.progress.show(self._progress_line())
-            if self._posting_done.is_set():
-                with self._lock:
-                    pending = self._accepted - set(self.outcomes)
-                if not pending:
-                    break
+            if self._posting_done.is_set() and not self._pending():
+                break
             if seen > self._deadline:
                 self.timed_out = True
                 break
@@ -319,6 +486,16 @@ class BootBenchmark:
             elapsed = time.monotonic() - polled
             time.sleep(max(0.0, POLL_INTERVAL - elapsed))
         self.progress.done(self._progress_line())
+
+    def _record(self, servers, seen):
+        """Note the servers of a listing that came to rest, as first
+        seen at ``seen``."""
+        for server in servers:
+            if server['status'] in FINAL and \
+                    server['id'] not in self.outcomes:
+                self.outcomes[server['id']] = Outcome(
+                    server['status'], seen,
+                    (server.get('fault') or {}).get('message'))
 
     def _listed(self, since=None):
         """The servers changed since ``since`` (every server if None),
@@ -457,13 +634,20 @@ class BootBenchmark:
             (active if outcome.status == 'ACTIVE' else errors)[
                 post.server_id] = (post, outcome)
         first_post = min((p.started for p in self.posts), default=None)
-        last_active = max((o.seen for _, o in active.values()),
-                          default=None)
-        duration = (last_active - first_post if last_active is not None
-                    else None)
+        if self.cpu_window is not None and first_post is not None:
+            # The servers were seen only once the processes were quiet:
+            # the boots took until the window closed.
+            duration = self.cpu_window.end.at - first_post
+            if not active:
+                duration = None
+        else:
+            last_active = max((o.seen for _, o in active.values()),
+                              default=None)
+            duration = (last_active - first_post if last_active is not None
+                        else None)
         attempts = [a for a in self.attempts.values() if a]
         unread = sum(1 for a in self.attempts.values() if a is None)
-        return {
+        report = {
             'posted': len(accepted),
             'failed_posts': len(failed),
             'failed_post_reasons': stats.reasons(
@@ -487,19 +671,94 @@ class BootBenchmark:
             'time_to_active_s': stats.rounded(stats.percentiles(
                 [o.seen - p.started for p, o in active.values()]), 3),
         }
+        if self.cpu_meter is not None:
+            report['time_to_active_s'] = None
+            report['time_to_active_not_measured'] = TIME_TO_ACTIVE_UNMEASURED
+            report['cpu'] = self._cpu_report(len(active))
+        return report
+
+    def _cpu_report(self, active):
+        """What each name of the meter used in the window, and per boot
+        (``active`` the servers ACTIVE)."""
+        window = self.cpu_window
+        if window is None:
+            return None
+        used = window.end.since(window.start)
+        looks = {name: sum(cost[name] for cost in window.costs)
+                 for name in used}
+
+        def figures(processes, seconds, idle):
+            return {
+                'processes': processes,
+                'cpu_s': round(seconds, 3),
+                'cpu_ms_per_boot': (round(seconds * 1000 / active, 1)
+                                    if active else None),
+                'idle_cpu_ms_per_s': round(idle * 1000, 1),
+            }
+
+        spent = {name: max(0.0, used[name] - looks[name]) for name in used}
+        by_name = {name: figures(processes, spent[name], window.idle[name])
+                   for name, processes in self.cpu_meter.counts.items()}
+        return {
+            'window_s': round(window.end.at - window.start.at, 3),
+            'idle_measured_s': round(window.idle_span, 3),
+            'quiet_span_s': QUIET_SPAN,
+            'quiet_margin_cores': QUIET_MARGIN,
+            'looks_in_window': len(window.costs),
+            'looks_cpu_s': round(sum(looks.values()), 3),
+            'by_name': by_name,
+            'total': figures(sum(self.cpu_meter.counts.values()),
+                             sum(spent.values()), sum(window.idle.values())),
+            'vanished': {str(pid): name for pid, name
+                         in sorted(self.cpu_meter.vanished.items())},
+        }
 
     def timeline(self):
-        """``(posted at, POST latency, time to ACTIVE or None)`` of each
-        accepted POST, in seconds from the first POST."""
+        """A TimelineRow of each POST, in the order they were posted."""
         if not self.posts:
             return []
         first = min(p.started for p in self.posts)
         rows = []
-        for post in self.posts:
+        for post in sorted(self.posts, key=lambda p: p.started):
+            outcome = (self.outcomes.get(post.server_id)
+                       if post.server_id else None)
             if not post.server_id:
+                status = 'POST failed'
+            else:
+                status = outcome.status if outcome else 'BUILD'
+            to_active = None
+            if status == 'ACTIVE' and self.cpu_meter is None:
+                to_active = outcome.seen - post.started
+            rows.append(TimelineRow(post.started - first, post.latency,
+                                    status, to_active))
+        return rows
+
+    def cpu_timeline(self, interval=0.3):
+        """The meter's Samples of a measured run for a plot, in seconds
+        from the first POST: ``{'names', 'at' (the midpoint of each
+        interval of at least ``interval`` seconds between two Samples:
+        over a single tenth of a second, the kernel's 10 ms ticks make
+        the rates jump), 'cores' ({name: CPU seconds per second over
+        each interval}), 'window' ((start, end)), 'looks' ([(start,
+        end)] of the bench's looks at the servers), 'idle' ({name:
+        cores})}``; None if the run was not measured."""
+        window = self.cpu_window
+        if window is None or not self.posts:
+            return None
+        first = min(p.started for p in self.posts)
+        names = list(self.cpu_meter.counts)
+        samples = self.cpu_samples
+        at, cores = [], {name: [] for name in names}
+        earlier = samples[0] if samples else None
+        for index, later in enumerate(samples[1:], 1):
+            if later.at - earlier.at < interval and \
+                    index < len(samples) - 1:
                 continue
-            outcome = self.outcomes.get(post.server_id)
-            to_active = (outcome.seen - post.started
-                         if outcome and outcome.status == 'ACTIVE' else None)
-            rows.append((post.started - first, post.latency, to_active))
-        return sorted(rows)
+            at.append((earlier.at + later.at) / 2 - first)
+            for name, rate in cpu.rates(earlier, later).items():
+                cores[name].append(rate)
+            earlier = later
+        return {'names': names, 'at': at, 'cores': cores,
+                'window': (window.start.at - first, window.end.at - first),
+                'looks': [(a - first, b - first) for a, b in window.looks],
+                'idle': dict(window.idle)}

@@ -1,6 +1,8 @@
 """The reports of the runs as tables, as ``scheduler-split-bench``
 prints them without ``--json``."""
 
+import textwrap
+
 from scheduler_split.benchmark import server_list
 
 
@@ -27,9 +29,56 @@ def _booted(report):
 def _boot_rate(report):
     if report['boots_per_s'] is None:
         return '  boots/s              n/a   (no server ACTIVE)'
+    until = ('the processes quiet' if report.get('cpu') else 'last ACTIVE')
     return ('  boots/s         %8.2f   (%d ACTIVE in %.2f s, first POST to '
-            'last ACTIVE)' % (report['boots_per_s'], report['active'],
-                              report['duration_s']))
+            '%s)' % (report['boots_per_s'], report['active'],
+                     report['duration_s'], until))
+
+
+def _cpu(report):
+    """The CPU each kind of process spent on the boots, a row each."""
+    measured = report['cpu']
+    header = ('', 'processes', 'CPU s', 'CPU ms/boot', 'idle CPU ms/s')
+    rows = [header]
+    for name, figures in list(measured['by_name'].items()) + [
+            ('total', measured['total'])]:
+        rows.append((
+            name, str(figures['processes']), '%.2f' % figures['cpu_s'],
+            ('%.1f' % figures['cpu_ms_per_boot']
+             if figures['cpu_ms_per_boot'] is not None else 'n/a'),
+            '%.1f' % figures['idle_cpu_ms_per_s']))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ['', '  CPU in the window of %.2f s:' % measured['window_s'],
+             '']
+    for index, row in enumerate(rows):
+        if index == len(rows) - 1:
+            lines.append('  ' + '-' * (sum(widths) + 3 * (len(widths) - 1)))
+        lines.append('  ' + '   '.join(
+            [row[0].ljust(widths[0])] +
+            [cell.rjust(width) for cell, width in zip(row[1:], widths[1:])]))
+    lines += [''] + _paragraph(
+        'The window runs from the first POST to when the processes went '
+        'quiet (all of them together below their idle rate plus %.1f core '
+        'over %.0f s) after the last server came to rest. The bench\'s '
+        'looks at the servers inside it (%d, %.2f CPU s) are subtracted; '
+        'its reads of the instance actions and its deletes come after it. '
+        'The figures are gross: the background the processes have when '
+        'idle is in them (idle CPU ms/s, measured over %.1f s before the '
+        'first POST).'
+        % (measured['quiet_margin_cores'], measured['quiet_span_s'],
+           measured['looks_in_window'], measured['looks_cpu_s'],
+           measured['idle_measured_s']))
+    if measured['vanished']:
+        lines += [''] + _paragraph(
+            'Gone during the run, counted until their last reading: %s.'
+            % ', '.join('%s (pid %s)' % (name, pid) for pid, name
+                        in measured['vanished'].items()))
+    return lines
+
+
+def _paragraph(text):
+    return textwrap.wrap(text, width=76, initial_indent='  ',
+                         subsequent_indent='  ')
 
 
 def _boot_failures(report):
@@ -66,7 +115,16 @@ def format_boot(report):
     for label, key, fmt in (('POST latency ms', 'post_latency_ms', '%10.1f'),
                             ('time to ACTIVE s', 'time_to_active_s',
                              '%10.3f')):
-        lines.append('  %-16s' % label + _figures(report[key], points, fmt))
+        if report[key] is None:
+            lines += textwrap.wrap(
+                report.get('time_to_active_not_measured', 'not measured'),
+                width=76, initial_indent='  %-18s' % label,
+                subsequent_indent=' ' * 20)
+        else:
+            lines.append('  %-16s' % label + _figures(report[key], points,
+                                                      fmt))
+    if report.get('cpu'):
+        lines += _cpu(report)
     lines += _boot_failures(report)
     if report['failed_polls']:
         lines += ['', '  (%d looks at the server list failed and were '

@@ -18,6 +18,13 @@ soon a restarted scheduler answers and has loaded every host.
 ``--list-servers`` starts an all-in-one as boot mode does, boots
 ``--servers`` through its API, then times pages of the server list.
 
+A boot run also measures the CPU the system's processes spend: that of
+the all-in-one it starts (unless ``--no-cpu``), or of the processes
+``--cpu-of`` names on this machine with ``--endpoint``. It then does not
+watch the servers while they boot (its looks would cost the API and the
+databases CPU) and reports no time to ACTIVE, but the CPU of each
+process per boot.
+
 Progress goes to standard error; the report (a table, or with ``--json``
 one JSON document) to standard output.
 """
@@ -38,6 +45,7 @@ from oslo_config import cfg
 from scheduler_split.benchmark import api_client
 from scheduler_split.benchmark import base
 from scheduler_split.benchmark import boot
+from scheduler_split.benchmark import cpu
 from scheduler_split.benchmark import plot
 from scheduler_split.benchmark import scheduler_only
 from scheduler_split.benchmark import server_list
@@ -78,13 +86,23 @@ def _host_counts(text):
     return [_positive(part.strip()) for part in text.split(',')]
 
 
+def _processes(text):
+    """``api=812,compute=900,4242`` -> ``[('api', 812), ('compute',
+    900), (None, 4242)]``."""
+    try:
+        return cpu.parse_spec(text)
+    except base.BenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description='Boot servers through the compute API and time them '
-                    '(against --endpoint, or an all-in-one started for '
-                    'the run), with --scheduler-only time the '
-                    'scheduler alone against synthetic hosts, or with '
+        description='Boot servers through the compute API, time them '
+                    'and measure the CPU they cost (against --endpoint, '
+                    'or an all-in-one started for the run), with '
+                    '--scheduler-only time the scheduler alone against '
+                    'synthetic hosts, or with '
                     '--list-servers time pages of the server list.')
     common.add_version_argument(parser)
     parser.add_argument('--servers', type=_positive,
@@ -119,14 +137,29 @@ def parse_args(argv):
     parser.add_argument('--image', default='cirros',
                         help='Image name in the API\'s image catalog, or '
                              'an image id (default: %(default)s).')
+    parser.add_argument('--cpu-of', metavar='SPEC', type=_processes,
+                        action='append', default=[],
+                        help='With --endpoint, processes of this machine '
+                             'whose CPU the run measures, each with its '
+                             'descendants: a comma list of NAME=PID, or '
+                             'PID (named by its command); the same NAME '
+                             'may name several, which are summed. May '
+                             'repeat. The CPU of the all-in-one the bench '
+                             'starts is measured unless --no-cpu.')
+    parser.add_argument('--no-cpu', action='store_true',
+                        help='Do not measure the CPU of the all-in-one the '
+                             'bench starts: watch the servers throughout '
+                             'instead, and time each to ACTIVE.')
     parser.add_argument('--json', action='store_true',
                         help='Print the report as one JSON document.')
     parser.add_argument('--plot', metavar='FILE.png',
-                        help='Also draw the run: boots completed per second '
-                             'and each server\'s POST latency and time to '
-                             'ACTIVE; with --scheduler-only, each figure '
-                             'against the number of hosts (needs %s).'
-                             % PLOT_EXTRA)
+                        help='Also draw the run: boots completed (or, '
+                             'with the CPU measured, POSTs accepted) per '
+                             'second, the percentiles of the POST latency '
+                             'and of time to ACTIVE over time with the '
+                             'errors marked, and the CPU of each process; '
+                             'with --scheduler-only, each figure against '
+                             'the number of hosts (needs %s).' % PLOT_EXTRA)
     parser.add_argument('--scheduler-only', action='store_true',
                         help='Time the scheduler service alone: reports '
                              'from synthetic hosts, select_destinations '
@@ -196,6 +229,16 @@ def parse_args(argv):
             if getattr(args, name):
                 parser.error('--%s describes the system the bench starts; '
                              'not with --endpoint' % name.replace('_', '-'))
+    args.cpu_of = [process for spec in args.cpu_of for process in spec]
+    if args.cpu_of and not args.endpoint:
+        parser.error('--cpu-of names processes of the deployment at '
+                     '--endpoint; the all-in-one the bench starts is '
+                     'measured without it')
+    if args.no_cpu and (args.endpoint or args.scheduler_only or
+                        args.list_servers):
+        parser.error('--no-cpu is for a boot run of the all-in-one the '
+                     'bench starts (with --endpoint, the CPU is measured '
+                     'only with --cpu-of)')
     if args.scheduler_only and args.list_servers:
         parser.error('--scheduler-only and --list-servers are two runs; '
                      'ask for one')
@@ -272,12 +315,12 @@ def _all_in_one(args, run_dir, progress, roomy=False):
     return system, hosts
 
 
-def _booting(args, endpoint, token, project_id, progress):
+def _booting(args, endpoint, token, project_id, progress, cpu_meter=None):
     """The boot run of ``--servers`` against ``endpoint``."""
     return boot.BootBenchmark(
         endpoint, token, project_id, servers=args.servers,
         concurrency=args.concurrency, flavor=args.flavor, image=args.image,
-        timeout=args.timeout, progress=progress)
+        timeout=args.timeout, progress=progress, cpu_meter=cpu_meter)
 
 
 # --- boot mode ---------------------------------------------------------------
@@ -289,8 +332,10 @@ def run_boot(args, run_dir, progress):
               'concurrency': args.concurrency, 'flavor': args.flavor,
               'image': args.image}
     if args.endpoint:
+        # Before any work: a process named wrongly stops the run here.
+        meter = cpu.CpuMeter(args.cpu_of) if args.cpu_of else None
         bench = _booting(args, args.endpoint, args.token or 'admin:admin',
-                         None if args.token else 'admin', progress)
+                         None if args.token else 'admin', progress, meter)
         try:
             bench.prepare()
             bench.run()
@@ -300,8 +345,11 @@ def run_boot(args, run_dir, progress):
         system, hosts = _all_in_one(args, run_dir, progress)
         report.update(hosts=hosts, cells=args.cells)
         try:
-            bench = _booting(args, system.start(), 'admin:admin', 'admin',
-                             progress)
+            endpoint = system.start()
+            meter = (None if args.no_cpu else
+                     cpu.CpuMeter([('all-in-one', system.proc.pid)]))
+            bench = _booting(args, endpoint, 'admin:admin', 'admin',
+                             progress, meter)
             bench.prepare()
             bench.run()
         finally:
@@ -425,9 +473,8 @@ def main(argv=None):
             plot.plot_scheduler(report, args.plot, '%s --scheduler-only: '
                                 '%d cells' % (PROG, args.cells))
         elif args.plot:
-            plot.plot_boots(
-                bench, args.plot, '%s: %d servers, concurrency %d'
-                % (PROG, args.servers, args.concurrency))
+            plot.plot_boots(bench, args.plot,
+                            '%s: %s' % (PROG, plot.title(report)))
         if args.plot:
             print('%s: plot written to %s' % (PROG, args.plot),
                   file=sys.stderr)

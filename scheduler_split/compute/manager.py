@@ -27,6 +27,10 @@ from scheduler_split.scheduler import client as scheduler_client
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
+# The event each attempt to build an instance on a host records in the
+# instance's create action, whether the spawn worked or not.
+BUILD_EVENT = 'compute_build_and_run_instance'
+
 RPC_VERSION = '1.5'
 
 
@@ -278,15 +282,17 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             self._fail(ctx, instance, exc)
             return
         self.resource_tracker.build_succeeded(ctx)
-        self._record(ctx, uuid, instance_action.SUCCESS,
-                     'spawned on %s' % self.host)
         instance.vm_state = instance_obj.ACTIVE
         instance.task_state = None
         instance.power_state = instance_obj.RUNNING
         instance.launched_at = obj_base.utcnow()
         try:
+            # The event of the attempt goes with the save: one call.
             instance = self.conductor.instance_save(
-                ctx, instance, expected_task_states=[instance_obj.SPAWNING])
+                ctx, instance, expected_task_states=[instance_obj.SPAWNING],
+                event=dict(event=BUILD_EVENT, host=self.host,
+                           result=instance_action.SUCCESS,
+                           details='spawned on %s' % self.host))
         except (exception.InstanceNotFound, exception.Conflict):
             # Deleted while spawning: the terminate queued behind this
             # build finishes the delete; if the row is gone already, clean
@@ -301,8 +307,8 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                  extra={'instance_uuid': uuid})
 
     def _record(self, ctx, uuid, result, details):
-        self._record_event(ctx, uuid, 'compute_build_and_run_instance',
-                           result=result, details=details)
+        self._record_event(ctx, uuid, BUILD_EVENT, result=result,
+                           details=details)
 
     def _record_event(self, ctx, uuid, event, result=instance_action.SUCCESS,
                       details=None, action='create'):

@@ -60,13 +60,16 @@ class ComputeRecords:
     @messaging.expose
     @_EXPECTED
     def instance_save(self, ctx, instance, expected_task_states=None,
-                      expected_vm_state=None, fault=None):
+                      expected_vm_state=None, fault=None, event=None):
         """Call from a compute: write the fields it changed, if the row
         is still as it expects; answers the instance as saved. From 1.5
-        with ``fault``, recorded in the same write."""
+        with ``fault``, recorded in the same write; from 1.9 with
+        ``event`` (keyword arguments of ``instance_action_event`` but the
+        uuid), the action event it records, in the same write too."""
         instance.save(self._cell(ctx),
                       expected_task_state=_expected(expected_task_states),
-                      expected_vm_state=expected_vm_state, fault=fault)
+                      expected_vm_state=expected_vm_state, fault=fault,
+                      event=event)
         if fault is not None:
             instance.fault = fault
             instance.obj_reset_changes(['fault'])

@@ -32,6 +32,8 @@ Version history:
           migration_save, migrations_get, get_minimum_compute_version
           (cell); RequestSpec 1.3 (requested_cell) in
           schedule_and_build_instances and build_instances
+    1.9 - (cell) instance_save takes ``event``: the action event the
+          save records, written in the same transaction
 """
 
 import logging
@@ -51,7 +53,7 @@ TOPIC = 'conductor'
 
 # The newest version: what both clients send at most, and what the
 # conductors of this release serve.
-RPC_VERSION = '1.8'
+RPC_VERSION = '1.9'
 
 # The objects each version of this API carries, at the versions it
 # carries them; a client capped at a version sends them so.
@@ -81,6 +83,10 @@ OBJECT_VERSIONS = {
             'Flavor': '1.0', 'RequestSpec': '1.2', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.8': {'BuildRequest': '1.0', 'Instance': '1.3', 'InstanceFault': '1.0',
+            'Flavor': '1.0', 'RequestSpec': '1.3', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1',
+            'Migration': '1.0'},
+    '1.9': {'BuildRequest': '1.0', 'Instance': '1.3', 'InstanceFault': '1.0',
             'Flavor': '1.0', 'RequestSpec': '1.3', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1',
             'Migration': '1.0'},
@@ -221,17 +227,29 @@ class CellConductorAPI:
                           read_deleted=read_deleted)
 
     def instance_save(self, ctx, instance, expected_task_states=None,
-                      expected_vm_state=None):
+                      expected_vm_state=None, event=None):
         """Call from a compute: write the instance's changed fields.
 
         With ``expected_task_states`` (a list; None in it stands for no
         task state) and/or ``expected_vm_state`` the write happens only
-        if the row is still in one of them (else ``Conflict``). Returns
-        the instance as saved.
+        if the row is still in one of them (else ``Conflict``). With
+        ``event`` (the arguments of :meth:`instance_action_event` but the
+        instance's uuid) the action event is recorded by the same write;
+        a conductor before 1.9 gets it in a second call. Returns the
+        instance as saved.
         """
-        return self._call(ctx, 'instance_save', instance=instance,
-                          expected_task_states=expected_task_states,
-                          expected_vm_state=expected_vm_state)
+        kwargs = dict(instance=instance,
+                      expected_task_states=expected_task_states,
+                      expected_vm_state=expected_vm_state)
+        if event is not None:
+            try:
+                cctxt, _ = self.client.prepare('1.9')
+            except messaging.RPCVersionCapError:
+                saved = self._call(ctx, 'instance_save', **kwargs)
+                self.instance_action_event(ctx, instance.uuid, **event)
+                return saved
+            return cctxt.call(ctx, 'instance_save', event=event, **kwargs)
+        return self._call(ctx, 'instance_save', **kwargs)
 
     def instance_save_with_fault(self, ctx, instance, fault,
                                  expected_task_states=None):

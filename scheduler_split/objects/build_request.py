@@ -177,12 +177,21 @@ class BuildRequest(base.SchedulerSplitObject):
     def take(self, ctx):
         """Take the build request to schedule it: True for exactly one
         taker, however many deliveries of its boot (the original, a
-        duplicate, a re-drive) arrive."""
+        duplicate, a re-drive) arrive; False when another took it, or
+        when there is nothing left to schedule (a user's delete or the
+        API taking the boot back removed it; a placement pointed its
+        mapping at a cell). One statement."""
         now = base.naive_utc(base.utcnow())
+        br = models.BuildRequest.__table__
+        im = models.InstanceMapping.__table__
+        unplaced = sa.exists().where(im.c.instance_uuid == br.c.instance_uuid,
+                                     im.c.cell_id.is_(None))
         with engines.writer(CONF.api_database.connection) as session:
-            result = session.execute(sa.update(models.BuildRequest).where(
-                models.BuildRequest.instance_uuid == self.instance_uuid,
-                models.BuildRequest.taken_at.is_(None)).values(
+            # Core on the session's connection: the ORM's bulk update
+            # would cost more than the statement.
+            result = session.connection().execute(sa.update(br).where(
+                br.c.instance_uuid == self.instance_uuid,
+                br.c.taken_at.is_(None), unplaced).values(
                 taken_at=now, updated_at=now))
         return result.rowcount == 1
 
@@ -234,17 +243,52 @@ class BuildRequest(base.SchedulerSplitObject):
         it owns what happens to the instance next. Returns the instance as
         last recorded, with the updates users made until the deletion.
         """
-        where = models.BuildRequest.instance_uuid == self.instance_uuid
         with engines.writer(CONF.api_database.connection) as session:
-            # A locking read: an update holding the row is waited for and
-            # read, and none can follow before the delete.
-            recorded = session.scalars(sa.select(
-                models.BuildRequest.instance).where(where)
-                .with_for_update()).first()
-            if recorded is None:
-                raise exception.BuildRequestNotFound(uuid=self.instance_uuid)
-            result = session.execute(sa.delete(models.BuildRequest)
-                                     .where(where))
-            if result.rowcount == 0:
-                raise exception.BuildRequestNotFound(uuid=self.instance_uuid)
+            recorded = self._delete_in(session)
+        if recorded is None:
+            raise exception.BuildRequestNotFound(uuid=self.instance_uuid)
         return instance_obj.Instance.from_json(recorded)
+
+    def hand_over(self, ctx, cell_mapping):
+        """Point the instance's mapping at ``cell_mapping`` (which holds
+        the instance now) and delete the build request, in one
+        transaction of the API database.
+
+        Returns ``(placed, instance)``: ``placed`` is False when the
+        mapping had a cell already (someone placed the instance first;
+        nothing changed); ``instance`` is the instance as last recorded
+        in the build request, with the updates users made until now, or
+        None when a user's delete took the build request first (the
+        mapping points at the cell all the same, as where the instance
+        is to be deleted).
+        """
+        im = models.InstanceMapping.__table__
+        with engines.writer(CONF.api_database.connection) as session:
+            result = session.connection().execute(sa.update(im).where(
+                im.c.instance_uuid == self.instance_uuid,
+                im.c.cell_id.is_(None)).values(
+                cell_id=cell_mapping.id,
+                updated_at=base.naive_utc(base.utcnow())))
+            if result.rowcount != 1:
+                return False, None
+            recorded = self._delete_in(session)
+        return True, (instance_obj.Instance.from_json(recorded)
+                      if recorded is not None else None)
+
+    def _delete_in(self, session):
+        """Delete the row in ``session``'s transaction; the instance as it
+        recorded it (JSON), or None if it was gone."""
+        br = models.BuildRequest.__table__
+        where = br.c.instance_uuid == self.instance_uuid
+        conn = session.connection()
+        if conn.dialect.delete_returning:
+            return conn.execute(sa.delete(br).where(where).returning(
+                br.c.instance)).scalar()
+        # A locking read: an update holding the row is waited for and
+        # read, and none can follow before the delete.
+        recorded = conn.execute(sa.select(br.c.instance).where(where)
+                                .with_for_update()).scalar()
+        if recorded is not None and \
+                conn.execute(sa.delete(br).where(where)).rowcount == 0:
+            return None
+        return recorded

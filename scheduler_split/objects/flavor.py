@@ -50,13 +50,30 @@ class Flavor(base.SchedulerSplitObject):
     @classmethod
     def get_by_flavor_id(cls, ctx, flavorid, project_id=None):
         """The flavor of that id; with ``project_id``, only if it is
-        public or that project was given access to it."""
-        with engines.reader(CONF.api_database.connection) as session:
-            row = _row(session, flavorid)
-            if project_id is not None and not row.is_public and \
-                    project_id not in {p.project_id for p in row.projects}:
+        public or that project was given access to it. Read through Core:
+        every boot reads its flavor."""
+        flavor_t = models.Flavor.__table__
+        specs_t = models.FlavorExtraSpec.__table__
+        access_t = models.FlavorProject.__table__
+        with engines.connection(CONF.api_database.connection) as conn:
+            row = conn.execute(sa.select(*[flavor_t.c[name]
+                                           for name in _COLUMNS]).where(
+                flavor_t.c.flavorid == str(flavorid))).first()
+            if row is None:
                 raise exception.FlavorNotFound(flavor_id=flavorid)
-            return cls._from_row(row)
+            if project_id is not None and not row.is_public and \
+                    conn.execute(sa.select(access_t.c.id).where(
+                        access_t.c.flavor_id == row.id,
+                        access_t.c.project_id == project_id)).first() is None:
+                raise exception.FlavorNotFound(flavor_id=flavorid)
+            specs = dict(conn.execute(sa.select(
+                specs_t.c.key, specs_t.c.value).where(
+                specs_t.c.flavor_id == row.id)).all())
+        flavor = cls()
+        base.apply_row(flavor, row, _COLUMNS)
+        flavor.extra_specs = specs
+        flavor.obj_reset_changes()
+        return flavor
 
     @classmethod
     def get_all(cls, ctx, is_public=True, project_id=None, sort_key=None,

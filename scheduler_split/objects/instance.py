@@ -10,6 +10,7 @@ from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import flavor as flavor_obj
+from scheduler_split.objects import instance_action
 from scheduler_split.objects import instance_tag
 from scheduler_split import servicegroup
 
@@ -249,20 +250,29 @@ class Instance(base.SchedulerSplitObject):
             values[name] = value
         return values
 
-    def create(self, ctx, fault=None):
+    def create(self, ctx, fault=None, event=None):
         """Insert this instance (and its ``fault``) into the targeted cell.
+
+        ``event`` (the keyword arguments of
+        :func:`instance_action.add_event`) records the first step of the
+        action of ``ctx``'s request in the same transaction.
         """
         if not self.obj_attr_is_set('created_at') or not self.created_at:
             self.created_at = base.utcnow()
         values = self._values(self.fields)
+        # Core, not the ORM's unit of work: one insert on the path of
+        # every boot, by column names.
+        values['metadata'] = values.pop('metadata_', None)
         with engines.writer(cell_db(ctx)) as session:
-            row = models.Instance(**values)
-            session.add(row)
-            session.flush()
-            self.id = row.id
+            result = session.execute(
+                sa.insert(models.Instance.__table__).values(**values))
+            self.id = result.inserted_primary_key[0]
             if fault is not None:
                 fault.add_to(session)
                 self.fault = fault
+            if event is not None:
+                instance_action.add_event(session, ctx, self.uuid,
+                                          new=True, **event)
         self.obj_reset_changes()
 
     def take_user_edits(self, recorded):
@@ -290,8 +300,10 @@ class Instance(base.SchedulerSplitObject):
         self.obj_reset_changes(['fault'])
 
     def save(self, ctx, expected_task_state=ANY_TASK_STATE, fault=None,
-             expected_vm_state=None, expected_host=None):
-        """Write the changed fields back (and ``fault``, in one go).
+             expected_vm_state=None, expected_host=None, event=None):
+        """Write the changed fields back (and ``fault``, and ``event``:
+        the keyword arguments of :func:`instance_action.add_event`, in
+        one go).
 
         With ``expected_task_state`` (a state, None included, or a list of
         them) the write only happens when the row still has one of those
@@ -332,6 +344,8 @@ class Instance(base.SchedulerSplitObject):
                        expected_host or 'any host'))
             if fault is not None:
                 fault.add_to(session)
+            if event is not None:
+                instance_action.add_event(session, ctx, self.uuid, **event)
         self.updated_at = changes['updated_at']
         self.obj_reset_changes()
 

@@ -21,20 +21,22 @@ SUCCESS = 'Success'
 ERROR = 'Error'
 
 
-def _action_id(session, ctx, instance_uuid, action):
-    """The id of the action of ``ctx``'s request, created if needed."""
+def _action_id(session, ctx, instance_uuid, action, new=False):
+    """The id of the action of ``ctx``'s request, created if needed;
+    ``new``: the instance was created in this transaction, so the action
+    cannot exist yet and is not looked for."""
     ia = models.InstanceAction
-    row = session.scalars(sa.select(ia).where(
-        ia.instance_uuid == instance_uuid,
-        ia.request_id == ctx.request_id)).first()
-    if row is None:
-        row = ia(instance_uuid=instance_uuid, request_id=ctx.request_id,
-                 action=action, project_id=ctx.project_id,
-                 user_id=ctx.user_id,
-                 start_time=base.naive_utc(base.utcnow()))
-        session.add(row)
-        session.flush()
-    return row.id
+    if not new:
+        found = session.scalar(sa.select(ia.id).where(
+            ia.instance_uuid == instance_uuid,
+            ia.request_id == ctx.request_id))
+        if found is not None:
+            return found
+    result = session.execute(sa.insert(ia.__table__).values(
+        instance_uuid=instance_uuid, request_id=ctx.request_id,
+        action=action, project_id=ctx.project_id, user_id=ctx.user_id,
+        start_time=base.naive_utc(base.utcnow())))
+    return result.inserted_primary_key[0]
 
 
 def start_action(ctx, instance_uuid, action):
@@ -64,16 +66,24 @@ def record_event(ctx, instance_uuid, event, host=None, result=SUCCESS,
 
 
 def _record_event(ctx, instance_uuid, event, host, result, details, action):
-    now = base.naive_utc(base.utcnow())
     with engines.writer(ctx.cell_db) as session:
-        action_id = _action_id(session, ctx, instance_uuid, action)
-        session.add(models.InstanceActionEvent(
-            action_id=action_id, event=event, start_time=now,
-            finish_time=now, result=result, host=host, details=details))
-        if result == ERROR:
-            session.execute(sa.update(models.InstanceAction).where(
-                models.InstanceAction.id == action_id).values(
-                message=ERROR))
+        add_event(session, ctx, instance_uuid, event, host=host,
+                  result=result, details=details, action=action)
+
+
+def add_event(session, ctx, instance_uuid, event, host=None,
+              result=SUCCESS, details=None, action='create', new=False):
+    """Record a finished step of the action of ``ctx``'s request in the
+    caller's transaction (``session``), with the write it records; with
+    ``new`` the instance is created in that transaction too."""
+    now = base.naive_utc(base.utcnow())
+    action_id = _action_id(session, ctx, instance_uuid, action, new=new)
+    session.execute(sa.insert(models.InstanceActionEvent.__table__).values(
+        action_id=action_id, event=event, start_time=now, finish_time=now,
+        result=result, host=host, details=details))
+    if result == ERROR:
+        session.execute(sa.update(models.InstanceAction).where(
+            models.InstanceAction.id == action_id).values(message=ERROR))
 
 
 def get_actions(ctx, instance_uuid):

@@ -28,8 +28,10 @@ def assert_ordered(stats):
 
 
 def test_a_boot_run_sees_every_server_active():
+    # --no-cpu: watched server by server, as a run measuring no CPU is,
+    # and so timed to ACTIVE.
     run = bench('--servers', '6', '--hosts', '4', '--cells', '2',
-                '--concurrency', '2', '--json')
+                '--concurrency', '2', '--no-cpu', '--json')
     assert run.returncode == 0, run.stderr
     assert 'Traceback' not in run.stderr
     report = json.loads(run.stdout)
@@ -42,6 +44,62 @@ def test_a_boot_run_sees_every_server_active():
     assert report['boots_per_s'] > 0
     assert_ordered(report['post_latency_ms'])
     assert_ordered(report['time_to_active_s'])
+    assert 'cpu' not in report
+
+
+def test_a_boot_run_of_the_all_in_one_reports_its_cpu_per_boot():
+    run = bench('--servers', '5', '--hosts', '2', '--cells', '1',
+                '--concurrency', '2', '--json')
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert (report['posted'], report['active'], report['error'],
+            report['still_building']) == (5, 5, 0, 0)
+    assert report['boots_per_s'] > 0
+    assert_ordered(report['post_latency_ms'])
+    # Not watched while measured: no time to ACTIVE, and it says why.
+    assert report['time_to_active_s'] is None
+    assert 'not measured' in report['time_to_active_not_measured']
+    measured = report['cpu']
+    assert list(measured['by_name']) == ['all-in-one']
+    process = measured['by_name']['all-in-one']
+    assert process['processes'] == 1
+    assert process['cpu_s'] > 0
+    assert process['cpu_ms_per_boot'] == pytest.approx(
+        process['cpu_s'] * 1000 / 5, abs=0.1)
+    assert process['idle_cpu_ms_per_s'] >= 0
+    assert measured['total']['cpu_s'] == process['cpu_s']
+    assert measured['window_s'] >= report['duration_s'] > 0
+    assert measured['vanished'] == {}
+    # The reads of the build attempts came after the window.
+    assert report['servers_without_actions_read'] == 0
+
+
+def test_the_cpu_of_a_boot_run_is_a_table_row_per_process():
+    run = bench('--servers', '3', '--hosts', '2', '--cells', '1',
+                '--concurrency', '1')
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    header = next(line for line in lines if 'CPU ms/boot' in line)
+    assert header.split() == ['processes', 'CPU', 's', 'CPU', 'ms/boot',
+                              'idle', 'CPU', 'ms/s']
+    rows = {line.split()[0]: line.split()[1:] for line in lines
+            if line.startswith(('  all-in-one ', '  total '))}
+    assert sorted(rows) == ['all-in-one', 'total']
+    assert rows['all-in-one'] == rows['total']
+    assert rows['total'][0] == '1'
+    assert float(rows['total'][1]) > 0
+    assert any(line.startswith('  time to ACTIVE s  not measured')
+               for line in lines)
+    assert 'The window runs from the first POST' in run.stdout
+
+
+def test_a_cpu_of_process_that_is_gone_stops_the_run():
+    gone = subprocess.Popen([sys.executable, '-c', 'pass'])
+    gone.wait()
+    run = bench('--endpoint', 'http://127.0.0.1:1/v2.1', '--cpu-of',
+                'api=%d' % gone.pid)
+    assert run.returncode == 1
+    assert 'no process %d' % gone.pid in run.stderr
 
 
 def test_the_all_in_one_it_starts_runs_apart_and_is_stopped():
@@ -161,6 +219,14 @@ def test_a_list_run_prints_its_figures_in_a_table():
      '--list-servers starts its own all-in-one'),
     (['--report-rate', '100'], '--report-rate is for --scheduler-only'),
     (['--list-servers', '--plot', 'x.png'], 'not --list-servers'),
+    (['--endpoint', 'http://127.0.0.1:1/v2.1', '--cpu-of', 'api=x'],
+     "--cpu-of: 'api=x' is not NAME=PID or PID"),
+    (['--endpoint', 'http://127.0.0.1:1/v2.1', '--cpu-of', 'api=1,,2'],
+     "--cpu-of: 'api=1,,2' has an empty entry"),
+    (['--cpu-of', 'api=1'], '--cpu-of names processes of the deployment '
+                            'at --endpoint'),
+    (['--endpoint', 'http://127.0.0.1:1/v2.1', '--no-cpu'],
+     '--no-cpu is for a boot run of the all-in-one'),
 ])
 def test_a_bad_argument_exits_2_with_the_reason(args, message):
     run = bench(*args)

@@ -99,6 +99,33 @@ def test_reschedule_stays_in_the_cell_and_ends_active(start_system,
     ]]
 
 
+@pytest.mark.parametrize('conductor_cap', [None, '1.8'])
+def test_a_build_records_its_attempt_whatever_conductor_it_reports_to(
+        start_system, conductor_cap):
+    """A conductor of this release writes the compute's last save and the
+    event of its attempt together; one of the release before (capped at
+    1.8) is sent the event in a call of its own: either way the create
+    action tells where the build ran."""
+    from scheduler_split import conf
+
+    if conductor_cap:
+        conf.CONF.set_override('conductor', conductor_cap,
+                               group='upgrade_levels')
+    try:
+        api = start_system(cells=1, hosts_per_cell=1).api
+        server = api.wait_for(api.boot(name='told'))
+    finally:
+        conf.CONF.clear_override('conductor', group='upgrade_levels')
+
+    assert server['status'] == 'ACTIVE', server.get('fault')
+    assert [(e['event'], e['host'], e['result'])
+            for e in api.events(server['id'])] == [
+        ('conductor_schedule_and_build_instances', 'cell1-compute1',
+         'Success'),
+        ('compute_build_and_run_instance', 'cell1-compute1', 'Success'),
+    ]
+
+
 def test_build_failing_on_every_host_of_the_cell_ends_in_error(
         start_system, fake_driver):
     fake_driver('fail_hosts', ['cell1-compute1', 'cell1-compute2'])

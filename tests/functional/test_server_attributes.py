@@ -194,7 +194,7 @@ def test_an_update_as_the_conductor_moves_the_server_to_its_cell_is_kept(
         start_system, monkeypatch):
     from scheduler_split import objects
     api = start_system(cells=1, hosts_per_cell=1).api
-    set_cell = objects.InstanceMapping.set_cell
+    hand_over = objects.BuildRequest.hand_over
     answers = []
 
     def update_first(self, ctx, cell):
@@ -204,9 +204,9 @@ def test_an_update_as_the_conductor_moves_the_server_to_its_cell_is_kept(
             answers.append(api.put('/v2.1/servers/%s' % self.instance_uuid,
                                    {'server': {'name': 'late-rename',
                                                'accessIPv6': V6}}))
-        return set_cell(self, ctx, cell)
+        return hand_over(self, ctx, cell)
 
-    monkeypatch.setattr(objects.InstanceMapping, 'set_cell', update_first)
+    monkeypatch.setattr(objects.BuildRequest, 'hand_over', update_first)
     server_id = api.boot(name='moving')
 
     server = api.wait_for(server_id, ('ACTIVE',))

@@ -8,8 +8,11 @@ packages if missing, bound to 127.0.0.1), two cells with their
 conductors, ``--schedulers`` schedulers sharing the scheduler topic, an
 API under gunicorn and ``--hosts`` fake computes (spawn delay 0), each
 its own process; waits until every compute has reported and is mapped;
-then runs ``scheduler-split-bench --endpoint`` against the API and tears
-it all down. Options after ``--`` go to ``scheduler-split-bench`` as they
+then runs ``scheduler-split-bench --endpoint`` against the API, with
+``--cpu-of`` naming every process it started (``api``,
+``super-conductor``, ``cell-conductor``, ``scheduler``, ``compute``,
+``postgresql`` and ``rabbitmq``, those of one kind summed), and tears it
+all down. Options after ``--`` go to ``scheduler-split-bench`` as they
 are (``-- --json``, ``-- --plot boots.png``).
 """
 
@@ -64,6 +67,11 @@ def parse_args(argv):
                         help='bring the deployment up, print its endpoint '
                              'and keep it running until interrupted, '
                              'instead of running the benchmark')
+    parser.add_argument('--set', metavar='GROUP.OPTION=VALUE',
+                        action='append', default=[],
+                        help='an option of every service, after the '
+                             "bench's own (repeatable): --set "
+                             'DEFAULT.rpc_listener_wait=0')
     parser.add_argument('bench_args', nargs='*',
                         help='passed on to scheduler-split-bench')
     args = parser.parse_args(argv)
@@ -73,7 +81,70 @@ def parse_args(argv):
     if min(args.servers, args.schedulers, args.concurrency) < 1:
         parser.error('--servers, --schedulers and --concurrency must be '
                      'positive')
+    for item in args.set:
+        name, equals, value = item.partition('=')
+        if '.' not in name or not equals:
+            parser.error('--set takes GROUP.OPTION=VALUE, not %r' % item)
     return args
+
+
+def _options(settings):
+    """The text of a configuration file setting ``settings``
+    (``GROUP.OPTION=VALUE`` each)."""
+    groups = {}
+    for item in settings:
+        name, _, value = item.partition('=')
+        group, _, option = name.partition('.')
+        groups.setdefault(group, []).append('%s = %s' % (option, value))
+    return ''.join('[%s]\n%s\n' % (group, '\n'.join(lines))
+                   for group, lines in groups.items())
+
+
+# The kinds of process the deployment starts, as --cpu-of names them
+# and the report lists them: the cells' conductors, the schedulers and
+# the computes are each summed under one name.
+KINDS = ('api', 'super-conductor', 'cell-conductor', 'scheduler', 'compute')
+
+
+def _kind(name, dep):
+    if name in dep.hosts:
+        return 'compute'
+    if name.startswith('conductor-'):
+        return 'cell-conductor'
+    if name.startswith('scheduler'):
+        return 'scheduler'
+    if name.startswith('api'):
+        return 'api'
+    return name
+
+
+def _database_pid(database):
+    """The database server's long-lived process: PostgreSQL's postmaster
+    (pg_ctl, which started it, is gone), whose backends, one per
+    connection, are its children; MariaDB's server process."""
+    if database.name == 'postgresql':
+        with open(os.path.join(database.data, 'postmaster.pid')) as f:
+            return int(f.readline())
+    return database.proc.pid
+
+
+def cpu_of(dep):
+    """``--cpu-of`` arguments for every process of ``dep``: each service
+    (gunicorn's master, its worker below it), the database server and the
+    broker's launcher script, which runs the Erlang VM (beam.smp) as its
+    child. The broker serves this deployment alone: the API's bus and
+    the cells' are vhosts of it. epmd, which the VM starts as a daemon
+    of its own, is not below it and not counted: it only answers the
+    node's name lookups."""
+    specs = ['%s=%d' % (_kind(name, dep), proc.pid)
+             for name, proc in sorted(
+                 dep.procs.items(),
+                 key=lambda item: (KINDS.index(_kind(item[0], dep)),
+                                   item[0]))]
+    specs.append('%s=%d' % (dep.database.name,
+                            _database_pid(dep.database)))
+    specs.append('rabbitmq=%d' % dep.rabbit.proc.pid)
+    return ['--cpu-of', ','.join(specs)]
 
 
 def _interrupt(signum, frame):
@@ -100,6 +171,9 @@ def main(argv=None):
         # seconds, say), and spawns that take no time.
         dep.add_config(list(dep._commands()), 'bench.conf', BENCH_CONF
                        % {'report_interval': args.report_interval})
+        if args.set:
+            dep.add_config(list(dep._commands()), 'bench-set.conf',
+                           _options(args.set))
         services = [name for name in dep._commands()
                     if name not in dep.hosts]
         print('starting %s' % ', '.join(services), file=sys.stderr,
@@ -125,7 +199,9 @@ def main(argv=None):
               file=sys.stderr, flush=True)
         endpoint = dep.base_url + '/v2.1'
         if args.serve:
-            print('serving %s until interrupted' % endpoint, flush=True)
+            print('serving %s until interrupted; its processes for '
+                  'scheduler-split-bench: %s'
+                  % (endpoint, ' '.join(cpu_of(dep))), flush=True)
             try:
                 while True:
                     signal.pause()
@@ -136,7 +212,7 @@ def main(argv=None):
                    '--endpoint', endpoint,
                    '--servers', str(args.servers),
                    '--concurrency', str(args.concurrency),
-                   *args.bench_args]
+                   *cpu_of(dep), *args.bench_args]
         return subprocess.run(command).returncode
     finally:
         dep.teardown()

@@ -31,6 +31,20 @@ def test_a_run_against_separate_processes_sees_every_server_active(
         report['error_reasons'], report['failed_post_reasons'])
     assert report['failed_posts'] == 0
     assert report['endpoint'].endswith('/v2.1')
+    # The CPU of every process it started, a row per kind: both cells'
+    # conductors, both schedulers and both computes each summed.
+    measured = report['cpu']
+    assert {name: row['processes'] for name, row
+            in measured['by_name'].items()} == {
+        'api': 1, 'super-conductor': 1, 'cell-conductor': 2,
+        'scheduler': 2, 'compute': 2, 'postgresql': 1, 'rabbitmq': 1}
+    # Every one of them takes part in a boot.
+    for name, row in measured['by_name'].items():
+        assert row['cpu_s'] > 0, name
+        assert row['cpu_ms_per_boot'] > 0, name
+    assert measured['total']['processes'] == 10
+    assert measured['vanished'] == {}
+    assert report['time_to_active_s'] is None
     # Both schedulers served, with the bench's intervals in force.
     for name in ('scheduler', 'scheduler-2'):
         assert (base / 'log' / ('%s.log' % name)).stat().st_size > 0

@@ -262,14 +262,15 @@ class ScheduleAndBuildTask(base.ConductorTask):
 
         Only one delivery takes a build request: a late original and a
         re-drive of the same boot never both schedule it (which would
-        move the instance's claim under the other's feet).
+        move the instance's claim under the other's feet). One that is
+        gone (a user's delete) or placed (a second delivery) is not
+        taken either: there is nothing to schedule.
         """
-        if not still_pending(ctx, build_request):
-            return False
         if build_request.take(ctx):
             return True
-        LOG.info('Build request of %s is already being scheduled; ignoring '
-                 'this delivery of its boot', build_request.instance_uuid,
+        LOG.info('Build request of %s is gone, placed or already being '
+                 'scheduled; ignoring this delivery of its boot',
+                 build_request.instance_uuid,
                  extra={'instance_uuid': build_request.instance_uuid})
         return False
 
@@ -295,7 +296,12 @@ class ScheduleAndBuildTask(base.ConductorTask):
             instance.vm_state = instance_obj.BUILDING
             instance.task_state = instance_obj.SCHEDULING
             take_host_zone(instance, request_spec, chosen)
-            instance.create(cctx)
+            instance.create(cctx, event=dict(
+                event=EVENT, host=chosen.service_host,
+                details='claimed on %s; alternates: %s' % (
+                    chosen.service_host,
+                    ', '.join(s.service_host for s in alternates) or
+                    'none')))
         except Exception as exc:
             LOG.exception('Creating instance %s in cell %s failed', uuid,
                           chosen.cell_uuid, extra={'instance_uuid': uuid})
@@ -303,17 +309,15 @@ class ScheduleAndBuildTask(base.ConductorTask):
             self._bury_in_cell0(ctx, build_request, exc)
             return
         try:
-            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
-            if not mapping.set_cell(ctx, cell):
+            placed, recorded = build_request.hand_over(ctx, cell)
+            if not placed:
                 # Someone placed it first (a sweep of lost builds).
                 LOG.info('Instance %s was settled elsewhere meanwhile',
                          uuid, extra={'instance_uuid': uuid})
                 instance.destroy(cctx)
                 self.scheduler.try_release_resources(ctx, uuid)
                 return
-            try:
-                recorded = build_request.destroy(ctx)
-            except exception.BuildRequestNotFound:
+            if recorded is None:
                 # The user deleted the server while it was being scheduled.
                 LOG.info('Instance %s was deleted while scheduling; '
                          'releasing its claim', uuid,
@@ -325,12 +329,6 @@ class ScheduleAndBuildTask(base.ConductorTask):
             # request; from now on they go to the cell.
             if instance.take_user_edits(recorded):
                 instance.save(cctx)
-            instance_action.record_event(
-                cctx, uuid, EVENT, host=chosen.service_host,
-                details='claimed on %s; alternates: %s' % (
-                    chosen.service_host,
-                    ', '.join(s.service_host for s in alternates) or
-                    'none'))
             retry = objects.SchedulerRetries(num_attempts=1,
                                              hosts=[chosen.service_host])
             self.computes(cell).build_and_run_instance(
