@@ -386,6 +386,9 @@ class ResourceProvider(_Timestamps, SchedulerBase):
     # What the compute itself reports.
     disabled = sa.Column(sa.Boolean, nullable=False, default=False)
     last_report_at = sa.Column(types.DateTime())
+    # Which scheduler (its host manager) wrote last_report_at: a reload
+    # reads the report times other schedulers wrote since the last one.
+    reported_by = sa.Column(sa.String(36))
     # What the operator said of the host's compute service (os-services),
     # which no report of the compute overrides; ``status_updated_at`` is
     # the time of the cell record the status was read from, so that an

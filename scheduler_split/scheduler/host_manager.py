@@ -19,11 +19,10 @@ database, the providers changed since shortly before the last reload
 (``CHANGE_OVERLAP``), their inventories and allocations, and applies them
 to the states selects hold, a chunk at a time under the lock: selects go
 on with the states they have meanwhile. A report that only says a host is
-alive moves ``last_report_at`` alone; the reload reads that time for the
-hosts that did not report to this process since the last reload (those
-whose reports reach another scheduler). Hosts deleted meanwhile show as a
-count that differs from memory's, which only then reads the providers'
-uuids.
+alive moves ``last_report_at`` alone, with ``reported_by``: the reload
+reads the times other schedulers wrote since. Hosts deleted meanwhile
+show as a count that differs from memory's, which only then reads the
+providers' uuids.
 
 Between reloads, the reports computes send (written by :mod:`reports`)
 and this scheduler's own claims and releases keep the states current.
@@ -91,10 +90,6 @@ _CHUNK = 500
 # hundred thousand hosts.
 FREEZE_FROM = 1000
 FREEZE_GROWTH = 0.1
-# Past this many hosts that did not report here since the last reload,
-# the reload reads the time of every provider that reported since rather
-# than theirs by uuid.
-QUIET_BY_UUID = 5000
 
 _RP = models.ResourceProvider.__table__
 _INV = models.Inventory.__table__
@@ -513,30 +508,21 @@ class HostManager:
 
     def _reload_changes(self, since):
         started_at = _now()
-        # The hosts that did not report here since the last reload: their
-        # reports, if any, reached another scheduler, which wrote only
-        # their time.
-        quiet = [state.uuid for state in self._listing()
-                 if state.last_report_at is None or
-                 state.last_report_at < since]
         changed = sa.and_(_RP.c.changed_at >= since - CHANGE_OVERLAP,
                           sa.or_(_RP.c.changed_by.is_(None),
                                  _RP.c.changed_by != self.writer_id))
-        times = sa.select(_RP.c.uuid, _RP.c.last_report_at)
+        # The time of the reports that said nothing new to another
+        # scheduler, which wrote that time alone.
+        times = sa.select(_RP.c.uuid, _RP.c.last_report_at).where(
+            _RP.c.last_report_at >= since - CHANGE_OVERLAP,
+            sa.or_(_RP.c.reported_by.is_(None),
+                   _RP.c.reported_by != self.writer_id))
         with self._watching() as touched:
             with engines.snapshot(self.db_url) as conn:
                 states, _ = self._read_states(conn, changed, _those(changed))
                 count, newest = conn.execute(sa.select(
                     sa.func.count(_RP.c.id), sa.func.max(_RP.c.id))).one()
-                if len(quiet) > QUIET_BY_UUID:
-                    quiet = set(quiet)
-                    seen = [row for row in conn.execute(times.where(
-                        _RP.c.last_report_at >= since)) if row[0] in quiet]
-                else:
-                    seen = []
-                    for start in range(0, len(quiet), _CHUNK):
-                        seen += conn.execute(times.where(_RP.c.uuid.in_(
-                            quiet[start:start + _CHUNK]))).all()
+                seen = conn.execute(times).all()
                 signature = aggregates_mod.signature(conn)
             if signature != self._aggregates_seen:
                 self._refresh_aggregates()

@@ -50,12 +50,13 @@ _CHUNK = 500
 _RP = models.ResourceProvider.__table__
 _INV = models.Inventory.__table__
 
-# A report's time alone: what changed_at and changed_by say (the last
-# change of anything else) stays.
+# A report's time alone, and who wrote it: what changed_at and changed_by
+# say (the last change of anything else) stays.
 _HEARTBEAT = sa.update(_RP).where(
     _RP.c.uuid == sa.bindparam('node_uuid')).values(
     last_report_at=sa.bindparam('seen'), updated_at=sa.bindparam('seen'),
-    changed_at=_RP.c.changed_at, changed_by=_RP.c.changed_by)
+    reported_by=sa.bindparam('writer'), changed_at=_RP.c.changed_at,
+    changed_by=_RP.c.changed_by)
 _ROWS = sa.select(
     _RP.c.id, _RP.c.uuid, _RP.c.host, _RP.c.name, _RP.c.cell_uuid,
     _RP.c.service_disabled, _RP.c.disabled_reason, _RP.c.forced_down,
@@ -302,8 +303,9 @@ class ReportWriter:
         with engines.writer(self.db_url, bulk=True) as session:
             conn = session.connection()
             if heartbeats:
+                writer = self.cache.writer_id
                 conn.execute(_HEARTBEAT, [
-                    {'node_uuid': uuid, 'seen': seen}
+                    {'node_uuid': uuid, 'seen': seen, 'writer': writer}
                     for uuid, seen in heartbeats.items()])
             if not reports:
                 return []
@@ -326,6 +328,7 @@ class ReportWriter:
                 'availability_zone': stats.get('availability_zone'),
                 'disabled': bool(stats.get('disabled', False)),
                 'last_report_at': now,
+                'reported_by': self.cache.writer_id,
                 'changed_at': changed_at,
                 'updated_at': changed_at,
             }

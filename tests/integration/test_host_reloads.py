@@ -129,7 +129,8 @@ def test_a_reload_reads_what_another_scheduler_changed_and_no_more(
     assert states['h3'].used['MEMORY_MB'] == 512
     rp = models.ResourceProvider
     with engines.reader(scheduler_db) as session:
-        stamps = dict(session.execute(sa.select(rp.host, rp.changed_by)))
+        stamps = dict(session.execute(
+            sa.select(rp.host, rp.changed_by)).all())
     # The claims of the scheduler whose memory holds them, but for a
     # host another scheduler had changed since.
     assert stamps['h3'] == second.host_manager.writer_id

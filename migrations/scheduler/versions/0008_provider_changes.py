@@ -1,7 +1,9 @@
-"""when and by which scheduler each resource provider last changed
+"""when and by which scheduler each resource provider last changed, and
+which scheduler wrote its last report's time
 
-The periodic reload of the host states reads only the providers changed
-since its last one, through the index on ``changed_at``.
+The periodic reload of the host states reads only the providers another
+scheduler changed since its last one, through the index on
+``changed_at``, and the report times other schedulers wrote.
 
 Revision ID: 0008
 Revises: 0007
@@ -21,6 +23,8 @@ depends_on = None
 
 def upgrade():
     with op.batch_alter_table('resource_providers') as batch:
+        batch.add_column(sa.Column('reported_by', sa.String(36),
+                                   nullable=True))
         batch.add_column(sa.Column('changed_by', sa.String(36),
                                    nullable=True))
         batch.add_column(sa.Column('changed_at', types.DateTime(),
@@ -35,3 +39,4 @@ def downgrade():
     with op.batch_alter_table('resource_providers') as batch:
         batch.drop_column('changed_at')
         batch.drop_column('changed_by')
+        batch.drop_column('reported_by')
