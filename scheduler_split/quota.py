@@ -139,10 +139,10 @@ def group_member_count(session, group_uuid):
 
 
 def _take_turn(session, project_id):
-    lock = models.ProjectQuotaLock
-    return session.execute(sa.update(lock).where(
-        lock.project_id == project_id).values(
-        generation=lock.generation + 1)).rowcount
+    lock = models.ProjectQuotaLock.__table__
+    return session.connection().execute(sa.update(lock).where(
+        lock.c.project_id == project_id).values(
+        generation=lock.c.generation + 1)).rowcount
 
 
 def lock_project(session, project_id):

@@ -312,26 +312,30 @@ class Instance(base.SchedulerSplitObject):
         deleted meanwhile, ``Conflict`` if it moved on).
         """
         changes = self._values(self.obj_what_changed())
-        if not changes and fault is None:
+        if not changes and fault is None and event is None:
             return
         changes['updated_at'] = base.naive_utc(base.utcnow())
+        # Core, by column names: the ORM's bulk update would cost more
+        # than the statement, on the path of every build.
+        values = dict(changes)
+        if 'metadata_' in values:
+            values['metadata'] = values.pop('metadata_')
+        table = models.Instance.__table__
         with engines.writer(cell_db(ctx)) as session:
-            query = sa.update(models.Instance).where(
-                models.Instance.uuid == self.uuid,
-                models.Instance.deleted.is_(False))
+            query = sa.update(table).where(
+                table.c.uuid == self.uuid, table.c.deleted.is_(False))
             if expected_task_state is not ANY_TASK_STATE:
                 states = (expected_task_state
                           if isinstance(expected_task_state, (list, tuple))
                           else [expected_task_state])
                 query = query.where(sa.or_(*[
-                    models.Instance.task_state.is_(None) if s is None
-                    else models.Instance.task_state == s for s in states]))
+                    table.c.task_state.is_(None) if s is None
+                    else table.c.task_state == s for s in states]))
             if expected_vm_state is not None:
-                query = query.where(
-                    models.Instance.vm_state == expected_vm_state)
+                query = query.where(table.c.vm_state == expected_vm_state)
             if expected_host is not None:
-                query = query.where(models.Instance.host == expected_host)
-            result = session.execute(query.values(**changes))
+                query = query.where(table.c.host == expected_host)
+            result = session.connection().execute(query.values(**values))
             if result.rowcount == 0:
                 row = session.scalars(sa.select(models.Instance).where(
                     models.Instance.uuid == self.uuid)).first()

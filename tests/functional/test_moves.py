@@ -497,7 +497,7 @@ def test_moves_keep_to_hard_server_group_policies(start_system):
     assert _host(api.wait_for(first, statuses=('VERIFY_RESIZE',))) == \
         'cell1-compute3'
     _action(api, first, {'confirmResize': None}, status=204)
-    _settled(api, first)
+    api.wait_for(first, statuses=('ACTIVE',))
     # Named, a host with a member is refused like any filtered host.
     message = nova_error(api.post('/v2.1/servers/%s/action' % second,
                                   {'migrate': {'host': 'cell1-compute3'}}),
@@ -528,7 +528,8 @@ def test_os_migrations_shapes_filters_and_pages(start_system):
         api.wait_for(server_id, statuses=('VERIFY_RESIZE',))
     # The oldest is confirmed; the others wait.
     _action(api, servers[0], {'confirmResize': None}, status=204)
-    _settled(api, servers[0])
+    # The confirm is the source compute's: it ends with the server ACTIVE.
+    api.wait_for(servers[0], statuses=('ACTIVE',))
 
     old = api.at('2.1').get('/v2.1/os-migrations').json()['migrations']
     assert len(old) == 3
