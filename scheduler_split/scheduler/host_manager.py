@@ -58,6 +58,7 @@ from scheduler_split.objects import base as obj_base
 from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates as aggregates_mod
 from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import host_reads
 from scheduler_split.scheduler import host_state
 from scheduler_split.scheduler import reports as reports_mod
 
@@ -92,24 +93,7 @@ FREEZE_FROM = 1000
 FREEZE_GROWTH = 0.1
 
 _RP = models.ResourceProvider.__table__
-_INV = models.Inventory.__table__
-_ALLOC = models.Allocation.__table__
 
-_PROVIDER = sa.select(
-    _RP.c.id, _RP.c.uuid, _RP.c.host, _RP.c.name, _RP.c.cell_uuid,
-    _RP.c.availability_zone, _RP.c.disabled, _RP.c.service_disabled,
-    _RP.c.disabled_reason, _RP.c.forced_down, _RP.c.last_report_at,
-    _RP.c.host_ip, _RP.c.hypervisor_type, _RP.c.hypervisor_version,
-    _RP.c.cpu_arch, _RP.c.cpu_info, _RP.c.failed_builds, _RP.c.num_io_ops)
-_INVENTORY = sa.select(
-    _INV.c.resource_provider_id, _INV.c.resource_class, _INV.c.total,
-    _INV.c.reserved, _INV.c.allocation_ratio)
-_USAGE = sa.select(
-    _ALLOC.c.resource_provider_id, _ALLOC.c.resource_class,
-    sa.func.sum(_ALLOC.c.used)).group_by(_ALLOC.c.resource_provider_id,
-                                         _ALLOC.c.resource_class)
-_CONSUMERS = sa.select(_ALLOC.c.resource_provider_id,
-                       _ALLOC.c.consumer_id).distinct()
 # What each select reads first, in one statement: the highest provider
 # id, the aggregates' signature, and whether any host is disabled by the
 # operator or forced down (each through its index).
@@ -134,79 +118,6 @@ def _reported(state):
     """What a host's reports set, as its state holds it."""
     return (state._profile, state.reported_disabled, state._resources,
             state.host_ip, state.failed_builds, state.num_io_ops)
-
-
-def _apply_provider(state, row):
-    """Give ``state`` what the provider ``row`` holds."""
-    state.set_reported(row.cell_uuid, row.availability_zone,
-                       row.hypervisor_type, row.hypervisor_version,
-                       row.cpu_arch, row.cpu_info)
-    state.reported_disabled = bool(row.disabled)
-    state.set_status(row.service_disabled, row.disabled_reason,
-                     row.forced_down)
-    state.last_report_at = row.last_report_at
-    state.host_ip = row.host_ip
-    state.failed_builds = row.failed_builds
-    state.num_io_ops = row.num_io_ops
-
-
-def read_states(conn, providers, related, page=None):
-    """``({uuid: HostState}, the highest provider id read)``: the
-    providers ``providers`` selects (a condition on the providers'
-    table) with their inventories, usage and consumers, read on
-    ``conn``; ``related`` is the same set as a condition on a
-    ``resource_provider_id`` column. With ``page``, only the first
-    ``page`` of them in id order: ``related`` is then a function of the
-    last id read that gives that condition."""
-    query = _PROVIDER.where(providers)
-    if page is not None:
-        query = query.order_by(_RP.c.id).limit(page)
-    by_id = {}
-    for row in conn.execute(query):
-        state = host_state.HostState(row.uuid, row.host, row.name, None)
-        _apply_provider(state, row)
-        by_id[row.id] = state
-    newest = max(by_id, default=0)
-    if not by_id:
-        return {}, newest
-    if page is not None:
-        related = related(newest)
-    inventory = {}
-    for rp_id, rc, total, reserved, ratio in conn.execute(
-            _INVENTORY.where(related(_INV.c.resource_provider_id))):
-        inventory.setdefault(rp_id, {})[rc] = (total, reserved, ratio)
-    for rp_id, values in inventory.items():
-        state = by_id.get(rp_id)
-        if state is not None:
-            state.inventory = values
-    usage = {}
-    for rp_id, rc, used in conn.execute(
-            _USAGE.where(related(_ALLOC.c.resource_provider_id))):
-        usage.setdefault(rp_id, {})[rc] = int(used)
-    for rp_id, used in usage.items():
-        state = by_id.get(rp_id)
-        if state is not None:
-            state.set_usage(used)
-    for rp_id, consumer in conn.execute(
-            _CONSUMERS.where(related(_ALLOC.c.resource_provider_id))):
-        state = by_id.get(rp_id)
-        if state is not None:
-            state.add_instance(consumer)
-    return {state.uuid: state for state in by_id.values()}, newest
-
-
-def _those(providers):
-    """``related`` for :func:`read_states`: the providers a condition
-    selects, as a condition on a ``resource_provider_id`` column."""
-    ids = sa.select(_RP.c.id).where(providers)
-    return lambda column: column.in_(ids)
-
-
-def _after(after):
-    """``related`` for a page of :func:`read_states` after the id
-    ``after``."""
-    return lambda last: (lambda column: sa.and_(column > after,
-                                                column <= last))
 
 
 class HostManager:
@@ -387,7 +298,8 @@ class HostManager:
         with self._watching() as touched:
             with engines.connection(self.db_url) as conn:
                 states, last = self._read_states(
-                    conn, _RP.c.id > after, _after(after), page=size)
+                    conn, _RP.c.id > after, host_reads.page_after(after),
+                    page=size)
             self._take(states, touched)
         more = len(states) >= size
         with self._lock:
@@ -422,7 +334,7 @@ class HostManager:
     def _read_states(self, conn, providers, related, page=None):
         """:func:`read_states` (a method, so that one process can slow
         it down in tests)."""
-        return read_states(conn, providers, related, page)
+        return host_reads.read_states(conn, providers, related, page)
 
     def stamp(self):
         """Who writes, for the ``changed_by`` of the providers this
@@ -519,7 +431,8 @@ class HostManager:
                    _RP.c.reported_by != self.writer_id))
         with self._watching() as touched:
             with engines.snapshot(self.db_url) as conn:
-                states, _ = self._read_states(conn, changed, _those(changed))
+                states, _ = self._read_states(conn, changed,
+                                              host_reads.those(changed))
                 count, newest = conn.execute(sa.select(
                     sa.func.count(_RP.c.id), sa.func.max(_RP.c.id))).one()
                 seen = conn.execute(times).all()
@@ -555,8 +468,8 @@ class HostManager:
             for start in range(0, len(uuids), _CHUNK):
                 where = _RP.c.uuid.in_(uuids[start:start + _CHUNK])
                 with engines.connection(self.db_url) as conn:
-                    states.update(self._read_states(conn, where,
-                                                    _those(where))[0])
+                    states.update(self._read_states(
+                        conn, where, host_reads.those(where))[0])
             self._take(states, touched)
 
     def _reconcile(self):
@@ -580,7 +493,8 @@ class HostManager:
         for start in range(0, len(missing), _CHUNK):
             where = _RP.c.uuid.in_(missing[start:start + _CHUNK])
             with engines.connection(self.db_url) as conn:
-                states, _ = self._read_states(conn, where, _those(where))
+                states, _ = self._read_states(conn, where,
+                                              host_reads.those(where))
             self._take(states)
 
     def _load_new(self, until):
@@ -682,7 +596,8 @@ class HostManager:
         """Reload one host after the database disagreed with memory."""
         where = _RP.c.uuid == uuid
         with engines.connection(self.db_url) as conn:
-            states, _ = self._read_states(conn, where, _those(where))
+            states, _ = self._read_states(conn, where,
+                                          host_reads.those(where))
         if uuid not in states:
             with self._lock:
                 self._forget(uuid)
@@ -726,8 +641,9 @@ class HostManager:
         after = 0
         while True:
             with engines.connection(self.db_url) as conn:
-                page, last = read_states(conn, _RP.c.id > after,
-                                         _after(after), page=PAGE)
+                page, last = host_reads.read_states(
+                    conn, _RP.c.id > after, host_reads.page_after(after),
+                    page=PAGE)
             states.update(page)
             if len(page) < PAGE:
                 break

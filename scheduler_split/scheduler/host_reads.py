@@ -1,0 +1,104 @@
+"""Reading host states from the scheduler database: a provider's row,
+its inventories, its usage summed by resource class and its consumers,
+for a set of providers given as a condition on their table. The host
+manager's first load, reloads and reads of single hosts all go through
+:func:`read_states`; the admin API's read of every host does too.
+"""
+
+import sqlalchemy as sa
+
+from scheduler_split.db import models
+from scheduler_split.scheduler import host_state
+
+_RP = models.ResourceProvider.__table__
+_INV = models.Inventory.__table__
+_ALLOC = models.Allocation.__table__
+
+_PROVIDER = sa.select(
+    _RP.c.id, _RP.c.uuid, _RP.c.host, _RP.c.name, _RP.c.cell_uuid,
+    _RP.c.availability_zone, _RP.c.disabled, _RP.c.service_disabled,
+    _RP.c.disabled_reason, _RP.c.forced_down, _RP.c.last_report_at,
+    _RP.c.host_ip, _RP.c.hypervisor_type, _RP.c.hypervisor_version,
+    _RP.c.cpu_arch, _RP.c.cpu_info, _RP.c.failed_builds, _RP.c.num_io_ops)
+_INVENTORY = sa.select(
+    _INV.c.resource_provider_id, _INV.c.resource_class, _INV.c.total,
+    _INV.c.reserved, _INV.c.allocation_ratio)
+_USAGE = sa.select(
+    _ALLOC.c.resource_provider_id, _ALLOC.c.resource_class,
+    sa.func.sum(_ALLOC.c.used)).group_by(_ALLOC.c.resource_provider_id,
+                                         _ALLOC.c.resource_class)
+_CONSUMERS = sa.select(_ALLOC.c.resource_provider_id,
+                       _ALLOC.c.consumer_id).distinct()
+
+
+def _apply_provider(state, row):
+    """Give ``state`` what the provider ``row`` holds."""
+    state.set_reported(row.cell_uuid, row.availability_zone,
+                       row.hypervisor_type, row.hypervisor_version,
+                       row.cpu_arch, row.cpu_info)
+    state.reported_disabled = bool(row.disabled)
+    state.set_status(row.service_disabled, row.disabled_reason,
+                     row.forced_down)
+    state.last_report_at = row.last_report_at
+    state.host_ip = row.host_ip
+    state.failed_builds = row.failed_builds
+    state.num_io_ops = row.num_io_ops
+
+
+def read_states(conn, providers, related, page=None):
+    """``({uuid: HostState}, the highest provider id read)``: the
+    providers ``providers`` selects (a condition on the providers'
+    table) with their inventories, usage and consumers, read on
+    ``conn``; ``related`` is the same set as a condition on a
+    ``resource_provider_id`` column. With ``page``, only the first
+    ``page`` of them in id order: ``related`` is then a function of the
+    last id read that gives that condition."""
+    query = _PROVIDER.where(providers)
+    if page is not None:
+        query = query.order_by(_RP.c.id).limit(page)
+    by_id = {}
+    for row in conn.execute(query):
+        state = host_state.HostState(row.uuid, row.host, row.name, None)
+        _apply_provider(state, row)
+        by_id[row.id] = state
+    newest = max(by_id, default=0)
+    if not by_id:
+        return {}, newest
+    if page is not None:
+        related = related(newest)
+    inventory = {}
+    for rp_id, rc, total, reserved, ratio in conn.execute(
+            _INVENTORY.where(related(_INV.c.resource_provider_id))):
+        inventory.setdefault(rp_id, {})[rc] = (total, reserved, ratio)
+    for rp_id, values in inventory.items():
+        state = by_id.get(rp_id)
+        if state is not None:
+            state.inventory = values
+    usage = {}
+    for rp_id, rc, used in conn.execute(
+            _USAGE.where(related(_ALLOC.c.resource_provider_id))):
+        usage.setdefault(rp_id, {})[rc] = int(used)
+    for rp_id, used in usage.items():
+        state = by_id.get(rp_id)
+        if state is not None:
+            state.set_usage(used)
+    for rp_id, consumer in conn.execute(
+            _CONSUMERS.where(related(_ALLOC.c.resource_provider_id))):
+        state = by_id.get(rp_id)
+        if state is not None:
+            state.add_instance(consumer)
+    return {state.uuid: state for state in by_id.values()}, newest
+
+
+def those(providers):
+    """``related`` for :func:`read_states`: the providers a condition
+    selects, as a condition on a ``resource_provider_id`` column."""
+    ids = sa.select(_RP.c.id).where(providers)
+    return lambda column: column.in_(ids)
+
+
+def page_after(after):
+    """``related`` for a page of :func:`read_states` after the id
+    ``after``."""
+    return lambda last: (lambda column: sa.and_(column > after,
+                                                column <= last))
