@@ -17,6 +17,7 @@ from oslo_utils import uuidutils
 from scheduler_split.benchmark import api_client
 from scheduler_split.benchmark import base
 from scheduler_split.benchmark import cpu
+from scheduler_split.benchmark import db_stats
 from scheduler_split.benchmark import stats
 
 # Instance actions show their events to every reader from 2.51 (before,
@@ -106,6 +107,10 @@ class CpuWindow:
     end: cpu.Sample
     costs: list
     looks: list
+    # With a db_stats.DbStats: the database's counts in the window, less
+    # those of the looks, and over the idle span (db_stats.Reading).
+    db: object = None
+    db_idle: object = None
 
 
 class BootBenchmark:
@@ -123,11 +128,15 @@ class BootBenchmark:
     are quiet, then looks once at every server, and again after each
     next quiet span while some are still building. The CPU the processes
     used from just before the first POST to where the last quiet span
-    began, less that of those looks, is what the boots cost.
+    began, less that of those looks, is what the boots cost. Given
+    ``db_stats`` too (a db_stats.DbStats), the statements and
+    transactions the database server counted over the same window, less
+    those of the looks, are what the boots sent it.
     """
 
     def __init__(self, endpoint, token, project_id, servers, concurrency,
-                 flavor, image, timeout, progress=None, cpu_meter=None):
+                 flavor, image, timeout, progress=None, cpu_meter=None,
+                 db_stats=None):
         self.endpoint = endpoint.rstrip('/')
         self.token = token
         self.project_id = project_id
@@ -145,6 +154,7 @@ class BootBenchmark:
         self.timed_out = False
         self.poll_errors = 0
         self.cpu_meter = cpu_meter
+        self.db_stats = db_stats
         # A CpuWindow once a measured run ended, and every Sample of it.
         self.cpu_window = None
         self.cpu_samples = []
@@ -320,11 +330,13 @@ class BootBenchmark:
         posters = []
         try:
             idle_from = sampler.latest()
+            db_from = self._db_read()
             self.progress.show('measuring the idle CPU of %s for %.0f s'
                                % (', '.join(self.cpu_meter.names),
                                   IDLE_SECONDS))
             time.sleep(IDLE_SECONDS)
             idle_to = sampler.take()
+            db_start = self._db_read()
             idle = cpu.rates(idle_from, idle_to)
             self.progress.done('idle: %.2f cores busy' % sum(idle.values()))
             start = sampler.take()
@@ -338,7 +350,7 @@ class BootBenchmark:
                     self.progress.show(self._measured_line(sampler))
             self._posting_done.set()
             self.progress.done(self._measured_line(sampler))
-            end, costs, looks = self._settle(sampler, idle)
+            end, costs, looks, db_end, db_looks = self._settle(sampler, idle)
         except BaseException:
             self._stop.set()
             for poster in posters:
@@ -349,6 +361,15 @@ class BootBenchmark:
             self.cpu_samples = sampler.samples
         self.cpu_window = CpuWindow(idle, idle_to.at - idle_from.at, start,
                                     end, costs, looks)
+        if self.db_stats is not None:
+            counted = db_end.since(db_start)
+            for look in db_looks:
+                counted = counted.minus(look)
+            self.cpu_window.db = counted
+            self.cpu_window.db_idle = db_start.since(db_from)
+
+    def _db_read(self):
+        return self.db_stats.read() if self.db_stats is not None else None
 
     def _settle(self, sampler, idle):
         """After the last POST: wait until the processes are quiet, then
@@ -356,14 +377,16 @@ class BootBenchmark:
         quiet span and look again. ``(the Sample where the last quiet
         span began, or the last one if the run timed out; the CPU each
         look inside the window cost, less the idle rate; when each look
-        was)``."""
+        was; the database's counts before the last look, and what each
+        look before it sent the database)``."""
         threshold = sum(idle.values()) + QUIET_MARGIN
-        costs, looks = [], []
+        costs, looks, db_looks = [], [], []
         not_before = time.monotonic()
         while True:
             quiet = self._quiet(sampler, not_before, threshold)
             end = quiet if quiet is not None else sampler.latest()
             before = sampler.take()
+            db_before = self._db_read()
             try:
                 servers, _ = self._listed()
             except (base.BenchError, OSError, http.client.HTTPException):
@@ -380,9 +403,11 @@ class BootBenchmark:
                                    len(self._pending())))
             if quiet is None:
                 self.timed_out = True
-                return end, costs, looks
+                return end, costs, looks, db_before, db_looks
             if not self._pending():
-                return end, costs, looks
+                return end, costs, looks, db_before, db_looks
+            if self.db_stats is not None:
+                db_looks.append(self._db_read().since(db_before))
             # Since the processes were quiet, what they used during the
             # look, above their background, is the look's own cost.
             elapsed = after.at - before.at
@@ -675,6 +700,11 @@ class BootBenchmark:
             report['time_to_active_s'] = None
             report['time_to_active_not_measured'] = TIME_TO_ACTIVE_UNMEASURED
             report['cpu'] = self._cpu_report(len(active))
+            if self.cpu_window is not None and self.cpu_window.db:
+                report['database'] = db_stats.report(
+                    self.cpu_window.db, self.cpu_window.db_idle,
+                    self.cpu_window.idle_span, len(active),
+                    self.db_stats.what)
         return report
 
     def _cpu_report(self, active):

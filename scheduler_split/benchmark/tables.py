@@ -76,6 +76,55 @@ def _cpu(report):
     return lines
 
 
+def _database(report):
+    """What the boots sent the database server, per boot: statements
+    and transactions, by database, and the statements sent most."""
+    counted = report['database']
+    total = counted['total']
+    header = ('', 'statements/boot', 'transactions/boot', 'idle stmt/s')
+    rows = [header]
+    names = sorted(set(counted['statements_by_database'] or {}) |
+                   set(counted['transactions_by_database'] or {}))
+
+    def cell(part, name, key, fmt='%.1f'):
+        row = (part or {}).get(name) if name else part
+        if row is None or row[key] is None:
+            return 'n/a'
+        return fmt % row[key]
+
+    for name in names:
+        rows.append((name,
+                     cell(counted['statements_by_database'], name,
+                          'per_boot'),
+                     cell(counted['transactions_by_database'], name,
+                          'per_boot'),
+                     cell(counted['statements_by_database'], name,
+                          'idle_per_s')))
+    rows.append(('total', cell(total['statements'], None, 'per_boot'),
+                 cell(total['transactions'], None, 'per_boot'),
+                 cell(total['statements'], None, 'idle_per_s')))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ['', '  The database server in the same window:', '']
+    for index, row in enumerate(rows):
+        if index == len(rows) - 1:
+            lines.append('  ' + '-' * (sum(widths) + 3 * (len(widths) - 1)))
+        lines.append('  ' + '   '.join(
+            [row[0].ljust(widths[0])] +
+            [value.rjust(width) for value, width in zip(row[1:], widths[1:])]))
+    if counted['top_statements']:
+        lines += ['', '  sent most (calls per boot, database, statement):']
+        for top in counted['top_statements']:
+            lines += textwrap.wrap(
+                '%s  %s' % (top['database'], top['statement']), width=76,
+                initial_indent='  %7.2f  ' % top['per_boot']
+                if top['per_boot'] is not None else '  %7s  ' % 'n/a',
+                subsequent_indent=' ' * 11, max_lines=2)
+    lines += [''] + _paragraph('Counted from %s; the bench\'s looks at the '
+                               'servers inside the window are subtracted.'
+                               % counted['what'])
+    return lines
+
+
 def _paragraph(text):
     return textwrap.wrap(text, width=76, initial_indent='  ',
                          subsequent_indent='  ')
@@ -125,6 +174,8 @@ def format_boot(report):
                                                       fmt))
     if report.get('cpu'):
         lines += _cpu(report)
+    if report.get('database'):
+        lines += _database(report)
     lines += _boot_failures(report)
     if report['failed_polls']:
         lines += ['', '  (%d looks at the server list failed and were '

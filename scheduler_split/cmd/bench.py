@@ -46,6 +46,7 @@ from scheduler_split.benchmark import api_client
 from scheduler_split.benchmark import base
 from scheduler_split.benchmark import boot
 from scheduler_split.benchmark import cpu
+from scheduler_split.benchmark import db_stats
 from scheduler_split.benchmark import plot
 from scheduler_split.benchmark import scheduler_only
 from scheduler_split.benchmark import server_list
@@ -146,6 +147,16 @@ def parse_args(argv):
                              'may name several, which are summed. May '
                              'repeat. The CPU of the all-in-one the bench '
                              'starts is measured unless --no-cpu.')
+    parser.add_argument('--db-stats', metavar='URL',
+                        help='With --cpu-of: a database URL of the '
+                             'deployment\'s PostgreSQL (or MySQL/MariaDB) '
+                             'server, as a role that may read its '
+                             'statistics; the run also counts the '
+                             'statements and transactions the server '
+                             'took in the measured window, per boot, by '
+                             'database and by statement (PostgreSQL: from '
+                             'pg_stat_statements when the server loads '
+                             'it).')
     parser.add_argument('--no-cpu', action='store_true',
                         help='Do not measure the CPU of the all-in-one the '
                              'bench starts: watch the servers throughout '
@@ -234,6 +245,9 @@ def parse_args(argv):
         parser.error('--cpu-of names processes of the deployment at '
                      '--endpoint; the all-in-one the bench starts is '
                      'measured without it')
+    if args.db_stats and not args.cpu_of:
+        parser.error('--db-stats counts over the window --cpu-of measures; '
+                     'give both')
     if args.no_cpu and (args.endpoint or args.scheduler_only or
                         args.list_servers):
         parser.error('--no-cpu is for a boot run of the all-in-one the '
@@ -315,12 +329,14 @@ def _all_in_one(args, run_dir, progress, roomy=False):
     return system, hosts
 
 
-def _booting(args, endpoint, token, project_id, progress, cpu_meter=None):
+def _booting(args, endpoint, token, project_id, progress, cpu_meter=None,
+             counter=None):
     """The boot run of ``--servers`` against ``endpoint``."""
     return boot.BootBenchmark(
         endpoint, token, project_id, servers=args.servers,
         concurrency=args.concurrency, flavor=args.flavor, image=args.image,
-        timeout=args.timeout, progress=progress, cpu_meter=cpu_meter)
+        timeout=args.timeout, progress=progress, cpu_meter=cpu_meter,
+        db_stats=counter)
 
 
 # --- boot mode ---------------------------------------------------------------
@@ -334,8 +350,11 @@ def run_boot(args, run_dir, progress):
     if args.endpoint:
         # Before any work: a process named wrongly stops the run here.
         meter = cpu.CpuMeter(args.cpu_of) if args.cpu_of else None
+        counter = (db_stats.DbStats(args.db_stats) if args.db_stats
+                   else None)
         bench = _booting(args, args.endpoint, args.token or 'admin:admin',
-                         None if args.token else 'admin', progress, meter)
+                         None if args.token else 'admin', progress, meter,
+                         counter)
         try:
             bench.prepare()
             bench.run()

@@ -252,14 +252,35 @@ class PostgreSQL:
             os.chown(self.base, pw.pw_uid, pw.pw_gid)
         self._run(os.path.join(bindir, 'initdb'), '-D', self.data, '-A',
                   'trust', '-U', 'postgres', '--no-sync')
-        self._run(os.path.join(bindir, 'pg_ctl'), '-D', self.data, '-w',
-                  '-l', os.path.join(self.base, 'server.log'), '-o',
-                  '-h 127.0.0.1 -p %d -k %s -c fsync=off '
-                  '-c max_connections=300' % (self.port, self.base),
-                  'start')
-        self.started = True
         self.bindir = bindir
+        self._pg_ctl_start()
+        self.started = True
+        if self._counts_statements():
+            self._run(os.path.join(bindir, 'psql'), '-h', '127.0.0.1', '-p',
+                      str(self.port), '-U', 'postgres', '-d', 'postgres',
+                      '-q', '-c', 'CREATE EXTENSION pg_stat_statements')
         return self
+
+    def _counts_statements(self):
+        """Whether this server loads pg_stat_statements (Debian's
+        server package ships it), which ``scheduler-split-bench
+        --db-stats`` reads."""
+        return os.path.exists(os.path.join(
+            os.path.dirname(self.bindir), 'lib', 'pg_stat_statements.so'))
+
+    def _pg_ctl_start(self):
+        options = ('-h 127.0.0.1 -p %d -k %s -c fsync=off '
+                   '-c max_connections=300' % (self.port, self.base))
+        if self._counts_statements():
+            options += ' -c shared_preload_libraries=pg_stat_statements'
+        self._run(os.path.join(self.bindir, 'pg_ctl'), '-D', self.data, '-w',
+                  '-l', os.path.join(self.base, 'server.log'), '-o', options,
+                  'start')
+
+    def stats_url(self):
+        """A URL for ``scheduler-split-bench --db-stats``."""
+        return 'postgresql+psycopg2://postgres@127.0.0.1:%d/postgres' % (
+            self.port)
 
     def create_database(self, name):
         self._run(os.path.join(self.bindir, 'createdb'), '-h', '127.0.0.1',
@@ -303,11 +324,7 @@ class PostgreSQL:
                 raise RuntimeError('PostgreSQL survived SIGKILL')
             time.sleep(0.1)
         time.sleep(down)
-        self._run(os.path.join(self.bindir, 'pg_ctl'), '-D', self.data, '-w',
-                  '-l', os.path.join(self.base, 'server.log'), '-o',
-                  '-h 127.0.0.1 -p %d -k %s -c fsync=off '
-                  '-c max_connections=300' % (self.port, self.base),
-                  'start')
+        self._pg_ctl_start()
         return self
 
 
@@ -400,6 +417,11 @@ class MariaDB:
             [client, '--no-defaults', '--protocol=socket',
              '--socket=%s' % self.socket, '-uroot', '-e', statements],
             check=True, capture_output=True, text=True, timeout=120)
+
+    def stats_url(self):
+        """A URL for ``scheduler-split-bench --db-stats``."""
+        return ('mysql+pymysql://root@127.0.0.1:%d/mysql?charset=utf8mb4'
+                % self.port)
 
     def create_database(self, name):
         self.sql('CREATE DATABASE `%s` CHARACTER SET utf8mb4' % name)

@@ -11,9 +11,10 @@ its own process; waits until every compute has reported and is mapped;
 then runs ``scheduler-split-bench --endpoint`` against the API, with
 ``--cpu-of`` naming every process it started (``api``,
 ``super-conductor``, ``cell-conductor``, ``scheduler``, ``compute``,
-``postgresql`` and ``rabbitmq``, those of one kind summed), and tears it
-all down. Options after ``--`` go to ``scheduler-split-bench`` as they
-are (``-- --json``, ``-- --plot boots.png``).
+``postgresql`` and ``rabbitmq``, those of one kind summed) and
+``--db-stats`` naming its database server, and tears it all down.
+Options after ``--`` go to ``scheduler-split-bench`` as they are
+(``-- --json``, ``-- --plot boots.png``).
 """
 
 import argparse
@@ -128,8 +129,9 @@ def _database_pid(database):
     return database.proc.pid
 
 
-def cpu_of(dep):
-    """``--cpu-of`` arguments for every process of ``dep``: each service
+def measured(dep):
+    """``--cpu-of`` arguments for every process of ``dep``, and
+    ``--db-stats`` for its database server. Each service
     (gunicorn's master, its worker below it), the database server and the
     broker's launcher script, which runs the Erlang VM (beam.smp) as its
     child. The broker serves this deployment alone: the API's bus and
@@ -144,7 +146,8 @@ def cpu_of(dep):
     specs.append('%s=%d' % (dep.database.name,
                             _database_pid(dep.database)))
     specs.append('rabbitmq=%d' % dep.rabbit.proc.pid)
-    return ['--cpu-of', ','.join(specs)]
+    return ['--cpu-of', ','.join(specs),
+            '--db-stats', dep.database.stats_url()]
 
 
 def _interrupt(signum, frame):
@@ -201,7 +204,7 @@ def main(argv=None):
         if args.serve:
             print('serving %s until interrupted; its processes for '
                   'scheduler-split-bench: %s'
-                  % (endpoint, ' '.join(cpu_of(dep))), flush=True)
+                  % (endpoint, ' '.join(measured(dep))), flush=True)
             try:
                 while True:
                     signal.pause()
@@ -212,7 +215,7 @@ def main(argv=None):
                    '--endpoint', endpoint,
                    '--servers', str(args.servers),
                    '--concurrency', str(args.concurrency),
-                   *cpu_of(dep), *args.bench_args]
+                   *measured(dep), *args.bench_args]
         return subprocess.run(command).returncode
     finally:
         dep.teardown()

@@ -44,6 +44,21 @@ def test_a_run_against_separate_processes_sees_every_server_active(
         assert row['cpu_ms_per_boot'] > 0, name
     assert measured['total']['processes'] == 10
     assert measured['vanished'] == {}
+    # What the boots sent PostgreSQL: statements and transactions in the
+    # API's, a cell's and the scheduler's databases, each boot a row of
+    # the API's build requests and one of a cell's instances.
+    sent = report['database']
+    assert 'pg_stat_statements' in sent['what']
+    for part in ('statements_by_database', 'transactions_by_database'):
+        for name in ('ss_api', 'ss_scheduler'):
+            assert sent[part][name]['per_boot'] > 0, (part, name)
+        assert sum(row['count'] for name, row in sent[part].items()
+                   if name in ('ss_cell1', 'ss_cell2')) > 0, part
+    assert sent['total']['statements']['per_boot'] > \
+        sent['total']['transactions']['per_boot'] > 0
+    # Each transaction's BEGIN and COMMIT are statements of their own.
+    sent_most = [top['statement'] for top in sent['top_statements']]
+    assert 'BEGIN' in sent_most and 'COMMIT' in sent_most, sent_most
     assert report['time_to_active_s'] is None
     # Both schedulers served, with the bench's intervals in force.
     for name in ('scheduler', 'scheduler-2'):
