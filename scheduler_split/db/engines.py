@@ -11,8 +11,9 @@ writers in turn, those of single requests (a claim) before those of
 bulk work (the group commit of compute reports).
 
 PostgreSQL and MySQL/MariaDB run every transaction at READ COMMITTED,
-set on the engine rather than left to the server's default (MySQL's and
-MariaDB's is REPEATABLE READ). The code's read-then-write transactions
+set rather than left to the server's default (MySQL's and MariaDB's is
+REPEATABLE READ): on the engine for MySQL, as the session's default
+when a PostgreSQL connection opens. The code's read-then-write transactions
 are built for it: each takes its lock (a guarded ``UPDATE``, a
 ``SELECT ... FOR UPDATE``) and then reads, and must see what the holder
 before it committed; under REPEATABLE READ a read may still see the
@@ -43,6 +44,7 @@ CONNECT_TIMEOUT = 5
 _TAKE_CONNECT_TIMEOUT = ('psycopg2', 'psycopg', 'pymysql', 'mysqldb')
 
 ISOLATION_LEVEL = 'READ COMMITTED'
+PG_ISOLATION_OPTION = '-c default_transaction_isolation=read\\ committed'
 # Seconds a pooled MySQL connection lives: well below the server's
 # wait_timeout (8 hours by default), after which it closes an idle
 # connection that the pool would otherwise hand out dead.
@@ -110,12 +112,23 @@ def _create(url, writer):
     # Pre-ping replaces a pooled connection the server dropped before it
     # is used.
     kwargs = {'pool_pre_ping': True, 'pool_size': 10, 'max_overflow': 20,
-              'isolation_level': ISOLATION_LEVEL, 'connect_args': {}}
+              'connect_args': {}}
     if parsed.get_driver_name() in _TAKE_CONNECT_TIMEOUT:
         kwargs['connect_args']['connect_timeout'] = CONNECT_TIMEOUT
     try:
         if parsed.get_backend_name() in ('mysql', 'mariadb'):
-            return _mysql_engine(parsed, **kwargs)
+            return _mysql_engine(parsed, isolation_level=ISOLATION_LEVEL,
+                                 **kwargs)
+        if parsed.get_backend_name() == 'postgresql':
+            # The session's default, set as it connects, rather than the
+            # driver's isolation level: psycopg2 then begins with a bare
+            # BEGIN, and its pre-ping (which switches to autocommit and
+            # back) sends no SET of its own, a round trip per transaction.
+            options = parsed.query.get('options')
+            kwargs['connect_args']['options'] = ' '.join(filter(None, (
+                options, PG_ISOLATION_OPTION)))
+        else:
+            kwargs['isolation_level'] = ISOLATION_LEVEL
         return sa.create_engine(parsed, **kwargs)
     except ImportError as exc:
         raise DriverMissing(parsed, exc) from exc
@@ -264,6 +277,14 @@ def snapshot(url):
     on SQLite (one in WAL mode is one). For a reader that compares what
     several statements return."""
     with get_engine(url, False).connect() as conn:
+        if conn.dialect.name == 'postgresql':
+            # For this transaction alone: the connection goes back to the
+            # pool at the session's default, with nothing to reset.
+            with conn.begin():
+                conn.exec_driver_sql(
+                    'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
+                yield conn
+            return
         if conn.dialect.name != 'sqlite':
             conn = conn.execution_options(isolation_level='REPEATABLE READ')
         with conn.begin():
