@@ -310,6 +310,13 @@ class ScheduleAndBuildTask(base.ConductorTask):
             return
         try:
             placed, recorded = build_request.hand_over(ctx, cell)
+        except Exception as exc:
+            LOG.exception('Handing instance %s to %s failed', uuid,
+                          chosen.service_host, extra={'instance_uuid': uuid})
+            self._unsure_hand_over(ctx, cctx, cell, build_request, instance,
+                                   exc)
+            return
+        try:
             if not placed:
                 # Someone placed it first (a sweep of lost builds).
                 LOG.info('Instance %s was settled elsewhere meanwhile',
@@ -339,6 +346,45 @@ class ScheduleAndBuildTask(base.ConductorTask):
             LOG.exception('Handing instance %s to %s failed', uuid,
                           chosen.service_host, extra={'instance_uuid': uuid})
             self._fail_in_cell(ctx, cctx, build_request, instance, exc)
+
+    def _unsure_hand_over(self, ctx, cctx, cell, build_request, instance,
+                          exc):
+        """The hand-over raised: its transaction may have committed or
+        not (a database that went away as it answered). Only the mapping
+        tells: pointing at ``cell``, the instance is the cell's and fails
+        there; still unplaced, the build request stays, so that the
+        server is still listed and the sweep of lost builds ends it in
+        cell0 (the row created in ``cell``, which no mapping points at,
+        goes). Unreadable, nothing more is done: the build request, if
+        it is still there, goes to that sweep, and an instance that was
+        handed over to the unfinished-build check of its compute."""
+        uuid = instance.uuid
+        try:
+            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+        except exception.InstanceMappingNotFound:
+            # The user deleted the server meanwhile.
+            mapping = None
+        except Exception:
+            LOG.exception('Could not tell whether instance %s was handed to '
+                          'its cell; the sweeps of lost and unfinished '
+                          'builds will settle it', uuid,
+                          extra={'instance_uuid': uuid})
+            return
+        placed = mapping is not None and mapping.cell_mapping is not None
+        if placed and mapping.cell_mapping.uuid == cell.uuid:
+            self._fail_in_cell(ctx, cctx, build_request, instance, exc)
+            return
+        try:
+            # A copy: the build request's instance is what cell0 gets.
+            instance.obj_clone().destroy(cctx)
+        except exception.InstanceNotFound:
+            pass
+        except Exception:
+            LOG.exception('Could not remove instance %s from its cell',
+                          uuid, extra={'instance_uuid': uuid})
+        self.scheduler.try_release_resources(ctx, uuid)
+        if mapping is not None and not placed:
+            self._bury_in_cell0(ctx, build_request, exc)
 
     def _fail_in_cell(self, ctx, cctx, build_request, instance, exc):
         try:

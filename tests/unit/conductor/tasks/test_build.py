@@ -163,3 +163,54 @@ def test_a_build_that_cannot_be_handed_over_ends_in_error_in_its_cell(
     assert _cell_of(cloud, uuid) == 'cell1'
     assert not _build_request_left(cloud, uuid)
     assert scheduler.held == {}
+
+
+def _hand_over_fails(monkeypatch, committed):
+    """The database goes away as a hand-over ends: after its
+    transaction committed, or before."""
+    real = objects.BuildRequest.hand_over
+
+    def hand_over(self, ctx, cell):
+        if committed:
+            real(self, ctx, cell)
+        raise exception.ServiceUnavailable()
+
+    monkeypatch.setattr(objects.BuildRequest, 'hand_over', hand_over)
+
+
+def test_a_hand_over_that_committed_before_it_failed_ends_in_its_cell(
+        cloud, computes, monkeypatch):
+    _hand_over_fails(monkeypatch, committed=True)
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler([cloud.hosts('h1', 'h2')])
+
+    _task(cloud, scheduler, computes, [(build_request, spec)]).execute()
+
+    assert _cell_of(cloud, uuid) == 'cell1'
+    assert cloud.instance(uuid).vm_state == instance_obj.ERROR
+    assert not _build_request_left(cloud, uuid)
+    assert scheduler.held == {}
+    assert computes.sent == []
+
+
+def test_a_hand_over_that_did_not_commit_leaves_the_server_listed_in_cell0(
+        cloud, computes, monkeypatch):
+    _hand_over_fails(monkeypatch, committed=False)
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler([cloud.hosts('h1', 'h2')])
+
+    _task(cloud, scheduler, computes, [(build_request, spec)]).execute()
+
+    # The server is not lost: its mapping names cell0, where it is in
+    # ERROR with the reason, and cell1 keeps no live row of it.
+    assert _cell_of(cloud, uuid) == 'cell0'
+    buried = cloud.instance(uuid, cloud.cell0)
+    assert buried.vm_state == instance_obj.ERROR
+    assert buried.fault is not None
+    with pytest.raises(exception.InstanceNotFound):
+        cloud.instance(uuid)
+    assert not _build_request_left(cloud, uuid)
+    assert scheduler.held == {}
+    assert computes.sent == []
