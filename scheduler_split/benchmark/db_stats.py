@@ -43,7 +43,7 @@ _MY_STATUS = sa.text(
 
 # The statements that end a transaction.
 _ENDS = ('COMMIT', 'ROLLBACK')
-# How many of the rows a report lists.
+# How many statements the table lists (the JSON report has them all).
 TOP = 12
 
 
@@ -204,7 +204,7 @@ def report(counted, idle, idle_seconds, boots, what):
                                            / idle_seconds, 1)
                        if idle_seconds else None}
     top = sorted((counted.by_text or {}).items(),
-                 key=lambda item: -item[1])[:TOP]
+                 key=lambda item: -item[1])
     return {
         'what': what,
         'total': total,

@@ -3,6 +3,7 @@ prints them without ``--json``."""
 
 import textwrap
 
+from scheduler_split.benchmark import db_stats
 from scheduler_split.benchmark import server_list
 
 
@@ -113,7 +114,7 @@ def _database(report):
             [value.rjust(width) for value, width in zip(row[1:], widths[1:])]))
     if counted['top_statements']:
         lines += ['', '  sent most (calls per boot, database, statement):']
-        for top in counted['top_statements']:
+        for top in counted['top_statements'][:db_stats.TOP]:
             lines += textwrap.wrap(
                 '%s  %s' % (top['database'], top['statement']), width=76,
                 initial_indent='  %7.2f  ' % top['per_boot']
