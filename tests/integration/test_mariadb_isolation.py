@@ -105,7 +105,11 @@ def test_a_claim_that_another_claim_overtook_is_a_conflict(server,
 
     def _before(conn, cursor, statement, parameters, context,
                 executemany):
-        if not fired and 'sum(allocations.used)' in statement:
+        # The claim read the provider, its inventory and its usage in
+        # one statement; the other claim commits before this one writes
+        # (its first write: the allocations, whose foreign key would then
+        # hold the provider's row for it).
+        if not fired and statement.startswith('INSERT INTO allocations'):
             with other.begin() as racing:
                 racing.execute(sa.text(
                     'UPDATE resource_providers '
