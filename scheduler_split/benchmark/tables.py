@@ -36,6 +36,21 @@ def _boot_rate(report):
                      report['duration_s'], until))
 
 
+def _with_total(rows):
+    """``rows`` (a header first, a total last; cells as strings) as
+    lines: names to the left, figures to the right, a rule above the
+    total."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for index, row in enumerate(rows):
+        if index == len(rows) - 1:
+            lines.append('  ' + '-' * (sum(widths) + 3 * (len(widths) - 1)))
+        lines.append('  ' + '   '.join(
+            [row[0].ljust(widths[0])] +
+            [cell.rjust(width) for cell, width in zip(row[1:], widths[1:])]))
+    return lines
+
+
 def _cpu(report):
     """The CPU each kind of process spent on the boots, a row each."""
     measured = report['cpu']
@@ -48,15 +63,8 @@ def _cpu(report):
             ('%.1f' % figures['cpu_ms_per_boot']
              if figures['cpu_ms_per_boot'] is not None else 'n/a'),
             '%.1f' % figures['idle_cpu_ms_per_s']))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ['', '  CPU in the window of %.2f s:' % measured['window_s'],
-             '']
-    for index, row in enumerate(rows):
-        if index == len(rows) - 1:
-            lines.append('  ' + '-' * (sum(widths) + 3 * (len(widths) - 1)))
-        lines.append('  ' + '   '.join(
-            [row[0].ljust(widths[0])] +
-            [cell.rjust(width) for cell, width in zip(row[1:], widths[1:])]))
+             ''] + _with_total(rows)
     lines += [''] + _paragraph(
         'The window runs from the first POST to when the processes went '
         'quiet (all of them together below their idle rate plus %.1f core '
@@ -104,14 +112,8 @@ def _database(report):
     rows.append(('total', cell(total['statements'], None, 'per_boot'),
                  cell(total['transactions'], None, 'per_boot'),
                  cell(total['statements'], None, 'idle_per_s')))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ['', '  The database server in the same window:', '']
-    for index, row in enumerate(rows):
-        if index == len(rows) - 1:
-            lines.append('  ' + '-' * (sum(widths) + 3 * (len(widths) - 1)))
-        lines.append('  ' + '   '.join(
-            [row[0].ljust(widths[0])] +
-            [value.rjust(width) for value, width in zip(row[1:], widths[1:])]))
+    lines = ['', '  The database server in the same window:',
+             ''] + _with_total(rows)
     if counted['top_statements']:
         lines += ['', '  sent most (calls per boot, database, statement):']
         for top in counted['top_statements'][:db_stats.TOP]:
