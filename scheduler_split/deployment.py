@@ -107,7 +107,7 @@ def compute_service(host, transport_url):
 class AllInOne:
     """Every service in this process, on in-memory buses and SQLite."""
 
-    API_BUS = 'kombu+memory:////api'
+    API_BUS = 'memory:///api'
 
     def __init__(self, state_dir, num_cells=2, hosts_per_cell=4):
         self.state_dir = os.path.abspath(state_dir)
@@ -128,9 +128,6 @@ class AllInOne:
         # noauth2 unless the configuration files ask for keystone.
         CONF.set_default('auth_strategy', 'noauth2', group='api')
         CONF.set_override('host', 'all-in-one')
-        # The in-memory bus has no connection to keep alive.
-        CONF.set_override('heartbeat_timeout_threshold', 0,
-                          group='oslo_messaging_rabbit')
 
     def setup(self, echo=print):
         """Create or upgrade the databases, cells and default flavors."""
@@ -144,7 +141,7 @@ class AllInOne:
         for index in range(1, self.num_cells + 1):
             name = 'cell%d' % index
             if name not in existing:
-                cells.create_cell(name, 'kombu+memory:////%s' % name,
+                cells.create_cell(name, 'memory:///%s' % name,
                                   self._sqlite(name), echo=echo)
         cells.create_default_flavors(echo=echo)
         self.cells = objects.CellMapping.get_all(ctx)

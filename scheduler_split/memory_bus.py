@@ -1,211 +1,319 @@
-"""An in-process message bus with one isolated broker per virtual host.
+"""An in-process message bus: an oslo.messaging driver for ``memory://``.
 
-kombu's stock ``memory`` transport keeps one global broker state and one
-queue table for the whole process, so two cells on ``kombu+memory:////cell1``
-and ``kombu+memory:////cell2`` would consume each other's ``conductor``
-queue. This transport gives every virtual host its own exchanges, bindings
-and queues, as RabbitMQ vhosts do, and wakes the consumers of a queue
-when a message is put there, instead of polling once a second or waking
-every consumer of the virtual host.
+The all-in-one and the functional tests run every service as threads of
+one process. Their messages go through this driver instead of a broker:
+every virtual host (``memory:///cell1``) is an isolated set of queues,
+as RabbitMQ vhosts are, so two cells never consume each other's
+``conductor`` topic.
 
-It is registered as kombu's ``memory`` transport by :func:`register`, so
-oslo.messaging's rabbit driver runs unchanged on top of it: the same
-serialization, acks, reply queues and dispatch as with RabbitMQ.
+What crosses it is what crosses RabbitMQ: the RPC layer above the driver
+is oslo.messaging's own (the project's serializer turns objects into
+primitives, the dispatcher checks versions and exposure), each message
+and each reply is encoded to JSON and decoded on the other side (so a
+receiver never shares an object with its sender, and whatever would not
+survive the wire fails here too), and failures travel the way oslo's
+AMQP drivers send them (only the modules in ``allowed_remote_exmods``
+come back as themselves, anything else as a ``RemoteError``).
+
+The queues behave as the rabbit driver's: a server's topic and
+``topic.server`` queues are made when it starts listening and outlive
+it, so a cast to a stopped compute waits for its next start; a message
+sent with ``at_least_once`` to a queue nobody has made is refused with
+``MessageUndeliverable``, as the broker returns a mandatory message; a
+call nobody answers ends in ``MessagingTimeout``.
+
+What it leaves out is the cost of a broker protocol spoken to nobody:
+no frames, channels, acknowledgements, consumer tags or reply queues.
+A consumer sleeps until a message is put in one of its queues.
+
+``kombu+memory://`` URLs (cells that earlier all-in-one state
+directories recorded) are read as ``memory://``: see :func:`canonical`.
 """
 
-import queue
+import collections
+import itertools
+import logging
 import threading
+import time
 
-from kombu import transport as kombu_transport
-from kombu.transport import memory
-from kombu.transport import virtual
-from oslo_messaging._drivers import impl_rabbit
+from oslo_messaging._drivers import base
+from oslo_messaging._drivers import common as driver_common
+from oslo_messaging import exceptions as messaging_exc
+from oslo_serialization import jsonutils
+
+LOG = logging.getLogger(__name__)
+
+SCHEME = 'memory'
+_OLD_SCHEME = 'kombu+memory:'
 
 
-class _Broker:
-    """One virtual host: its broker state and queues."""
+def canonical(url):
+    """``url`` with an old ``kombu+memory:`` scheme read as ``memory:``;
+    anything else unchanged."""
+    if url and url.startswith(_OLD_SCHEME):
+        return SCHEME + ':' + url[len(_OLD_SCHEME):]
+    return url
+
+
+class _Queue:
+    """Messages in arrival order, and the listeners that consume them."""
+
+    __slots__ = ('messages', 'listeners')
 
     def __init__(self):
-        self.state = virtual.BrokerState()
-        self.queues = {}
+        self.messages = collections.deque()
+        # Replaced, never changed in place: put() reads it without a lock.
+        self.listeners = ()
+
+    def put(self, item):
+        self.messages.append(item)
+        for listener in self.listeners:
+            listener.wake()
+
+
+class _VirtualHost:
+    """The queues of one virtual host, by name."""
+
+    def __init__(self):
         self.lock = threading.Lock()
-        # {queue name: {event}}: the connections consuming from a queue,
-        # each woken through its event when a message arrives there.
-        self.waiters = {}
+        self.queues = {}
 
-    def wake(self, queue_name):
-        for arrived in tuple(self.waiters.get(queue_name, ())):
-            arrived.set()
+    def queue(self, name, create=True):
+        found = self.queues.get(name)
+        if found is not None or not create:
+            return found
+        with self.lock:
+            return self.queues.setdefault(name, _Queue())
+
+    def matching(self, prefix):
+        """The queues whose names start with ``prefix`` (fanout copies,
+        notification pools)."""
+        return [q for name, q in tuple(self.queues.items())
+                if name[:len(prefix)] == prefix]
+
+    def attach(self, listener, queues):
+        with self.lock:
+            for q in queues:
+                q.listeners = q.listeners + (listener,)
+
+    def detach(self, listener, queues):
+        with self.lock:
+            for q in queues:
+                q.listeners = tuple(x for x in q.listeners
+                                    if x is not listener)
 
 
-_brokers = {}
-_brokers_lock = threading.Lock()
+_hosts = {}
+_hosts_lock = threading.Lock()
 
 
-def _broker(vhost):
-    with _brokers_lock:
-        broker = _brokers.get(vhost)
-        if broker is None:
-            broker = _brokers[vhost] = _Broker()
-        return broker
+def virtual_host(name):
+    with _hosts_lock:
+        host = _hosts.get(name)
+        if host is None:
+            host = _hosts[name] = _VirtualHost()
+        return host
 
 
 def reset():
-    """Forget every virtual host (tests start from an empty bus)."""
-    with _brokers_lock:
-        _brokers.clear()
+    """Forget every virtual host and what waits in it (tests start from an
+    empty bus)."""
+    with _hosts_lock:
+        _hosts.clear()
 
 
-class Channel(memory.Channel):
-    # Bodies stay in memory as they are: kombu's virtual channels encode
-    # them in base64 for the transports that store text.
-    body_encoding = None
+class _Reply:
+    """Where the answer to one call goes."""
 
-    @property
-    def broker(self):
-        # The virtual transport is its own connection object.
-        return self.connection.broker
+    __slots__ = ('arrived', 'body', 'failure')
 
-    @property
-    def queues(self):
-        return self.broker.queues
-
-    @queues.setter
-    def queues(self, value):
-        # memory.Channel.close() resets its table; ours belongs to the
-        # virtual host and outlives any one channel.
-        pass
-
-    def _new_queue(self, queue_name, **kwargs):
-        with self.broker.lock:
-            self.queues.setdefault(queue_name, queue.Queue())
-
-    def _queue_for(self, queue_name):
-        # Looked up on every poll of every queue a consumer reads: the
-        # lock (and a new Queue) only for a queue not seen yet.
-        found = self.queues.get(queue_name)
-        if found is not None:
-            return found
-        with self.broker.lock:
-            found = self.queues.get(queue_name)
-            if found is None:
-                found = self.queues[queue_name] = queue.Queue()
-            return found
-
-    def _put(self, queue_name, message, **kwargs):
-        self._queue_for(queue_name).put(message)
-        self.broker.wake(queue_name)
-
-    def _put_fanout(self, exchange, message, routing_key=None, **kwargs):
-        for queue_name in self._lookup(exchange, routing_key):
-            self._queue_for(queue_name).put(message)
-            self.broker.wake(queue_name)
-
-    def basic_consume(self, queue, no_ack, callback, consumer_tag, **kwargs):
-        result = super().basic_consume(queue, no_ack, callback,
-                                       consumer_tag, **kwargs)
-        self.connection.listen_to(queue)
-        return result
-
-    def _delete(self, queue_name, *args, **kwargs):
-        with self.broker.lock:
-            self.queues.pop(queue_name, None)
-            self.waiters.pop(queue_name, None)
-
-    def close(self):
-        virtual.Channel.close(self)
-
-
-class Transport(memory.Transport):
-    Channel = Channel
-    # How long an idle consumer sleeps before it looks again; a message,
-    # or a stop of its consumer, wakes it sooner. Neither kombu's
-    # polling_interval nor the timeout oslo.messaging passes: for
-    # memory:// URLs oslo.messaging sets the first to 0 and the second to
-    # 0.05 s, which would wake every idle consumer 20 times a second.
-    # Each look costs kombu's retry machinery about a millisecond: an
-    # all-in-one of a hundred hosts has some 600 consumers, which looking
-    # once a second kept a tenth of a core busy doing nothing.
-    idle_wait = 10.0
-    # The most messages one drain delivers: each call of drain_events
-    # costs oslo.messaging's and kombu's retry wrappers about as much as
-    # the delivery of a message, so a busy consumer takes what is
-    # waiting in one call.
-    drain_batch = 64
-
-    def __init__(self, client, **kwargs):
-        super().__init__(client, **kwargs)
-        self.broker = _broker(client.virtual_host or '/')
-        self.state = self.broker.state
-        # Set when a message arrives in a queue this connection consumes,
-        # or when its consumer stops.
+    def __init__(self):
         self.arrived = threading.Event()
-        self.stopped = False
+        self.body = None
+        self.failure = None
+
+
+class _Incoming(base.RpcIncomingMessage):
+
+    def __init__(self, ctxt, message, reply, requeue):
+        super().__init__(ctxt, message)
+        self._reply = reply
+        self._requeue = requeue
+
+    def reply(self, reply=None, failure=None):
+        answer = self._reply
+        if answer is None or answer.arrived.is_set():
+            return
+        try:
+            if failure is not None:
+                answer.failure = driver_common.serialize_remote_exception(
+                    failure)
+            else:
+                answer.body = jsonutils.dumps(reply)
+        except Exception as exc:
+            # As the AMQP drivers do with a result they cannot encode:
+            # the caller gets the error rather than a timeout.
+            LOG.exception('Could not encode the reply to %s',
+                          self.message.get('method'))
+            answer.failure = driver_common.serialize_remote_exception(
+                (type(exc), exc, exc.__traceback__))
+        answer.arrived.set()
+
+    def requeue(self):
+        self._requeue()
+
+    def heartbeat(self):
+        """Calls here never wait on a broker: nothing to keep alive."""
+
+
+class _Listener(base.PollStyleListener):
+    """Takes messages from its queues, each in turn, oldest first."""
+
+    def __init__(self, vhost, queues):
+        super().__init__()
+        self._vhost = vhost
+        self._queues = queues
+        self._turn = itertools.cycle(range(len(queues)))
+        self._arrived = threading.Event()
+        self._stopped = False
+        vhost.attach(self, queues)
+
+    def wake(self):
+        self._arrived.set()
+
+    def _take(self):
+        start = next(self._turn)
+        queues = self._queues
+        for i in range(len(queues)):
+            q = queues[(start + i) % len(queues)]
+            try:
+                return q, q.messages.popleft()
+            except IndexError:
+                continue
+        return None, None
+
+    @base.batch_poll_helper
+    def poll(self, timeout=None):
+        deadline = None
+        while not self._stopped:
+            # Cleared before looking: a message put after the look sets it
+            # again, so the wait below never misses one.
+            self._arrived.clear()
+            q, item = self._take()
+            if item is not None:
+                return self._incoming(q, item)
+            if timeout is not None:
+                if deadline is None:
+                    deadline = time.monotonic() + timeout
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._arrived.wait(left)
+            else:
+                self._arrived.wait()
+        # Stopped: what is still queued stays for the next listener.
+        return None
+
+    def _incoming(self, q, item):
+        body, reply = item
+        ctxt, message = jsonutils.loads(body)
+        return _Incoming(ctxt, message, reply,
+                         lambda: q.put((body, reply)))
 
     def stop(self):
-        """Its consumer stopped: end the current wait, and every later
-        one at once (oslo.messaging never restarts a stopped consumer)."""
-        self.stopped = True
-        self.arrived.set()
+        self._stopped = True
+        self._arrived.set()
 
-    def listen_to(self, queue_name):
-        with self.broker.lock:
-            self.broker.waiters.setdefault(queue_name, set()).add(
-                self.arrived)
-
-    def close_connection(self, connection):
-        with self.broker.lock:
-            for waiters in self.broker.waiters.values():
-                waiters.discard(self.arrived)
-        self.stop()
-        super().close_connection(connection)
-
-    def drain_events(self, connection, timeout=None):
-        """Deliver the messages waiting, at least one and at most
-        ``drain_batch``; ``TimeoutError`` after ``idle_wait`` without
-        one, or at once when the consumer stopped. ``timeout`` only says
-        that the caller wants control back eventually."""
-        get = self.cycle.get
-        # Cleared before looking: a message put after the look sets it
-        # again, so the wait below never misses one.
-        self.arrived.clear()
-        try:
-            get(self._deliver, timeout=timeout)
-        except queue.Empty:
-            if self.stopped:
-                raise TimeoutError()
-            self.arrived.wait(self.idle_wait)
-            try:
-                get(self._deliver, timeout=timeout)
-            except queue.Empty:
-                raise TimeoutError()
-        for _ in range(self.drain_batch - 1):
-            try:
-                get(self._deliver, timeout=timeout)
-            except queue.Empty:
-                return
+    def cleanup(self):
+        self._vhost.detach(self, self._queues)
 
 
-def _wake_on_stop():
-    """Make a stop of an oslo.messaging consumer on this bus wake it: it
-    checks whether it was stopped only between two waits for messages.
-    """
-    original = impl_rabbit.Connection.stop_consuming
-    if getattr(original, 'wakes_memory_bus', False):
-        return
+class MemoryDriver(base.BaseDriver):
+    """oslo.messaging's driver for ``memory:///<virtual host>``."""
 
-    def stop_consuming(self):
-        original(self)
-        transport = getattr(self.connection, 'transport', None)
-        if isinstance(transport, Transport):
-            transport.stop()
+    def __init__(self, conf, url, default_exchange=None,
+                 allowed_remote_exmods=None):
+        super().__init__(conf, url, default_exchange, allowed_remote_exmods)
+        self.vhost_name = (url.virtual_host or '').strip('/')
+        self.vhost = virtual_host(self.vhost_name)
 
-    stop_consuming.wakes_memory_bus = True
-    impl_rabbit.Connection.stop_consuming = stop_consuming
+    def require_features(self, requeue=True):
+        pass
 
+    def _exchange(self, target):
+        return target.exchange or self._default_exchange
 
-def register():
-    """Make ``memory://`` (and ``kombu+memory://``) use this transport."""
-    kombu_transport.TRANSPORT_ALIASES['memory'] = (
-        'scheduler_split.memory_bus:Transport')
-    _wake_on_stop()
+    def rpc_queue_name(self, target):
+        """The queue a message for ``target`` goes to, named as the rabbit
+        driver names it, per exchange; for a fanout, the start of the
+        names of its queues (one per server)."""
+        exchange = self._exchange(target)
+        if target.fanout:
+            return 'rpc:%s:%s_fanout:' % (exchange, target.topic)
+        if target.server:
+            return 'rpc:%s:%s.%s' % (exchange, target.topic, target.server)
+        return 'rpc:%s:%s' % (exchange, target.topic)
+
+    def send(self, target, ctxt, message, wait_for_reply=None, timeout=None,
+             call_monitor_timeout=None, retry=None, transport_options=None):
+        body = jsonutils.dumps([ctxt, message])
+        name = self.rpc_queue_name(target)
+        if target.fanout:
+            queues = self.vhost.matching(name)
+        else:
+            found = self.vhost.queue(name, create=False)
+            queues = [] if found is None else [found]
+        if not queues:
+            if transport_options is not None and getattr(
+                    transport_options, 'at_least_once', False):
+                raise messaging_exc.MessageUndeliverable(
+                    None, self._exchange(target), target.topic, message)
+            if not wait_for_reply:
+                return None
+        reply = _Reply() if wait_for_reply else None
+        for q in queues:
+            q.put((body, reply))
+        if reply is None:
+            return None
+        if not reply.arrived.wait(timeout):
+            raise messaging_exc.MessagingTimeout(
+                'Timed out waiting for a reply to %s on topic %s' % (
+                    message.get('method'), target.topic))
+        if reply.failure is not None:
+            raise driver_common.deserialize_remote_exception(
+                reply.failure, self._allowed_remote_exmods)
+        return jsonutils.loads(reply.body)
+
+    def send_notification(self, target, ctxt, message, version, retry=None):
+        body = jsonutils.dumps([ctxt, message])
+        prefix = 'notify:%s:%s:' % (self._exchange(target), target.topic)
+        queues = self.vhost.matching(prefix)
+        if not queues:
+            # As the rabbit driver declares the default pool's queue on
+            # sending, so that nothing sent before a listener is lost.
+            queues = [self.vhost.queue(prefix)]
+        for q in queues:
+            q.put((body, None))
+
+    def listen(self, target, batch_size, batch_timeout):
+        exchange = self._exchange(target)
+        names = ['rpc:%s:%s' % (exchange, target.topic),
+                 'rpc:%s:%s.%s' % (exchange, target.topic, target.server),
+                 'rpc:%s:%s_fanout:%s' % (exchange, target.topic,
+                                          target.server)]
+        listener = _Listener(self.vhost,
+                             [self.vhost.queue(n) for n in names])
+        return base.PollStyleListenerAdapter(listener, batch_size,
+                                             batch_timeout)
+
+    def listen_for_notifications(self, targets_and_priorities, pool,
+                                 batch_size, batch_timeout):
+        queues = [
+            self.vhost.queue('notify:%s:%s.%s:%s' % (
+                self._exchange(target), target.topic, priority, pool or ''))
+            for target, priority in targets_and_priorities]
+        return base.PollStyleListenerAdapter(
+            _Listener(self.vhost, queues), batch_size, batch_timeout)
+
+    def cleanup(self):
+        """The virtual host outlives its transports, as a broker's does."""

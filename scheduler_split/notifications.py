@@ -31,6 +31,7 @@ from oslo_versionedobjects import fields
 
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split import memory_bus
 from scheduler_split.objects import base
 from scheduler_split import rpc
 
@@ -134,7 +135,10 @@ def _get_notifier():
     global _notifier
     with _lock:
         if _notifier is None:
-            transport = messaging.get_notification_transport(CONF)
+            transport = messaging.get_notification_transport(
+                CONF, url=memory_bus.canonical(
+                    CONF.oslo_messaging_notifications.transport_url or
+                    CONF.transport_url))
             _notifier = messaging.Notifier(
                 transport, serializer=rpc.RequestContextSerializer())
         return _notifier

@@ -29,8 +29,6 @@ ALLOWED_EXMODS = ['scheduler_split.exception']
 _transports = {}
 _transports_lock = threading.Lock()
 
-memory_bus.register()
-
 
 def register_opts(conf):
     """transport_url and the driver options, settable before the first
@@ -69,7 +67,8 @@ def get_transport(url=None):
     for cell conductor and compute). Transports are shared per URL so that
     a process keeps one connection pool per bus.
     """
-    url = url if url is not None else CONF.transport_url
+    url = memory_bus.canonical(
+        url if url is not None else CONF.transport_url)
     _set_listener_wait()
     with _transports_lock:
         transport = _transports.get(url)

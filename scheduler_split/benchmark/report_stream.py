@@ -4,11 +4,10 @@ Computes send their reports from their own processes: the work of
 encoding a cast is theirs, not the scheduler's. So that the scheduler
 under a stream of reports does only its own part, the stream comes from
 a feeder process that casts each report through the scheduler library
-(``SchedulerClient.update_resource_stats``) as a compute does, on a bus
-of its own whose channels hand every message they publish to a pipe.
-In the scheduler's process a relay thread does what a broker does with
-them: publishes each message into the in-memory bus it was meant for,
-where the exchange routes it to the scheduler's queue.
+(``SchedulerClient.update_resource_stats``) as a compute does, on a
+memory bus whose sends hand every encoded message to a pipe. In the
+scheduler's process a relay thread does what a broker does with them:
+puts each message in the queue of the in-memory bus it was meant for.
 
 The feeder sends ``rate`` reports a second, host after host in turn,
 each one saying something new (its builds in flight and its host IP
@@ -21,9 +20,8 @@ import os
 import threading
 import time
 
-import kombu
-from kombu import transport as kombu_transport
 import oslo_messaging as messaging
+from oslo_serialization import jsonutils
 
 from scheduler_split.benchmark import base
 from scheduler_split import memory_bus
@@ -37,27 +35,17 @@ TICK = 0.01
 START_TIMEOUT = 120.0
 
 
-class _PipeChannel(memory_bus.Channel):
-    """A channel that hands what it publishes, ready to be delivered, to
-    the feeder's outbox instead of routing it: the relay routes it in the
-    scheduler's process."""
-
-    def basic_publish(self, message, exchange, routing_key, **kwargs):
-        self._inplace_augment_message(message, exchange, routing_key)
-        self.connection.outbox.append((self.connection.vhost, message,
-                                       exchange, routing_key))
+# What the feeder cast and has not handed to the pipe yet: (virtual host,
+# queue name, encoded message).
+_outbox = []
 
 
-class PipeTransport(memory_bus.Transport):
-    """kombu's ``memory`` transport in the feeder process."""
-
-    Channel = _PipeChannel
-    # Every connection of the process adds to this list.
-    outbox = []
-
-    def __init__(self, client, **kwargs):
-        super().__init__(client, **kwargs)
-        self.vhost = client.virtual_host or '/'
+def _send_to_outbox(driver, target, ctxt, message, **kwargs):
+    """The memory driver's ``send`` in the feeder process: the cast,
+    encoded as the driver encodes it, goes to the outbox; the relay puts
+    it in its queue in the scheduler's process."""
+    _outbox.append((driver.vhost_name, driver.rpc_queue_name(target),
+                    jsonutils.dumps([ctxt, message])))
 
 
 def changed_stats(stats, index, turn):
@@ -85,8 +73,7 @@ def _feed(pipe, config_files, debug, run_dir, cpus, hosts, rate, stop):
     bench._configure(config_files, debug, run_dir)
     if cpus:
         os.sched_setaffinity(0, cpus)
-    kombu_transport.TRANSPORT_ALIASES['memory'] = (
-        'scheduler_split.benchmark.report_stream:PipeTransport')
+    memory_bus.MemoryDriver.send = _send_to_outbox
     ctx = ss_context.get_admin_context()
     clients = {}
     for _, url in hosts:
@@ -94,7 +81,7 @@ def _feed(pipe, config_files, debug, run_dir, cpus, hosts, rate, stop):
             clients[url] = scheduler_client.SchedulerClient(
                 rpc.get_transport(url))
     first = [scheduler_only.synthetic_stats(i) for i in range(len(hosts))]
-    outbox = PipeTransport.outbox
+    outbox = _outbox
     sent = 0
     started = time.monotonic()
     pipe.send(('ready', None))
@@ -132,7 +119,7 @@ class ReportStream:
         self.relayed = 0
         self._process = None
         self._thread = None
-        self._channels = {}
+        self._found = {}
         self._done = threading.Event()
 
     def start(self):
@@ -166,18 +153,13 @@ class ReportStream:
                                   'saying what it sent')
         return self.sent
 
-    def _queues(self, vhost, exchange, routing_key):
-        """The channel of ``vhost`` and the queues its exchange routes
-        ``routing_key`` to (the bindings do not change during a run)."""
-        key = (vhost, exchange, routing_key)
-        found = self._channels.get(key)
+    def _queue(self, vhost, name):
+        """The queue ``name`` of ``vhost`` (the scheduler's queues do not
+        change during a run)."""
+        found = self._found.get((vhost, name))
         if found is None:
-            channel = self._channels.get(vhost)
-            if channel is None:
-                channel = self._channels[vhost] = kombu.Connection(
-                    'memory://', virtual_host=vhost).default_channel
-            found = self._channels[key] = (
-                channel, channel._lookup(exchange, routing_key))
+            found = self._found[vhost, name] = memory_bus.virtual_host(
+                vhost).queue(name)
         return found
 
     def _relay(self):
@@ -190,11 +172,8 @@ class ReportStream:
                 if isinstance(batch, tuple):
                     self.sent = batch[1]
                     return
-                for vhost, message, exchange, routing_key in batch:
-                    channel, queues = self._queues(vhost, exchange,
-                                                   routing_key)
-                    for queue in queues:
-                        channel._put(queue, message)
+                for vhost, name, body in batch:
+                    self._queue(vhost, name).put((body, None))
                 self.relayed += len(batch)
         except messaging.MessagingException:
             LOG.exception('The relay of the report stream failed')

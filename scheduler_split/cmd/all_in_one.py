@@ -3,10 +3,10 @@
 The API, the super-conductor, one cell conductor per cell, the scheduler
 and the fake computes run as threads of this process, each on the bus it
 would use in a deployment: the API bus and one bus per cell, all in
-memory (``kombu+memory:////<vhost>``) through oslo.messaging's rabbit
-driver, with the same RPC APIs, serialization and dispatch: as in a
-deployment, a compute reads and writes its records only through its cell
-conductor, over its cell's bus, and opens no database. Databases are
+memory (``memory:///<vhost>``, see :mod:`scheduler_split.memory_bus`),
+with the same RPC APIs, serialization and dispatch: as in a deployment,
+a compute reads and writes its records only through its cell conductor,
+over its cell's bus, and opens no database. Databases are
 SQLite files in ``--state-dir``; restarting on the same directory keeps
 the servers.
 """
@@ -124,8 +124,7 @@ def _setup_logging(args):
     oslo_logging.set_defaults(default_log_levels=[
         'amqp=WARN', 'oslo.messaging=WARN', 'oslo_messaging=WARN',
         'oslo_service=WARN', 'alembic=WARN', 'stevedore=WARN',
-        # kombu warns that memory:// names no host, on every connection.
-        'kombu=ERROR', 'urllib3=WARN'])
+        'urllib3=WARN'])
     CONF.set_override('log_file', log_path(args.state_dir))
     CONF.set_override('use_stderr', args.verbose)
     CONF.set_override('debug', args.debug)

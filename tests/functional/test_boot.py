@@ -218,12 +218,15 @@ def test_projects_see_only_their_own_servers(start_system):
 def test_scheduler_takes_up_a_cell_mapped_while_it_runs(start_system):
     import time
 
+    import oslo_messaging as messaging
+
     from scheduler_split import cells
+    from scheduler_split import conf
     from scheduler_split import deployment
 
     system = start_system(cells=1, hosts_per_cell=1)
     aio = system.aio
-    cell = cells.create_cell('cell9', 'kombu+memory:////cell9',
+    cell = cells.create_cell('cell9', 'memory:///cell9',
                              aio._sqlite('cell9'), echo=lambda line: None)
     conductor = deployment.cell_conductor_service(
         cell.transport_url, cell.database_connection)
@@ -233,9 +236,15 @@ def test_scheduler_takes_up_a_cell_mapped_while_it_runs(start_system):
     conductor.start()
     compute.start()
     scheduler = aio.services[0]
-    # Nothing listens on cell9's scheduler topic yet: its report is lost.
-    compute.manager.report()
-    time.sleep(0.5)
+    # Nothing listens on cell9's scheduler topic yet: its report is
+    # refused, as RabbitMQ returns a message no queue takes, and sent
+    # again until [DEFAULT] rpc_delivery_timeout.
+    conf.CONF.set_override('rpc_delivery_timeout', 1)
+    try:
+        with pytest.raises(messaging.MessageDeliveryFailure):
+            compute.manager.report()
+    finally:
+        conf.CONF.clear_override('rpc_delivery_timeout')
     assert 'cell9-compute1' not in scheduler.known_hosts()
 
     scheduler.reload()          # what SIGHUP does

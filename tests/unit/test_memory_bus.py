@@ -1,4 +1,5 @@
-"""The in-memory bus: one isolated broker per virtual host."""
+"""The in-memory bus: one isolated set of queues per virtual host, with
+what a broker does for the rabbit driver."""
 
 import threading
 
@@ -9,8 +10,8 @@ from scheduler_split import context
 from scheduler_split import memory_bus
 from scheduler_split import rpc
 
-URL_A = 'kombu+memory:////cellA'
-URL_B = 'kombu+memory:////cellB'
+URL_A = 'memory:///cellA'
+URL_B = 'memory:///cellB'
 TIMEOUT = 10
 
 
@@ -104,14 +105,137 @@ def test_cast_is_delivered_to_its_cell_only(bus, ctx):
     assert endpoint_a.calls == [('whoami', 1)]
 
 
-def test_call_on_a_bus_without_conductor_is_not_answered_by_another_bus(
+def test_call_on_a_bus_without_conductor_is_refused_not_answered_elsewhere(
         bus, ctx):
+    """No queue takes it: as RabbitMQ returns a mandatory message, the
+    client sends it again for rpc_delivery_timeout, then fails."""
     endpoint_a, _ = bus(URL_A, 'A')
-    client = rpc.get_client(rpc.get_transport('kombu+memory:////nobody'),
-                            'conductor', '1.0', timeout=1)
-    with pytest.raises(messaging.MessagingTimeout):
-        client.call(ctx, 'whoami', value=1)
+    rpc.CONF.set_override('rpc_delivery_timeout', 1)
+    try:
+        client = rpc.get_client(rpc.get_transport('memory:///nobody'),
+                                'conductor', '1.0', timeout=1)
+        with pytest.raises(messaging.MessageDeliveryFailure):
+            client.call(ctx, 'whoami', value=1)
+    finally:
+        rpc.CONF.clear_override('rpc_delivery_timeout')
     assert endpoint_a.calls == []
+
+
+def test_a_cast_to_a_stopped_server_waits_for_its_next_start(ctx):
+    """A server's queues outlive it, as the rabbit driver's do."""
+    memory_bus.reset()
+    transport = rpc.get_transport('memory:///restart')
+    first = RecordingEndpoint('first')
+    server = rpc.get_server(transport, 'conductor', [first], 'host1')
+    server.start()
+    server.stop()
+    server.wait()
+    client = rpc.get_client(transport, 'conductor', '1.0', server='host1',
+                            timeout=TIMEOUT)
+    client.cast(ctx, 'notify', value='while stopped')
+    second = RecordingEndpoint('second')
+    server = rpc.get_server(transport, 'conductor', [second], 'host1')
+    server.start()
+    try:
+        assert second.cast_arrived.wait(TIMEOUT)
+        assert second.calls == [('notify', 'while stopped')]
+        assert first.calls == []
+    finally:
+        server.stop()
+        server.wait()
+        rpc.cleanup()
+        memory_bus.reset()
+
+
+def test_a_call_nobody_answers_in_time_is_a_timeout(bus, ctx):
+    endpoint, _ = bus(URL_A, 'A')
+    release = threading.Event()
+    endpoint.whoami = messaging.expose(
+        lambda ctx, value: release.wait(TIMEOUT))
+    client = rpc.get_client(rpc.get_transport(URL_A), 'conductor', '1.0',
+                            timeout=0.2)
+    try:
+        with pytest.raises(messaging.MessagingTimeout):
+            client.call(ctx, 'whoami', value=1)
+    finally:
+        release.set()
+
+
+class ElsewhereError(Exception):
+    pass
+
+
+def test_failures_cross_as_over_rabbitmq(bus, ctx):
+    """This project's exceptions (and builtins) come back as themselves,
+    those of any other module as a RemoteError naming them."""
+    from scheduler_split import exception
+
+    endpoint, client = bus(URL_A, 'A')
+
+    def not_found(ctx, value):
+        raise exception.InstanceNotFound(instance_id=value)
+
+    def broken(ctx, value):
+        raise ElsewhereError(value)
+
+    endpoint.whoami = messaging.expose(not_found)
+    with pytest.raises(exception.InstanceNotFound) as raised:
+        client.call(ctx, 'whoami', value='abc')
+    assert 'abc' in str(raised.value)
+    endpoint.whoami = messaging.expose(broken)
+    with pytest.raises(messaging.RemoteError) as raised:
+        client.call(ctx, 'whoami', value='abc')
+    assert raised.value.exc_type == 'ElsewhereError'
+
+
+def test_answers_are_copies_made_through_json(bus, ctx):
+    endpoint, client = bus(URL_A, 'A')
+    kept = {'hosts': ['h1']}
+    endpoint.whoami = messaging.expose(lambda ctx, value: kept)
+    answer = client.call(ctx, 'whoami', value=1)
+    answer['hosts'].append('h2')
+    assert kept == {'hosts': ['h1']}
+    # Tuples become lists on the way, as on the wire.
+    endpoint.whoami = messaging.expose(lambda ctx, value: (1, 2))
+    assert client.call(ctx, 'whoami', value=1) == [1, 2]
+
+
+def test_old_kombu_memory_urls_are_the_same_bus(bus, ctx):
+    """Cells that earlier all-in-one state directories recorded."""
+    endpoint, _ = bus('kombu+memory:////cellA', 'A')
+    client = rpc.get_client(rpc.get_transport(URL_A), 'conductor', '1.0',
+                            timeout=TIMEOUT)
+    assert client.call(ctx, 'whoami', value=3)['cell'] == 'A'
+
+
+def test_notifications_reach_a_listener_on_the_bus(ctx):
+    memory_bus.reset()
+    transport = messaging.get_notification_transport(
+        rpc.CONF, url='memory:///notices')
+    notifier = messaging.Notifier(transport, driver='messagingv2',
+                                  publisher_id='test', topics=['notices'])
+    notifier.info(ctx.to_dict(), 'sent.before', {'n': 1})
+    seen = []
+    arrived = threading.Event()
+
+    class Endpoint:
+        def info(self, ctxt, publisher_id, event_type, payload, metadata):
+            seen.append((event_type, payload))
+            if len(seen) == 2:
+                arrived.set()
+
+    listener = messaging.get_notification_listener(
+        transport, [messaging.Target(topic='notices')], [Endpoint()],
+        executor='threading')
+    listener.start()
+    try:
+        notifier.info(ctx.to_dict(), 'sent.after', {'n': 2})
+        assert arrived.wait(TIMEOUT)
+        assert seen == [('sent.before', {'n': 1}), ('sent.after', {'n': 2})]
+    finally:
+        listener.stop()
+        listener.wait()
+        memory_bus.reset()
 
 
 def test_transports_are_shared_per_url(bus):
@@ -135,7 +259,7 @@ def test_only_exposed_methods_answer_on_the_bus():
         def housekeeping(self, ctx):
             return 'should not run'
 
-    transport = rpc.get_transport('kombu+memory:////exposure')
+    transport = rpc.get_transport('memory:///exposure')
     server = rpc.get_server(transport, 'exposed', [Endpoint()], 'h')
     server.start()
     try:
