@@ -109,7 +109,7 @@ def _visible(req, ctx):
     # As in Nova, whoever passes context_is_admin may list non-public
     # flavors; there is no rule of its own for it. Anyone sees, beside
     # the public ones, the private flavors their project has access to.
-    admin = policy.check_is_admin(ctx)
+    admin = ctx.is_admin
     if admin:
         is_public = _is_public(req)
     sort_key = req.GET.get('sort_key') or 'flavorid'
@@ -188,7 +188,7 @@ def detail(req, ctx, version):
 def get(ctx, flavor_id):
     """The flavor, if the caller may see it: admins see every flavor,
     others the public ones and those their project was given."""
-    project_id = None if policy.check_is_admin(ctx) else ctx.project_id
+    project_id = None if ctx.is_admin else ctx.project_id
     try:
         return objects.Flavor.get_by_flavor_id(ctx, flavor_id,
                                                project_id=project_id)

@@ -319,7 +319,7 @@ def _resize(req, ctx, version, instance, body):
     try:
         flavor = objects.Flavor.get_by_flavor_id(
             ctx, flavor_ref.rstrip('/').rsplit('/', 1)[-1],
-            project_id=None if policy.check_is_admin(ctx)
+            project_id=None if ctx.is_admin
             else ctx.project_id)
     except exception.FlavorNotFound:
         raise errors.bad_request('Unable to locate requested flavor.')

@@ -231,7 +231,7 @@ def listed(req, ctx, rule, all_tenants_rule):
     if all_tenants:
         policy.authorize(ctx, all_tenants_rule)
     name_filter = _name_filter(req)
-    admin = policy.check_is_admin(ctx)
+    admin = ctx.is_admin
     order = _sort(req, admin)
     query = _query(req, ctx, microversion.parse(req), all_tenants, admin,
                    name_filter)

@@ -84,7 +84,7 @@ class Disclosure:
             fatal=False)
         # As in Nova, the details of an internal error (a fault with code
         # 500) are for whoever passes context_is_admin.
-        self.internal_fault_details = policy.check_is_admin(ctx)
+        self.internal_fault_details = ctx.is_admin
 
 
 def pinned_zones(ctx, version, instances):

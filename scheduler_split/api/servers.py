@@ -152,7 +152,7 @@ def create(req, ctx, version):
         # A private flavor only for projects given access to it.
         flavor = objects.Flavor.get_by_flavor_id(
             ctx, server_list.last_part(server['flavorRef']),
-            project_id=None if policy.check_is_admin(ctx)
+            project_id=None if ctx.is_admin
             else ctx.project_id)
     except exception.FlavorNotFound:
         raise errors.bad_request('Flavor %s could not be found.'

@@ -284,7 +284,8 @@ class Router:
             ctx = req.environ.get('scheduler_split.context')
             if ctx is not None:
                 # Who is an admin is the policy's to say, whatever the
-                # authentication middleware assumed.
+                # authentication middleware assumed; asked once a request,
+                # handlers read ctx.is_admin.
                 ctx.is_admin = policy.check_is_admin(ctx)
             result = handler(req, ctx, version, **args)
             response = self._to_response(result)
