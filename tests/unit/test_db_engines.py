@@ -1,10 +1,14 @@
 """A database URL whose driver is not installed; the lock the writers of
-a SQLite database queue on."""
+a SQLite database queue on; what a SQLite commit promises."""
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
+import sqlalchemy as sa
 
 from scheduler_split.db import engines
 
@@ -79,3 +83,38 @@ def test_the_write_lock_is_taken_again_by_its_holder():
     assert results == [False]
     lock.release()
     assert lock.acquire(timeout=1)
+
+
+# --- what a SQLite commit promises -------------------------------------------
+
+_WRITE_AND_DIE = """
+import os, signal, sys
+from scheduler_split.db import engines
+with engines.writer(sys.argv[1]) as session:
+    session.connection().exec_driver_sql(
+        "INSERT INTO boots (name) VALUES ('committed')")
+# Killed the moment the commit returned: nothing is closed or flushed.
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_sqlite_commit_survives_the_process_being_killed(tmp_path):
+    url = 'sqlite:///%s' % (tmp_path / 'state.sqlite')
+    with engines.writer(url) as session:
+        conn = session.connection()
+        # What each connection runs with: the log synced at checkpoints,
+        # not at every commit.
+        assert conn.exec_driver_sql('PRAGMA journal_mode').scalar() == 'wal'
+        assert conn.exec_driver_sql('PRAGMA synchronous').scalar() == 1
+        conn.exec_driver_sql('CREATE TABLE boots (name TEXT)')
+    engines.dispose_all()
+    proc = subprocess.run([sys.executable, '-c', _WRITE_AND_DIE, url],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql(
+                'SELECT name FROM boots').scalars().all() == ['committed']
+    finally:
+        engine.dispose()
