@@ -167,6 +167,7 @@ def main(argv=None):
 def _run(args, sock):
     try:
         common.set_cpu_affinity()
+        common.set_switch_interval()
     except ValueError as exc:
         return common.fail(str(exc))
 

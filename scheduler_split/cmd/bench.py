@@ -391,6 +391,7 @@ def _measure_scheduler(config_files, debug, run_dir, state_dir, hosts,
     cpus = (sorted(os.sched_getaffinity(0))
             if hasattr(os, 'sched_getaffinity') else None)
     common.set_cpu_affinity()
+    common.set_switch_interval()
     try:
         return scheduler_only.SchedulerBenchmark(
             state_dir, hosts, num_cells, selects, timeout,

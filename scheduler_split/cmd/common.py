@@ -54,6 +54,7 @@ def parse_args(argv, description=None):
     oslo_logging.setup(CONF, 'scheduler-split')
     try:
         set_cpu_affinity()
+        set_switch_interval()
     except ValueError as exc:
         sys.exit(str(exc))
     objects.register_all()
@@ -104,6 +105,12 @@ def set_cpu_affinity():
     os.sched_setaffinity(0, cpus)
     LOG.info('Running on CPU %s ([DEFAULT] cpu_affinity = %s)',
              ','.join(map(str, sorted(cpus))), CONF.cpu_affinity)
+
+
+def set_switch_interval():
+    """Hand the interpreter lock over every ``[DEFAULT]
+    thread_switch_interval`` seconds."""
+    sys.setswitchinterval(CONF.thread_switch_interval)
 
 
 def run(build):

@@ -71,6 +71,21 @@ service_opts = [
                     'of busy threads (an all-in-one of many hosts) is '
                     'slower kept to one CPU (README, "Large clouds"). '
                     'Empty leaves it to the operating system.'),
+    cfg.FloatOpt('thread_switch_interval',
+                 default=0.001, min=0.0001, max=0.1,
+                 help='Seconds a thread of this process runs Python before '
+                      'it hands the interpreter lock to a thread waiting '
+                      'for it (sys.setswitchinterval; Python\'s own is '
+                      '0.005). A service is one process whose threads take '
+                      'turns holding that lock: an RPC call waits for it '
+                      'at every step (its message taken, its database '
+                      'answer back, its reply sent), up to this long each '
+                      'time another thread is busy. A scheduler absorbing '
+                      'a stream of compute reports answers selects about '
+                      'twice as fast at 0.001 as at 0.005; a process that '
+                      'only ever does one thing at a time gains nothing. '
+                      'Shorter hands over more often, each hand-over '
+                      'costing a little CPU.'),
     cfg.BoolOpt('use_eventlet',
                 default=False,
                 deprecated_for_removal=True,
