@@ -260,10 +260,24 @@ class ComputeAPI:
                 instance.save(cctx, expected_task_state=seen)
             except exception.Conflict:
                 continue
-            instance_action.start_action(cctx, uuid, 'delete')
-            self._end_moves(ctx, cctx, cell, instance)
-            if (cell.is_cell0 or not instance.host or
-                    instance.vm_state == instance_obj.ERROR):
+            local = (cell.is_cell0 or not instance.host or
+                     instance.vm_state == instance_obj.ERROR)
+            try:
+                instance_action.start_action(cctx, uuid, 'delete')
+                self._end_moves(ctx, cctx, cell, instance)
+            except sa_exc.SQLAlchemyError:
+                if local:
+                    raise
+                # DELETING is saved: the delete is under way, and its
+                # compute finishes a delete whose last steps failed (see
+                # ComputeManager.settle_instances). Answering 503 would
+                # tell the user it did not happen.
+                LOG.warning('Server %s is being deleted; its compute %s '
+                            'finishes the delete once the database is '
+                            'back', uuid, instance.host, exc_info=True,
+                            extra={'instance_uuid': uuid})
+                return
+            if local:
                 # Nothing runs anywhere (a failed build's VM is gone with
                 # the failure): delete here and drop any claim.
                 self.scheduler.try_release_resources(ctx, uuid)

@@ -191,3 +191,40 @@ def test_a_delete_under_way_is_not_reported_as_refused(system, monkeypatch):
 
     assert resp.status_code == 204, resp.text
     system.api.wait_gone(server)
+
+
+def test_a_delete_marked_before_the_database_went_away_is_finished_by_its_compute(  # noqa: E501
+        system, monkeypatch):
+    # The cell database goes away between marking the server DELETING and
+    # recording the delete: the delete is under way, so the answer is a
+    # 204, and the compute, finding the server DELETING, finishes it.
+    from scheduler_split.objects import instance_action
+
+    server = system.api.boot(name='half-deleted')
+    assert system.api.wait_for(server)['status'] == 'ACTIVE'
+
+    def gone(ctx, instance_uuid, action):
+        raise sa.exc.OperationalError('INSERT INTO instance_actions', {},
+                                      Exception('connection refused'))
+
+    monkeypatch.setattr(instance_action, 'start_action', gone)
+    resp = system.api.delete('/v2.1/servers/%s' % server)
+    monkeypatch.undo()
+
+    assert resp.status_code == 204, resp.text
+    shown = system.api.get('/v2.1/servers/%s' % server).json()['server']
+    assert shown['OS-EXT-STS:task_state'] == 'deleting'
+    # The compute's settle (its periodic task), once the delete is older
+    # than a check.
+    CONF.set_override('unfinished_build_check_interval', 1, group='compute')
+    try:
+        deadline = time.monotonic() + 30
+        while system.api.get('/v2.1/servers/%s' % server).status_code \
+                != 404:
+            assert time.monotonic() < deadline, 'the delete never finished'
+            for compute in system.aio.computes.values():
+                compute.manager.settle_instances()
+            time.sleep(0.2)
+    finally:
+        CONF.clear_override('unfinished_build_check_interval',
+                            group='compute')
