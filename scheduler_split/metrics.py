@@ -61,6 +61,12 @@ SELECTS = _metric(
 SELECT_PLACED = SELECTS.labels(result='placed')
 SELECT_NO_VALID_HOST = SELECTS.labels(result='no_valid_host')
 SELECT_ERROR = SELECTS.labels(result='error')
+SELECT_BATCHED = _metric(
+    prom.Histogram, 'scheduler', 'select_batch_requests',
+    'Requests one select_destinations_batch call carried: boots that '
+    'arrived at the super-conductor together and shared one call (see '
+    '[conductor] schedule_batch_window).',
+    buckets=(1, 2, 4, 8, 16, 32, 64))
 FILTERED_HOSTS = _metric(
     prom.Histogram, 'scheduler', 'filtered_hosts',
     'Hosts the filters looked at, per instance scheduled.',

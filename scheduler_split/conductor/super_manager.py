@@ -16,8 +16,11 @@ from scheduler_split.conductor.tasks import build
 from scheduler_split.conductor.tasks import evacuate
 from scheduler_split.conductor.tasks import live_migrate
 from scheduler_split.conductor.tasks import migrate
+from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split.scheduler import client as scheduler_client
+
+CONF = conf.CONF
 
 
 class SuperConductorManager:
@@ -26,7 +29,9 @@ class SuperConductorManager:
     target = messaging.Target(version=conductor_rpcapi.RPC_VERSION)
 
     def __init__(self, transport=None):
-        self.scheduler = scheduler_client.SchedulerClient(transport)
+        self.scheduler = scheduler_client.SchedulerClient(
+            transport, batch_window=CONF.conductor.schedule_batch_window,
+            in_flight=CONF.conductor.schedule_calls_in_flight)
         self.cells = build.CellMappings()
 
     @messaging.expose

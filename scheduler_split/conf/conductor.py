@@ -72,6 +72,24 @@ conductor_opts = [
                     'by nobody after lost_build_timeout ends in ERROR in '
                     'cell0, so keep build_redrive_limit * '
                     'build_redrive_interval below lost_build_timeout.'),
+    cfg.FloatOpt('schedule_batch_window',
+                 default=0.005, min=0.0, max=1.0,
+                 help='Seconds a boot may wait at the super-conductor for '
+                      'others to share its call to the schedulers; 0 sends '
+                      'every boot alone. A boot waits only while '
+                      'schedule_calls_in_flight calls are already out: '
+                      'the boots that queue meanwhile go out together, in '
+                      'one select_destinations_batch, as soon as a call '
+                      'returns or after this long. The scheduler places '
+                      'each on its own, so each keeps its own claims and '
+                      'alternates and a boot without room fails alone.'),
+    cfg.IntOpt('schedule_calls_in_flight',
+               default=2, min=1,
+               help='Calls to the schedulers the super-conductor keeps in '
+                    'flight before boots queue for a shared call (see '
+                    'schedule_batch_window): the number of scheduler '
+                    'processes is a good value, so that each has one call '
+                    'to work on.'),
 ]
 
 

@@ -13,7 +13,7 @@ from scheduler_split import servicegroup
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 12
+SERVICE_VERSION = 13
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -64,6 +64,9 @@ SERVICE_VERSION_HISTORY = (
     # 12: a compute's save of an instance carries the action event it
     #     records, written in the same transaction: conductor 1.9.
     {'compute_rpc': '1.5', 'conductor_rpc': '1.9', 'scheduler_rpc': '1.6'},
+    # 13: the scheduler places several requests in one call (the
+    #     super-conductor's coalescing of boots): scheduler 1.7.
+    {'compute_rpc': '1.5', 'conductor_rpc': '1.9', 'scheduler_rpc': '1.7'},
 )
 
 # The binary names services record themselves under.

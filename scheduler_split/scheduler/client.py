@@ -9,20 +9,34 @@ bus for cell conductors and computes.
 
 import logging
 
+import oslo_messaging as messaging
+
 from scheduler_split import exception
 from scheduler_split import rpc
+from scheduler_split.scheduler import coalesce
 from scheduler_split.scheduler import rpcapi
 
 LOG = logging.getLogger(__name__)
 
 NoValidHost = exception.NoValidHost
 
+# The most requests one coalesced select carries.
+MAX_BATCH = 50
+
 
 class SchedulerClient:
     """What the conductors, computes and the API ask of the scheduler."""
 
-    def __init__(self, transport=None):
+    def __init__(self, transport=None, batch_window=0.0, in_flight=1):
+        """With ``batch_window`` (seconds) above 0, selects that find
+        ``in_flight`` calls already out wait up to that long to share one
+        call (:mod:`coalesce`)."""
         self._api = rpcapi.SchedulerAPI(transport or rpc.get_transport())
+        self._coalescer = None
+        if batch_window > 0:
+            self._coalescer = coalesce.Coalescer(
+                self._api.select_destinations, self._select_batch,
+                batch_window, in_flight, MAX_BATCH)
 
     def select_destinations(self, ctx, request_spec, instance_uuids,
                             return_alternates=True, num_alternates=0):
@@ -33,9 +47,27 @@ class SchedulerClient:
         instance, the alternates (at most ``num_alternates``, all in the
         chosen host's cell) are not. Raises ``NoValidHost``.
         """
-        return self._api.select_destinations(
-            ctx, request_spec, instance_uuids, return_alternates,
-            num_alternates)
+        args = (ctx, request_spec, instance_uuids, return_alternates,
+                num_alternates)
+        if self._coalescer is not None and self._can_batch():
+            return self._coalescer.select(*args)
+        return self._api.select_destinations(*args)
+
+    def _can_batch(self):
+        try:
+            self._api.can_batch()
+        except messaging.RPCVersionCapError:
+            return False
+        return True
+
+    def _select_batch(self, requests):
+        ctx = requests[0][0]
+        return self._api.select_destinations_batch(ctx, [
+            {'context': req_ctx, 'spec_obj': spec_obj,
+             'instance_uuids': uuids, 'return_alternates': alternates,
+             'num_alternates': num_alternates}
+            for req_ctx, spec_obj, uuids, alternates, num_alternates
+            in requests])
 
     def update_resource_stats(self, ctx, name, stats):
         """Report a compute node's capacity, zone and liveness.

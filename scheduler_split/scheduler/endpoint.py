@@ -22,6 +22,7 @@ import time
 import oslo_messaging as messaging
 
 from scheduler_split import conf
+from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.objects import base as obj_base
@@ -33,7 +34,7 @@ from scheduler_split.scheduler import rpcapi
 
 CONF = conf.CONF
 
-RPC_VERSION = '1.6'
+RPC_VERSION = '1.7'
 
 
 class Scheduler:
@@ -57,6 +58,9 @@ class Scheduler:
                             return_alternates=False, num_alternates=0):
         return self.manager.select_destinations(
             ctx, spec_obj, instance_uuids, return_alternates, num_alternates)
+
+    def select_batch(self, requests):
+        return self.manager.select_batch(requests)
 
     def claim_resources(self, ctx, selection, instance_uuid):
         return self.manager.claim_resources(ctx, selection, instance_uuid)
@@ -185,6 +189,45 @@ class SchedulerEndpoint:
             object_versions = rpcapi.OBJECT_VERSIONS['1.0']
         return [[obj_base.backport(selection, object_versions)
                  for selection in host_list] for host_list in host_lists]
+
+    @messaging.expose
+    def select_destinations_batch(self, ctx, requests, object_versions):
+        """Call (1.7) from the super-conductor: several requests that
+        arrived together, each a dict of ``context`` (its caller's, as a
+        dict), ``spec_obj``, ``instance_uuids``, ``return_alternates`` and
+        ``num_alternates``.
+
+        Answers one dict per request, in order: ``{'host_lists': ...}``
+        as ``select_destinations`` answers, or ``{'error': name,
+        'message': text}`` for a request that was not placed; a request
+        that fails never fails its neighbours.
+        """
+        started = time.monotonic()
+        answers = self.scheduler.select_batch([
+            (ss_context.RequestContext.from_dict(request['context']),
+             request['spec_obj'], request['instance_uuids'],
+             request['return_alternates'], request['num_alternates'])
+            for request in requests])
+        elapsed = time.monotonic() - started
+        metrics.SELECT_BATCHED.observe(len(requests))
+        result = []
+        for answer in answers:
+            metrics.SELECT_SECONDS.observe(elapsed)
+            if isinstance(answer, exception.NoValidHost):
+                metrics.SELECT_NO_VALID_HOST.inc()
+                result.append({'error': 'NoValidHost',
+                               'message': answer.format_message()})
+            elif isinstance(answer, Exception):
+                metrics.SELECT_ERROR.inc()
+                result.append({'error': type(answer).__name__,
+                               'message': str(answer)})
+            else:
+                metrics.SELECT_PLACED.inc()
+                result.append({'host_lists': [
+                    [obj_base.backport(selection, object_versions)
+                     for selection in host_list]
+                    for host_list in answer]})
+        return result
 
     @messaging.expose
     def update_resource_stats(self, ctx, host, node, stats):

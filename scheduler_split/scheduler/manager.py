@@ -329,6 +329,29 @@ class SchedulerManager:
             raise
         return result
 
+    def select_batch(self, requests):
+        """Place several requests, each as :meth:`select_destinations`
+        would alone, one after another.
+
+        ``requests`` is a list of ``(ctx, spec_obj, instance_uuids,
+        return_alternates, num_alternates)``. Returns one entry per
+        request, in order: its host lists, or the exception it raised.
+        A request that finds no host (or fails) releases its own claims
+        and leaves its neighbours' alone.
+        """
+        answers = []
+        for ctx, spec_obj, uuids, return_alternates, num_alternates in \
+                requests:
+            try:
+                answers.append(self.select_destinations(
+                    ctx, spec_obj, uuids, return_alternates,
+                    num_alternates))
+            except Exception as exc:
+                if not isinstance(exc, exception.NoValidHost):
+                    LOG.exception('Placing instances %s failed', uuids)
+                answers.append(exc)
+        return answers
+
     @staticmethod
     def _selection(host, resources, group=None):
         return objects.Selection.for_claim(

@@ -25,6 +25,9 @@ Version history:
     1.6 - get_consumers: the consumers holding allocations older than
           a given age, a page at a time, for the super-conductor's
           reconciliation of claims (the scheduler asks no other service)
+    1.7 - select_destinations_batch: several requests placed in one call,
+          each answered on its own (the super-conductor's coalescing of
+          boots that arrive together)
 """
 
 import logging
@@ -58,6 +61,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.6': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.7': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -65,7 +70,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.6'
+    VERSION = '1.7'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -91,6 +96,22 @@ class SchedulerAPI:
                           instance_uuids=instance_uuids,
                           return_alternates=return_alternates,
                           num_alternates=num_alternates, **kwargs)
+
+    def can_batch(self):
+        """Raises ``RPCVersionCapError`` while the schedulers are older
+        than 1.7."""
+        self.client.prepare('1.7')
+
+    def select_destinations_batch(self, ctx, requests):
+        """``requests``: dicts of ``context`` (a RequestContext),
+        ``spec_obj``, ``instance_uuids``, ``return_alternates`` and
+        ``num_alternates``."""
+        cctxt, version = self.client.prepare('1.7')
+        requests = [dict(request, context=request['context'].to_dict())
+                    for request in requests]
+        return cctxt.call(ctx, 'select_destinations_batch',
+                          requests=requests,
+                          object_versions=OBJECT_VERSIONS[version])
 
     def update_resource_stats(self, ctx, host, node, stats):
         cctxt, _ = self.client.prepare('1.0')
