@@ -126,6 +126,10 @@ def zone_of(aggregates, reported=None):
     return reported
 
 
+# The largest id a row can have (a signed 64-bit integer's largest).
+MAX_ID = 2 ** 63 - 1
+
+
 # --- reads and writes, each one transaction ---------------------------------
 
 def _live(session, aggregate_id):
@@ -135,9 +139,13 @@ def _live(session, aggregate_id):
         query = query.where(agg.uuid == str(aggregate_id))
     else:
         try:
-            query = query.where(agg.id == int(aggregate_id))
+            wanted = int(aggregate_id)
         except (TypeError, ValueError):
             raise exception.AggregateNotFound(aggregate_id=aggregate_id)
+        if not 0 < wanted <= MAX_ID:
+            # No row has it, and a database driver may refuse to bind it.
+            raise exception.AggregateNotFound(aggregate_id=aggregate_id)
+        query = query.where(agg.id == wanted)
     row = session.scalars(query).first()
     if row is None:
         raise exception.AggregateNotFound(aggregate_id=aggregate_id)

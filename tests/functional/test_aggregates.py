@@ -67,6 +67,14 @@ def test_aggregates_in_novas_shapes_and_errors(start_system):
                                        'availability_zone': 'internal'}}),
                400, 'badRequest')
     nova_error(api.get('/v2.1/os-aggregates/999'), 404, 'itemNotFound')
+    # Ids no database column holds are not found either, on any route.
+    for huge in ('9223372036854775808', '-9223372036854775809', '0'):
+        nova_error(api.get('/v2.1/os-aggregates/' + huge), 404,
+                   'itemNotFound')
+        nova_error(api.delete('/v2.1/os-aggregates/' + huge), 404,
+                   'itemNotFound')
+        nova_error(_action(api, huge, 'add_host',
+                           {'host': 'cell1-compute1'}), 404, 'itemNotFound')
     nova_error(api.get('/v2.1/os-aggregates/abc'), 400, 'badRequest')
 
     agg = _add_host(api, created['id'], 'cell1-compute1')
