@@ -77,6 +77,25 @@ def class_limits(class_name):
                            'class_name', class_name)
 
 
+# The statements of every boot, built once, the project as a parameter.
+_QC, _Q = models.QuotaClass.__table__, models.Quota.__table__
+_LIMITS = sa.union_all(
+    sa.select(sa.literal(0).label('rank'), _QC.c.resource, _QC.c.hard_limit)
+    .where(_QC.c.class_name == DEFAULT_CLASS),
+    sa.select(sa.literal(1).label('rank'), _Q.c.resource, _Q.c.hard_limit)
+    .where(_Q.c.project_id == sa.bindparam('b_project_id')))
+_IM = models.InstanceMapping.__table__
+_SERVER_USAGE = sa.select(
+    sa.func.count(_IM.c.id), sa.func.coalesce(sa.func.sum(_IM.c.vcpus), 0),
+    sa.func.coalesce(sa.func.sum(_IM.c.memory_mb), 0)).where(
+    _IM.c.project_id == sa.bindparam('b_project_id'),
+    _IM.c.queued_for_delete.is_(False))
+_LOCK = models.ProjectQuotaLock.__table__
+_TAKE_TURN = _LOCK.update().where(
+    _LOCK.c.project_id == sa.bindparam('b_project_id')).values(
+    generation=_LOCK.c.generation + 1)
+
+
 def limits(project_id, session=None):
     """``{resource: limit}`` of ``project_id``: the defaults, the quota
     class ``default`` over them and the project's own over that, read in
@@ -84,12 +103,8 @@ def limits(project_id, session=None):
     if session is None:
         with engines.reader(_api_db()) as session:
             return limits(project_id, session)
-    qc, q = models.QuotaClass, models.Quota
-    rows = session.execute(sa.union_all(
-        sa.select(sa.literal(0).label('rank'), qc.resource, qc.hard_limit)
-        .where(qc.class_name == DEFAULT_CLASS),
-        sa.select(sa.literal(1).label('rank'), q.resource, q.hard_limit)
-        .where(q.project_id == project_id))).all()
+    rows = session.connection().execute(
+        _LIMITS, dict(b_project_id=project_id)).all()
     result = dict({name: getattr(CONF.quota, name) for name in RESOURCES},
                   **NETWORK_DEFAULTS)
     for _, resource, limit in sorted(rows, key=lambda row: row[0]):
@@ -116,13 +131,8 @@ def usage(project_id, user_id=None, session=None):
 def server_usage(session, project_id):
     """The instances, cores and ram ``project_id``'s servers hold: what
     a boot is counted against."""
-    im = models.InstanceMapping
-    count, cores, ram = session.execute(
-        sa.select(sa.func.count(im.id),
-                  sa.func.coalesce(sa.func.sum(im.vcpus), 0),
-                  sa.func.coalesce(sa.func.sum(im.memory_mb), 0)).where(
-            im.project_id == project_id,
-            im.queued_for_delete.is_(False))).one()
+    count, cores, ram = session.connection().execute(
+        _SERVER_USAGE, dict(b_project_id=project_id)).one()
     return {'instances': int(count), 'cores': int(cores), 'ram': int(ram)}
 
 
@@ -139,10 +149,8 @@ def group_member_count(session, group_uuid):
 
 
 def _take_turn(session, project_id):
-    lock = models.ProjectQuotaLock.__table__
-    return session.connection().execute(sa.update(lock).where(
-        lock.c.project_id == project_id).values(
-        generation=lock.c.generation + 1)).rowcount
+    return session.connection().execute(
+        _TAKE_TURN, dict(b_project_id=project_id)).rowcount
 
 
 def lock_project(session, project_id):

@@ -36,6 +36,7 @@ drops them.
 import collections
 import contextlib
 import threading
+import time
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -58,6 +59,9 @@ MYSQL_POOL_RECYCLE = 3600
 # What oslo.db sets: values that do not fit a column are refused, not
 # truncated or replaced by a zero.
 MYSQL_SQL_MODE = 'TRADITIONAL'
+# Seconds a pooled connection rests before it is pinged as it is taken
+# out again (see _ping_rested).
+PING_AFTER_REST = 1.0
 # What the error names when a URL's driver is not installed.
 DRIVERS_EXTRA = "pip install 'scheduler-split[deploy]'"
 
@@ -116,29 +120,60 @@ def _create(url, writer):
     if url.startswith('sqlite'):
         return _sqlite_engine(url, 'BEGIN IMMEDIATE' if writer else 'BEGIN')
     parsed = sa.engine.make_url(url)
-    # Pre-ping replaces a pooled connection the server dropped before it
-    # is used.
-    kwargs = {'pool_pre_ping': True, 'pool_size': 10, 'max_overflow': 20,
-              'connect_args': {}}
+    kwargs = {'pool_size': 10, 'max_overflow': 20, 'connect_args': {}}
     if parsed.get_driver_name() in _TAKE_CONNECT_TIMEOUT:
         kwargs['connect_args']['connect_timeout'] = CONNECT_TIMEOUT
     try:
-        if parsed.get_backend_name() in ('mysql', 'mariadb'):
-            return _mysql_engine(parsed, isolation_level=ISOLATION_LEVEL,
-                                 **kwargs)
-        if parsed.get_backend_name() == 'postgresql':
-            # The session's default, set as it connects, rather than the
-            # driver's isolation level: psycopg2 then begins with a bare
-            # BEGIN, and its pre-ping (which switches to autocommit and
-            # back) sends no SET of its own, a round trip per transaction.
-            options = parsed.query.get('options')
-            kwargs['connect_args']['options'] = ' '.join(filter(None, (
-                options, PG_ISOLATION_OPTION)))
-        else:
-            kwargs['isolation_level'] = ISOLATION_LEVEL
-        return sa.create_engine(parsed, **kwargs)
+        return _ping_rested(_server_engine(parsed, kwargs))
     except ImportError as exc:
         raise DriverMissing(parsed, exc) from exc
+
+
+def _server_engine(parsed, kwargs):
+    if parsed.get_backend_name() in ('mysql', 'mariadb'):
+        return _mysql_engine(parsed, isolation_level=ISOLATION_LEVEL,
+                             **kwargs)
+    if parsed.get_backend_name() == 'postgresql':
+        # The session's default, set as it connects, rather than the
+        # driver's isolation level: psycopg2 then begins with a bare
+        # BEGIN, and its ping (which switches to autocommit and back)
+        # sends no SET of its own.
+        options = parsed.query.get('options')
+        kwargs['connect_args']['options'] = ' '.join(filter(None, (
+            options, PG_ISOLATION_OPTION)))
+    else:
+        kwargs['isolation_level'] = ISOLATION_LEVEL
+    return sa.create_engine(parsed, **kwargs)
+
+
+def _ping_rested(engine):
+    """Ping a pooled connection that rested in the pool for
+    ``PING_AFTER_REST`` seconds or more as it is taken out, and replace
+    it if the server dropped it (restarted, or closed it idle).
+
+    A connection in steady use is not pinged: one the server dropped
+    while it was in use fails its next statement as a disconnect, and
+    SQLAlchemy then replaces every connection of the pool opened before
+    it. The ping of every checkout that pool_pre_ping sends would be a
+    round trip in each of a boot's ten transactions.
+    """
+    @event.listens_for(engine, 'checkin')
+    def _checkin(dbapi_connection, record):
+        record.info['rested_since'] = time.monotonic()
+
+    @event.listens_for(engine, 'checkout')
+    def _checkout(dbapi_connection, record, proxy):
+        since = record.info.get('rested_since')
+        if since is None or time.monotonic() - since < PING_AFTER_REST:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            # The pool drops this connection and opens another.
+            raise sa.exc.DisconnectionError(
+                'a pooled connection did not answer its ping: %s' % exc)
+
+    return engine
 
 
 # PostgreSQL's deadlock_detected and serialization_failure (SQLSTATE).

@@ -21,11 +21,22 @@ class ObjectRegistry(ovo_base.VersionedObjectRegistry):
             setattr(objects, cls.obj_name(), cls)
 
 
+# Where oslo keeps a field's value (``_obj_<name>``, unset until set).
+_ATTR = '_obj_'
+_SERIAL = 'scheduler_split_object'
+_NAME, _NAMESPACE, _VERSION, _DATA, _CHANGES = (
+    '%s.%s' % (_SERIAL, key)
+    for key in ('name', 'namespace', 'version', 'data', 'changes'))
+
+
 class SchedulerSplitObject(ovo_base.VersionedObject):
-    OBJ_SERIAL_NAMESPACE = 'scheduler_split_object'
+    OBJ_SERIAL_NAMESPACE = _SERIAL
     OBJ_PROJECT_NAMESPACE = 'scheduler_split'
 
     def obj_to_primitive(self, target_version=None, version_manifest=None):
+        if version_manifest is None and target_version in (None,
+                                                           self.VERSION):
+            return self._primitive()
         # A backport without a peer's manifest keeps child objects at the
         # versions this process has (oslo's default wants a hand-kept
         # ``obj_relationships`` table instead).
@@ -34,6 +45,41 @@ class SchedulerSplitObject(ovo_base.VersionedObject):
                 self.obj_name())
         return super().obj_to_primitive(target_version=target_version,
                                         version_manifest=version_manifest)
+
+    def _primitive(self):
+        """The object at its own version: oslo's primitive, built without
+        asking whether each field is set, and what changed, once per
+        field (every message carries an instance or two)."""
+        data = {}
+        for name, field in self.fields.items():
+            try:
+                value = getattr(self, _ATTR + name)
+            except AttributeError:
+                continue
+            data[name] = field.to_primitive(self, name, value)
+        primitive = {_NAME: self.obj_name(),
+                     _NAMESPACE: self.OBJ_PROJECT_NAMESPACE,
+                     _VERSION: self.VERSION,
+                     _DATA: data}
+        changes = [name for name in self.obj_what_changed() if name in data]
+        if changes:
+            primitive[_CHANGES] = changes
+        return primitive
+
+    def obj_attr_is_set(self, attrname):
+        if attrname in self.fields:
+            return hasattr(self, _ATTR + attrname)
+        return super().obj_attr_is_set(attrname)
+
+    def obj_what_changed(self):
+        fields = self.fields
+        changes = {name for name in self._changed_fields if name in fields}
+        for name in fields:
+            value = getattr(self, _ATTR + name, None)
+            if isinstance(value, ovo_base.VersionedObject) and \
+                    value.obj_what_changed():
+                changes.add(name)
+        return changes
 
     def to_json(self):
         return jsonutils.dumps(self.obj_to_primitive())
@@ -80,6 +126,18 @@ def _tree(name):
     return frozenset(ovo_base.obj_tree_get_versions(name))
 
 
+@functools.lru_cache(maxsize=None)
+def _current(manifest):
+    """Whether every object of ``manifest`` (its items) is at the version
+    this process registered last for it."""
+    from scheduler_split import objects
+    for name, version in manifest:
+        cls = getattr(objects, name, None)
+        if cls is None or cls.VERSION != version:
+            return False
+    return True
+
+
 def backport(obj, version_manifest):
     """``obj`` as a primitive at the versions of ``version_manifest``.
 
@@ -95,6 +153,11 @@ def backport(obj, version_manifest):
     # goes on at that version, which newer receivers read too.
     target = min(version_manifest[obj.obj_name()], obj.VERSION,
                  key=versionutils.convert_version_to_tuple)
+    if target == obj.VERSION and _current(
+            frozenset(version_manifest.items())):
+        # Every object at the version this process has (a peer as new as
+        # this one): nothing to convert.
+        return obj.obj_to_primitive()
     return obj.obj_to_primitive(target_version=target,
                                 version_manifest=version_manifest)
 

@@ -14,6 +14,23 @@ from scheduler_split import quota
 CONF = conf.CONF
 
 
+# The statements of every boot, built once, the values as parameters.
+_BR = models.BuildRequest.__table__
+_IM = models.InstanceMapping.__table__
+_ONE_BR = _BR.c.instance_uuid == sa.bindparam('b_uuid')
+# Taken by one delivery only: nobody took it, and no cell holds the
+# instance.
+_TAKE = _BR.update().where(
+    _ONE_BR, _BR.c.taken_at.is_(None),
+    sa.exists().where(_IM.c.instance_uuid == _BR.c.instance_uuid,
+                      _IM.c.cell_id.is_(None)))
+_PLACE = _IM.update().where(_IM.c.instance_uuid == sa.bindparam('b_uuid'),
+                            _IM.c.cell_id.is_(None))
+_DELETE = _BR.delete().where(_ONE_BR)
+_DELETE_RETURNING = _DELETE.returning(_BR.c.instance)
+_READ_LOCKED = sa.select(_BR.c.instance).where(_ONE_BR).with_for_update()
+
+
 @base.ObjectRegistry.register
 class BuildRequest(base.SchedulerSplitObject):
     """A server the API accepted that no cell holds yet."""
@@ -72,27 +89,32 @@ class BuildRequest(base.SchedulerSplitObject):
         return build_requests, request_specs
 
     def rows(self, request_spec=None):
-        """The rows that record it, serialized and ready to add: the
-        work a boot does before it takes the database's write lock."""
+        """The rows that record it, serialized and ready to insert, as
+        ``(model, values)``: the work a boot does before it takes the
+        database's write lock."""
         instance = self.instance
         flavor = instance.flavor
-        rows = [models.InstanceMapping(
+        rows = [(models.InstanceMapping, dict(
             instance_uuid=self.instance_uuid, cell_id=None,
             project_id=self.project_id, user_id=instance.user_id,
-            vcpus=flavor.vcpus, memory_mb=flavor.memory_mb)]
+            vcpus=flavor.vcpus, memory_mb=flavor.memory_mb))]
         if request_spec is not None:
-            rows.append(models.RequestSpec(
+            rows.append((models.RequestSpec, dict(
                 instance_uuid=self.instance_uuid,
-                spec=request_spec.to_json()))
-        rows.append(models.BuildRequest(
+                spec=request_spec.to_json())))
+        rows.append((models.BuildRequest, dict(
             instance_uuid=self.instance_uuid, project_id=self.project_id,
-            instance=instance.to_json()))
+            instance=instance.to_json())))
         return rows
 
     def record_in(self, session, rows, request_spec=None):
-        """Add ``rows`` (from :meth:`rows`) and the instance's membership
-        of the spec's server group to ``session``'s transaction."""
-        session.add_all(rows)
+        """Insert ``rows`` (from :meth:`rows`) and the instance's
+        membership of the spec's server group in ``session``'s
+        transaction. The rows go as plain INSERTs, not through the ORM's
+        unit of work: nothing reads them back as objects."""
+        connection = session.connection()
+        for model, values in rows:
+            connection.execute(model.__table__.insert(), values)
         group = request_spec.instance_group if request_spec else None
         if group is not None:
             group.add_member_in(session, self.instance_uuid)
@@ -182,17 +204,11 @@ class BuildRequest(base.SchedulerSplitObject):
         API taking the boot back removed it; a placement pointed its
         mapping at a cell). One statement."""
         now = base.naive_utc(base.utcnow())
-        br = models.BuildRequest.__table__
-        im = models.InstanceMapping.__table__
-        unplaced = sa.exists().where(im.c.instance_uuid == br.c.instance_uuid,
-                                     im.c.cell_id.is_(None))
         with engines.writer(CONF.api_database.connection) as session:
             # Core on the session's connection: the ORM's bulk update
             # would cost more than the statement.
-            result = session.connection().execute(sa.update(br).where(
-                br.c.instance_uuid == self.instance_uuid,
-                br.c.taken_at.is_(None), unplaced).values(
-                taken_at=now, updated_at=now))
+            result = session.connection().execute(_TAKE, dict(
+                b_uuid=self.instance_uuid, taken_at=now, updated_at=now))
         return result.rowcount == 1
 
     def give_back(self, ctx):
@@ -262,12 +278,9 @@ class BuildRequest(base.SchedulerSplitObject):
         mapping points at the cell all the same, as where the instance
         is to be deleted).
         """
-        im = models.InstanceMapping.__table__
         with engines.writer(CONF.api_database.connection) as session:
-            result = session.connection().execute(sa.update(im).where(
-                im.c.instance_uuid == self.instance_uuid,
-                im.c.cell_id.is_(None)).values(
-                cell_id=cell_mapping.id,
+            result = session.connection().execute(_PLACE, dict(
+                b_uuid=self.instance_uuid, cell_id=cell_mapping.id,
                 updated_at=base.naive_utc(base.utcnow())))
             if result.rowcount != 1:
                 return False, None
@@ -278,17 +291,13 @@ class BuildRequest(base.SchedulerSplitObject):
     def _delete_in(self, session):
         """Delete the row in ``session``'s transaction; the instance as it
         recorded it (JSON), or None if it was gone."""
-        br = models.BuildRequest.__table__
-        where = br.c.instance_uuid == self.instance_uuid
         conn = session.connection()
+        key = dict(b_uuid=self.instance_uuid)
         if conn.dialect.delete_returning:
-            return conn.execute(sa.delete(br).where(where).returning(
-                br.c.instance)).scalar()
+            return conn.execute(_DELETE_RETURNING, key).scalar()
         # A locking read: an update holding the row is waited for and
         # read, and none can follow before the delete.
-        recorded = conn.execute(sa.select(br.c.instance).where(where)
-                                .with_for_update()).scalar()
-        if recorded is not None and \
-                conn.execute(sa.delete(br).where(where)).rowcount == 0:
+        recorded = conn.execute(_READ_LOCKED, key).scalar()
+        if recorded is not None and conn.execute(_DELETE, key).rowcount == 0:
             return None
         return recorded

@@ -1,4 +1,5 @@
 import datetime
+import functools
 
 import sqlalchemy as sa
 from oslo_serialization import jsonutils
@@ -155,6 +156,30 @@ class InstanceFault(base.SchedulerSplitObject):
         return latest
 
 
+_TABLE = models.Instance.__table__
+_INSERT = _TABLE.insert()
+
+
+@functools.lru_cache(maxsize=64)
+def _update(states, vm_state, host):
+    """The update of an instance that :meth:`Instance.save` runs: the
+    row of ``b_uuid``, not deleted, with a task state of ``states``
+    (a tuple, None among them possibly, or ANY_TASK_STATE), ``b_vm_state``
+    if ``vm_state`` and ``b_host`` if ``host``; the columns to set go as
+    parameters. Built once for each shape: every build saves twice."""
+    query = _TABLE.update().where(_TABLE.c.uuid == sa.bindparam('b_uuid'),
+                                  _TABLE.c.deleted.is_(False))
+    if states is not ANY_TASK_STATE:
+        query = query.where(sa.or_(*[
+            _TABLE.c.task_state.is_(None) if state is None
+            else _TABLE.c.task_state == state for state in states]))
+    if vm_state:
+        query = query.where(_TABLE.c.vm_state == sa.bindparam('b_vm_state'))
+    if host:
+        query = query.where(_TABLE.c.host == sa.bindparam('b_host'))
+    return query
+
+
 @base.ObjectRegistry.register
 class Instance(base.SchedulerSplitObject):
     """A server. Lives in the database of its cell (or cell0)."""
@@ -264,8 +289,7 @@ class Instance(base.SchedulerSplitObject):
         # every boot, by column names.
         values['metadata'] = values.pop('metadata_', None)
         with engines.writer(cell_db(ctx)) as session:
-            result = session.execute(
-                sa.insert(models.Instance.__table__).values(**values))
+            result = session.connection().execute(_INSERT, values)
             self.id = result.inserted_primary_key[0]
             if fault is not None:
                 fault.add_to(session)
@@ -320,22 +344,19 @@ class Instance(base.SchedulerSplitObject):
         values = dict(changes)
         if 'metadata_' in values:
             values['metadata'] = values.pop('metadata_')
-        table = models.Instance.__table__
+        states = ANY_TASK_STATE
+        if expected_task_state is not ANY_TASK_STATE:
+            states = tuple(expected_task_state if isinstance(
+                expected_task_state, (list, tuple)) else [expected_task_state])
+        query = _update(states, expected_vm_state is not None,
+                        expected_host is not None)
+        values['b_uuid'] = self.uuid
+        if expected_vm_state is not None:
+            values['b_vm_state'] = expected_vm_state
+        if expected_host is not None:
+            values['b_host'] = expected_host
         with engines.writer(cell_db(ctx)) as session:
-            query = sa.update(table).where(
-                table.c.uuid == self.uuid, table.c.deleted.is_(False))
-            if expected_task_state is not ANY_TASK_STATE:
-                states = (expected_task_state
-                          if isinstance(expected_task_state, (list, tuple))
-                          else [expected_task_state])
-                query = query.where(sa.or_(*[
-                    table.c.task_state.is_(None) if s is None
-                    else table.c.task_state == s for s in states]))
-            if expected_vm_state is not None:
-                query = query.where(table.c.vm_state == expected_vm_state)
-            if expected_host is not None:
-                query = query.where(table.c.host == expected_host)
-            result = session.connection().execute(query.values(**values))
+            result = session.connection().execute(query, values)
             if result.rowcount == 0:
                 row = session.scalars(sa.select(models.Instance).where(
                     models.Instance.uuid == self.uuid)).first()

@@ -21,18 +21,29 @@ SUCCESS = 'Success'
 ERROR = 'Error'
 
 
+# The statements of every boot, built once: the values go as parameters,
+# so each is compiled once and found in the cache by identity.
+_IA = models.InstanceAction.__table__
+_FIND_ACTION = sa.select(_IA.c.id).where(
+    _IA.c.instance_uuid == sa.bindparam('b_uuid'),
+    _IA.c.request_id == sa.bindparam('b_request_id'))
+_INSERT_ACTION = _IA.insert()
+_INSERT_EVENT = models.InstanceActionEvent.__table__.insert()
+_MARK_ERROR = _IA.update().where(_IA.c.id == sa.bindparam('b_id')).values(
+    message=ERROR)
+
+
 def _action_id(session, ctx, instance_uuid, action, new=False):
     """The id of the action of ``ctx``'s request, created if needed;
     ``new``: the instance was created in this transaction, so the action
     cannot exist yet and is not looked for."""
-    ia = models.InstanceAction
+    conn = session.connection()
     if not new:
-        found = session.scalar(sa.select(ia.id).where(
-            ia.instance_uuid == instance_uuid,
-            ia.request_id == ctx.request_id))
+        found = conn.execute(_FIND_ACTION, dict(
+            b_uuid=instance_uuid, b_request_id=ctx.request_id)).scalar()
         if found is not None:
             return found
-    result = session.execute(sa.insert(ia.__table__).values(
+    result = conn.execute(_INSERT_ACTION, dict(
         instance_uuid=instance_uuid, request_id=ctx.request_id,
         action=action, project_id=ctx.project_id, user_id=ctx.user_id,
         start_time=base.naive_utc(base.utcnow())))
@@ -78,12 +89,12 @@ def add_event(session, ctx, instance_uuid, event, host=None,
     ``new`` the instance is created in that transaction too."""
     now = base.naive_utc(base.utcnow())
     action_id = _action_id(session, ctx, instance_uuid, action, new=new)
-    session.execute(sa.insert(models.InstanceActionEvent.__table__).values(
+    conn = session.connection()
+    conn.execute(_INSERT_EVENT, dict(
         action_id=action_id, event=event, start_time=now, finish_time=now,
         result=result, host=host, details=details))
     if result == ERROR:
-        session.execute(sa.update(models.InstanceAction).where(
-            models.InstanceAction.id == action_id).values(message=ERROR))
+        conn.execute(_MARK_ERROR, dict(b_id=action_id))
 
 
 def get_actions(ctx, instance_uuid):

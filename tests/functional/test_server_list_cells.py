@@ -67,8 +67,9 @@ def _write(ctx, servers):
         mapping, spec_row, _ = objects.BuildRequest(
             instance_uuid=server.uuid, project_id=server.project,
             instance=instance).rows(spec)
-        mapping.cell_id = server.cell.id
-        records += [mapping, spec_row]
+        mapping[1]['cell_id'] = server.cell.id
+        records += [model(**values) for model, values in (mapping,
+                                                          spec_row)]
     with engines.writer(CONF.api_database.connection) as session:
         session.add_all(records)
 

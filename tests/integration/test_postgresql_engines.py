@@ -83,10 +83,53 @@ def test_a_transaction_costs_its_statements_a_begin_and_a_commit(server):
     engines.dispose_all()
     sent = {text: calls - before.get(text, 0) for text, calls in after.items()
             if calls != before.get(text, 0)}
-    # Per transaction: the pool's ping, BEGIN, the statement, COMMIT; no
-    # SET of the isolation level, before or after the snapshot.
+    # Per transaction: BEGIN, the statement, COMMIT; no ping of a
+    # connection in steady use, and no SET of the isolation level, before
+    # or after the snapshot.
     assert sent.pop('BEGIN') == 41
     assert sent.pop('COMMIT') == 41
     assert sent.pop('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ') == 1
-    assert sent.pop('SELECT $1') == 41 + 41
+    assert sent.pop('SELECT $1') == 41
     assert sent == {}, sent
+
+
+def _backend_pid(url):
+    with engines.writer(url) as session:
+        return session.execute(sa.text('SELECT pg_backend_pid()')).scalar()
+
+
+def _drop(server, pid):
+    """The server closes the connection of backend ``pid``, as a restart
+    or an idle timeout would."""
+    with sa.create_engine(server.stats_url(),
+                          isolation_level='AUTOCOMMIT').connect() as c:
+        assert c.execute(sa.text('SELECT pg_terminate_backend(:pid)'),
+                         {'pid': pid}).scalar()
+
+
+def test_a_rested_connection_the_server_dropped_is_replaced_unseen(
+        server, monkeypatch):
+    url = _database(server, 'rested')
+    first = _backend_pid(url)
+    _drop(server, first)
+    # It rested long enough to be pinged as it is taken out again.
+    monkeypatch.setattr(engines, 'PING_AFTER_REST', 0)
+    second = _backend_pid(url)
+    engines.dispose_all()
+    assert second != first
+
+
+def test_a_connection_dropped_in_steady_use_fails_once_then_all_reconnect(
+        server, monkeypatch):
+    url = _database(server, 'steady')
+    first = _backend_pid(url)
+    _drop(server, first)
+    # Taken out again at once: not pinged, so its statement meets the
+    # closed connection; the pool then replaces every connection.
+    monkeypatch.setattr(engines, 'PING_AFTER_REST', 3600)
+    with pytest.raises(sa.exc.OperationalError) as info:
+        _backend_pid(url)
+    assert info.value.connection_invalidated
+    second = _backend_pid(url)
+    engines.dispose_all()
+    assert second != first

@@ -4,6 +4,7 @@ import datetime
 
 import pytest
 from oslo_serialization import jsonutils
+from oslo_versionedobjects import base as ovo_base
 
 from scheduler_split import context
 from scheduler_split import objects
@@ -269,6 +270,42 @@ def test_instance_sent_to_a_1_0_peer_drops_the_description():
         == 'kept from 1.1'
     assert 'display_description' not in old['scheduler_split_object.data']
     assert old['scheduler_split_object.version'] == '1.0'
+
+
+def _oslo_primitive(obj, **kwargs):
+    """What oslo.versionedobjects' own serialization gives."""
+    return ovo_base.VersionedObject.obj_to_primitive(obj, **kwargs)
+
+
+def test_a_peer_receives_what_oslo_itself_would_send():
+    instance = _instance()
+    unchanged = _instance()
+    unchanged.obj_reset_changes(recursive=True)
+    edited = _instance()
+    edited.obj_reset_changes(recursive=True)
+    edited.host = 'host1'
+    edited.flavor.vcpus = 4
+    for obj in (instance, unchanged, edited, instance.flavor):
+        assert _comparable(obj.obj_to_primitive()) == \
+            _comparable(_oslo_primitive(obj))
+    assert 'scheduler_split_object.changes' not in \
+        unchanged.obj_to_primitive()
+    assert sorted(edited.obj_to_primitive()[
+        'scheduler_split_object.changes']) == ['flavor', 'host']
+
+
+def test_a_backport_to_this_release_s_versions_is_the_plain_primitive():
+    from scheduler_split.compute import rpcapi
+    instance = _instance()
+    newest = max(rpcapi.OBJECT_VERSIONS, key=lambda v: tuple(
+        int(p) for p in v.split('.')))
+    manifest = rpcapi.OBJECT_VERSIONS[newest]
+    assert _comparable(base.backport(instance, manifest)) == _comparable(
+        _oslo_primitive(instance, target_version=instance.VERSION,
+                        version_manifest=manifest))
+    # An older peer's manifest still converts: 1.0 carried Instance 1.1.
+    old = base.backport(instance, rpcapi.OBJECT_VERSIONS['1.0'])
+    assert old['scheduler_split_object.version'] == '1.1'
 
 
 def _group(policy='anti-affinity', rules=None):
