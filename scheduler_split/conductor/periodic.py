@@ -222,24 +222,24 @@ class SuperConductorPeriodics:
         """Rows of ``cell`` whose instance mapping names another cell."""
         cctx = ss_context.target_cell(ctx, cell)
         # Only a build leaves such a row: it is building or in ERROR.
-        candidates = [i for i in objects.Instance.get_all(cctx)
-                      if i.vm_state in (instance_obj.BUILDING,
-                                        instance_obj.ERROR)]
+        candidates = objects.Instance.uuids_in_vm_states(
+            cctx, (instance_obj.BUILDING, instance_obj.ERROR))
         if not candidates:
             return []
-        mapped = objects.InstanceMapping.get_cell_ids(
-            ctx, [i.uuid for i in candidates])
+        mapped = objects.InstanceMapping.get_cell_ids(ctx, candidates)
         removed = []
-        for instance in candidates:
-            cell_id = mapped.get(instance.uuid)
+        for uuid in candidates:
+            cell_id = mapped.get(uuid)
             if cell_id is None or cell_id == cell.id:
                 continue
             LOG.warning('Instance %s has a row in cell %s but lives in '
                         'another cell; marking that row deleted',
-                        instance.uuid, cell.name,
-                        extra={'instance_uuid': instance.uuid})
-            instance.destroy(cctx)
-            removed.append(instance.uuid)
+                        uuid, cell.name, extra={'instance_uuid': uuid})
+            try:
+                objects.Instance.get_by_uuid(cctx, uuid).destroy(cctx)
+            except exception.InstanceNotFound:
+                continue
+            removed.append(uuid)
         return removed
 
 

@@ -14,6 +14,19 @@ _COLUMNS = ('id', 'flavorid', 'name', 'memory_mb', 'vcpus', 'root_gb',
             'description')
 
 
+# The reads of every boot, built once, the values as parameters.
+_FLAVOR_T = models.Flavor.__table__
+_SPECS_T = models.FlavorExtraSpec.__table__
+_ACCESS_T = models.FlavorProject.__table__
+_BY_FLAVOR_ID = sa.select(*[_FLAVOR_T.c[name] for name in _COLUMNS]).where(
+    _FLAVOR_T.c.flavorid == sa.bindparam('b_flavorid'))
+_ACCESS = sa.select(_ACCESS_T.c.id).where(
+    _ACCESS_T.c.flavor_id == sa.bindparam('b_id'),
+    _ACCESS_T.c.project_id == sa.bindparam('b_project_id'))
+_SPECS = sa.select(_SPECS_T.c.key, _SPECS_T.c.value).where(
+    _SPECS_T.c.flavor_id == sa.bindparam('b_id'))
+
+
 @base.ObjectRegistry.register
 class Flavor(base.SchedulerSplitObject):
     VERSION = '1.0'
@@ -52,23 +65,16 @@ class Flavor(base.SchedulerSplitObject):
         """The flavor of that id; with ``project_id``, only if it is
         public or that project was given access to it. Read through Core:
         every boot reads its flavor."""
-        flavor_t = models.Flavor.__table__
-        specs_t = models.FlavorExtraSpec.__table__
-        access_t = models.FlavorProject.__table__
         with engines.connection(CONF.api_database.connection) as conn:
-            row = conn.execute(sa.select(*[flavor_t.c[name]
-                                           for name in _COLUMNS]).where(
-                flavor_t.c.flavorid == str(flavorid))).first()
+            row = conn.execute(_BY_FLAVOR_ID, dict(
+                b_flavorid=str(flavorid))).first()
             if row is None:
                 raise exception.FlavorNotFound(flavor_id=flavorid)
             if project_id is not None and not row.is_public and \
-                    conn.execute(sa.select(access_t.c.id).where(
-                        access_t.c.flavor_id == row.id,
-                        access_t.c.project_id == project_id)).first() is None:
+                    conn.execute(_ACCESS, dict(
+                        b_id=row.id, b_project_id=project_id)).first() is None:
                 raise exception.FlavorNotFound(flavor_id=flavorid)
-            specs = dict(conn.execute(sa.select(
-                specs_t.c.key, specs_t.c.value).where(
-                specs_t.c.flavor_id == row.id)).all())
+            specs = dict(conn.execute(_SPECS, dict(b_id=row.id)).all())
         flavor = cls()
         base.apply_row(flavor, row, _COLUMNS)
         flavor.extra_specs = specs

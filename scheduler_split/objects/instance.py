@@ -482,6 +482,18 @@ class Instance(base.SchedulerSplitObject):
             return cls.from_rows(session, list(session.scalars(query)))
 
     @classmethod
+    def uuids_in_vm_states(cls, ctx, vm_states):
+        """The uuids of the targeted cell's live instances in one of
+        ``vm_states``, oldest first: for sweeps that look at a few of
+        many, without reading them all."""
+        table = models.Instance.__table__
+        with engines.connection(cell_db(ctx)) as conn:
+            return list(conn.execute(sa.select(table.c.uuid).where(
+                table.c.deleted.is_(False),
+                table.c.vm_state.in_(list(vm_states))).order_by(
+                table.c.created_at, table.c.id)).scalars())
+
+    @classmethod
     def from_rows(cls, session, rows):
         """Instances of the cell rows ``rows`` (read in ``session``),
         with the fault of each in ERROR and their tags."""

@@ -1,3 +1,5 @@
+import functools
+
 import sqlalchemy as sa
 from oslo_utils import uuidutils
 from oslo_utils import versionutils
@@ -84,6 +86,9 @@ def heartbeat_row(session, model, host, binary, topic,
     """Create or refresh the record of a service of ``version`` (this
     release's by default). Without ``create`` a missing record (deleted
     by the operator) stays missing: None."""
+    row = _refresh(session, model.__table__, host, binary, version)
+    if row is not None:
+        return row
     row = session.scalars(sa.select(model).where(
         model.host == host, model.binary == binary)).first()
     if row is None:
@@ -98,6 +103,32 @@ def heartbeat_row(session, model, host, binary, topic,
     row.version = version
     session.flush()
     return row
+
+
+@functools.lru_cache(maxsize=None)
+def _refresh_statements(table):
+    """The heartbeat of a record that exists (and has its uuid) as one
+    UPDATE, and the read of the row it refreshed: built once per table."""
+    where = (table.c.host == sa.bindparam('b_host'),
+             table.c.binary == sa.bindparam('b_binary'))
+    update = table.update().where(*where, table.c.uuid.isnot(None)).values(
+        report_count=table.c.report_count + 1)
+    return update, update.returning(*table.c), sa.select(table).where(*where)
+
+
+def _refresh(session, table, host, binary, version):
+    """Refresh an existing record in one statement (two where UPDATE
+    cannot return the row: MySQL, MariaDB); the row, or None when there
+    is no record with a uuid to refresh."""
+    update, returning, select = _refresh_statements(table)
+    conn = session.connection()
+    params = dict(b_host=host, b_binary=binary, version=version,
+                  last_seen_up=base.naive_utc(base.utcnow()))
+    if conn.dialect.update_returning:
+        return conn.execute(returning, params).first()
+    if conn.execute(update, params).rowcount != 1:
+        return None
+    return conn.execute(select, dict(b_host=host, b_binary=binary)).first()
 
 
 def minimum_version(session, model, binary):
