@@ -113,6 +113,18 @@ _BUMP = sa.update(_RP).where(
     generation=sa.bindparam('seen') + 1, changed_by=CHANGED_BY)
 
 
+# A consumer's allocations, read and dropped; the providers it left
+# bumped (``b_ids``, a list).
+_CONSUMER_ALLOCATIONS = sa.select(
+    _ALLOC.c.resource_provider_id, _ALLOC.c.resource_class,
+    _ALLOC.c.used).where(_ALLOC.c.consumer_id == sa.bindparam('b_consumer'))
+_DELETE_CONSUMER_ALLOCATIONS = _ALLOC.delete().where(
+    _ALLOC.c.consumer_id == sa.bindparam('b_consumer'))
+_BUMP_LEFT = _RP.update().where(
+    _RP.c.id.in_(sa.bindparam('b_ids', expanding=True))).values(
+    generation=_RP.c.generation + 1, changed_by=CHANGED_BY)
+
+
 def _claim(url, provider_uuid, consumer_id, resources, group, stamp):
     with engines.writer(url) as session:
         group_row = _lock_group(session, group['uuid']) if group else None
@@ -253,21 +265,16 @@ def _drop_allocations(conn, consumer_id, guarded=None, stamp=NO_STAMP):
     """
     if guarded is None or isinstance(guarded, int):
         guarded = () if guarded is None else (guarded,)
-    rows = conn.execute(
-        sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class,
-                  _ALLOC.c.used).where(_ALLOC.c.consumer_id == consumer_id)
-    ).all()
+    consumer = {'b_consumer': consumer_id}
+    rows = conn.execute(_CONSUMER_ALLOCATIONS, consumer).all()
     dropped = {}
     for provider_id, rc, used in rows:
         dropped.setdefault(provider_id, {})[rc] = used
     if rows:
-        conn.execute(sa.delete(_ALLOC).where(
-            _ALLOC.c.consumer_id == consumer_id))
+        conn.execute(_DELETE_CONSUMER_ALLOCATIONS, consumer)
         bump = [pid for pid in dropped if pid not in guarded]
         if bump:
-            conn.execute(sa.update(_RP).where(_RP.c.id.in_(bump))
-                         .values(generation=_RP.c.generation + 1,
-                                 changed_by=CHANGED_BY), stamp)
+            conn.execute(_BUMP_LEFT, dict(stamp, b_ids=bump))
     return dropped
 
 
