@@ -98,20 +98,22 @@ def _backend_pid(url):
         return session.execute(sa.text('SELECT pg_backend_pid()')).scalar()
 
 
-def _drop(server, pid):
-    """The server closes the connection of backend ``pid``, as a restart
-    or an idle timeout would."""
+def _dropped(server, name):
+    """A new database ``name`` whose one pooled connection the server
+    has closed, as a restart or an idle timeout would: its URL and that
+    connection's backend pid."""
+    url = _database(server, name)
+    pid = _backend_pid(url)
     with sa.create_engine(server.stats_url(),
                           isolation_level='AUTOCOMMIT').connect() as c:
         assert c.execute(sa.text('SELECT pg_terminate_backend(:pid)'),
                          {'pid': pid}).scalar()
+    return url, pid
 
 
 def test_a_rested_connection_the_server_dropped_is_replaced_unseen(
         server, monkeypatch):
-    url = _database(server, 'rested')
-    first = _backend_pid(url)
-    _drop(server, first)
+    url, first = _dropped(server, 'rested')
     # It rested long enough to be pinged as it is taken out again.
     monkeypatch.setattr(engines, 'PING_AFTER_REST', 0)
     second = _backend_pid(url)
@@ -121,9 +123,7 @@ def test_a_rested_connection_the_server_dropped_is_replaced_unseen(
 
 def test_a_connection_dropped_in_steady_use_fails_once_then_all_reconnect(
         server, monkeypatch):
-    url = _database(server, 'steady')
-    first = _backend_pid(url)
-    _drop(server, first)
+    url, first = _dropped(server, 'steady')
     # Taken out again at once: not pinged, so its statement meets the
     # closed connection; the pool then replaces every connection.
     monkeypatch.setattr(engines, 'PING_AFTER_REST', 3600)
