@@ -29,6 +29,9 @@ _PLACE = _IM.update().where(_IM.c.instance_uuid == sa.bindparam('b_uuid'),
 _DELETE = _BR.delete().where(_ONE_BR)
 _DELETE_RETURNING = _DELETE.returning(_BR.c.instance)
 _READ_LOCKED = sa.select(_BR.c.instance).where(_ONE_BR).with_for_update()
+# The inserts of a boot's rows (see BuildRequest.rows), by model.
+_INSERTS = {model: model.__table__.insert() for model in (
+    models.InstanceMapping, models.RequestSpec, models.BuildRequest)}
 
 
 @base.ObjectRegistry.register
@@ -114,7 +117,7 @@ class BuildRequest(base.SchedulerSplitObject):
         unit of work: nothing reads them back as objects."""
         connection = session.connection()
         for model, values in rows:
-            connection.execute(model.__table__.insert(), values)
+            connection.execute(_INSERTS[model], values)
         group = request_spec.instance_group if request_spec else None
         if group is not None:
             group.add_member_in(session, self.instance_uuid)
