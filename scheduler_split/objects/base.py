@@ -66,6 +66,33 @@ class SchedulerSplitObject(ovo_base.VersionedObject):
             primitive[_CHANGES] = changes
         return primitive
 
+    @classmethod
+    def _obj_from_primitive(cls, context, objver, primitive):
+        """The object a primitive describes, as oslo builds it, without
+        passing each scalar through its field's setter: a scalar field's
+        ``from_primitive`` already gives the value its setter would
+        store, because the sender's setter coerced it before it was
+        sent (every message carries an instance or two). Dicts and
+        lists still go through the setter, which wraps them in oslo's
+        coercing collections."""
+        self = cls()
+        self._context = context
+        self.VERSION = objver
+        fields = self.fields
+        direct = _direct_fields(cls)
+        for name, value in primitive[_DATA].items():
+            field = fields.get(name)
+            if field is None:
+                continue
+            value = field.from_primitive(self, name, value)
+            if name in direct:
+                setattr(self, _ATTR + name, value)
+            else:
+                setattr(self, name, value)
+        self._changed_fields = {name for name in primitive.get(_CHANGES, ())
+                                if name in fields}
+        return self
+
     def obj_attr_is_set(self, attrname):
         if attrname in self.fields:
             return hasattr(self, _ATTR + attrname)
@@ -100,6 +127,19 @@ class SchedulerSplitObject(ovo_base.VersionedObject):
         if self.obj_attr_is_set(name):
             return getattr(self, name)
         return default
+
+
+# Field types whose values a primitive carries exactly as their setter
+# would store them.
+_SCALARS = (fields.String, fields.UUID, fields.Integer, fields.Float,
+            fields.Boolean, fields.DateTime, fields.IPAddress, fields.Object)
+
+
+@functools.lru_cache(maxsize=None)
+def _direct_fields(cls):
+    """The fields of ``cls`` that take a received value as it is."""
+    return frozenset(name for name, field in cls.fields.items()
+                     if isinstance(field._type, _SCALARS))
 
 
 class ObjectSerializer(ovo_base.VersionedObjectSerializer):

@@ -308,6 +308,64 @@ def test_a_backport_to_this_release_s_versions_is_the_plain_primitive():
     assert old['scheduler_split_object.version'] == '1.1'
 
 
+def _state(obj):
+    """Everything a received object holds: its version, what it marks
+    changed, and each set field's value with its type (nested objects
+    likewise)."""
+    values = {}
+    for name in obj.fields:
+        if obj.obj_attr_is_set(name):
+            value = getattr(obj, name)
+            if isinstance(value, ovo_base.VersionedObject):
+                values[name] = _state(value)
+            elif isinstance(value, list):
+                values[name] = [_state(v) if isinstance(
+                    v, ovo_base.VersionedObject) else (type(v), v)
+                    for v in value]
+            else:
+                values[name] = (type(value), value)
+    return (obj.obj_name(), obj.VERSION, sorted(obj._changed_fields),
+            values)
+
+
+def test_a_received_object_is_what_oslo_itself_would_build(monkeypatch):
+    instance = _instance()
+    instance.launched_at = datetime.datetime(2024, 5, 6, 7, 9, 0)
+    instance.access_ip_v4 = '192.0.2.7'
+    instance.access_ip_v6 = '2001:db8::7'
+    unchanged = _instance()
+    unchanged.obj_reset_changes(recursive=True)
+    edited = _instance()
+    edited.obj_reset_changes(recursive=True)
+    edited.host = 'host1'
+    edited.flavor.vcpus = 4
+    spec = helpers.make_spec()
+    spec.instance_group = _group(rules={'max_server_per_host': 2})
+    sent = [instance, unchanged, edited, spec,
+            [_selection(0), _selection(1, claimed=False)]]
+    wires = [jsonutils.loads(jsonutils.dumps(
+        base.ObjectSerializer().serialize_entity(None, entity)))
+        for entity in sent]
+
+    def received():
+        serializer = base.ObjectSerializer()
+        return [serializer.deserialize_entity(None, wire) for wire in wires]
+
+    ours = received()
+    monkeypatch.setattr(base.SchedulerSplitObject, '_obj_from_primitive',
+                        classmethod(ovo_base.VersionedObject
+                                    ._obj_from_primitive.__func__))
+    theirs = received()
+
+    for mine, oslo in zip(ours, theirs):
+        if isinstance(mine, list):
+            assert [_state(m) for m in mine] == [_state(o) for o in oslo]
+        else:
+            assert _state(mine) == _state(oslo)
+    assert ours[0].launched_at.tzinfo is not None
+    assert sorted(ours[2].obj_what_changed()) == ['flavor', 'host']
+
+
 def _group(policy='anti-affinity', rules=None):
     return objects.InstanceGroup(
         uuid='5b0e4c7a-1d2e-4f3a-9b8c-7d6e5f4a3b2c', name='g',
