@@ -224,16 +224,16 @@ class WriteLock:
     would otherwise make a claim wait for batch after batch."""
 
     def __init__(self):
-        self._guard = threading.Condition(threading.Lock())
+        self._mutex = threading.Lock()
         self._owner = None
         self._depth = 0
-        # The threads waiting, each as [thread id, granted], by kind.
+        # The threads waiting, each a _Waiter, by kind.
         self._urgent = collections.deque()
         self._bulk = collections.deque()
 
     def acquire(self, timeout=None, bulk=False):
         me = threading.get_ident()
-        with self._guard:
+        with self._mutex:
             if self._owner == me:
                 self._depth += 1
                 return True
@@ -241,17 +241,17 @@ class WriteLock:
                     bulk is False or not self._bulk):
                 self._owner, self._depth = me, 1
                 return True
-            waiter = [me, False]
+            waiter = _Waiter(me, self._mutex)
             queue = self._bulk if bulk else self._urgent
             queue.append(waiter)
-            self._guard.wait_for(lambda: waiter[1], timeout)
-            if waiter[1]:
+            waiter.wait_for(lambda: waiter.granted, timeout)
+            if waiter.granted:
                 return True
             queue.remove(waiter)
             return False
 
     def release(self):
-        with self._guard:
+        with self._mutex:
             self._depth -= 1
             if self._depth:
                 return
@@ -259,10 +259,21 @@ class WriteLock:
             for queue in (self._urgent, self._bulk):
                 if queue:
                     waiter = queue.popleft()
-                    self._owner, self._depth = waiter[0], 1
-                    waiter[1] = True
-                    self._guard.notify_all()
+                    self._owner, self._depth = waiter.thread, 1
+                    waiter.granted = True
+                    # Only the thread handed the lock wakes: the others
+                    # would wake to find it not theirs, one after another.
+                    waiter.notify()
                     return
+
+
+class _Waiter(threading.Condition):
+    """A thread waiting for a WriteLock, woken only when handed it."""
+
+    def __init__(self, thread, mutex):
+        super().__init__(mutex)
+        self.thread = thread
+        self.granted = False
 
 
 def _write_lock(url):

@@ -85,6 +85,35 @@ def test_the_write_lock_is_taken_again_by_its_holder():
     assert lock.acquire(timeout=1)
 
 
+def test_many_writers_racing_each_get_the_lock_alone_and_none_is_lost():
+    lock = engines.WriteLock()
+    inside = []
+    overlaps = []
+    done = []
+
+    def write(name):
+        for _ in range(200):
+            assert lock.acquire(timeout=30)
+            inside.append(name)
+            if len(inside) > 1:
+                overlaps.append(list(inside))
+            time.sleep(0)
+            inside.remove(name)
+            lock.release()
+        done.append(name)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(done) == list(range(8))
+    assert overlaps == []
+    # Free again once they are all done.
+    assert lock.acquire(timeout=0)
+    lock.release()
+
+
 # --- what a SQLite commit promises -------------------------------------------
 
 _WRITE_AND_DIE = """
