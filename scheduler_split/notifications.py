@@ -39,6 +39,7 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 _notifier = None
+_enabled = None
 _lock = threading.Lock()
 
 
@@ -147,17 +148,22 @@ def _get_notifier():
 def enabled():
     """Whether a notification driver other than ``noop`` is set: with
     none, oslo's notifier still serializes each payload before finding
-    nowhere to send it."""
-    _get_notifier()  # which registers the notifier's options
-    return any(driver != 'noop'
-               for driver in CONF.oslo_messaging_notifications.driver)
+    nowhere to send it. Read once, with the notifier (``reset`` reads it
+    again)."""
+    global _enabled
+    if _enabled is None:
+        _get_notifier()  # which registers the notifier's options
+        _enabled = any(driver != 'noop' for driver
+                       in CONF.oslo_messaging_notifications.driver)
+    return _enabled
 
 
 def reset():
     """Forget the notifier (tests change the driver between runs)."""
-    global _notifier
+    global _notifier, _enabled
     with _lock:
         _notifier = None
+        _enabled = None
 
 
 def emit(ctx, publisher, event_type, make_payload, error=False):
