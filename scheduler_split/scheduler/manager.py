@@ -318,10 +318,12 @@ class SchedulerManager:
                     :num_alternates]
                 result.append([self._selection(h, resources, claim_group)
                                for h in [chosen] + alternates])
-                LOG.info('Instance %s claimed on %s with alternates %s',
-                         instance_uuid, chosen.host,
-                         [h.host for h in alternates],
-                         extra={'instance_uuid': instance_uuid})
+                # The instance's action records the same (the boot's
+                # event), where the user and the operator read it.
+                LOG.debug('Instance %s claimed on %s with alternates %s',
+                          instance_uuid, chosen.host,
+                          [h.host for h in alternates],
+                          extra={'instance_uuid': instance_uuid})
         except BaseException:
             # All or nothing: a request that fails keeps no claim.
             for instance_uuid in claimed:

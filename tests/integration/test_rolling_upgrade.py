@@ -109,6 +109,11 @@ def upgrading(tmp_path_factory, previous_release):
             memory_mb = %d
             vcpus = 16
             """ % (dep.host_memory_mb + 8192))
+        # This release's scheduler tells of each claim at DEBUG.
+        dep.add_config(['scheduler'], 'debug.conf', """\
+            [DEFAULT]
+            debug = true
+            """)
         dep.start_and_map()
         _wait_until_every_scheduler_prefers_the_old_compute(dep)
         dep.previous_release = previous_release
