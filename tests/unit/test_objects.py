@@ -277,14 +277,20 @@ def _oslo_primitive(obj, **kwargs):
     return ovo_base.VersionedObject.obj_to_primitive(obj, **kwargs)
 
 
-def test_a_peer_receives_what_oslo_itself_would_send():
-    instance = _instance()
+def _three_instances():
+    """A new instance, one with nothing changed, and one with a field
+    and a field of its flavor changed."""
     unchanged = _instance()
     unchanged.obj_reset_changes(recursive=True)
     edited = _instance()
     edited.obj_reset_changes(recursive=True)
     edited.host = 'host1'
     edited.flavor.vcpus = 4
+    return _instance(), unchanged, edited
+
+
+def test_a_peer_receives_what_oslo_itself_would_send():
+    instance, unchanged, edited = _three_instances()
     for obj in (instance, unchanged, edited, instance.flavor):
         assert _comparable(obj.obj_to_primitive()) == \
             _comparable(_oslo_primitive(obj))
@@ -329,16 +335,10 @@ def _state(obj):
 
 
 def test_a_received_object_is_what_oslo_itself_would_build(monkeypatch):
-    instance = _instance()
+    instance, unchanged, edited = _three_instances()
     instance.launched_at = datetime.datetime(2024, 5, 6, 7, 9, 0)
     instance.access_ip_v4 = '192.0.2.7'
     instance.access_ip_v6 = '2001:db8::7'
-    unchanged = _instance()
-    unchanged.obj_reset_changes(recursive=True)
-    edited = _instance()
-    edited.obj_reset_changes(recursive=True)
-    edited.host = 'host1'
-    edited.flavor.vcpus = 4
     spec = helpers.make_spec()
     spec.instance_group = _group(rules={'max_server_per_host': 2})
     sent = [instance, unchanged, edited, spec,
