@@ -172,9 +172,9 @@ def emit(ctx, publisher, event_type, make_payload, error=False):
     ``make_payload`` builds the payload only when something will be sent.
     Failing to notify is logged; it never fails the work it reports on.
     """
-    if not enabled():
-        return
     try:
+        if not enabled():
+            return
         notifier = _get_notifier().prepare(publisher_id=publisher)
         send = notifier.error if error else notifier.info
         send(ctx, event_type, make_payload().obj_to_primitive())
