@@ -79,9 +79,16 @@ def get_transport(url=None):
         return transport
 
 
+# The longest an idle AMQP listener or reply waiter waits before it
+# looks at its bus again. oslo.messaging's waits grow to 5 s, and a
+# listener notices that it is stopped only when it looks: a service's
+# SIGTERM would wait that long for each of its listeners.
+LISTENER_MAX_WAIT = 0.5
+
+
 def _set_listener_wait():
-    """Apply ``[DEFAULT] rpc_listener_wait`` to oslo.messaging's AMQP
-    listeners.
+    """Apply ``[DEFAULT] rpc_listener_wait`` and LISTENER_MAX_WAIT to
+    oslo.messaging's AMQP listeners.
 
     After each message a listener polls again with a timeout that starts
     at the driver's ACK_REQUEUE_EVERY_SECONDS_MIN and doubles up to its
@@ -90,13 +97,15 @@ def _set_listener_wait():
     the reply waiter of a caller, acknowledge each message in the
     consumer's own callback and queue nothing, so for them those looks
     only cost CPU; these services listen for RPC only. The driver keeps
-    the value in that module constant, read on every poll.
+    both bounds in module constants, read on every poll.
     """
-    wait = CONF.rpc_listener_wait
-    if not wait:
-        return
     from oslo_messaging._drivers import amqpdriver
-    if hasattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN'):
+    if not hasattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MAX'):
+        return
+    amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX = min(
+        amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX, LISTENER_MAX_WAIT)
+    wait = CONF.rpc_listener_wait
+    if wait:
         amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN = min(
             wait, amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX)
 

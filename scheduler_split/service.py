@@ -106,8 +106,7 @@ class Service:
         if self._serving_metrics:
             self._serving_metrics = False
             metrics.Exporter.release()
-        for rpc_server in self._servers:
-            rpc_server.stop()
+        _each_at_once('stop', self._servers)
         if graceful:
             self.wait()
 
@@ -116,16 +115,24 @@ class Service:
         wait_all([self])
 
 
+def _each_at_once(method, servers):
+    """Call ``method`` of every RPC server in ``servers`` at once: each
+    waits for its listener to notice (up to rpc.LISTENER_MAX_WAIT)."""
+    if len(servers) == 1:
+        getattr(servers[0], method)()
+    elif servers:
+        with futures.ThreadPoolExecutor(len(servers)) as pool:
+            for done in [pool.submit(getattr(s, method)) for s in servers]:
+                done.result()
+
+
 def wait_all(services):
     """``wait`` for every RPC server of ``services`` at once. A stopped
     server's worker threads notice it within a second each (they poll
     their queue), so one server after another would add up to a second
     per bus; together the whole set is done in about one."""
-    servers = [s for service in services for s in service._servers]
-    if servers:
-        with futures.ThreadPoolExecutor(len(servers)) as pool:
-            for done in [pool.submit(s.wait) for s in servers]:
-                done.result()
+    _each_at_once('wait', [s for service in services
+                           for s in service._servers])
     for service in services:
         service._servers = []
         LOG.info('%s stopped', service.name)

@@ -58,7 +58,10 @@ service_opts = [
                       'each message arrives, so each look is CPU spent for '
                       'nothing: oslo.messaging starts at 0.001 after every '
                       'message and doubles it, a dozen looks per message '
-                      'on a busy bus. 0 keeps oslo.messaging\'s own.'),
+                      'on a busy bus. 0 keeps oslo.messaging\'s own. An '
+                      'idle listener looks again at least every half '
+                      'second whatever this is: the look is how it '
+                      'notices a stop (SIGTERM).'),
     cfg.StrOpt('cpu_affinity',
                default='',
                help='CPUs this process keeps to: a list such as "2" or '

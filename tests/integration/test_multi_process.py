@@ -77,6 +77,33 @@ def test_a_stopped_compute_is_not_chosen_until_it_reports_again(
     assert back['OS-EXT-SRV-ATTR:host'] == edge
 
 
+# What an operator's ``systemctl stop`` of an idle service may take.
+IDLE_STOP_SECONDS = 2
+
+
+@pytest.mark.parametrize('deployment', [conftest.POSTGRESQL], indirect=True)
+def test_every_idle_service_stops_on_sigterm_within_two_seconds(deployment):
+    """Each service alone, as its unit is stopped: the API, the computes,
+    the cell conductors, the super-conductor and the scheduler."""
+    api = fixtures.Api(deployment.base_url)
+    assert api.wait_for(api.boot(name='before-stop'))['status'] == 'ACTIVE'
+    # Idle: nothing in flight, the last reports sent.
+    time.sleep(2)
+    names = sorted(deployment.procs, key=lambda name: (
+        not name.startswith('api'), name not in deployment.hosts, name))
+    took = {}
+    for name in names:
+        started = time.monotonic()
+        codes = deployment.stop(name, timeout=60)
+        took[name] = round(time.monotonic() - started, 2)
+        assert codes == {name: 0}, (name, codes)
+
+    assert max(took.values()) < IDLE_STOP_SECONDS, took
+    deployment.start()
+    deployment.wait_for_api()
+    deployment.wait_for_hosts(deployment.hosts)
+
+
 @pytest.mark.parametrize('deployment', [conftest.POSTGRESQL], indirect=True)
 def test_sigterm_to_every_process_during_boots_leaves_nothing_in_build(
         deployment):

@@ -12,9 +12,11 @@ URL = 'rabbit://guest:guest@127.0.0.1:1/'
 
 @pytest.fixture
 def driver_wait():
-    before = amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN
+    before = (amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN,
+              amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX)
     yield
-    amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN = before
+    (amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN,
+     amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX) = before
     rpc.cleanup()
 
 
@@ -44,3 +46,14 @@ def test_it_never_exceeds_the_drivers_longest_wait(override, driver_wait):
 
     assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN == \
         amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX
+
+
+def test_an_idle_listener_looks_again_at_least_every_half_second(
+        override, driver_wait):
+    """Which bounds how long a stopped listener takes to notice: a
+    service's SIGTERM waits for it."""
+    amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX = 5.0
+
+    rpc.get_transport(URL)
+
+    assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX <= 0.5
