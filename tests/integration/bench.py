@@ -66,8 +66,8 @@ def parse_args(argv):
                         help='run in DIR and leave its logs there')
     parser.add_argument('--serve', action='store_true',
                         help='bring the deployment up, print its endpoint '
-                             'and keep it running until interrupted, '
-                             'instead of running the benchmark')
+                             'and keep it running until interrupted (SIGINT '
+                             'or SIGTERM), instead of running the benchmark')
     parser.add_argument('--set', metavar='GROUP.OPTION=VALUE',
                         action='append', default=[],
                         help='an option of every service, after the '
@@ -205,6 +205,10 @@ def main(argv=None):
             print('serving %s until interrupted; its processes for '
                   'scheduler-split-bench: %s'
                   % (endpoint, ' '.join(measured(dep))), flush=True)
+            # Torn down on SIGTERM as on ^C; a shell that starts it in
+            # the background leaves it ignoring SIGINT.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
             try:
                 while True:
                     signal.pause()
