@@ -69,10 +69,12 @@ def get_transport(url=None):
     """
     url = memory_bus.canonical(
         url if url is not None else CONF.transport_url)
-    _set_listener_wait()
     with _transports_lock:
         transport = _transports.get(url)
         if transport is None:
+            # Once per transport, not on each of the many lookups (a
+            # client per boot).
+            _set_listener_wait()
             transport = messaging.get_rpc_transport(
                 CONF, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
             _transports[url] = transport
