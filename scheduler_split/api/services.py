@@ -2,8 +2,12 @@
 
 Computes and conductors are read from (and written to) every cell
 database; the schedulers' records are the scheduler's, asked for through
-its client library. Names are Nova's (``nova-compute``, ...), since
-clients filter on them.
+its client library. Binaries are Nova's (``nova-compute``, ...), since
+clients filter on them. Conductors share a binary and often a host (the
+super-conductor and one conductor per cell on one controller), so a
+conductor's host is shown with the cell it serves: ``<host>@super`` for
+the super-conductor (its record lives in cell0), ``<host>@<cell name>``
+for a cell's conductor. ``?host=`` matches either form.
 
 Disabling, enabling or forcing down a compute writes its cell record
 first, then tells the schedulers through their library (a call). If no
@@ -42,6 +46,8 @@ NOVA_BINARIES = {
     service_obj.SCHEDULER: 'nova-scheduler',
 }
 COMPUTE = 'nova-compute'
+# What a super-conductor's host is shown with (see conductor_host).
+SUPER = 'super'
 INTERNAL_ZONE = 'internal'
 
 # What a cell database that cannot be reached raises.
@@ -84,6 +90,7 @@ class _Service:
 
     def __init__(self, **kwargs):
         self.cell = None
+        self.recorded_host = kwargs.get('host')
         self.disabled = False
         self.disabled_reason = None
         self.forced_down = False
@@ -100,8 +107,18 @@ def _time(value):
     return obj_base.naive_utc(value).strftime(_TIME_FORMAT)
 
 
+def conductor_host(host, cell):
+    """How the listing names the conductor of ``host`` whose record
+    lives in ``cell``: the super-conductor's record is in cell0."""
+    return '%s@%s' % (host, SUPER if cell.is_cell0 else cell.name)
+
+
 def _from_cell(service, cell):
-    return _Service(id=service.id, uuid=service.uuid, host=service.host,
+    shown = service.host
+    if service.binary == service_obj.CONDUCTOR:
+        shown = conductor_host(service.host, cell)
+    return _Service(id=service.id, uuid=service.uuid, host=shown,
+                    recorded_host=service.host,
                     binary=NOVA_BINARIES.get(service.binary, service.binary),
                     disabled=service.disabled,
                     disabled_reason=service.disabled_reason,
@@ -201,7 +218,8 @@ def index(req, ctx, version):
     services = _cell_services(ctx, down=down) + _scheduler_services(req,
                                                                     ctx)
     if host:
-        services = [s for s in services if s.host == host]
+        services = [s for s in services
+                    if host in (s.host, s.recorded_host)]
     if binary:
         services = [s for s in services if s.binary == binary]
     zones = _zones(req, ctx) if any(s.binary == COMPUTE

@@ -52,7 +52,16 @@ def test_services_are_listed_in_novas_shapes(start_system):
         by_binary.setdefault(service['binary'], []).append(service)
     assert sorted(s['host'] for s in by_binary['nova-compute']) == [
         'cell1-compute1', 'cell2-compute1']
-    assert len(by_binary['nova-conductor']) >= 1
+    # The super-conductor and each cell's conductor run on one host here;
+    # each row says which it is.
+    hosts = sorted(s['host'] for s in by_binary['nova-conductor'])
+    assert hosts == ['%s@%s' % (CONF.host, name)
+                     for name in ('cell1', 'cell2', 'super')]
+    assert {s['zone'] for s in by_binary['nova-conductor']} == {'internal'}
+    # The host as the services record it finds all three; as shown, one.
+    assert len(_services(api, host=CONF.host,
+                         binary='nova-conductor')) == 3
+    assert [s['host'] for s in _services(api, host=hosts[0])] == hosts[:1]
     assert len(by_binary['nova-scheduler']) == 1
     compute = by_binary['nova-compute'][0]
     assert set(compute) == {'id', 'binary', 'host', 'zone', 'status',
