@@ -19,6 +19,7 @@ from scheduler_split.conductor import super_manager
 from scheduler_split import cells
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split import rpc
@@ -50,8 +51,9 @@ def super_conductor_service():
     manager = super_manager.SuperConductorManager(rpc.get_transport())
     sweeps = periodic.SuperConductorPeriodics(rpc.get_transport())
     svc = service.Service('super-conductor')
-    svc.listen(rpc.get_transport(), conductor_rpcapi.TOPIC, [manager],
-               CONF.host)
+    # A database that goes away mid-call is waited for (db.outage).
+    svc.listen(rpc.get_transport(), conductor_rpcapi.TOPIC,
+               [outage.RetryingEndpoint(manager)], CONF.host)
     svc.add_periodic(sweeps.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.redrive_lost_boots,
@@ -75,7 +77,9 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     sweeps = periodic.CellConductorPeriodics(cell_db, transport)
     svc = service.Service(name, kind='cell-conductor')
     svc.listen(transport, conductor_rpcapi.TOPIC,
-               [manager, records.ComputeRecords(cell_db)], CONF.host)
+               [outage.RetryingEndpoint(manager),
+                outage.RetryingEndpoint(records.ComputeRecords(cell_db))],
+               CONF.host)
     svc.add_periodic(sweeps.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.fail_lost_moves,

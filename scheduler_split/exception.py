@@ -148,6 +148,12 @@ class Unauthorized(SchedulerSplitException):
     code = 401
 
 
+class DatabaseUnavailable(SchedulerSplitException):
+    msg_fmt = ('A database is unavailable: %(reason)s. Please try again '
+               'later.')
+    code = 503
+
+
 class ServiceUnavailable(SchedulerSplitException):
     msg_fmt = 'Service unavailable: %(reason)s. Please try again.'
     code = 503

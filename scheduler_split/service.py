@@ -3,7 +3,9 @@
 from concurrent import futures
 import logging
 import threading
+import time
 
+from scheduler_split.db import outage
 from scheduler_split import metrics
 from scheduler_split import rpc
 
@@ -20,16 +22,41 @@ class PeriodicTask:
         self.run_first = run_first
         self._stop = threading.Event()
         self._thread = None
+        # When the outage that stops its runs began (monotonic), if one
+        # does.
+        self._outage_since = None
 
     def _loop(self):
         if not self.run_first:
             self._stop.wait(self.interval)
         while not self._stop.is_set():
-            try:
-                self.func()
-            except Exception:
-                LOG.exception('Periodic task %s failed', self.name)
+            self.run_once()
             self._stop.wait(self.interval)
+
+    def run_once(self):
+        """One run. A run that fails because a database or the bus is
+        away logs one WARNING when the outage starts and one INFO with
+        the first run that works again, not a traceback each time; any
+        other failure logs its traceback."""
+        try:
+            self.func()
+        except Exception as exc:
+            if not outage.is_outage(exc):
+                LOG.exception('Periodic task %s failed', self.name)
+                return
+            if self._outage_since is None:
+                self._outage_since = time.monotonic()
+                LOG.warning('Periodic task %s cannot run: %s; trying again '
+                            'every %s seconds', self.name,
+                            outage.describe(exc), self.interval)
+            else:
+                LOG.debug('Periodic task %s still cannot run: %s',
+                          self.name, outage.describe(exc))
+            return
+        if self._outage_since is not None:
+            LOG.info('Periodic task %s runs again, after %.1f seconds',
+                     self.name, time.monotonic() - self._outage_since)
+            self._outage_since = None
 
     def start(self):
         self._thread = threading.Thread(target=self._loop, name=self.name,

@@ -23,12 +23,12 @@ import oslo_messaging as messaging
 from oslo_utils import strutils
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
-from sqlalchemy import exc as sa_exc
 
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
@@ -49,10 +49,6 @@ COMPUTE = 'nova-compute'
 # What a super-conductor's host is shown with (see conductor_host).
 SUPER = 'super'
 INTERNAL_ZONE = 'internal'
-
-# What a cell database that cannot be reached raises.
-CELL_DOWN = (sa_exc.OperationalError, sa_exc.InterfaceError,
-             sa_exc.DisconnectionError, sa_exc.TimeoutError)
 
 _TIME_FORMAT = '%Y-%m-%dT%H:%M:%S.%f'
 
@@ -149,7 +145,7 @@ def _cell_services(ctx, cells=None, down=None):
         cctx = ss_context.target_cell(ctx, cell)
         try:
             services = objects.Service.get_all(cctx)
-        except CELL_DOWN as exc:
+        except outage.DATABASE_UNAVAILABLE as exc:
             if down is None:
                 raise
             LOG.warning('Cell %s cannot be reached (%s); its services are '

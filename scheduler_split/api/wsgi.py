@@ -12,7 +12,6 @@ import re
 
 from oslo_utils import uuidutils
 import routes
-from sqlalchemy import exc as sa_exc
 import webob
 import webob.dec
 import webob.request
@@ -41,6 +40,7 @@ from scheduler_split.api import services
 from scheduler_split.api import usage
 from scheduler_split.api import versions
 from scheduler_split import conf
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import policy
 
@@ -222,19 +222,6 @@ def _check_strings(body):
             pending.extend((item, where, depth + 1) for item in value)
 
 
-# What SQLAlchemy (and oslo.db, when installed) raises when a database
-# cannot be reached, dropped the connection, is locked or has no free
-# connection: none of them says anything about the request.
-DATABASE_UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError,
-                        sa_exc.DisconnectionError, sa_exc.TimeoutError)
-try:
-    from oslo_db import exception as _db_exc
-except ImportError:  # oslo.db is not a dependency
-    pass
-else:
-    DATABASE_UNAVAILABLE += (_db_exc.DBConnectionError,)
-
-
 def _unavailable(message):
     response = errors.fault(503, message)
     response.headers['Retry-After'] = str(CONF.api.retry_after)
@@ -287,18 +274,21 @@ class Router:
                 # authentication middleware assumed; asked once a request,
                 # handlers read ctx.is_admin.
                 ctx.is_admin = policy.check_is_admin(ctx)
-            result = handler(req, ctx, version, **args)
+            # A request does not wait for a database that is away: it
+            # is answered 503 with Retry-After at once.
+            with outage.not_waiting():
+                result = handler(req, ctx, version, **args)
             response = self._to_response(result)
         except errors.HTTPError as exc:
             response = errors.fault(exc.status, exc.message)
         except UnicodeDecodeError:
             response = errors.fault(400, 'The request URL or query is not '
                                          'valid UTF-8.')
-        except DATABASE_UNAVAILABLE as exc:
+        except outage.DATABASE_UNAVAILABLE as exc:
             # Each write is one transaction, so what failed was not
             # recorded and the client may simply try again later.
-            LOG.error('Request %s: a database is unavailable: %s',
-                      request_id, exc)
+            LOG.warning('Request %s: a database is unavailable: %s',
+                        request_id, outage.describe(exc))
             response = _unavailable(
                 'The service is temporarily unavailable: a database cannot '
                 'be reached. Please try again later.')

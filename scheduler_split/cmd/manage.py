@@ -30,6 +30,7 @@ from scheduler_split import cells
 from scheduler_split.cmd import common as script
 from scheduler_split import conf
 from scheduler_split.db import migration
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split import rpc
@@ -264,7 +265,9 @@ def main(argv=None):
             CONF.set_override('debug', True)
             oslo_logging.setup(CONF, 'scheduler-split')
         objects.register_all()
-        return _run(args)
+        # A command says at once that it cannot reach a database.
+        with outage.not_waiting():
+            return _run(args)
     except CommandFailed as exc:
         return _fail(str(exc), exc.rc)
     except exception.CellMappingNotFound as exc:

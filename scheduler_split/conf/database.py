@@ -36,6 +36,28 @@ database_opts = [_connection_opt('cell database')]
 scheduler_database_opts = [_connection_opt('scheduler database')]
 
 
+# How every database of a service is waited for while its server is
+# away (see scheduler_split.db.outage).
+database_opts += [
+    cfg.FloatOpt('retry_timeout', default=30.0, min=0.0,
+                 help='Seconds a service waits for a database server that '
+                      'refuses connections or dropped them (a restart, a '
+                      'fail-over) before the step it was taking fails: '
+                      'connections are opened again, and an RPC method '
+                      'of a conductor or the scheduler that nothing '
+                      'committed yet runs again, with a pause growing '
+                      'from retry_interval up to 2 seconds. It applies '
+                      'to every database the service opens, the API and '
+                      'scheduler databases included. The API does not '
+                      'wait: it answers 503 with Retry-After at once. 0: '
+                      'never wait.'),
+    cfg.FloatOpt('retry_interval', default=0.2, min=0.01,
+                 help='Seconds of the first pause while waiting for a '
+                      'database server (see retry_timeout); each next '
+                      'pause is twice as long, up to 2 seconds.'),
+]
+
+
 def register_opts(conf):
     for group, opts in ((api_database_group, api_database_opts),
                         (database_group, database_opts),

@@ -42,6 +42,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import orm
 
+from scheduler_split.db import outage
+
 _engines = {}
 _lock = threading.Lock()
 
@@ -124,9 +126,13 @@ def _create(url, writer):
     if parsed.get_driver_name() in _TAKE_CONNECT_TIMEOUT:
         kwargs['connect_args']['connect_timeout'] = CONNECT_TIMEOUT
     try:
-        return _ping_rested(_server_engine(parsed, kwargs))
+        engine = _ping_rested(_server_engine(parsed, kwargs))
     except ImportError as exc:
         raise DriverMissing(parsed, exc) from exc
+    # A server that refuses connections is waited for (a restart).
+    event.listen(engine, 'do_connect', outage.connect(
+        parsed.render_as_string(hide_password=True)))
+    return engine
 
 
 def _server_engine(parsed, kwargs):
@@ -300,6 +306,8 @@ def writer(url, bulk=False):
         with orm.Session(engine, expire_on_commit=False) as s:
             with s.begin():
                 yield s
+                # From here on, what fails may have been written.
+                outage.note_commit()
     finally:
         if held:
             lock.release()

@@ -13,6 +13,8 @@ import sqlalchemy as sa
 
 from scheduler_split.db import engines
 from scheduler_split.db import models
+from scheduler_split.db import outage
+from scheduler_split import exception
 from scheduler_split.objects import base
 
 LOG = logging.getLogger(__name__)
@@ -69,8 +71,11 @@ def record_event(ctx, instance_uuid, event, host=None, result=SUCCESS,
     fails the step itself.
     """
     try:
-        _record_event(ctx, instance_uuid, event, host, result, details,
-                      action)
+        outage.run(_record_event, ctx, instance_uuid, event, host, result,
+                   details, action, what='Recording event %s of instance %s'
+                   % (event, instance_uuid))
+    except exception.DatabaseUnavailable:
+        pass
     except Exception:
         LOG.exception('Could not record event %s of instance %s', event,
                       instance_uuid, extra={'instance_uuid': instance_uuid})

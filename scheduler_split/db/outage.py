@@ -1,0 +1,260 @@
+"""A database server that goes away for a while (a restart, a
+fail-over): the services wait for it rather than fail what they were
+doing, for ``[database] retry_timeout`` seconds.
+
+Each rule lives here, once:
+
+- Opening a connection that the server refuses (it is down, starting up
+  or shutting down) is tried again with a growing pause (:func:`connect`,
+  the engines' connect hook). The API does not wait: its requests run
+  :func:`not_waiting` and answer 503 with ``Retry-After`` at once.
+- An RPC method of a service that owns a database (the conductors, the
+  scheduler) whose transaction the outage broke is run again from the
+  start, within the same bound, if nothing it wrote was committed yet
+  (:func:`retrying`, or :func:`run` for one step of a longer piece of
+  work; the engines count commits per thread,
+  :func:`note_commit`). Otherwise, or past the bound, its caller gets
+  :class:`~scheduler_split.exception.DatabaseUnavailable` and the log a
+  WARNING line rather than a traceback.
+- The first connection refused logs one WARNING for its database, and
+  the first one opened after it one INFO (:class:`_Outages`); a periodic
+  task failing on an outage does the same (``service.PeriodicTask``,
+  with :func:`is_outage`).
+"""
+
+import functools
+import inspect
+import logging
+import threading
+import time
+
+import oslo_messaging as messaging
+from sqlalchemy import exc as sa_exc
+
+from scheduler_split import conf
+from scheduler_split import exception
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+# What SQLAlchemy (and oslo.db, when installed) raises when a database
+# cannot be reached, dropped the connection, is locked or has no free
+# connection: none of them says anything about the request.
+DATABASE_UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError,
+                        sa_exc.DisconnectionError, sa_exc.TimeoutError,
+                        exception.DatabaseUnavailable)
+try:
+    from oslo_db import exception as _db_exc
+except ImportError:  # oslo.db is not a dependency
+    pass
+else:
+    DATABASE_UNAVAILABLE += (_db_exc.DBConnectionError,)
+_UNAVAILABLE_NAMES = frozenset(cls.__name__ for cls in DATABASE_UNAVAILABLE)
+
+# What the bus raises when a message or its answer could not travel.
+BUS_UNAVAILABLE = (messaging.MessagingTimeout,
+                   messaging.MessageDeliveryFailure)
+
+# What a server that is down, starting, stopping or full answers a
+# connection with (PostgreSQL's and MySQL's/MariaDB's words, lower case):
+# worth waiting for. Anything else (a wrong password, a database that
+# does not exist) fails at once.
+_TRANSIENT = ('connection refused', 'starting up', 'shutting down',
+              'in recovery mode', 'server closed the connection',
+              'could not connect', "can't connect", 'lost connection',
+              'timeout expired', 'timed out', 'too many connections',
+              'terminating connection', 'connection reset',
+              'not yet accepting connections')
+
+# The longest pause between two tries.
+MAX_PAUSE = 2.0
+
+_local = threading.local()
+
+
+def is_database_outage(exc):
+    """Whether ``exc`` says a database could not be used, here or (a
+    ``RemoteError``) in the service that answered."""
+    if isinstance(exc, DATABASE_UNAVAILABLE):
+        return True
+    return (isinstance(exc, messaging.RemoteError) and
+            exc.exc_type in _UNAVAILABLE_NAMES)
+
+
+def is_outage(exc):
+    """Whether ``exc`` says a database or the bus is away, rather than
+    that something is wrong with the work itself."""
+    return is_database_outage(exc) or isinstance(exc, BUS_UNAVAILABLE)
+
+
+def describe(exc):
+    """The first line of what ``exc`` says, for a one-line log."""
+    text = exception.describe(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _transient(exc):
+    text = str(exc).lower()
+    return any(marker in text for marker in _TRANSIENT)
+
+
+def wait_seconds():
+    """How long this thread waits for a database to come back."""
+    if getattr(_local, 'not_waiting', False):
+        return 0.0
+    return CONF.database.retry_timeout
+
+
+class not_waiting:
+    """Within it, this thread waits for no database (the API's
+    requests)."""
+
+    def __enter__(self):
+        self._before = getattr(_local, 'not_waiting', False)
+        _local.not_waiting = True
+        return self
+
+    def __exit__(self, *exc_info):
+        _local.not_waiting = self._before
+
+
+def note_commit():
+    """A writer of this thread is about to commit: whatever fails from
+    now on may have been written."""
+    _local.commits = getattr(_local, 'commits', 0) + 1
+
+
+def _commits():
+    return getattr(_local, 'commits', 0)
+
+
+class _Pauses:
+    """``[database] retry_interval``, doubling up to MAX_PAUSE, until
+    ``seconds`` have passed: ``next()`` sleeps the next pause, or
+    returns False once no time is left."""
+
+    def __init__(self, seconds):
+        self.deadline = time.monotonic() + seconds
+        self.pause = CONF.database.retry_interval
+
+    def next(self):
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(self.pause, left))
+        self.pause = min(self.pause * 2, MAX_PAUSE)
+        return True
+
+
+class _Outages:
+    """Which databases refuse connections now: one WARNING as the first
+    refusal is seen, one INFO as the first connection opens after it."""
+
+    def __init__(self):
+        self._since = {}
+        self._lock = threading.Lock()
+
+    def refused(self, name, exc):
+        with self._lock:
+            if name in self._since:
+                return
+            self._since[name] = time.monotonic()
+        LOG.warning('Database %s refuses connections (%s); waiting for it '
+                    'for up to %s seconds a step ([database] '
+                    'retry_timeout)', name, describe(exc), wait_seconds())
+
+    def opened(self, name):
+        if name not in self._since:
+            return
+        with self._lock:
+            since = self._since.pop(name, None)
+        if since is not None:
+            LOG.info('Database %s accepts connections again after %.1f '
+                     'seconds', name, time.monotonic() - since)
+
+
+_outages = _Outages()
+
+
+def connect(name):
+    """The engines' ``do_connect`` hook for the database ``name`` (a URL
+    without its password): open a DBAPI connection, waiting for a server
+    that refuses it."""
+    def _connect(dialect, conn_rec, cargs, cparams):
+        pauses = None
+        while True:
+            try:
+                connection = dialect.connect(*cargs, **cparams)
+            except Exception as exc:
+                if not _transient(exc) or not wait_seconds():
+                    raise
+                _outages.refused(name, exc)
+                if pauses is None:
+                    pauses = _Pauses(wait_seconds())
+                if not pauses.next():
+                    raise
+                continue
+            _outages.opened(name)
+            return connection
+    return _connect
+
+
+def run(func, *args, what=None, **kwargs):
+    """``func(*args, **kwargs)``, run again when a database outage broke
+    it before it committed anything, for ``[database] retry_timeout``
+    seconds. What still fails on an outage raises ``DatabaseUnavailable``
+    (from the outage's error) after one WARNING line that says what
+    failed (``what``, by default the function's name)."""
+    pauses = None
+    while True:
+        mark = _commits()
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            if not is_database_outage(exc):
+                raise
+            if pauses is None:
+                pauses = _Pauses(wait_seconds())
+            if _commits() == mark and pauses.next():
+                LOG.debug('%s met a database outage (%s); running it '
+                          'again', what or func.__name__, describe(exc))
+                continue
+            LOG.warning('%s failed: a database is unavailable (%s)',
+                        what or func.__name__, describe(exc))
+            raise exception.DatabaseUnavailable(
+                reason=describe(exc)) from exc
+
+
+def retrying(func, what=None):
+    """``func`` (an RPC method) as :func:`run` runs it. What still fails
+    on an outage reaches the caller as ``DatabaseUnavailable`` through
+    oslo's ``ExpectedException``: the dispatcher logs it at DEBUG, not
+    as a traceback."""
+    what = what or func.__name__
+
+    @functools.wraps(func)
+    def _run(*args, **kwargs):
+        try:
+            return run(func, *args, what=what, **kwargs)
+        except exception.DatabaseUnavailable:
+            raise messaging.ExpectedException()
+    return _run
+
+
+class RetryingEndpoint:
+    """An RPC endpoint whose exposed methods are :func:`retrying`."""
+
+    def __init__(self, endpoint):
+        self._endpoint = endpoint
+        self._methods = {}
+
+    def __getattr__(self, name):
+        value = getattr(self._endpoint, name)
+        if name.startswith('_') or not inspect.ismethod(value):
+            # A Target is callable too: only methods are RPC methods.
+            return value
+        method = self._methods.get(name)
+        if method is None:
+            method = self._methods[name] = retrying(
+                value, '%s.%s' % (type(self._endpoint).__name__, name))
+        return method

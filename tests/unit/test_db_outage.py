@@ -1,0 +1,248 @@
+"""A database server away for a while: connections wait for it, RPC
+methods that committed nothing run again, and each outage is one WARNING
+and one INFO in the log, not a traceback per try."""
+
+import logging
+import socket
+import threading
+import time
+
+import oslo_messaging as messaging
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from scheduler_split.db import engines
+from scheduler_split.db import outage
+from scheduler_split import exception
+from scheduler_split import service
+
+REFUSED = Exception('connection to server at "127.0.0.1", port 5432 '
+                    'failed: Connection refused')
+
+
+@pytest.fixture
+def quick(override):
+    override('retry_timeout', 2.0, group='database')
+    override('retry_interval', 0.01, group='database')
+
+
+class _Dialect:
+    """Refuses the first ``refusals`` connections with ``error``."""
+
+    def __init__(self, refusals, error=REFUSED):
+        self.refusals = refusals
+        self.error = error
+        self.tries = 0
+
+    def connect(self, *args, **kwargs):
+        self.tries += 1
+        if self.tries <= self.refusals:
+            raise self.error
+        return 'connection'
+
+
+def _records(caplog, level):
+    return [r for r in caplog.records if r.levelno == level]
+
+
+def test_a_refused_connection_is_opened_once_the_server_is_back(
+        quick, caplog):
+    caplog.set_level(logging.INFO)
+    dialect = _Dialect(refusals=3)
+    connect = outage.connect('postgresql://u@127.0.0.1/db-back')
+    assert connect(dialect, None, (), {}) == 'connection'
+    assert dialect.tries == 4
+    warnings = _records(caplog, logging.WARNING)
+    assert len(warnings) == 1
+    assert 'db-back refuses connections' in warnings[0].getMessage()
+    (info,) = _records(caplog, logging.INFO)
+    assert 'db-back accepts connections again' in info.getMessage()
+    assert not _records(caplog, logging.ERROR)
+
+
+class _DownUntil:
+    """Refuses every connection until ``until`` (monotonic)."""
+
+    def __init__(self, until):
+        self.until = until
+
+    def connect(self, *args, **kwargs):
+        if time.monotonic() < self.until:
+            raise REFUSED
+        return 'connection'
+
+
+def test_many_waiters_of_one_outage_log_it_once(quick, caplog):
+    caplog.set_level(logging.INFO)
+    connect = outage.connect('db-many')
+    dialect = _DownUntil(time.monotonic() + 0.3)
+    opened = []
+    threads = [threading.Thread(target=lambda: opened.append(
+        connect(dialect, None, (), {}))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert opened == ['connection'] * 8
+    assert [r.levelname for r in caplog.records] == ['WARNING', 'INFO']
+
+
+def test_a_server_that_stays_away_fails_the_connection_after_the_timeout(
+        override, caplog):
+    override('retry_timeout', 0.3, group='database')
+    override('retry_interval', 0.05, group='database')
+    dialect = _Dialect(refusals=10 ** 6)
+    start = time.monotonic()
+    with pytest.raises(Exception, match='Connection refused'):
+        outage.connect('db-away')(dialect, None, (), {})
+    assert 0.3 <= time.monotonic() - start < 1.5
+    assert dialect.tries > 2
+
+
+def test_a_wrong_password_fails_at_once(quick):
+    dialect = _Dialect(refusals=1, error=Exception(
+        'FATAL:  password authentication failed for user "nova"'))
+    with pytest.raises(Exception, match='password authentication'):
+        outage.connect('db-password')(dialect, None, (), {})
+    assert dialect.tries == 1
+
+
+def test_an_api_request_does_not_wait(quick):
+    dialect = _Dialect(refusals=1)
+    with outage.not_waiting():
+        with pytest.raises(Exception, match='Connection refused'):
+            outage.connect('db-api')(dialect, None, (), {})
+    assert dialect.tries == 1
+    # Outside the request, the same refusal is waited for.
+    assert outage.connect('db-api')(_Dialect(1), None, (), {})
+
+
+def test_a_real_engine_waits_for_a_server_that_starts_listening(
+        override, caplog):
+    """psycopg2 against a port nothing listens on: the connection is
+    refused by the kernel, for real, until the timeout."""
+    pytest.importorskip('psycopg2')
+    override('retry_timeout', 0.5, group='database')
+    override('retry_interval', 0.05, group='database')
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    url = 'postgresql+psycopg2://u:secret@127.0.0.1:%d/nowhere' % port
+    start = time.monotonic()
+    with pytest.raises(sa_exc.OperationalError, match='refused'):
+        with engines.reader(url) as session:
+            session.execute(sa.text('SELECT 1'))
+    assert time.monotonic() - start >= 0.5
+    (warning,) = _records(caplog, logging.WARNING)
+    assert 'secret' not in warning.getMessage()
+    assert '127.0.0.1:%d/nowhere refuses connections' % port in (
+        warning.getMessage())
+    engines.dispose_all()
+
+
+def _broken(message='server closed the connection unexpectedly'):
+    return sa_exc.OperationalError('UPDATE instances', {},
+                                   Exception(message))
+
+
+def test_a_method_that_committed_nothing_runs_again(quick):
+    calls = []
+
+    def method(ctx, uuid):
+        calls.append(uuid)
+        if len(calls) < 3:
+            raise _broken()
+        return 'saved'
+
+    assert outage.retrying(method)(None, uuid='u1') == 'saved'
+    assert calls == ['u1'] * 3
+
+
+def test_a_method_that_committed_is_not_run_again(quick, caplog):
+    calls = []
+
+    def method(ctx):
+        calls.append(1)
+        outage.note_commit()
+        raise _broken()
+
+    with pytest.raises(messaging.ExpectedException) as info:
+        outage.retrying(method, 'Records.instance_save')(None)
+    assert calls == [1]
+    # What the caller gets over the bus: the dispatcher sends exc_info.
+    exc = info.value.exc_info[1]
+    assert isinstance(exc, exception.DatabaseUnavailable)
+    assert exc.code == 503
+    (warning,) = _records(caplog, logging.WARNING)
+    assert warning.getMessage().startswith(
+        'Records.instance_save failed: a database is unavailable')
+    assert warning.exc_info is None
+
+
+def test_a_method_gives_up_after_the_timeout(override):
+    override('retry_timeout', 0.2, group='database')
+    override('retry_interval', 0.05, group='database')
+    calls = []
+
+    def method():
+        calls.append(1)
+        raise _broken('Connection refused')
+
+    start = time.monotonic()
+    with pytest.raises(messaging.ExpectedException):
+        outage.retrying(method)()
+    assert 0.2 <= time.monotonic() - start < 1.0
+    assert len(calls) >= 3
+
+
+def test_other_errors_are_not_retried(quick):
+    calls = []
+
+    def method():
+        calls.append(1)
+        raise exception.InstanceNotFound(instance_id='u1')
+
+    with pytest.raises(exception.InstanceNotFound):
+        outage.retrying(method)()
+    assert calls == [1]
+
+
+def test_an_endpoint_keeps_what_oslo_dispatches_on():
+    class Endpoint:
+        target = messaging.Target(version='1.2')
+
+        @messaging.expose
+        def instance_get(self, ctx, uuid):
+            return uuid
+
+    wrapped = outage.RetryingEndpoint(Endpoint())
+    assert wrapped.target is Endpoint.target
+    assert wrapped.instance_get.exposed
+    assert wrapped.instance_get(None, 'u1') == 'u1'
+    assert not hasattr(wrapped, 'instance_delete')
+
+
+def test_a_periodic_task_logs_an_outage_once_and_its_end(caplog):
+    caplog.set_level(logging.INFO)
+    errors = [_broken('Connection refused'),
+              messaging.RemoteError('OperationalError', 'refused'),
+              messaging.MessagingTimeout('no answer'), None,
+              ValueError('a bug'), ValueError('a bug')]
+
+    def run():
+        error = errors.pop(0)
+        if error is not None:
+            raise error
+
+    task = service.PeriodicTask('conductor-sweep', run, 60)
+    for _ in range(6):
+        task.run_once()
+    lines = [(r.levelname, r.getMessage().split(':')[0], bool(r.exc_info))
+             for r in caplog.records if r.name == 'scheduler_split.service']
+    assert lines == [
+        ('WARNING', 'Periodic task conductor-sweep cannot run', False),
+        ('INFO', 'Periodic task conductor-sweep runs again, after 0.0 '
+                 'seconds', False),
+        ('ERROR', 'Periodic task conductor-sweep failed', True),
+        ('ERROR', 'Periodic task conductor-sweep failed', True)]
