@@ -59,6 +59,8 @@ def super_conductor_service():
     svc.add_periodic(sweeps.redrive_lost_boots,
                      CONF.conductor.lost_build_check_interval,
                      run_first=False)
+    svc.add_periodic(sweeps.resume_orphaned_boots,
+                     CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.clean_up_placements,
                      CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.heal_allocations,
@@ -80,6 +82,8 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
                [outage.RetryingEndpoint(manager),
                 outage.RetryingEndpoint(records.ComputeRecords(cell_db))],
                CONF.host)
+    svc.add_periodic(sweeps.recover_builds,
+                     CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.fail_lost_moves,

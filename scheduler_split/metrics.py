@@ -121,6 +121,12 @@ BURIED_IN_CELL0 = _metric(
     'Instances the super-conductor put in ERROR in cell0, by reason: '
     'no_valid_host, lost (no super-conductor scheduled it in time), '
     'error.', ['reason'])
+BUILDS_RECOVERED = _metric(
+    prom.Counter, 'conductor', 'builds_recovered',
+    'Builds a cell conductor went on with from their plan, by how: '
+    'recast (cast again to the host holding their claim), rescheduled '
+    '(on to their next alternate) or given_back (their host was down).',
+    ['how'])
 BOOTS_REDRIVEN = _metric(
     prom.Counter, 'conductor', 'boots_redriven',
     'Boots the super-conductor cast again because no super-conductor '
@@ -136,6 +142,8 @@ for _reason in ('no_valid_host', 'lost', 'error'):
     BURIED_IN_CELL0.labels(reason=_reason)
 for _reason in ('never_scheduled', 'no_host', 'host_down'):
     LOST_BUILDS_FAILED.labels(reason=_reason)
+for _how in ('recast', 'rescheduled', 'given_back'):
+    BUILDS_RECOVERED.labels(how=_how)
 
 # --- API ---------------------------------------------------------------------
 

@@ -13,11 +13,33 @@ from sqlalchemy.engine import url as sa_url
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import memory_bus
 from scheduler_split.objects import base as objects_base
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
+
+
+class _BrokerAway(logging.Filter):
+    """oslo.messaging's RabbitMQ driver logs every try to reach a broker
+    that is away (restarting) as an ERROR, though it reconnects by
+    itself and nothing is lost: here they are WARNINGs. What says the
+    broker refused its credentials stays an ERROR."""
+
+    _AWAY = ('is unreachable', 'Connection failed')
+
+    def filter(self, record):
+        if record.levelno == logging.ERROR and isinstance(
+                record.msg, str) and any(
+                text in record.msg for text in self._AWAY):
+            record.levelno = logging.WARNING
+            record.levelname = logging.getLevelName(logging.WARNING)
+        return True
+
+
+logging.getLogger('oslo.messaging._drivers.impl_rabbit').addFilter(
+    _BrokerAway())
 
 # The exchange every service of this project uses on its bus.
 EXCHANGE = 'scheduler_split'
@@ -180,7 +202,7 @@ class _Patient:
         pause = 0.1
         while True:
             try:
-                return send(ctxt, method, **kwargs)
+                result = send(ctxt, method, **kwargs)
             except messaging.MessageUndeliverable:
                 now = time.monotonic()
                 target = self._client.target
@@ -200,6 +222,16 @@ class _Patient:
                             method, topic, CONF.rpc_delivery_timeout))
                 time.sleep(min(pause, deadline - now))
                 pause = min(pause * 2, 1.0)
+                continue
+            except Exception:
+                # It may have reached its receiver (a call whose answer
+                # never came, or was an error).
+                outage.note_effect()
+                raise
+            # Its receiver may act on it: work that fails after this is
+            # not run again from the start (db.outage).
+            outage.note_effect()
+            return result
 
 
 def get_client(transport, topic, version, server=None, version_cap=None,

@@ -33,6 +33,10 @@ BUILD_EVENT = 'compute_build_and_run_instance'
 
 RPC_VERSION = '1.5'
 
+# How many times a compute sends one step of a build to its conductor
+# when no answer comes (each waits [DEFAULT] rpc_response_timeout).
+BUILD_SAVE_TRIES = 3
+
 
 class _InstanceLocks:
     """One lock per instance uuid, so a delete waits for a running build.
@@ -61,6 +65,22 @@ class _InstanceLocks:
                     del self._locks[uuid]
                 else:
                     self._locks[uuid] = (lock, users - 1)
+
+
+def _waiting_for_a_host(current):
+    """Whether the build of ``current`` (the instance as read now) waits
+    for its next host: its claim, if any, is that host's."""
+    return (not current.deleted and
+            current.vm_state == instance_obj.BUILDING and
+            current.task_state == instance_obj.SCHEDULING)
+
+
+def _claimed_elsewhere(current, host):
+    """Whether the claim of ``current`` is not ``host``'s to drop: it
+    lives on another host, or its build waits for the next one."""
+    if current.deleted:
+        return False
+    return _waiting_for_a_host(current) or current.host not in (None, host)
 
 
 class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
@@ -160,6 +180,8 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                         instance.task_state == instance_obj.DELETING):
                     continue
                 exc = self._unsaved_errors.get(uuid)
+                if exc is None and self._give_back(ctx, instance):
+                    continue
                 if exc is None:
                     exc = exception.BuildAbortException(
                         instance_uuid=uuid,
@@ -170,6 +192,30 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                             self.host, extra={'instance_uuid': uuid})
                 self._fail(ctx, instance, exc,
                            expected_task_states=[instance.task_state])
+
+    def _give_back(self, ctx, instance):
+        """A build this host no longer runs (the service restarted while
+        it spawned) goes back to its cell conductor, which takes it on to
+        its next alternate, from its plan, with its claim; whatever the
+        spawn left here goes. False if it cannot (no plan: a build of an
+        earlier release, or conductors too old): it is then failed, as
+        before."""
+        uuid = instance.uuid
+        try:
+            handed = self.conductor.give_back_build(ctx, uuid, self.host)
+        except messaging.RPCVersionCapError:
+            return False
+        except (exception.InstanceNotFound, exception.Conflict):
+            # Finished, deleted or moved on meanwhile.
+            return True
+        if not handed:
+            return False
+        LOG.warning('Instance %s was building on %s when the service '
+                    'stopped; handed back to the cell conductor for its '
+                    'next alternate', uuid, self.host,
+                    extra={'instance_uuid': uuid})
+        self.driver.destroy(instance)
+        return True
 
     @staticmethod
     def _older_than_a_check(instance):
@@ -241,9 +287,11 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             instance.task_state = instance_obj.SPAWNING
             # Only a build the conductor handed over (SCHEDULING) starts;
             # a delete that came first (DELETING) wins.
-            instance = self.conductor.instance_save(
-                ctx, instance,
-                expected_task_states=[instance_obj.SCHEDULING])
+            instance = self._save_build(
+                ctx, instance, [instance_obj.SCHEDULING],
+                lambda current: (current.task_state ==
+                                 instance_obj.SPAWNING and
+                                 current.host == self.host))
         except exception.InstanceNotFound:
             LOG.info('Instance %s was deleted before its build started',
                      uuid, extra={'instance_uuid': uuid})
@@ -252,13 +300,14 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         except exception.Conflict:
             # Deleted, or settled as lost, before the build started - or
             # this is a second delivery of a build some host already runs,
-            # whose claim must stay.
+            # or a cast the build's plan moved on from (it goes to another
+            # host): either way the claim is not this host's to drop.
             current = self.conductor.instance_get(ctx, uuid,
                                                   read_deleted=True)
             LOG.info('Build of instance %s not started: it is %s/%s',
                      uuid, current.vm_state, current.task_state,
                      extra={'instance_uuid': uuid})
-            if not current.host:
+            if not current.host and not _waiting_for_a_host(current):
                 self.scheduler.try_release_resources(ctx, uuid)
             return
         self._notify(ctx, instance, 'start')
@@ -288,23 +337,64 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         instance.launched_at = obj_base.utcnow()
         try:
             # The event of the attempt goes with the save: one call.
-            instance = self.conductor.instance_save(
-                ctx, instance, expected_task_states=[instance_obj.SPAWNING],
+            instance = self._save_build(
+                ctx, instance, [instance_obj.SPAWNING],
+                lambda current: (current.vm_state == instance_obj.ACTIVE and
+                                 current.host == self.host),
                 event=dict(event=BUILD_EVENT, host=self.host,
                            result=instance_action.SUCCESS,
                            details='spawned on %s' % self.host))
-        except (exception.InstanceNotFound, exception.Conflict):
-            # Deleted while spawning: the terminate queued behind this
-            # build finishes the delete; if the row is gone already, clean
-            # up here.
+        except exception.InstanceNotFound:
+            # Deleted while spawning, the row gone already: clean up here.
             LOG.info('Instance %s was deleted during its build', uuid,
                      extra={'instance_uuid': uuid})
             self.driver.destroy(instance)
             self.scheduler.try_release_resources(ctx, uuid)
             return
+        except exception.Conflict:
+            # Deleted while spawning (the terminate queued behind this
+            # build finishes the delete), or handed on to an alternate
+            # while this host was thought down: the claim is then the
+            # other host's.
+            current = self.conductor.instance_get(ctx, uuid,
+                                                  read_deleted=True)
+            LOG.info('Build of instance %s on %s ended elsewhere: it is '
+                     '%s/%s on %s', uuid, self.host, current.vm_state,
+                     current.task_state, current.host,
+                     extra={'instance_uuid': uuid})
+            self.driver.destroy(instance)
+            if not _claimed_elsewhere(current, self.host):
+                self.scheduler.try_release_resources(ctx, uuid)
+            return
         self._notify(ctx, instance, 'end')
         LOG.info('Instance %s is ACTIVE on %s', uuid, self.host,
                  extra={'instance_uuid': uuid})
+
+    def _save_build(self, ctx, instance, expected_task_states, saved,
+                    event=None):
+        """Save a step of a build through the conductor, whose answer may
+        never come (it died with the call, a broker restarted): on a
+        timeout the instance is read again, and if it is as the save
+        leaves it (``saved(current)``), that is the answer; else the save
+        is sent again. After BUILD_SAVE_TRIES timeouts, the timeout."""
+        for attempt in range(1, BUILD_SAVE_TRIES + 1):
+            try:
+                return self.conductor.instance_save(
+                    ctx, instance, expected_task_states=expected_task_states,
+                    event=event)
+            except messaging.MessagingTimeout:
+                if attempt == BUILD_SAVE_TRIES:
+                    raise
+                LOG.warning('The conductor did not answer the save of '
+                            'instance %s; reading it again (try %d of %d)',
+                            instance.uuid, attempt, BUILD_SAVE_TRIES,
+                            extra={'instance_uuid': instance.uuid})
+            try:
+                current = self.conductor.instance_get(ctx, instance.uuid)
+            except messaging.MessagingTimeout:
+                continue
+            if saved(current):
+                return current
 
     def _record(self, ctx, uuid, result, details):
         self._record_event(ctx, uuid, BUILD_EVENT, result=result,
@@ -333,8 +423,11 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         instance.node = None
         instance.task_state = instance_obj.SCHEDULING
         try:
-            instance = self.conductor.instance_save(
-                ctx, instance, expected_task_states=[instance_obj.SPAWNING])
+            instance = self._save_build(
+                ctx, instance, [instance_obj.SPAWNING],
+                lambda current: (current.task_state ==
+                                 instance_obj.SCHEDULING and
+                                 current.host is None))
         except (exception.InstanceNotFound, exception.Conflict):
             # Deleted meanwhile; the delete drops the claim too.
             self.scheduler.try_release_resources(ctx, uuid)

@@ -12,8 +12,12 @@ from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor.tasks import base
 from scheduler_split.conductor.tasks import migrate
+from scheduler_split.conductor.tasks import recover
 from scheduler_split.conductor.tasks import reschedule
 from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import build_plan
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 
@@ -42,6 +46,40 @@ class CellConductorManager:
             self.scheduler, self.compute,
             ss_context.targeted(ctx, self.cell_db), instance, request_spec,
             host_list, retry))
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InstanceNotFound,
+                                   exception.Conflict)
+    def give_back_build(self, ctx, instance_uuid, host):
+        """Call (1.10) from a compute that restarted while it built
+        ``instance_uuid``: take the build back from ``host`` and on to
+        its next alternate, from its plan (True). False when the build
+        has no plan (the compute then fails it); ``Conflict`` or
+        ``InstanceNotFound`` when it is no longer building on ``host``.
+        """
+        cctx = ss_context.targeted(ctx, self.cell_db)
+        plan = build_plan.BuildPlan.get(cctx, instance_uuid)
+        if plan is None:
+            return False
+        instance = objects.Instance.get_by_uuid(cctx, instance_uuid)
+        if instance.host != host:
+            raise exception.Conflict(
+                reason='instance %s is building on %s, not %s' % (
+                    instance_uuid, instance.host, host))
+        task = recover.RecoverBuildTask(
+            self.scheduler, self.compute, cctx, instance, plan,
+            host_up=lambda _: False, why=recover.HOST_RESTARTED)
+        try:
+            task.execute()
+        except (exception.InstanceNotFound, exception.Conflict):
+            raise
+        except Exception:
+            # Past the give-back, a failure was rolled back: the build is
+            # in ERROR with its fault, and nothing is left for the
+            # compute to do.
+            if not task.given_back:
+                raise
+        return True
 
     @messaging.expose
     def migrate_reschedule(self, ctx, instance, migration, flavor,

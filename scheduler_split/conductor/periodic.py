@@ -23,12 +23,15 @@ from scheduler_split.conductor import reconcile
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor.tasks import build
 from scheduler_split.conductor.tasks import move
+from scheduler_split.conductor.tasks import recover
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import build_plan
 from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
@@ -36,6 +39,7 @@ from scheduler_split.objects import migration as migration_obj
 from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
+from scheduler_split import servicegroup
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -58,6 +62,9 @@ class SuperConductorPeriodics:
         self.scheduler = scheduler_client.SchedulerClient(transport)
         self.cells = build.CellMappings()
         self._conductor = None
+        # Boots this host took before then were taken by a run of it
+        # that is gone (resume_orphaned_boots).
+        self.started_at = obj_base.naive_utc(obj_base.utcnow())
 
     @property
     def conductor(self):
@@ -130,39 +137,73 @@ class SuperConductorPeriodics:
         first schedules it, the others find it taken. One never taken ends
         in cell0 through :meth:`fail_lost_builds`.
         """
-        limit = CONF.conductor.build_redrive_limit
-        if not limit:
-            return []
         ctx = ss_context.get_admin_context()
-        redriven = []
-        for build_request, seen in objects.BuildRequest.get_untaken(
-                ctx, CONF.conductor.build_redrive_interval):
+        why = ('was taken by no super-conductor within %d seconds'
+               % CONF.conductor.build_redrive_interval)
+        return [build_request.instance_uuid
+                for build_request, seen in objects.BuildRequest.get_untaken(
+                    ctx, CONF.conductor.build_redrive_interval)
+                if self._redrive(ctx, build_request, seen, why)]
+
+    def resume_orphaned_boots(self):
+        """Place again the boots this host's previous run had taken.
+
+        A super-conductor that dies while it places a boot leaves its
+        build request taken (by its host) and in no cell; one that
+        starts on the same host finds those it took before it started:
+        whatever the dead run wrote into a cell for them (a row waiting
+        for its first host, which no mapping names) goes, whatever it
+        claimed is released, and the boot is cast again, as a re-drive
+        (``build_redrive_limit`` counts it). One process per host is
+        assumed, as for every service's RPC server. Returns the uuids
+        cast again.
+        """
+        ctx = ss_context.get_admin_context()
+        resumed = []
+        for build_request, seen in objects.BuildRequest.get_orphans(
+                ctx, CONF.host, self.started_at):
             uuid = build_request.instance_uuid
-            if seen >= limit or not build.still_pending(ctx, build_request):
+            for cell in objects.CellMapping.get_all(ctx):
+                objects.Instance.delete_unplaced(
+                    ss_context.target_cell(ctx, cell), uuid)
+            self.scheduler.try_release_resources(ctx, uuid)
+            if not build_request.give_back(ctx, taken_by=CONF.host):
                 continue
-            try:
-                spec = objects.RequestSpec.get_by_instance_uuid(ctx, uuid)
-            except Exception:
-                LOG.exception('No request spec for build request %s; not '
-                              're-driving it', uuid,
-                              extra={'instance_uuid': uuid})
-                continue
-            if not build_request.note_redrive(ctx, seen):
-                continue
-            LOG.warning('Boot of instance %s was taken by no super-conductor '
-                        'within %d seconds; casting it again (%d of %d)',
-                        uuid, CONF.conductor.build_redrive_interval,
-                        seen + 1, limit, extra={'instance_uuid': uuid})
-            try:
-                self.conductor.schedule_and_build_instances(
-                    ctx, [build_request], [spec])
-            except Exception:
-                LOG.exception('Re-driving the boot of %s failed', uuid,
-                              extra={'instance_uuid': uuid})
-                continue
-            metrics.BOOTS_REDRIVEN.inc()
-            redriven.append(uuid)
-        return redriven
+            if self._redrive(ctx, build_request, seen,
+                             'was being placed by the previous run of this '
+                             'super-conductor'):
+                resumed.append(uuid)
+        return resumed
+
+    def _redrive(self, ctx, build_request, seen, why):
+        """Cast the boot of ``build_request`` again, unless it was re-driven
+        ``build_redrive_limit`` times (``seen``), is placed or gone, or
+        another super-conductor re-drove it first: whether it was."""
+        limit = CONF.conductor.build_redrive_limit
+        uuid = build_request.instance_uuid
+        if seen >= limit or not build.still_pending(ctx, build_request):
+            return False
+        try:
+            spec = objects.RequestSpec.get_by_instance_uuid(ctx, uuid)
+        except Exception:
+            LOG.exception('No request spec for build request %s; not '
+                          're-driving it', uuid,
+                          extra={'instance_uuid': uuid})
+            return False
+        if not build_request.note_redrive(ctx, seen):
+            return False
+        LOG.warning('Boot of instance %s %s; casting it again (%d of %d)',
+                    uuid, why, seen + 1, limit,
+                    extra={'instance_uuid': uuid})
+        try:
+            self.conductor.schedule_and_build_instances(
+                ctx, [build_request], [spec])
+        except Exception:
+            LOG.exception('Re-driving the boot of %s failed', uuid,
+                          extra={'instance_uuid': uuid})
+            return False
+        metrics.BOOTS_REDRIVEN.inc()
+        return True
 
     def clean_up_placements(self):
         """Finish placements a crash or an error interrupted.
@@ -265,22 +306,77 @@ class CellConductorPeriodics:
                                   service_obj.CONDUCTOR,
                                   conductor_rpcapi.TOPIC)
 
+    def _live_computes(self, ctx):
+        """``host_up(host)``: whether the compute of ``host`` in this cell
+        is up, as its service record says now."""
+        since = servicegroup.up_since()
+        live = {service.host for service in objects.Service.get_all(ctx)
+                if service.binary == service_obj.COMPUTE and
+                servicegroup.is_up(service.last_seen_up,
+                                   service.forced_down, since)}
+        return live.__contains__
+
+    def _recover(self, ctx, instance, plan, host_up):
+        try:
+            recover.RecoverBuildTask(self.scheduler, self.compute, ctx,
+                                     instance, plan, host_up).execute()
+        except (exception.InstanceNotFound, exception.Conflict):
+            # Moved on since it was read.
+            pass
+        except Exception as exc:
+            if outage.is_outage(exc):
+                raise
+            LOG.exception('Going on with the build of %s failed',
+                          instance.uuid,
+                          extra={'instance_uuid': instance.uuid})
+
+    def recover_builds(self):
+        """Go on with the builds whose cast was lost, from their plans.
+
+        A build that waits for a host (task state ``scheduling``, none
+        set) and that neither it nor its plan saw a change of for
+        ``[conductor] build_redrive_interval`` seconds is cast again to
+        the host holding its claim, or on to its next alternate
+        (:mod:`.tasks.recover`). The plans of finished builds go first.
+        Returns the uuids gone on with.
+        """
+        ctx = self._context()
+        build_plan.BuildPlan.prune(ctx)
+        stalled = build_plan.BuildPlan.get_stalled(
+            ctx, CONF.conductor.build_redrive_interval)
+        if not stalled:
+            return []
+        host_up = self._live_computes(ctx)
+        for instance, plan in stalled:
+            self._recover(ctx, instance, plan, host_up)
+        return [instance.uuid for instance, _ in stalled]
+
     def fail_lost_builds(self):
-        """Builds nothing will finish end in ERROR.
+        """Builds nothing will finish end in ERROR, unless their plan
+        lets them go on.
 
         Two kinds: a build without a host (its cast to a compute, or to
         this conductor for a reschedule, was lost) that nothing touched
-        for ``lost_build_timeout``; and a build on a host whose compute
+        for ``lost_build_timeout`` and that has no plan (one with a plan
+        is :meth:`recover_builds`'); and a build on a host whose compute
         has been down for ``service_down_time`` (it crashed, or lost its
-        bus, mid-build). Each ends in ERROR with a fault, written only if
-        the instance is still in the state the sweep saw (a compute or a
-        delete that moves it first wins), then its claim is released.
+        bus, mid-build): with a plan it goes on to its next alternate.
+        The others end in ERROR with a fault, written only if the
+        instance is still in the state the sweep saw (a compute or a
+        delete that moves it first wins), then their claim is released.
         """
         ctx = self._context()
+        host_up = None
         for instance, why in objects.Instance.get_unhandled_builds(
                 ctx, CONF.conductor.lost_build_timeout, service_obj.COMPUTE,
                 CONF.service_down_time):
             uuid = instance.uuid
+            if why == instance_obj.LOST_HOST_DOWN:
+                plan = build_plan.BuildPlan.get(ctx, uuid)
+                if plan is not None:
+                    host_up = host_up or self._live_computes(ctx)
+                    self._recover(ctx, instance, plan, host_up)
+                    continue
             seen_task_state = instance.task_state
             if why == instance_obj.LOST_NO_HOST:
                 reason = LOST_IN_CELL

@@ -30,6 +30,27 @@ def _expected(expected_task_states):
     return list(expected_task_states)
 
 
+def _build_step(instance, expected_task_states):
+    """What a compute's save does to the build's plan, as keyword
+    arguments of ``Instance.save``: a build that starts (scheduling to
+    spawning) starts only on the host its plan names, so that a cast
+    that was overtaken (the build went on to an alternate meanwhile)
+    does not start it; a build its host gives back (spawning to
+    scheduling, no host: a reschedule) clears the plan's host."""
+    changed = instance.obj_what_changed()
+    if 'task_state' not in changed:
+        return {}
+    if (expected_task_states == [instance_obj.SCHEDULING] and
+            instance.task_state == instance_obj.SPAWNING and
+            instance.host):
+        return {'build_host': instance.host}
+    if (expected_task_states == [instance_obj.SPAWNING] and
+            instance.task_state == instance_obj.SCHEDULING and
+            'host' in changed and instance.host is None):
+        return {'give_back_build': True}
+    return {}
+
+
 class ComputeRecords:
     """The records of one cell (``cell_db``), for its computes."""
 
@@ -69,7 +90,8 @@ class ComputeRecords:
         instance.save(self._cell(ctx),
                       expected_task_state=_expected(expected_task_states),
                       expected_vm_state=expected_vm_state, fault=fault,
-                      event=event)
+                      event=event,
+                      **_build_step(instance, expected_task_states))
         if fault is not None:
             instance.fault = fault
             instance.obj_reset_changes(['fault'])

@@ -34,6 +34,9 @@ Version history:
           schedule_and_build_instances and build_instances
     1.9 - (cell) instance_save takes ``event``: the action event the
           save records, written in the same transaction
+    1.10 - (cell) give_back_build: a compute that restarted mid-build
+          hands the build back, and the cell conductor takes it on to its
+          next alternate from the build's plan
 """
 
 import logging
@@ -53,7 +56,7 @@ TOPIC = 'conductor'
 
 # The newest version: what both clients send at most, and what the
 # conductors of this release serve.
-RPC_VERSION = '1.9'
+RPC_VERSION = '1.10'
 
 # The objects each version of this API carries, at the versions it
 # carries them; a client capped at a version sends them so.
@@ -90,6 +93,10 @@ OBJECT_VERSIONS = {
             'Flavor': '1.0', 'RequestSpec': '1.3', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1',
             'Migration': '1.0'},
+    '1.10': {'BuildRequest': '1.0', 'Instance': '1.3',
+             'InstanceFault': '1.0', 'Flavor': '1.0', 'RequestSpec': '1.3',
+             'InstanceGroup': '1.0', 'SchedulerRetries': '1.0',
+             'Selection': '1.1', 'Migration': '1.0'},
 }
 
 # How long a compute waits for its conductor to say what it understands.
@@ -250,6 +257,18 @@ class CellConductorAPI:
                 return saved
             return cctxt.call(ctx, 'instance_save', event=event, **kwargs)
         return self._call(ctx, 'instance_save', **kwargs)
+
+    def give_back_build(self, ctx, instance_uuid, host):
+        """Call from a compute (1.10) that finds a build on its ``host``
+        that it no longer runs (the service restarted mid-spawn): if the
+        build has a plan and is still on ``host``, the cell conductor
+        takes it back and on to its next alternate (True). False when it
+        has no plan (a build of an earlier release): the compute fails it
+        as before; ``Conflict`` or ``InstanceNotFound`` when it moved on.
+        ``RPCVersionCapError`` if the cell's conductors are older."""
+        cctxt, _ = self.client.prepare('1.10')
+        return cctxt.call(ctx, 'give_back_build',
+                          instance_uuid=instance_uuid, host=host)
 
     def instance_save_with_fault(self, ctx, instance, fault,
                                  expected_task_states=None):

@@ -64,11 +64,19 @@ conductor_opts = [
                     'queues ([oslo_messaging_rabbit] amqp_durable_queues = '
                     'true in every service) keep queued boots across a '
                     'clean restart; the re-drive covers transient queues '
-                    'and what durable ones lose.'),
+                    'and what durable ones lose. In a cell, a build that '
+                    'waited this long for a compute to take it (the cast, '
+                    'or a compute\'s give-back, was lost) is cast again by '
+                    'the cell conductor to the host holding its claim, or '
+                    'goes on to its next alternate (see the build plan '
+                    'in the README).'),
     cfg.IntOpt('build_redrive_limit',
                default=3, min=0,
-               help='How many times one boot is re-driven (see '
-                    'build_redrive_interval); 0 never. A boot still taken '
+               help='How many times one boot is re-driven, and how '
+                    'many times a cell conductor casts one build again to '
+                    'the host holding its claim before it goes on to its '
+                    'next alternate (see build_redrive_interval); 0 never. '
+                    'A boot still taken '
                     'by nobody after lost_build_timeout ends in ERROR in '
                     'cell0, so keep build_redrive_limit * '
                     'build_redrive_interval below lost_build_timeout.'),

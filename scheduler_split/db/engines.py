@@ -307,7 +307,7 @@ def writer(url, bulk=False):
             with s.begin():
                 yield s
                 # From here on, what fails may have been written.
-                outage.note_commit()
+                outage.note_effect()
     finally:
         if held:
             lock.release()

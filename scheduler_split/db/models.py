@@ -83,6 +83,8 @@ class BuildRequest(_Timestamps, ApiBase):
     # When a super-conductor took the build request to schedule it; NULL
     # while its boot still waits on the bus (or was lost with it).
     taken_at = sa.Column(types.DateTime(), nullable=True)
+    # The host of the super-conductor that took it.
+    taken_by = sa.Column(sa.String(255), nullable=True)
     # How often a super-conductor cast the boot again because no one took
     # it.
     redrives = sa.Column(sa.Integer, nullable=False, default=0,
@@ -244,6 +246,31 @@ class Instance(_Timestamps, CellBase):
                        server_default=sa.false())
     locked_by = sa.Column(sa.String(255))
     locked_reason = sa.Column(sa.String(255))
+
+
+class BuildPlan(_Timestamps, CellBase):
+    """What a build in a cell still has to go on with, while it is
+    unfinished: the host it was cast to (which holds its claim; NULL
+    once that host gave the build back), the same-cell alternates not
+    tried yet, the attempts so far and the request spec. The cell
+    conductor casts the build again, or on to the next alternate, from
+    it when a message or a compute was lost (``conductor/tasks/
+    recover.py``); a build starts only on the host it names."""
+    __tablename__ = 'build_plans'
+    __table_args__ = (sa.Index('build_plans_instance_uuid_idx',
+                               'instance_uuid', unique=True),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False)
+    host = sa.Column(sa.String(255))
+    node = sa.Column(sa.String(255))
+    # JSON: the RequestSpec, the list of Selections, the SchedulerRetries
+    # (oslo primitives).
+    request_spec = sa.Column(types.MediumText(), nullable=False)
+    alternates = sa.Column(types.MediumText(), nullable=False)
+    retry = sa.Column(sa.Text, nullable=False)
+    # How many times the build was cast again to ``host``.
+    recasts = sa.Column(sa.Integer, nullable=False, default=0,
+                        server_default='0')
 
 
 class InstanceTag(CellBase):

@@ -8,12 +8,12 @@ Each rule lives here, once:
   or shutting down) is tried again with a growing pause (:func:`connect`,
   the engines' connect hook). The API does not wait: its requests run
   :func:`not_waiting` and answer 503 with ``Retry-After`` at once.
-- An RPC method of a service that owns a database (the conductors, the
-  scheduler) whose transaction the outage broke is run again from the
-  start, within the same bound, if nothing it wrote was committed yet
-  (:func:`retrying`, or :func:`run` for one step of a longer piece of
-  work; the engines count commits per thread,
-  :func:`note_commit`). Otherwise, or past the bound, its caller gets
+- An RPC method of a conductor whose transaction the outage broke is
+  run again from the start, within the same bound, if it did nothing
+  that outlives it yet: no commit, no message sent (:func:`retrying`,
+  or :func:`run` for one step of a longer piece of work; the engines
+  and the RPC clients count those per thread, :func:`note_effect`).
+  Otherwise, or past the bound, its caller gets
   :class:`~scheduler_split.exception.DatabaseUnavailable` and the log a
   WARNING line rather than a traceback.
 - The first connection refused logs one WARNING for its database, and
@@ -118,14 +118,15 @@ class not_waiting:
         _local.not_waiting = self._before
 
 
-def note_commit():
-    """A writer of this thread is about to commit: whatever fails from
-    now on may have been written."""
-    _local.commits = getattr(_local, 'commits', 0) + 1
+def note_effect():
+    """This thread did something that outlives a failure: a writer is
+    about to commit, or a message went out. Running its work again from
+    the start could do it twice."""
+    _local.effects = getattr(_local, 'effects', 0) + 1
 
 
-def _commits():
-    return getattr(_local, 'commits', 0)
+def _effects():
+    return getattr(_local, 'effects', 0)
 
 
 class _Pauses:
@@ -201,13 +202,13 @@ def connect(name):
 
 def run(func, *args, what=None, **kwargs):
     """``func(*args, **kwargs)``, run again when a database outage broke
-    it before it committed anything, for ``[database] retry_timeout``
+    it before it committed or sent anything, for ``[database] retry_timeout``
     seconds. What still fails on an outage raises ``DatabaseUnavailable``
     (from the outage's error) after one WARNING line that says what
     failed (``what``, by default the function's name)."""
     pauses = None
     while True:
-        mark = _commits()
+        mark = _effects()
         try:
             return func(*args, **kwargs)
         except Exception as exc:
@@ -215,7 +216,7 @@ def run(func, *args, what=None, **kwargs):
                 raise
             if pauses is None:
                 pauses = _Pauses(wait_seconds())
-            if _commits() == mark and pauses.next():
+            if _effects() == mark and pauses.next():
                 LOG.debug('%s met a database outage (%s); running it '
                           'again', what or func.__name__, describe(exc))
                 continue

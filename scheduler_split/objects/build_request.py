@@ -211,17 +211,47 @@ class BuildRequest(base.SchedulerSplitObject):
             # Core on the session's connection: the ORM's bulk update
             # would cost more than the statement.
             result = session.connection().execute(_TAKE, dict(
-                b_uuid=self.instance_uuid, taken_at=now, updated_at=now))
+                b_uuid=self.instance_uuid, taken_at=now, updated_at=now,
+                taken_by=CONF.host))
         return result.rowcount == 1
 
-    def give_back(self, ctx):
+    def give_back(self, ctx, taken_by=None):
         """Undo ``take``: scheduling it failed before any cell held the
-        instance and claimed nothing, so a re-drive may try again."""
+        instance and claimed nothing, so a re-drive may try again. With
+        ``taken_by``, only if that host still holds it (and nobody placed
+        it): True if it was given back."""
+        query = sa.update(models.BuildRequest).where(
+            models.BuildRequest.instance_uuid == self.instance_uuid)
+        if taken_by is not None:
+            query = query.where(
+                models.BuildRequest.taken_by == taken_by,
+                models.BuildRequest.taken_at.is_not(None),
+                sa.exists().where(
+                    _IM.c.instance_uuid == self.instance_uuid,
+                    _IM.c.cell_id.is_(None)))
         with engines.writer(CONF.api_database.connection) as session:
-            session.execute(sa.update(models.BuildRequest).where(
-                models.BuildRequest.instance_uuid == self.instance_uuid)
-                .values(taken_at=None,
-                        updated_at=base.naive_utc(base.utcnow())))
+            result = session.execute(query.values(
+                taken_at=None, taken_by=None,
+                updated_at=base.naive_utc(base.utcnow())))
+        return result.rowcount == 1
+
+    @classmethod
+    def get_orphans(cls, ctx, host, before):
+        """``[(build request, re-drives so far)]`` taken by ``host``
+        before ``before`` (naive UTC) and placed in no cell yet: a
+        super-conductor of that host that started at ``before`` finds
+        the boots whose placement died with its previous run."""
+        with engines.reader(CONF.api_database.connection) as session:
+            return [(cls._from_row(row), row.redrives)
+                    for row in session.scalars(
+                        sa.select(models.BuildRequest).where(
+                            models.BuildRequest.taken_by == host,
+                            models.BuildRequest.taken_at < before,
+                            sa.exists().where(
+                                _IM.c.instance_uuid ==
+                                models.BuildRequest.instance_uuid,
+                                _IM.c.cell_id.is_(None)))
+                        .order_by(models.BuildRequest.id))]
 
     def note_redrive(self, ctx, seen):
         """Count one more re-drive of the boot, if nobody took the build

@@ -160,15 +160,41 @@ _TABLE = models.Instance.__table__
 _INSERT = _TABLE.insert()
 
 
+_PLANS = models.BuildPlan.__table__
+
+
+def _plan_names_another_host(uuid_column, host_param):
+    """SQL: a build plan exists for the instance of ``uuid_column`` and
+    names no host or another host than ``host_param``: a build cast
+    there must not start."""
+    return sa.exists().where(
+        _PLANS.c.instance_uuid == uuid_column,
+        sa.or_(_PLANS.c.host.is_(None), _PLANS.c.host != host_param))
+
+
+def _give_back_build(session, uuid):
+    """In the caller's transaction: the host of the build plan gave the
+    build back (its claim with it), so that no cast to it starts it."""
+    session.connection().execute(
+        _PLANS.update().where(_PLANS.c.instance_uuid == uuid)
+        .values(host=None, node=None,
+                updated_at=base.naive_utc(base.utcnow())))
+
+
 @functools.lru_cache(maxsize=64)
-def _update(states, vm_state, host):
+def _update(states, vm_state, host, build_host=False):
     """The update of an instance that :meth:`Instance.save` runs: the
     row of ``b_uuid``, not deleted, with a task state of ``states``
     (a tuple, None among them possibly, or ANY_TASK_STATE), ``b_vm_state``
-    if ``vm_state`` and ``b_host`` if ``host``; the columns to set go as
-    parameters. Built once for each shape: every build saves twice."""
+    if ``vm_state``, ``b_host`` if ``host``, and with ``build_host`` no
+    build plan naming another host than ``b_build_host``; the columns to
+    set go as parameters. Built once for each shape: every build saves
+    twice."""
     query = _TABLE.update().where(_TABLE.c.uuid == sa.bindparam('b_uuid'),
                                   _TABLE.c.deleted.is_(False))
+    if build_host:
+        query = query.where(~_plan_names_another_host(
+            _TABLE.c.uuid, sa.bindparam('b_build_host')))
     if states is not ANY_TASK_STATE:
         query = query.where(sa.or_(*[
             _TABLE.c.task_state.is_(None) if state is None
@@ -324,16 +350,20 @@ class Instance(base.SchedulerSplitObject):
         self.obj_reset_changes(['fault'])
 
     def save(self, ctx, expected_task_state=ANY_TASK_STATE, fault=None,
-             expected_vm_state=None, expected_host=None, event=None):
+             expected_vm_state=None, expected_host=None, event=None,
+             build_host=None, give_back_build=False):
         """Write the changed fields back (and ``fault``, and ``event``:
         the keyword arguments of :func:`instance_action.add_event`, in
         one go).
 
         With ``expected_task_state`` (a state, None included, or a list of
         them) the write only happens when the row still has one of those
-        task states, with ``expected_vm_state`` that vm state, and with
-        ``expected_host`` that host (``InstanceNotFound`` if it was
-        deleted meanwhile, ``Conflict`` if it moved on).
+        task states, with ``expected_vm_state`` that vm state, with
+        ``expected_host`` that host, and with ``build_host`` when no build
+        plan names another host (a build starts only where its plan says;
+        ``InstanceNotFound`` if it was deleted meanwhile, ``Conflict`` if
+        it moved on). ``give_back_build``: the host of the build's plan
+        gave it back, in the same write.
         """
         changes = self._values(self.obj_what_changed())
         if not changes and fault is None and event is None:
@@ -349,12 +379,14 @@ class Instance(base.SchedulerSplitObject):
             states = tuple(expected_task_state if isinstance(
                 expected_task_state, (list, tuple)) else [expected_task_state])
         query = _update(states, expected_vm_state is not None,
-                        expected_host is not None)
+                        expected_host is not None, build_host is not None)
         values['b_uuid'] = self.uuid
         if expected_vm_state is not None:
             values['b_vm_state'] = expected_vm_state
         if expected_host is not None:
             values['b_host'] = expected_host
+        if build_host is not None:
+            values['b_build_host'] = build_host
         with engines.writer(cell_db(ctx)) as session:
             result = session.connection().execute(query, values)
             if result.rowcount == 0:
@@ -363,10 +395,15 @@ class Instance(base.SchedulerSplitObject):
                 if row is None or row.deleted:
                     raise exception.InstanceNotFound(instance_id=self.uuid)
                 raise exception.Conflict(
-                    reason='instance %s is %s/%s on %s, not %s/%s on %s'
+                    reason='instance %s is %s/%s on %s, not %s/%s on %s%s'
                     % (self.uuid, row.vm_state, row.task_state, row.host,
                        expected_vm_state or 'any', expected_task_state,
-                       expected_host or 'any host'))
+                       expected_host or 'any host',
+                       '' if build_host is None else
+                       ', or its build goes to another host than %s'
+                       % build_host))
+            if give_back_build:
+                _give_back_build(session, self.uuid)
             if fault is not None:
                 fault.add_to(session)
             if event is not None:
@@ -391,6 +428,30 @@ class Instance(base.SchedulerSplitObject):
             row.metadata_ = jsonutils.dumps(metadata)
             row.updated_at = base.naive_utc(base.utcnow())
         return metadata
+
+    @staticmethod
+    def delete_unplaced(ctx, uuid):
+        """Remove the row (and what goes with it) that a placement which
+        died before handing the instance to its cell left in the targeted
+        cell: still waiting for its first host, in no instance mapping,
+        so nothing else knows it. Its placement is made again, and may
+        come back to this cell with the same uuid. Whether there was
+        one."""
+        with engines.writer(cell_db(ctx)) as session:
+            conn = session.connection()
+            result = conn.execute(_TABLE.delete().where(
+                _TABLE.c.uuid == uuid, _TABLE.c.deleted.is_(False),
+                _TABLE.c.vm_state == BUILDING,
+                _TABLE.c.task_state == SCHEDULING,
+                _TABLE.c.host.is_(None)))
+            if result.rowcount:
+                for model, column in (
+                        (models.InstanceFault,
+                         models.InstanceFault.instance_uuid),
+                        (models.InstanceTag, models.InstanceTag.resource_id),
+                        (models.BuildPlan, models.BuildPlan.instance_uuid)):
+                    conn.execute(sa.delete(model).where(column == uuid))
+        return bool(result.rowcount)
 
     def destroy(self, ctx):
         """Mark the instance deleted; it disappears from the API."""
@@ -447,8 +508,11 @@ class Instance(base.SchedulerSplitObject):
             sa.or_(models.Instance.task_state.is_(None),
                    models.Instance.task_state != DELETING))
         with engines.reader(cell_db(ctx)) as session:
+            # One with a build plan is the plan's to go on with.
             no_host = session.scalars(sa.select(models.Instance).where(
                 live_build, models.Instance.host.is_(None),
+                ~sa.exists().where(
+                    _PLANS.c.instance_uuid == models.Instance.uuid),
                 touched < now - datetime.timedelta(seconds=seconds)))
             found = [(cls._from_row(row), LOST_NO_HOST) for row in no_host]
             host_down = session.scalars(sa.select(models.Instance).where(

@@ -15,7 +15,7 @@ from scheduler_split import servicegroup
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 13
+SERVICE_VERSION = 14
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -69,6 +69,11 @@ SERVICE_VERSION_HISTORY = (
     # 13: the scheduler places several requests in one call (the
     #     super-conductor's coalescing of boots): scheduler 1.7.
     {'compute_rpc': '1.5', 'conductor_rpc': '1.9', 'scheduler_rpc': '1.7'},
+    # 14: builds keep a plan in their cell, from which the cell conductor
+    #     casts a lost build again or on to its next alternate; a compute
+    #     that restarted mid-build gives the build back to it
+    #     (give_back_build): conductor 1.10.
+    {'compute_rpc': '1.5', 'conductor_rpc': '1.10', 'scheduler_rpc': '1.7'},
 )
 
 # The binary names services record themselves under.

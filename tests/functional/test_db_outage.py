@@ -1,7 +1,8 @@
 """No build stays in BUILD after a database outage or a compute that dies
 mid-build. An outage shorter than ``[database] retry_timeout`` is waited
 for and the build ends ACTIVE; a longer one ends it in ERROR with a
-fault, and its claim is released, within a bounded time."""
+fault, and its claim is released, within a bounded time. A build whose
+compute died goes on to its next alternate."""
 
 import contextlib
 import threading
@@ -87,13 +88,16 @@ def test_a_build_whose_database_went_away_mid_spawn(
     system.api.wait_gone(server_id)
 
 
-def test_a_build_on_a_compute_that_died_mid_spawn_ends_in_error(
-        start_system, monkeypatch):
+@pytest.mark.parametrize('hosts', [2, 1])
+def test_a_build_on_a_compute_that_died_mid_spawn_goes_on_elsewhere(
+        start_system, monkeypatch, hosts):
+    """With an alternate, the build ends ACTIVE there; without one, in
+    ERROR, its hosts exhausted."""
     CONF.set_override('report_interval', 1)
     CONF.set_override('service_down_time', 3)
     CONF.set_override('lost_build_check_interval', 1, group='conductor')
     CONF.set_override('lost_build_timeout', 10, group='conductor')
-    system = start_system(cells=1, hosts_per_cell=2)
+    system = start_system(cells=1, hosts_per_cell=hosts)
     hang = threading.Event()
     spawning = []
     real_spawn = fake.FakeDriver.spawn
@@ -117,18 +121,37 @@ def test_a_build_on_a_compute_that_died_mid_spawn_ends_in_error(
         died = time.monotonic()
 
         server = system.api.wait_for(server_id, timeout=30)
-        assert server['status'] == 'ERROR'
-        assert server['fault']['message'] == (
-            'Build of instance %s aborted: the compute service of %s, '
-            'where it was building, has been down for longer than '
-            '[DEFAULT] service_down_time; the build was lost'
-            % (server_id, host))
         assert time.monotonic() - died < 25
-        assert system.allocations_after_settling({}) == {}
+        events = system.api.get(
+            '/v2.1/servers/%s/os-instance-actions' % server_id).json()
+        request_id = events['instanceActions'][0]['request_id']
+        details = [e.get('details') for e in system.api.get(
+            '/v2.1/servers/%s/os-instance-actions/%s' % (
+                server_id, request_id)).json()['instanceAction']['events']
+            if e['event'] == 'conductor_recover_build']
+        assert details == [
+            'the compute service of %s, where it was building, has been '
+            'down for longer than [DEFAULT] service_down_time; '
+            'rescheduling' % host]
+        if hosts == 1:
+            assert server['status'] == 'ERROR'
+            assert 'Exhausted all hosts' in server['fault']['message']
+            assert system.allocations_after_settling({}) == {}
+        else:
+            assert server['status'] == 'ACTIVE'
+            other = server['OS-EXT-SRV-ATTR:host']
+            assert other != host
+            assert {h for held in system.allocations().values()
+                    for h in held} == {other}
     finally:
         hang.set()
-    # The spawn that comes back late finds the instance settled and
-    # leaves it so.
+    # The spawn that comes back late finds the build gone on without it
+    # and leaves it so: its VM goes, the claim stays where the build is.
     time.sleep(1)
-    assert system.api.server(server_id)['status'] == 'ERROR'
-    assert system.allocations() == {}
+    after = system.api.server(server_id)
+    assert after['status'] == server['status']
+    assert after['OS-EXT-SRV-ATTR:host'] == server['OS-EXT-SRV-ATTR:host']
+    if hosts == 1:
+        assert system.allocations() == {}
+    else:
+        assert list(system.allocations()) == [server_id]

@@ -123,17 +123,23 @@ def test_boot_the_conductor_cannot_be_told_about_is_a_503_and_no_server(
 
 def test_builds_whose_messages_were_lost_end_in_error(start_system,
                                                       monkeypatch):
+    """Every cast of the build lost: it is cast again to its host
+    ``build_redrive_limit`` times, then, with no alternate left, ends in
+    ERROR; a boot no super-conductor ever gets ends in cell0."""
     from scheduler_split.conductor import rpcapi as conductor_rpcapi
     from scheduler_split import conf
     conf.CONF.set_override('lost_build_timeout', 10, group='conductor')
     conf.CONF.set_override('lost_build_check_interval', 1,
                            group='conductor')
+    conf.CONF.set_override('build_redrive_interval', 1, group='conductor')
+    conf.CONF.set_override('build_redrive_limit', 2, group='conductor')
     system = start_system(cells=1, hosts_per_cell=1)
     api = system.api
 
     # A build cast to a compute that never arrives...
+    lost = []
     monkeypatch.setattr(compute_rpcapi.ComputeAPI, 'build_and_run_instance',
-                        lambda self, *args, **kwargs: None)
+                        lambda self, ctx, host, *args: lost.append(host))
     in_cell = api.boot(name='lost-in-cell')
     api.wait_for(in_cell, statuses=('BUILD',))
     # ...and a boot cast to a super-conductor that never arrives.
@@ -144,7 +150,8 @@ def test_builds_whose_messages_were_lost_end_in_error(start_system,
 
     first = api.wait_for(in_cell, timeout=40)
     assert first['status'] == 'ERROR'
-    assert 'no compute took the build' in first['fault']['message']
+    assert 'Exhausted all hosts' in first['fault']['message']
+    assert lost == ['cell1-compute1'] * 3
     assert system.cell_of(in_cell) == 'cell1'
     second = api.wait_for(never_scheduled, timeout=40)
     assert second['status'] == 'ERROR'
@@ -152,6 +159,46 @@ def test_builds_whose_messages_were_lost_end_in_error(start_system,
     assert system.cell_of(never_scheduled) == 'cell0'
     # The sweep records ERROR first, then releases the claim.
     assert system.allocations_after_settling({}) == {}
+
+
+def test_a_build_whose_cast_was_lost_is_cast_again_and_goes_active(
+        start_system, monkeypatch):
+    from scheduler_split import conf
+    conf.CONF.set_override('lost_build_check_interval', 1,
+                           group='conductor')
+    conf.CONF.set_override('build_redrive_interval', 1, group='conductor')
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    real = compute_rpcapi.ComputeAPI.build_and_run_instance
+    lost = []
+
+    def first_cast_lost(self, ctx, host, node, instance, *args):
+        if instance.uuid not in lost:
+            lost.append(instance.uuid)
+            return None
+        return real(self, ctx, host, node, instance, *args)
+
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, 'build_and_run_instance',
+                        first_cast_lost)
+    server_id = api.boot(name='cast-again')
+
+    server = api.wait_for(server_id, timeout=30)
+    assert server['status'] == 'ACTIVE'
+    assert lost == [server_id]
+    host = server['OS-EXT-SRV-ATTR:host']
+    # Cast again to the host it was claimed on, and built there.
+    events = []
+    for action in api.get('/v2.1/servers/%s/os-instance-actions'
+                          % server_id).json()['instanceActions']:
+        events += api.get('/v2.1/servers/%s/os-instance-actions/%s' % (
+            server_id, action['request_id'])).json()['instanceAction'][
+            'events']
+    assert sorted((e['event'], e['host']) for e in events) == [
+        ('compute_build_and_run_instance', host),
+        ('conductor_recover_build', host),
+        ('conductor_schedule_and_build_instances', host)]
+    assert list(system.allocations()) == [server_id]
+    assert list(system.allocations()[server_id]) == [host]
 
 
 def test_heal_releases_allocations_that_no_instance_needs(start_system):

@@ -4,7 +4,9 @@ component died in the middle of one.
 A :class:`Burst` posts boots (single and multi-instance) and a few
 deletes from several threads, and keeps every answer. :func:`verify`
 then waits for the builds to settle and checks, as an operator or a user
-could: every accepted server ends ACTIVE or in ERROR with a fault, every
+could: every accepted server ends ACTIVE or in ERROR with a fault (and
+an ERROR is explained: injected spawn failures on every host tried, or
+no room), every
 listed server can be shown and deleted, claims match live servers, no
 host is over capacity, and no request was answered with a 500.
 """
@@ -217,6 +219,13 @@ class Figures:
     accepted: int = 0
     active: int = 0
     error: int = 0
+    # Servers in ERROR because every host they tried failed their spawn,
+    # as the fake driver was told to (its failure_rate), or because no
+    # host had room: the only ERRORs a single fault may leave. Any other
+    # ERROR is ``failed``.
+    exhausted: int = 0
+    no_room: int = 0
+    failed: int = 0
     refused: int = 0
     stuck: int = 0
     lost: int = 0
@@ -232,11 +241,13 @@ class Figures:
     details: list = dataclasses.field(default_factory=list)
 
     def line(self, victim):
-        return ('victim=%s accepted=%d active=%d error=%d refused=%d '
+        return ('victim=%s accepted=%d active=%d error=%d exhausted=%d '
+                'no_room=%d failed=%d refused=%d '
                 'stuck=%d lost=%d undeleted=%d ghosts=%d leaked_claims=%d '
                 'unclaimed=%d overcommitted=%d http_500=%d malformed=%d '
                 'unreachable=%d settle=%.1fs' % (
                     victim, self.accepted, self.active, self.error,
+                    self.exhausted, self.no_room, self.failed,
                     self.refused, self.stuck, self.lost, self.undeleted,
                     self.ghosts, self.leaked_claims, self.unclaimed,
                     self.overcommitted, self.http_500, self.malformed,
@@ -257,6 +268,58 @@ def fault_messages(servers):
     return collections.Counter(
         _UUID.sub('<uuid>', (s.get('fault') or {}).get('message', ''))
         for s in servers if s['status'] == 'ERROR')
+
+
+# The faults a single fault may explain (see Figures).
+EXHAUSTED = 'Exhausted all hosts available for retrying build failures'
+NO_ROOM = 'No valid host was found'
+# What the fake driver says of a spawn it was told to fail.
+INJECTED = 'injected'
+
+
+def _attempts(client, server_id):
+    """``(host, result, details)`` of every attempt to build the server
+    (its compute's build events), from its instance actions."""
+    resp = client.request('GET', '/v2.1/servers/%s/os-instance-actions'
+                          % server_id)
+    if resp is None or resp.status_code != 200:
+        return None
+    attempts = []
+    for action in resp.json()['instanceActions']:
+        detail = client.request(
+            'GET', '/v2.1/servers/%s/os-instance-actions/%s' % (
+                server_id, action['request_id']))
+        if detail is None or detail.status_code != 200:
+            return None
+        attempts += [(e.get('host'), e['result'], e.get('details') or '')
+                     for e in detail.json()['instanceAction']['events']
+                     if e['event'] == 'compute_build_and_run_instance']
+    return attempts
+
+
+def explain_errors(client, servers, figures):
+    """Sort the servers in ERROR: ``exhausted`` when every attempt that
+    ended on a host was a spawn the driver was told to fail (an attempt
+    whose host died with it is none: its host never answered) and at
+    least one was; ``no_room``; ``failed`` for any other."""
+    failed = set()
+    for name, server in servers.items():
+        if server['status'] != 'ERROR':
+            continue
+        message = (server.get('fault') or {}).get('message', '')
+        if NO_ROOM in message:
+            figures.no_room += 1
+            continue
+        attempts = _attempts(client, server['id']) if EXHAUSTED in \
+            message else None
+        ended = [a for a in attempts or () if a[1] != 'Success']
+        if ended and all(INJECTED in details for _, _, details in ended):
+            figures.exhausted += 1
+            continue
+        figures.failed += 1
+        failed.add('%s: %s %s' % (name, message[:120], attempts))
+    figures.note('ERROR for another reason than injected failures or no '
+                 'room', failed)
 
 
 def _settled(server):
@@ -374,6 +437,7 @@ def verify(deployment, client, burst, heal_window, back,
                            for n in stuck})
     figures.active = sum(servers[n]['status'] == 'ACTIVE' for n in mine)
     figures.error = sum(servers[n]['status'] == 'ERROR' for n in mine)
+    explain_errors(client, {n: servers[n] for n in mine}, figures)
     not_gone = burst.deleted & set(servers)
     figures.undeleted += len(not_gone)
     figures.note('deleted but still listed', not_gone)

@@ -28,6 +28,7 @@ from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import memory_bus
 from scheduler_split import objects
+from scheduler_split.objects import build_plan
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
@@ -47,12 +48,18 @@ class FakeScheduler:
 
     def __init__(self):
         self.released = []
+        self.claimed = []
         self.reports = []
         self.deleted_hosts = []
 
     @messaging.expose
     def release_resources(self, ctx, instance_uuid):
         self.released.append(instance_uuid)
+        return True
+
+    @messaging.expose
+    def claim_resources(self, ctx, selection, instance_uuid):
+        self.claimed.append((instance_uuid, selection.service_host))
         return True
 
     @messaging.expose
@@ -319,6 +326,79 @@ def test_conflict_and_not_found_reach_the_compute_as_themselves(cell):
     assert _row(cell.url).task_state == instance_obj.DELETING
 
 
+@pytest.mark.parametrize('lost', ['request', 'answer'])
+def test_a_build_goes_on_when_the_conductor_never_answers_a_save(
+        cell, monkeypatch, lost):
+    """A conductor that died with the call (the request lost) or after
+    its write (the answer lost): the compute reads the instance again,
+    and sends the save again only if it was not written."""
+    instance = _create(cell.url)
+    real = cell.compute.conductor.instance_save
+    timeouts = []
+
+    def instance_save(ctx, instance, **kwargs):
+        if len(timeouts) < 2:
+            if lost == 'answer':
+                real(ctx, instance.obj_clone(), **kwargs)
+            timeouts.append(kwargs['expected_task_states'])
+            raise messaging.MessagingTimeout('no answer')
+        return real(ctx, instance, **kwargs)
+
+    monkeypatch.setattr(cell.compute.conductor, 'instance_save',
+                        instance_save)
+
+    _build(cell, instance)
+
+    row = _row(cell.url)
+    assert (row.vm_state, row.task_state, row.host) == ('active', None, HOST)
+    if lost == 'answer':
+        # Each save was written: read back, not sent again.
+        assert timeouts == [[instance_obj.SCHEDULING],
+                            [instance_obj.SPAWNING]]
+    else:
+        # The start was sent three times, the last one answered.
+        assert timeouts == [[instance_obj.SCHEDULING]] * 2
+    assert _events(cell.url) == [
+        ('compute_build_and_run_instance', 'Success', HOST)]
+    assert cell.scheduler.released == []
+
+
+def _plan(cell, host):
+    """The build plan of UUID, naming ``host``."""
+    build_plan.BuildPlan(
+        UUID, host, host, helpers.make_spec(UUID), [],
+        objects.SchedulerRetries(num_attempts=1, hosts=[host])).create(
+        context.targeted(context.get_admin_context(), cell.url))
+
+
+def test_a_second_delivery_of_a_finished_build_keeps_its_claim(cell):
+    instance = _create(cell.url)
+    _plan(cell, HOST)
+    _build(cell, instance)
+    cell.driver.spawning.clear()
+
+    _build(cell, instance)
+
+    assert not cell.driver.spawning.is_set()
+    assert _row(cell.url).vm_state == instance_obj.ACTIVE
+    assert cell.scheduler.released == []
+
+
+def test_a_cast_the_plan_moved_on_from_starts_nothing(cell):
+    """The build went on to host2 meanwhile: host1's late cast leaves
+    the build and host2's claim alone."""
+    instance = _create(cell.url)
+    _plan(cell, 'host2')
+
+    _build(cell, instance)
+
+    assert not cell.driver.spawning.is_set()
+    row = _row(cell.url)
+    assert (row.vm_state, row.task_state, row.host) == (
+        'building', 'scheduling', None)
+    assert cell.scheduler.released == []
+
+
 def test_a_build_the_conductor_settled_first_is_not_started(cell):
     instance = _create(cell.url, task_state=None,
                        vm_state=instance_obj.ERROR)
@@ -457,6 +537,7 @@ def test_a_delete_whose_last_steps_failed_is_finished_by_a_later_settle(
 
 
 def test_a_build_left_spawning_by_a_previous_run_ends_in_error(cell):
+    """One without a build plan (recorded by an earlier release)."""
     _create(cell.url, task_state=instance_obj.SPAWNING, host=HOST)
 
     cell.compute.settle_instances()
@@ -465,6 +546,55 @@ def test_a_build_left_spawning_by_a_previous_run_ends_in_error(cell):
     assert row.vm_state == 'error'
     assert 'stopped or lost its database' in row.fault.message
     assert cell.scheduler.released == [UUID]
+
+
+class OtherCompute:
+    """The compute of an alternate: records the builds cast to it."""
+
+    target = messaging.Target(version='1.5')
+
+    def __init__(self):
+        self.builds = []
+
+    @messaging.expose
+    def build_and_run_instance(self, ctx, instance, request_spec, host_list,
+                               retry, node):
+        self.builds.append((instance.uuid, retry.hosts))
+
+
+def test_a_build_left_spawning_by_a_previous_run_goes_on_to_an_alternate(
+        cell, monkeypatch):
+    other = OtherCompute()
+    server = rpc.get_server(cell.transport, 'compute', [other], 'host2')
+    server.start()
+    try:
+        _create(cell.url, task_state=instance_obj.SPAWNING, host=HOST)
+        ctx = context.targeted(context.get_admin_context(), cell.url)
+        selection = objects.Selection.for_claim(
+            {'VCPU': 1}, compute_node_uuid=OTHER, service_host='host2',
+            nodename='host2', cell_uuid=OTHER, limits=None)
+        build_plan.BuildPlan(
+            UUID, HOST, HOST, helpers.make_spec(UUID), [selection],
+            objects.SchedulerRetries(num_attempts=1, hosts=[HOST])).create(
+            ctx)
+
+        with no_database_in_this_thread(monkeypatch):
+            cell.compute.settle_instances()
+
+        deadline = time.monotonic() + 10
+        while not other.builds and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert other.builds == [(UUID, [HOST, 'host2'])]
+        assert cell.scheduler.claimed == [(UUID, 'host2')]
+        row = _row(cell.url)
+        assert (row.vm_state, row.task_state, row.host, row.fault) == (
+            'building', 'scheduling', None, None)
+        assert cell.driver.destroyed == [UUID]
+        assert ('conductor_recover_build', 'Error', HOST) in _events(
+            cell.url)
+    finally:
+        server.stop()
+        server.wait()
 
 
 # --- the cell conductor's sweep of lost builds ------------------------------

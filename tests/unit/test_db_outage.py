@@ -15,6 +15,7 @@ from sqlalchemy import exc as sa_exc
 from scheduler_split.db import engines
 from scheduler_split.db import outage
 from scheduler_split import exception
+from scheduler_split import rpc
 from scheduler_split import service
 
 REFUSED = Exception('connection to server at "127.0.0.1", port 5432 '
@@ -164,7 +165,7 @@ def test_a_method_that_committed_is_not_run_again(quick, caplog):
 
     def method(ctx):
         calls.append(1)
-        outage.note_commit()
+        outage.note_effect()
         raise _broken()
 
     with pytest.raises(messaging.ExpectedException) as info:
@@ -178,6 +179,28 @@ def test_a_method_that_committed_is_not_run_again(quick, caplog):
     assert warning.getMessage().startswith(
         'Records.instance_save failed: a database is unavailable')
     assert warning.exc_info is None
+
+
+def test_a_method_that_sent_a_message_is_not_run_again(quick):
+    """What it sent may have been acted on: running it again could do it
+    twice."""
+    class Client:
+        target = messaging.Target(topic='compute')
+
+        def cast(self, ctx, method, **kwargs):
+            sent.append(method)
+
+    sent, calls = [], []
+    client = rpc._Patient(Client())
+
+    def method():
+        calls.append(1)
+        client.cast(None, 'build_and_run_instance')
+        raise _broken()
+
+    with pytest.raises(messaging.ExpectedException):
+        outage.retrying(method)()
+    assert calls == [1] and sent == ['build_and_run_instance']
 
 
 def test_a_method_gives_up_after_the_timeout(override):
@@ -246,3 +269,21 @@ def test_a_periodic_task_logs_an_outage_once_and_its_end(caplog):
                  'seconds', False),
         ('ERROR', 'Periodic task conductor-sweep failed', True),
         ('ERROR', 'Periodic task conductor-sweep failed', True)]
+
+
+def test_a_broker_that_is_away_is_a_warning_not_an_error(caplog):
+    # scheduler_split.rpc filters the driver's log.
+    log = logging.getLogger('oslo.messaging._drivers.impl_rabbit')
+    log.error('[%(connection_id)s] AMQP server on %(hostname)s:%(port)s is '
+              'unreachable: %(err_str)s. Trying again in %(sleep_time)d '
+              'seconds.', {'connection_id': 'c1', 'hostname': '127.0.0.1',
+                           'port': 5672, 'err_str': 'Connection refused',
+                           'sleep_time': 1})
+    log.error('Connection failed: %s (retrying in %s seconds)',
+              'Connection refused', 1.0)
+    log.error('[%(connection_id)s] AMQP server %(hostname)s:%(port)s closed '
+              'the connection. Check login credentials: %(err_str)s',
+              {'connection_id': 'c1', 'hostname': '127.0.0.1', 'port': 5672,
+               'err_str': 'Socket closed'})
+    assert [r.levelname for r in caplog.records
+            if r.name == log.name] == ['WARNING', 'WARNING', 'ERROR']

@@ -12,7 +12,9 @@ boot in the cells the scheduler chose.
 3. Each instance is created in its chosen cell, its mapping pointed at
    that cell (only if nobody placed it first), its build request deleted
    (a user's delete meanwhile means: destroy it and release its claim),
-   and its build cast to the chosen compute with the alternates. Until
+   its build plan recorded in the cell (what the cell's conductor goes on
+   with should the cast or the host be lost: ``tasks/recover.py``), and
+   its build cast to the chosen compute with the alternates. Until
    the cell holds the instance a failure sends it to cell0; after that it
    fails where it is: ERROR in its cell.
 """
@@ -27,11 +29,13 @@ from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor.tasks import base
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import build_plan
 from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
@@ -216,7 +220,11 @@ class ScheduleAndBuildTask(base.ConductorTask):
                         exc.format_message())
         else:
             # A timeout, say: the scheduler may have claimed anyway.
-            LOG.error('Scheduling %s failed', uuids, exc_info=exc)
+            if isinstance(exc, BUS_FAILURES):
+                LOG.warning('Scheduling %s failed: %s', uuids,
+                            outage.describe(exc))
+            else:
+                LOG.error('Scheduling %s failed', uuids, exc_info=exc)
             for uuid in uuids:
                 self.scheduler.try_release_resources(self.ctx, uuid)
         if isinstance(exc, BUS_FAILURES):
@@ -338,6 +346,8 @@ class ScheduleAndBuildTask(base.ConductorTask):
                 instance.save(cctx)
             retry = objects.SchedulerRetries(num_attempts=1,
                                              hosts=[chosen.service_host])
+            self._record_plan(cctx, uuid, chosen, request_spec,
+                              alternates, retry)
             self.computes(cell).build_and_run_instance(
                 ctx, chosen.service_host, chosen.nodename, instance,
                 request_spec, alternates, retry)
@@ -346,6 +356,20 @@ class ScheduleAndBuildTask(base.ConductorTask):
             LOG.exception('Handing instance %s to %s failed', uuid,
                           chosen.service_host, extra={'instance_uuid': uuid})
             self._fail_in_cell(ctx, cctx, build_request, instance, exc)
+
+    @staticmethod
+    def _record_plan(cctx, uuid, chosen, request_spec, alternates, retry):
+        """What the cell's conductor goes on with should the cast, or the
+        host, be lost (``tasks/recover.py``). A help, not a step: a build
+        whose plan could not be written is cast all the same, and is
+        failed as before if it is lost."""
+        try:
+            build_plan.BuildPlan(uuid, chosen.service_host, chosen.nodename,
+                                 request_spec, alternates, retry).create(cctx)
+        except Exception as exc:
+            LOG.warning('Could not record the build plan of instance %s '
+                        '(%s); building it without one', uuid,
+                        outage.describe(exc), extra={'instance_uuid': uuid})
 
     def _unsure_hand_over(self, ctx, cctx, cell, build_request, instance,
                           exc):

@@ -19,6 +19,7 @@ from scheduler_split.conductor.tasks import build
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import objects
+from scheduler_split.objects import build_plan
 from scheduler_split.objects import instance_action
 
 LOG = logging.getLogger(__name__)
@@ -56,8 +57,7 @@ class RescheduleTask(base.ConductorTask):
     def _execute(self):
         uuid = self.instance.uuid
         retry = self.retry
-        selection, rest = alternates.claim_next(self.scheduler, self.ctx,
-                                                uuid, self.host_list)
+        selection, rest = self._claim_next()
         if selection is None:
             self.exhausted = True
             raise self._exhausted()
@@ -74,6 +74,12 @@ class RescheduleTask(base.ConductorTask):
                  host, retry.num_attempts, extra={'instance_uuid': uuid})
         self._hand_over(selection, rest)
 
+    def _claim_next(self):
+        """Claim the next alternate that takes the instance: ``(its
+        selection, the alternates after it)``, or ``(None, [])``."""
+        return alternates.claim_next(self.scheduler, self.ctx,
+                                     self.instance.uuid, self.host_list)
+
     def _prepare(self, selection):
         """Nothing to write before the alternate is told, by default."""
 
@@ -84,11 +90,31 @@ class RescheduleTask(base.ConductorTask):
         raise NotImplementedError
 
 
+class _Overtaken(Exception):
+    """Another conductor moved the build's plan first: the build is
+    theirs to go on with."""
+
+
 class RescheduleBuildTask(RescheduleTask):
-    """A build that failed on its host: on to the next alternate, or
-    ERROR with the exhausted-hosts fault and no claim left."""
+    """A build that failed on its host, or that its host gave back: on
+    to the next alternate, or ERROR with the exhausted-hosts fault and no
+    claim left.
+
+    A build with a plan (``objects.build_plan``) goes on from its plan:
+    its alternates and attempts are the plan's (a compute that restarted
+    mid-build sends none), and each alternate is written into the plan,
+    only if nobody moved the plan since it was read, before it is
+    claimed: two conductors never both take a build on, and a cast that
+    was overtaken never starts it (``Instance.save``'s ``build_host``).
+    """
 
     event = 'conductor_build_instances'
+
+    def __init__(self, scheduler, compute, ctx, instance, request_spec,
+                 host_list, retry, plan=None):
+        super().__init__(scheduler, compute, ctx, instance, request_spec,
+                         host_list, retry)
+        self.plan = plan
 
     def _execute(self):
         uuid = self.instance.uuid
@@ -99,7 +125,40 @@ class RescheduleBuildTask(RescheduleTask):
                      uuid, extra={'instance_uuid': uuid})
             self.scheduler.try_release_resources(self.ctx, uuid)
             return
-        super()._execute()
+        if self.plan is None:
+            self.plan = build_plan.BuildPlan.get(self.ctx, uuid)
+        if self.plan is not None:
+            self.request_spec = self.plan.request_spec
+            self.host_list = self.plan.alternates
+            self.retry = self.plan.retry
+        elif self.request_spec is None:
+            raise exception.BuildAbortException(
+                instance_uuid=uuid,
+                reason='its host gave it back and it has no build plan to '
+                       'go on with')
+        try:
+            super()._execute()
+        except _Overtaken:
+            LOG.info('The build of instance %s was taken on by another '
+                     'conductor; leaving it to it', uuid,
+                     extra={'instance_uuid': uuid})
+
+    def _claim_next(self):
+        if self.plan is None:
+            return super()._claim_next()
+        uuid = self.instance.uuid
+        for index, selection in enumerate(self.host_list):
+            rest = self.host_list[index + 1:]
+            # The attempts as they are once this one is made.
+            after = objects.SchedulerRetries(
+                num_attempts=self.retry.num_attempts + 1,
+                hosts=self.retry.hosts + [selection.service_host])
+            if not self.plan.move_to(self.ctx, selection, rest, after):
+                raise _Overtaken()
+            if alternates.claim_alternate(self.scheduler, self.ctx,
+                                          selection, uuid):
+                return selection, rest
+        return None, []
 
     def _prepare(self, selection):
         if build.take_host_zone(self.instance, self.request_spec,

@@ -8,6 +8,7 @@ from scheduler_split.conductor.tasks import base
 from scheduler_split.conductor.tasks import build
 from scheduler_split import exception
 from scheduler_split import objects
+from scheduler_split.objects import build_plan
 from scheduler_split.objects import instance as instance_obj
 from tests.unit.conductor import fakes
 
@@ -58,6 +59,14 @@ def test_each_instance_goes_to_its_chosen_host_with_its_alternates(
         assert not _build_request_left(cloud, uuid)
         assert cloud.events(uuid) == [
             ('conductor_schedule_and_build_instances', 'Success', host)]
+    # What the cell's conductor goes on with should a cast be lost.
+    plans = [build_plan.BuildPlan.get(cloud.in_cell(), uuid)
+             for uuid in uuids]
+    assert [(p.host, p.node, [s.service_host for s in p.alternates],
+             p.retry.hosts, p.recasts) for p in plans] == [
+        ('h1', 'h1-node', ['h2', 'h3'], ['h1'], 0),
+        ('h2', 'h2-node', ['h3'], ['h2'], 0)]
+    assert plans[0].request_spec.instance_uuid == uuids[0]
     assert scheduler.held == dict(zip(uuids, ['h1', 'h2']))
 
 

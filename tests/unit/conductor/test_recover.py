@@ -1,0 +1,269 @@
+"""A build whose cast or host was lost goes on from its plan: cast again
+to the host holding its claim, or on to its next alternate, and ends in
+ERROR only when none is left. A build starts only on the host its plan
+names, and only one conductor moves a plan on."""
+
+import datetime
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler_split.conductor import periodic
+from scheduler_split.conductor import records
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split import memory_bus
+from scheduler_split import objects
+from scheduler_split.objects import build_plan
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import service as service_obj
+from scheduler_split import rpc
+from tests.unit.conductor import fakes
+from tests.unit import helpers
+
+
+@pytest.fixture
+def sweeps(cloud, computes, override):
+    override('build_redrive_interval', 60, group='conductor')
+    override('build_redrive_limit', 2, group='conductor')
+    override('lost_build_timeout', 600, group='conductor')
+    override('service_down_time', 60)
+    memory_bus.reset()
+    transport = rpc.get_transport('kombu+memory:////recover-cell')
+    sweeps = periodic.CellConductorPeriodics(
+        cloud.cell1.database_connection, transport)
+    sweeps.scheduler = fakes.Scheduler()
+    sweeps.compute = computes
+    yield sweeps
+    rpc.cleanup()
+    memory_bus.reset()
+
+
+def _compute(cloud, host, seconds_ago=0):
+    """The service record of ``host``'s compute, last heard of then."""
+    seen = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds_ago)
+    with engines.writer(cloud.cell1.database_connection) as session:
+        session.add(models.Service(host=host, binary=service_obj.COMPUTE,
+                                   topic='compute', report_count=1,
+                                   last_seen_up=seen, version=14))
+
+
+def _age(cloud, uuid, seconds):
+    """Nothing touched the build or its plan for ``seconds``."""
+    then = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds)
+    with engines.writer(cloud.cell1.database_connection) as session:
+        for model, column in ((models.Instance, models.Instance.uuid),
+                              (models.BuildPlan,
+                               models.BuildPlan.instance_uuid)):
+            session.execute(sa.update(model).where(column == uuid).values(
+                created_at=then, updated_at=then))
+
+
+def _handed_over(cloud, scheduler, hosts, task_state=instance_obj.SCHEDULING,
+                 host=None, age=120):
+    """A build the super-conductor handed to ``hosts[0]`` with the rest
+    as alternates, as its plan records it, ``age`` seconds ago."""
+    instance = cloud.server(host=host, vm_state=instance_obj.BUILDING,
+                            task_state=task_state)
+    chosen, *alternates = cloud.hosts(*hosts)
+    build_plan.BuildPlan(
+        instance.uuid, chosen.service_host, chosen.nodename,
+        helpers.make_spec(instance.uuid), alternates,
+        objects.SchedulerRetries(num_attempts=1,
+                                 hosts=[chosen.service_host])).create(
+        cloud.in_cell())
+    scheduler.held[instance.uuid] = chosen.service_host
+    _age(cloud, instance.uuid, age)
+    return instance
+
+
+def _plan(cloud, uuid):
+    return build_plan.BuildPlan.get(cloud.in_cell(), uuid)
+
+
+def test_a_build_no_compute_took_is_cast_again_to_its_host(
+        cloud, sweeps, computes):
+    _compute(cloud, 'h1')
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+
+    assert sweeps.recover_builds() == [instance.uuid]
+
+    assert computes.sent == [('build_and_run_instance', 'h1')]
+    assert computes.args[0]['alternates'] == ['h2']
+    assert computes.args[0]['tried'] == ['h1']
+    assert _plan(cloud, instance.uuid).recasts == 1
+    assert sweeps.scheduler.held == {instance.uuid: 'h1'}
+    assert ('conductor_recover_build', 'Success', 'h1') in cloud.events(
+        instance.uuid)
+    # Cast again just now: the next look leaves it alone.
+    assert sweeps.recover_builds() == []
+    assert len(computes.sent) == 1
+
+
+def test_after_its_casts_a_build_goes_on_to_its_next_alternate(
+        cloud, sweeps, computes):
+    for host in ('h1', 'h2', 'h3'):
+        _compute(cloud, host)
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2', 'h3'])
+    for _ in range(2):
+        sweeps.recover_builds()
+        _age(cloud, instance.uuid, 120)
+    sweeps.scheduler.full.add('h2')
+
+    sweeps.recover_builds()
+
+    assert computes.sent == [('build_and_run_instance', 'h1')] * 2 + [
+        ('build_and_run_instance', 'h3')]
+    assert computes.args[-1]['alternates'] == []
+    assert computes.args[-1]['tried'] == ['h1', 'h3']
+    assert sweeps.scheduler.held == {instance.uuid: 'h3'}
+    plan = _plan(cloud, instance.uuid)
+    assert (plan.host, plan.recasts, plan.alternates) == ('h3', 0, [])
+    assert plan.retry.hosts == ['h1', 'h3']
+
+
+def test_a_build_whose_host_is_down_goes_straight_to_an_alternate(
+        cloud, sweeps, computes):
+    _compute(cloud, 'h1', seconds_ago=600)
+    _compute(cloud, 'h2')
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+
+    sweeps.recover_builds()
+
+    assert computes.sent == [('build_and_run_instance', 'h2')]
+    assert sweeps.scheduler.held == {instance.uuid: 'h2'}
+
+
+def test_a_build_with_no_alternate_left_ends_in_error(cloud, sweeps,
+                                                      computes):
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1'])
+
+    sweeps.recover_builds()
+
+    assert computes.sent == []
+    current = cloud.instance(instance.uuid)
+    assert current.vm_state == instance_obj.ERROR
+    assert 'Exhausted all hosts' in current.fault.message
+    assert sweeps.scheduler.held == {}
+
+
+def test_a_build_on_a_dead_host_goes_on_to_an_alternate_not_to_error(
+        cloud, sweeps, computes):
+    _compute(cloud, 'h1', seconds_ago=600)
+    _compute(cloud, 'h2')
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'],
+                            task_state=instance_obj.SPAWNING, host='h1',
+                            age=900)
+
+    sweeps.fail_lost_builds()
+
+    current = cloud.instance(instance.uuid)
+    assert (current.vm_state, current.task_state, current.host) == (
+        instance_obj.BUILDING, instance_obj.SCHEDULING, None)
+    assert current.fault is None
+    assert computes.sent == [('build_and_run_instance', 'h2')]
+    assert sweeps.scheduler.held == {instance.uuid: 'h2'}
+    assert ('conductor_recover_build', 'Error', 'h1') in cloud.events(
+        instance.uuid)
+
+
+def test_a_build_without_a_plan_still_ends_in_error_when_lost(
+        cloud, sweeps, computes):
+    instance = cloud.server(host=None, vm_state=instance_obj.BUILDING,
+                            task_state=instance_obj.SCHEDULING)
+    _age(cloud, instance.uuid, 900)
+
+    assert sweeps.recover_builds() == []
+    sweeps.fail_lost_builds()
+
+    assert cloud.instance(instance.uuid).vm_state == instance_obj.ERROR
+
+
+def test_a_build_starts_only_on_the_host_its_plan_names(cloud, sweeps):
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+    endpoint = records.ComputeRecords(cloud.cell1.database_connection)
+
+    def start_on(host):
+        copy = cloud.instance(instance.uuid)
+        copy.host = host
+        copy.task_state = instance_obj.SPAWNING
+        return endpoint.instance_save(
+            cloud.ctx, copy,
+            expected_task_states=[instance_obj.SCHEDULING])
+
+    # A cast overtaken by a move of the plan to h2 does not start it.
+    with pytest.raises(Exception) as info:
+        start_on('h2')
+    assert 'Conflict' in type(info.value.exc_info[1]).__name__
+    assert start_on('h1').host == 'h1'
+
+
+def test_a_host_that_gives_a_build_back_clears_its_plan(cloud, sweeps):
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'],
+                            task_state=instance_obj.SPAWNING, host='h1')
+    endpoint = records.ComputeRecords(cloud.cell1.database_connection)
+    copy = cloud.instance(instance.uuid)
+    copy.host = copy.node = None
+    copy.task_state = instance_obj.SCHEDULING
+
+    endpoint.instance_save(cloud.ctx, copy,
+                           expected_task_states=[instance_obj.SPAWNING])
+
+    # A cast to h1 now would not start it: h1 gave its claim away.
+    assert _plan(cloud, instance.uuid).host is None
+
+
+def test_one_of_many_conductors_moves_a_plan_on(cloud, sweeps):
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2', 'h3'])
+    plans = [_plan(cloud, instance.uuid) for _ in range(8)]
+    start = threading.Barrier(len(plans))
+    moved = []
+
+    def move(plan, index):
+        selection = cloud.hosts('h%d' % (index % 2 + 2))[0]
+        start.wait()
+        moved.append(plan.move_to(
+            cloud.in_cell(), selection, [],
+            objects.SchedulerRetries(num_attempts=2, hosts=['h1'])))
+
+    threads = [threading.Thread(target=move, args=(plan, index))
+               for index, plan in enumerate(plans)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(moved) == [False] * 7 + [True]
+
+
+def test_the_plans_of_finished_builds_go(cloud, sweeps):
+    active = _handed_over(cloud, sweeps.scheduler, ['h1'])
+    building = _handed_over(cloud, sweeps.scheduler, ['h1'], age=0)
+    copy = cloud.instance(active.uuid)
+    copy.vm_state = instance_obj.ACTIVE
+    copy.task_state = None
+    copy.save(cloud.in_cell())
+
+    sweeps.recover_builds()
+
+    assert _plan(cloud, active.uuid) is None
+    assert _plan(cloud, building.uuid) is not None
+
+
+def test_a_plan_survives_the_trip_through_its_row(cloud, sweeps):
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2', 'h3'])
+    plan = _plan(cloud, instance.uuid)
+    assert (plan.host, plan.node) == ('h1', 'h1-node')
+    assert [s.service_host for s in plan.alternates] == ['h2', 'h3']
+    assert plan.alternates[0].resources == {'VCPU': 1, 'MEMORY_MB': 512,
+                                            'DISK_GB': 1}
+    assert plan.request_spec.instance_uuid == instance.uuid
+    assert plan.retry.hosts == ['h1']
+    started = cloud.instance(instance.uuid)
+    started.host = 'h2'
+    started.task_state = instance_obj.SPAWNING
+    with pytest.raises(exception.Conflict):
+        started.save(cloud.in_cell(),
+                     expected_task_state=instance_obj.SCHEDULING,
+                     build_host='h2')

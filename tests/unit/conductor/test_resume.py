@@ -1,0 +1,109 @@
+"""A super-conductor that restarts places again the boots its previous
+run had taken and not handed to a cell; it leaves alone the boots of
+other hosts, those it takes itself, and those placed already."""
+
+import datetime
+
+import sqlalchemy as sa
+
+from scheduler_split.conductor import periodic
+from scheduler_split import conf
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import instance as instance_obj
+from tests.unit.conductor import fakes
+from tests.unit import helpers
+
+
+class SuperConductors:
+    """The super-conductors' client: records the boots cast again."""
+
+    def __init__(self):
+        self.cast = []
+
+    def schedule_and_build_instances(self, ctx, build_requests, specs):
+        self.cast.append([br.instance_uuid for br in build_requests])
+
+
+def _sweeps():
+    sweeps = periodic.SuperConductorPeriodics()
+    sweeps.scheduler = fakes.Scheduler()
+    sweeps._conductor = SuperConductors()
+    return sweeps
+
+
+def _taken(cloud, host, seconds_ago):
+    """A boot a super-conductor of ``host`` took ``seconds_ago``."""
+    build_request, _ = cloud.boot()
+    then = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds_ago)
+    with engines.writer(_api_url()) as session:
+        session.execute(sa.update(models.BuildRequest).where(
+            models.BuildRequest.instance_uuid ==
+            build_request.instance_uuid).values(taken_at=then,
+                                                taken_by=host))
+    return build_request
+
+
+def _api_url():
+    return conf.CONF.api_database.connection
+
+
+def _row_in_cell(cloud, build_request):
+    """What a placement that died left in cell1: the instance waiting
+    for its first host."""
+    instance = build_request.instance
+    instance.vm_state = instance_obj.BUILDING
+    instance.task_state = instance_obj.SCHEDULING
+    instance.create(cloud.in_cell())
+
+
+def _untaken(cloud, uuid):
+    with engines.reader(_api_url()) as session:
+        row = session.scalars(sa.select(models.BuildRequest).where(
+            models.BuildRequest.instance_uuid == uuid)).one()
+    return row.taken_at is None and row.taken_by is None
+
+
+def test_a_boot_the_previous_run_was_placing_is_placed_again(cloud):
+    sweeps = _sweeps()
+    orphan = _taken(cloud, 'conductor-1', seconds_ago=30)
+    uuid = orphan.instance_uuid
+    _row_in_cell(cloud, orphan)
+    sweeps.scheduler.held[uuid] = 'h1'
+
+    assert sweeps.resume_orphaned_boots() == [uuid]
+
+    assert sweeps._conductor.cast == [[uuid]]
+    assert sweeps.scheduler.held == {}
+    assert _untaken(cloud, uuid)
+    # The dead run's row is gone: the new placement may use its uuid.
+    try:
+        cloud.instance(uuid)
+    except exception.InstanceNotFound:
+        pass
+    else:
+        raise AssertionError('the row of the dead placement is still there')
+    _row_in_cell(cloud, orphan)
+    # Once only.
+    assert sweeps.resume_orphaned_boots() == []
+
+
+def test_boots_of_other_hosts_of_this_run_or_placed_stay(cloud):
+    sweeps = _sweeps()
+    other_host = _taken(cloud, 'conductor-2', seconds_ago=30)
+    this_run = cloud.boot()[0]
+    assert this_run.take(cloud.ctx)
+    placed = _taken(cloud, 'conductor-1', seconds_ago=30)
+    _row_in_cell(cloud, placed)
+    objects.InstanceMapping.get_by_instance_uuid(
+        cloud.ctx, placed.instance_uuid).set_cell(cloud.ctx, cloud.cell1)
+
+    assert sweeps.resume_orphaned_boots() == []
+
+    assert sweeps._conductor.cast == []
+    for build_request in (other_host, this_run, placed):
+        assert not _untaken(cloud, build_request.instance_uuid)
+    assert cloud.instance(placed.instance_uuid).task_state == (
+        instance_obj.SCHEDULING)
