@@ -88,44 +88,43 @@ class BuildPlan:
                 _PLANS.c.instance_uuid == instance_uuid)).first()
         return None if row is None else cls._from_row(row)
 
+    def _update_if_unchanged(self, ctx, **values):
+        """Write ``values`` into the plan if nobody changed it since this
+        copy was read (its host and its casts as this copy has them):
+        whether it did. One of several conductors doing so wins."""
+        now = base.naive_utc(base.utcnow())
+        with engines.writer(instance_obj.cell_db(ctx)) as session:
+            result = session.connection().execute(
+                _PLANS.update().where(
+                    _PLANS.c.instance_uuid == self.instance_uuid,
+                    _host_is(self.host),
+                    _PLANS.c.recasts == self.recasts)
+                .values(updated_at=now, **values))
+        if result.rowcount != 1:
+            return False
+        self.updated_at = now
+        return True
+
     def move_to(self, ctx, selection, rest, retry):
         """Name ``selection``'s host as the one the build goes to next,
         with the alternates ``rest`` and ``retry``, if nobody moved the
         plan since it was read: True for exactly one of several
         conductors moving it from the same host."""
-        now = base.naive_utc(base.utcnow())
-        with engines.writer(instance_obj.cell_db(ctx)) as session:
-            result = session.connection().execute(
-                _PLANS.update().where(
-                    _PLANS.c.instance_uuid == self.instance_uuid,
-                    _host_is(self.host),
-                    _PLANS.c.recasts == self.recasts)
-                .values(host=selection.service_host,
-                        node=selection.nodename,
-                        alternates=self._alternates_json(rest),
-                        retry=retry.to_json(), recasts=0, updated_at=now))
-        if result.rowcount != 1:
+        if not self._update_if_unchanged(
+                ctx, host=selection.service_host, node=selection.nodename,
+                alternates=self._alternates_json(rest),
+                retry=retry.to_json(), recasts=0):
             return False
         self.host, self.node = selection.service_host, selection.nodename
-        self.alternates, self.retry = list(rest), retry
-        self.recasts, self.updated_at = 0, now
+        self.alternates, self.retry, self.recasts = list(rest), retry, 0
         return True
 
     def note_recast(self, ctx):
         """Count one more cast to the plan's host, if nobody changed the
         plan since it was read: True if this caller is to cast."""
-        now = base.naive_utc(base.utcnow())
-        with engines.writer(instance_obj.cell_db(ctx)) as session:
-            result = session.connection().execute(
-                _PLANS.update().where(
-                    _PLANS.c.instance_uuid == self.instance_uuid,
-                    _host_is(self.host),
-                    _PLANS.c.recasts == self.recasts)
-                .values(recasts=self.recasts + 1, updated_at=now))
-        if result.rowcount != 1:
+        if not self._update_if_unchanged(ctx, recasts=self.recasts + 1):
             return False
         self.recasts += 1
-        self.updated_at = now
         return True
 
     @classmethod
