@@ -72,13 +72,47 @@ MAX_PAUSE = 2.0
 _local = threading.local()
 
 
+# The drivers whose own errors SQLAlchemy lets through unwrapped (as it
+# sets a connection's isolation level, say), and which of those say
+# that the server is away.
+_DRIVERS = ('pymysql', 'MySQLdb', 'psycopg2', 'psycopg')
+_DRIVER_UNAVAILABLE = ('OperationalError', 'InterfaceError')
+
+
 def is_database_outage(exc):
     """Whether ``exc`` says a database could not be used, here or (a
     ``RemoteError``) in the service that answered."""
     if isinstance(exc, DATABASE_UNAVAILABLE):
         return True
+    cls = type(exc)
+    if (cls.__name__ in _DRIVER_UNAVAILABLE and
+            cls.__module__.split('.')[0] in _DRIVERS):
+        return True
     return (isinstance(exc, messaging.RemoteError) and
             exc.exc_type in _UNAVAILABLE_NAMES)
+
+
+class _PoolResetFilter(logging.Filter):
+    """SQLAlchemy's pool logs a connection it could not reset as it came
+    back (the server went away meanwhile) as an ERROR with a traceback;
+    the pool drops it and opens another. Here it is one WARNING line."""
+
+    def filter(self, record):
+        exc = record.exc_info[1] if record.exc_info else None
+        if record.levelno >= logging.ERROR and exc is not None and \
+                is_database_outage(exc):
+            record.msg = '%s: %s' % (record.getMessage(), describe(exc))
+            record.args = None
+            record.exc_info = record.exc_text = None
+            record.levelno = logging.WARNING
+            record.levelname = logging.getLevelName(logging.WARNING)
+        return True
+
+
+for _pool in ('QueuePool', 'NullPool', 'SingletonThreadPool',
+              'StaticPool'):
+    logging.getLogger('sqlalchemy.pool.impl.%s' % _pool).addFilter(
+        _PoolResetFilter())
 
 
 def is_outage(exc):

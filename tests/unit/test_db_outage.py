@@ -287,3 +287,32 @@ def test_a_broker_that_is_away_is_a_warning_not_an_error(caplog):
                'err_str': 'Socket closed'})
     assert [r.levelname for r in caplog.records
             if r.name == log.name] == ['WARNING', 'WARNING', 'ERROR']
+
+
+def test_a_drivers_own_error_counts_as_an_outage():
+    """What SQLAlchemy lets through unwrapped, as it sets an isolation
+    level on a connection the server dropped."""
+    pymysql = pytest.importorskip('pymysql')
+    assert outage.is_database_outage(pymysql.err.OperationalError(
+        2013, 'Lost connection to MySQL server during query'))
+    assert not outage.is_database_outage(pymysql.err.ProgrammingError(
+        1064, 'You have an error in your SQL syntax'))
+
+
+def test_a_connection_the_pool_could_not_reset_is_one_warning(caplog):
+    log = logging.getLogger('sqlalchemy.pool.impl.QueuePool')
+    try:
+        raise _broken('server closed the connection unexpectedly')
+    except sa_exc.OperationalError:
+        log.error('Exception during reset or similar', exc_info=True)
+    try:
+        raise ValueError('a bug')
+    except ValueError:
+        log.error('Exception during reset or similar', exc_info=True)
+    (outage_record, bug) = [r for r in caplog.records if r.name == log.name]
+    assert (outage_record.levelname, outage_record.exc_info) == (
+        'WARNING', None)
+    assert outage_record.getMessage() == (
+        'Exception during reset or similar: (builtins.Exception) server '
+        'closed the connection unexpectedly')
+    assert bug.levelname == 'ERROR' and bug.exc_info
