@@ -16,6 +16,7 @@ from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
@@ -230,17 +231,18 @@ class ComputeAPI:
         # error the user would retry.
         try:
             objects.InstanceGroup.remove_instance(ctx, uuid)
-        except sa_exc.SQLAlchemyError:
+        except sa_exc.SQLAlchemyError as exc:
             LOG.warning('Server %s is being deleted but could not be taken '
-                        'out of its server group; it stays listed there',
-                        uuid, exc_info=True, extra={'instance_uuid': uuid})
+                        'out of its server group (%s); it stays listed there',
+                        uuid, outage.describe(exc),
+                        extra={'instance_uuid': uuid})
         # From now on it counts against no quota (as in Nova).
         try:
             objects.InstanceMapping.queue_for_delete(ctx, uuid)
-        except sa_exc.SQLAlchemyError:
+        except sa_exc.SQLAlchemyError as exc:
             LOG.warning('Server %s is being deleted but still counts against '
-                        'its project\'s quota', uuid, exc_info=True,
-                        extra={'instance_uuid': uuid})
+                        'its project\'s quota (%s)', uuid,
+                        outage.describe(exc), extra={'instance_uuid': uuid})
 
     def _delete(self, ctx, uuid):
         for _ in range(10):
@@ -265,7 +267,7 @@ class ComputeAPI:
             try:
                 instance_action.start_action(cctx, uuid, 'delete')
                 self._end_moves(ctx, cctx, cell, instance)
-            except sa_exc.SQLAlchemyError:
+            except sa_exc.SQLAlchemyError as exc:
                 if local:
                     raise
                 # DELETING is saved: the delete is under way, and its
@@ -274,7 +276,8 @@ class ComputeAPI:
                 # tell the user it did not happen.
                 LOG.warning('Server %s is being deleted; its compute %s '
                             'finishes the delete once the database is '
-                            'back', uuid, instance.host, exc_info=True,
+                            'back (%s)', uuid, instance.host,
+                            outage.describe(exc),
                             extra={'instance_uuid': uuid})
                 return
             if local:

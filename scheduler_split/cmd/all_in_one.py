@@ -31,7 +31,7 @@ from scheduler_split import rpc
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-oslo_logging.register_options(CONF)
+common.register_logging_options(CONF)
 
 
 def default_state_dir():

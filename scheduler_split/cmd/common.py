@@ -17,7 +17,18 @@ from scheduler_split import rpc
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-oslo_logging.register_options(CONF)
+
+def register_logging_options(conf):
+    """oslo.log's options, with the level of the record (not always
+    ERROR) before each line of a traceback: a WARNING that carries one
+    reads as a WARNING."""
+    oslo_logging.register_options(conf)
+    conf.set_default('logging_exception_prefix',
+                     '%(asctime)s.%(msecs)03d %(process)d %(levelname)s '
+                     '%(name)s %(instance)s')
+
+
+register_logging_options(CONF)
 
 
 def version():

@@ -4,6 +4,7 @@ and one INFO in the log, not a traceback per try."""
 
 import logging
 import socket
+import sys
 import threading
 import time
 
@@ -316,3 +317,26 @@ def test_a_connection_the_pool_could_not_reset_is_one_warning(caplog):
         'Exception during reset or similar: (builtins.Exception) server '
         'closed the connection unexpectedly')
     assert bug.levelname == 'ERROR' and bug.exc_info
+
+
+def test_a_warning_with_a_traceback_reads_as_a_warning_on_every_line():
+    from oslo_log import formatters
+
+    from scheduler_split.cmd import common
+    from scheduler_split import conf
+
+    common.register_logging_options(conf.CONF)
+    formatter = formatters.ContextFormatter(config=conf.CONF)
+    try:
+        raise _broken()
+    except sa_exc.OperationalError:
+        record = logging.getLogger('scheduler_split.test').makeRecord(
+            'scheduler_split.test', logging.WARNING, __file__, 1,
+            'Server %s is being deleted', ('u1',), sys.exc_info())
+    lines = formatter.format(record).splitlines()
+    traceback = [line for line in lines if 'Traceback' in line or
+                 '  File "' in line]
+    assert len(traceback) >= 2
+    assert all(' WARNING scheduler_split.test ' in line
+               for line in traceback), lines
+    assert not [line for line in lines if ' ERROR ' in line]
