@@ -19,6 +19,8 @@ BIN = os.path.dirname(sys.executable)
 _SERVICES = sa.table('services', sa.column('host'), sa.column('binary'))
 # How often every scheduler reloads host states from its database.
 HOST_STATE_REFRESH_INTERVAL = 5
+# [metrics] scheduler_port's default; the other kinds' follow it.
+METRICS_PORT = 9771
 
 
 class Deployment:
@@ -119,18 +121,22 @@ class Deployment:
             [DEFAULT]
             log_file = %s
             """ % os.path.join(self.log_dir, 'api.log'))
+        # Each process of a kind on this one host serves its metrics on a
+        # port of its own.
         for index in range(1, self.schedulers + 1):
             name = 'scheduler' if index == 1 else 'scheduler-%d' % index
             self._write('%s.conf' % name, """\
                 [DEFAULT]
                 host = %s
-                """ % name)
+                [metrics]
+                scheduler_port = %d
+                """ % (name, METRICS_PORT + 10 * (index - 1)))
         self._write('super-conductor.conf', """\
             [conductor]
             role = super
             """)
         self.cells = {}
-        for cell in self.CELLS:
+        for index, cell in enumerate(self.CELLS):
             bus = self.rabbit.add_vhost(cell)
             db = self.database.create_database('ss_%s' % cell)
             self.cells[cell] = (bus, db)
@@ -141,7 +147,9 @@ class Deployment:
                 connection = %s
                 [conductor]
                 role = cell
-                """ % (bus, db))
+                [metrics]
+                cell_conductor_port = %d
+                """ % (bus, db, METRICS_PORT + 2 + 10 * index))
             for host in self.hosts_of(cell):
                 zone = 'edge' if host == self.EDGE_HOST else 'nova'
                 self._write('%s.conf' % host, """\
