@@ -15,6 +15,7 @@ from scheduler_split.compute.virt import fake
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import notifications
 from scheduler_split import objects
@@ -408,9 +409,14 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             self.conductor.instance_action_event(
                 ctx, uuid, event, host=self.host, result=result,
                 details=details, action=action)
-        except Exception:
-            LOG.exception('Could not record event %s of instance %s',
-                          event, uuid, extra={'instance_uuid': uuid})
+        except Exception as exc:
+            if not outage.is_outage(exc):
+                LOG.exception('Could not record event %s of instance %s',
+                              event, uuid, extra={'instance_uuid': uuid})
+                return
+            LOG.warning('Could not record event %s of instance %s: %s',
+                        event, uuid, outage.describe(exc),
+                        extra={'instance_uuid': uuid})
 
     def _reschedule(self, ctx, instance, request_spec, host_list, retry,
                     exc):

@@ -260,27 +260,45 @@ def run(func, *args, what=None, **kwargs):
                 reason=describe(exc)) from exc
 
 
-def retrying(func, what=None):
-    """``func`` (an RPC method) as :func:`run` runs it. What still fails
-    on an outage reaches the caller as ``DatabaseUnavailable`` through
-    oslo's ``ExpectedException``: the dispatcher logs it at DEBUG, not
-    as a traceback."""
+def retrying(func, what=None, again=True):
+    """``func`` (an RPC method) as :func:`run` runs it (or, with
+    ``again`` False, run once). What still fails on an outage reaches
+    the caller as ``DatabaseUnavailable`` through oslo's
+    ``ExpectedException``: the dispatcher logs it at DEBUG, not as a
+    traceback."""
     what = what or func.__name__
+
+    def once(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            if not is_database_outage(exc):
+                raise
+            LOG.warning('%s failed: a database is unavailable (%s)', what,
+                        describe(exc))
+            raise exception.DatabaseUnavailable(
+                reason=describe(exc)) from exc
 
     @functools.wraps(func)
     def _run(*args, **kwargs):
         try:
-            return run(func, *args, what=what, **kwargs)
+            if again:
+                return run(func, *args, what=what, **kwargs)
+            return once(*args, **kwargs)
         except exception.DatabaseUnavailable:
             raise messaging.ExpectedException()
     return _run
 
 
 class RetryingEndpoint:
-    """An RPC endpoint whose exposed methods are :func:`retrying`."""
+    """An RPC endpoint whose exposed methods are :func:`retrying`; with
+    ``again`` False, not run again, only answered with
+    ``DatabaseUnavailable`` (the scheduler's, whose claims also change
+    the hosts it holds in memory)."""
 
-    def __init__(self, endpoint):
+    def __init__(self, endpoint, again=True):
         self._endpoint = endpoint
+        self._again = again
         self._methods = {}
 
     def __getattr__(self, name):
@@ -291,5 +309,6 @@ class RetryingEndpoint:
         method = self._methods.get(name)
         if method is None:
             method = self._methods[name] = retrying(
-                value, '%s.%s' % (type(self._endpoint).__name__, name))
+                value, '%s.%s' % (type(self._endpoint).__name__, name),
+                again=self._again)
         return method

@@ -9,6 +9,7 @@ import logging
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split import rpc
@@ -51,7 +52,9 @@ class SchedulerService(service.Service):
         metrics.name_cell(cell.uuid, cell.name)
         self.listen(rpc.get_transport(cell.transport_url),
                     scheduler_rpcapi.TOPIC,
-                    [self.manager.endpoint(cell.uuid)], CONF.host)
+                    [outage.RetryingEndpoint(
+                        self.manager.endpoint(cell.uuid), again=False)],
+                    CONF.host)
         LOG.info('Listening on the bus of cell %s (%s)', cell.name,
                  cell.uuid)
         return True
@@ -83,7 +86,8 @@ def build(cell_mappings):
     manager.host_manager.start_loading()
     svc = SchedulerService(manager)
     svc.listen(rpc.get_transport(), scheduler_rpcapi.TOPIC,
-               [manager.endpoint(None)], CONF.host)
+               [outage.RetryingEndpoint(manager.endpoint(None),
+                                        again=False)], CONF.host)
     for cell in cell_mappings:
         svc.listen_on_cell(cell)
     return svc

@@ -340,3 +340,22 @@ def test_a_warning_with_a_traceback_reads_as_a_warning_on_every_line():
     assert all(' WARNING scheduler_split.test ' in line
                for line in traceback), lines
     assert not [line for line in lines if ' ERROR ' in line]
+
+
+def test_the_schedulers_methods_are_answered_not_run_again(quick, caplog):
+    calls = []
+
+    class Endpoint:
+        @messaging.expose
+        def list_consumers(self, ctx):
+            calls.append(1)
+            raise _broken('Lost connection to MySQL server during query')
+
+    with pytest.raises(messaging.ExpectedException) as info:
+        outage.RetryingEndpoint(Endpoint(), again=False).list_consumers(
+            None)
+    assert calls == [1]
+    assert isinstance(info.value.exc_info[1], exception.DatabaseUnavailable)
+    (warning,) = _records(caplog, logging.WARNING)
+    assert warning.getMessage().startswith(
+        'Endpoint.list_consumers failed: a database is unavailable')
