@@ -495,7 +495,18 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             # The claim goes before the row, so that no claim outlives the
             # server a user sees; a release that fails is healed later.
             self.scheduler.try_release_resources(ctx, uuid)
-            self.conductor.instance_destroy(ctx, uuid)
+            try:
+                self.conductor.instance_destroy(ctx, uuid)
+            except Exception as exc:
+                if not outage.is_outage(exc):
+                    raise
+                # It stays deleting: the next look of settle_instances
+                # finishes the delete.
+                LOG.warning('Could not mark instance %s deleted (%s); the '
+                            'next look for unfinished work finishes its '
+                            'delete', uuid, outage.describe(exc),
+                            extra={'instance_uuid': uuid})
+                return
             self._unsaved_errors.pop(uuid, None)
             self._record_event(ctx, uuid, 'compute_terminate_instance',
                                action='delete')

@@ -536,6 +536,32 @@ def test_a_delete_whose_last_steps_failed_is_finished_by_a_later_settle(
     assert cell.driver.destroyed == [UUID]
 
 
+def test_a_delete_the_conductor_never_answered_waits_for_the_next_look(
+        cell, monkeypatch, caplog):
+    instance = _create(cell.url)
+    _build(cell, instance)
+    real = cell.compute.conductor.instance_destroy
+
+    def no_answer(ctx, uuid):
+        raise messaging.MessagingTimeout('no answer')
+
+    monkeypatch.setattr(cell.compute.conductor, 'instance_destroy',
+                        no_answer)
+    # As the API marks it before it casts the delete.
+    ctx = context.targeted(context.get_admin_context(), cell.url)
+    deleting = objects.Instance.get_by_uuid(ctx, UUID)
+    deleting.task_state = instance_obj.DELETING
+    deleting.save(ctx)
+    cell.compute.terminate_instance(context.get_admin_context(), deleting)
+
+    assert not _row(cell.url).deleted
+    assert [r.levelname for r in caplog.records
+            if 'Could not mark instance' in r.getMessage()] == ['WARNING']
+    monkeypatch.setattr(cell.compute.conductor, 'instance_destroy', real)
+    cell.compute.settle_instances()  # the first look after a start
+    assert _row(cell.url).deleted
+
+
 def test_a_build_left_spawning_by_a_previous_run_ends_in_error(cell):
     """One without a build plan (recorded by an earlier release)."""
     _create(cell.url, task_state=instance_obj.SPAWNING, host=HOST)
