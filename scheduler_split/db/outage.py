@@ -15,11 +15,14 @@ Each rule lives here, once:
   and the RPC clients count those per thread, :func:`note_effect`).
   Otherwise, or past the bound, its caller gets
   :class:`~scheduler_split.exception.DatabaseUnavailable` and the log a
-  WARNING line rather than a traceback.
+  WARNING line rather than a traceback. The scheduler's methods answer
+  so at once (:class:`RetryingEndpoint` with ``again`` False): a claim
+  also changes the hosts it holds in memory.
 - The first connection refused logs one WARNING for its database, and
   the first one opened after it one INFO (:class:`_Outages`); a periodic
   task failing on an outage does the same (``service.PeriodicTask``,
-  with :func:`is_outage`).
+  with :func:`is_outage`); a connection the pool could not reset is one
+  WARNING line too (:class:`_PoolResetFilter`).
 """
 
 import functools
