@@ -237,12 +237,13 @@ def connect(name):
     return _connect
 
 
-def run(func, *args, what=None, **kwargs):
+def run(func, *args, what=None, again=True, **kwargs):
     """``func(*args, **kwargs)``, run again when a database outage broke
     it before it committed or sent anything, for ``[database] retry_timeout``
-    seconds. What still fails on an outage raises ``DatabaseUnavailable``
-    (from the outage's error) after one WARNING line that says what
-    failed (``what``, by default the function's name)."""
+    seconds (with ``again`` False, run once). What still fails on an
+    outage raises ``DatabaseUnavailable`` (from the outage's error) after
+    one WARNING line that says what failed (``what``, by default the
+    function's name)."""
     pauses = None
     while True:
         mark = _effects()
@@ -252,7 +253,7 @@ def run(func, *args, what=None, **kwargs):
             if not is_database_outage(exc):
                 raise
             if pauses is None:
-                pauses = _Pauses(wait_seconds())
+                pauses = _Pauses(wait_seconds() if again else 0)
             if _effects() == mark and pauses.next():
                 LOG.debug('%s met a database outage (%s); running it '
                           'again', what or func.__name__, describe(exc))
@@ -271,23 +272,10 @@ def retrying(func, what=None, again=True):
     traceback."""
     what = what or func.__name__
 
-    def once(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except Exception as exc:
-            if not is_database_outage(exc):
-                raise
-            LOG.warning('%s failed: a database is unavailable (%s)', what,
-                        describe(exc))
-            raise exception.DatabaseUnavailable(
-                reason=describe(exc)) from exc
-
     @functools.wraps(func)
     def _run(*args, **kwargs):
         try:
-            if again:
-                return run(func, *args, what=what, **kwargs)
-            return once(*args, **kwargs)
+            return run(func, *args, what=what, again=again, **kwargs)
         except exception.DatabaseUnavailable:
             raise messaging.ExpectedException()
     return _run
