@@ -56,6 +56,7 @@ ROOT = keystone_mod.ROOT
 HERE = os.path.dirname(os.path.abspath(__file__))
 INCLUDE_LIST = os.path.join(HERE, 'include-list.txt')
 REQUIREMENTS = ['tempest>=47,<48']
+PLUGIN = os.path.join(HERE, 'plugin')
 FULL_REGEX = r'^tempest\.api\.compute\.'
 CELLS = 2
 HOSTS_PER_CELL = 2
@@ -88,20 +89,33 @@ def venv_dir():
                           os.path.join(ROOT, '.venv-tempest'))
 
 
+def install_plugin(tempest_venv):
+    """The project's Tempest plugin (``tests/tempest/plugin``), installed
+    afresh into Tempest's virtualenv on every run: it runs the compute
+    classes that ask for a network on this cloud without one."""
+    subprocess.run([os.path.join(tempest_venv, 'bin', 'pip'), 'install',
+                    '-q', '--force-reinstall', '--no-deps', PLUGIN],
+                   check=True, timeout=600)
+
+
 def ensure_venvs():
     """Keystone's and Tempest's virtualenvs, installed side by side (or
-    into one, if both variables name the same directory)."""
+    into one, if both variables name the same directory), and the
+    project's plugin in Tempest's."""
     keystone_venv, tempest_venv = keystone_mod.venv_dir(), venv_dir()
     if os.path.abspath(keystone_venv) == os.path.abspath(tempest_venv):
         keystone_mod.ensure_venv(
             tempest_venv, keystone_mod.REQUIREMENTS + REQUIREMENTS,
             'tempest')
+        install_plugin(tempest_venv)
         return keystone_mod.ensure_venv(), tempest_venv
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         keystone = pool.submit(keystone_mod.ensure_venv)
         tempest = pool.submit(keystone_mod.ensure_venv, venv_dir(),
                               REQUIREMENTS, 'tempest')
-        return keystone.result(), tempest.result()
+        keystone, tempest = keystone.result(), tempest.result()
+    install_plugin(tempest)
+    return keystone, tempest
 
 
 def tempest_conf(keystone, compute_url, workspace):
@@ -110,7 +124,9 @@ def tempest_conf(keystone, compute_url, workspace):
     - Only Nova's API is here: no Neutron, Cinder or Swift, so every test
       that needs a network, a volume or an object store is skipped by
       Tempest itself; ``create_isolated_networks`` is off for the same
-      reason.
+      reason. The server classes that only ask for a default network (and
+      would be skipped whole without Neutron) run without one, through the
+      project's plugin (``tests/tempest/plugin``).
     - Glance: the all-in-one's ``/image`` is a read-only catalog of three
       images in the Image API v2 shapes (enough to boot from and to list);
       it can neither upload, snapshot nor delete. It is in the service

@@ -1,0 +1,1 @@
+"""No tests: the plugin only changes how Tempest's own classes run."""
