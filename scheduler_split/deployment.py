@@ -88,6 +88,8 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
                      CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.fail_lost_moves,
                      CONF.conductor.lost_build_check_interval)
+    svc.add_periodic(sweeps.fail_lost_tasks,
+                     CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.report_service, CONF.report_interval)
     if CONF.resize_confirm_window:
         svc.add_periodic(sweeps.confirm_old_resizes,

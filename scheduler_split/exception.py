@@ -37,6 +37,12 @@ class MoveLost(SchedulerSplitException):
                'lost_build_timeout; it was rolled back to its source')
 
 
+class TaskLost(SchedulerSplitException):
+    msg_fmt = ('No service advanced the %(action)s of instance '
+               '%(instance_uuid)s (%(task_state)s) within [conductor] '
+               'lost_build_timeout')
+
+
 class InstanceNotResized(Invalid):
     msg_fmt = 'Instance has not been resized.'
 
@@ -304,6 +310,12 @@ class ServicesTooOldToMove(Conflict):
                "it needs is too old for moves (capped at RPC %(cap)s; moves "
                "need compute 1.5, conductor 1.8 and scheduler 1.5); try "
                "again once they are upgraded")
+
+
+class ServicesTooOld(Conflict):
+    msg_fmt = ("Cannot '%(action)s' instance %(instance_uuid)s: a service "
+               "it needs is too old for it (capped at RPC %(cap)s; it needs "
+               "%(needed)s); try again once they are upgraded")
 
 
 class ComputeTooOld(Conflict):

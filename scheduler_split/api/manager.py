@@ -460,6 +460,76 @@ class ComputeAPI:
                 ctx, instance, migration, host=host))
         return migration
 
+    # --- rebuild ------------------------------------------------------------
+
+    REBUILD_NEEDS = 'compute 1.6, conductor 1.11 and scheduler 1.8'
+
+    def rebuild(self, ctx, uuid, image_ref, image_properties, changes,
+                preserve_ephemeral=False):
+        """Rebuild the server on its own host from ``image_ref`` (whose
+        properties are ``image_properties``), writing ``changes``
+        (Instance field -> value: name, metadata, key, user data, ...)
+        with it; returns the server, ``rebuilding``.
+
+        Guarded by the task state read, as every action: of a rebuild and
+        a delete (or another action) that start together one wins. The
+        super-conductor has a new image checked against the host before
+        the compute rebuilds (``conductor/tasks/rebuild.py``)."""
+        instance, cell = self.locate(ctx, uuid)
+        self.check_lock(ctx, instance)
+        self.check_state(instance, 'rebuild', [
+            instance_obj.ACTIVE, instance_obj.STOPPED, instance_obj.ERROR],
+            [None])
+        if cell is None or cell.is_cell0 or not instance.host:
+            raise exception.InstanceInvalidState(
+                action='rebuild', instance_uuid=uuid, attr='host',
+                state='none (it was never placed)')
+        compute = compute_rpcapi.ComputeAPI.for_cell(cell)
+        try:
+            compute.can_rebuild()
+            self.conductor.can_rebuild()
+            self.scheduler.can_check_rebuild()
+        except messaging.RPCVersionCapError as exc:
+            raise exception.ServicesTooOld(
+                action='rebuild', instance_uuid=uuid, cap=exc.version_cap,
+                needed=self.REBUILD_NEEDS)
+        cctx = ss_context.target_cell(ctx, cell)
+        orig_image_ref = instance.image_ref
+        seen = {name: instance.get(name) for name in changes}
+        for name, value in changes.items():
+            setattr(instance, name, value)
+        instance.image_ref = image_ref
+        instance.task_state = instance_obj.REBUILDING
+        try:
+            instance.save(cctx, expected_task_state=[None],
+                          expected_vm_state=instance.vm_state)
+        except exception.Conflict:
+            raise exception.InstanceInvalidState(
+                action='rebuild', instance_uuid=uuid, attr='task_state',
+                state='changing')
+        instance_action.start_action(cctx, uuid, 'rebuild')
+        try:
+            self.conductor.rebuild_instance(
+                ctx, instance, orig_image_ref,
+                image_properties=image_properties,
+                preserve_ephemeral=preserve_ephemeral)
+        except Exception:
+            LOG.exception('Casting the rebuild of %s failed', uuid)
+            # Nothing will rebuild it: the server is as it was.
+            for name, value in seen.items():
+                setattr(instance, name, value)
+            instance.image_ref = orig_image_ref
+            instance.task_state = None
+            try:
+                instance.save(cctx,
+                              expected_task_state=instance_obj.REBUILDING)
+            except exception.SchedulerSplitException:
+                pass
+            raise exception.ServiceUnavailable(
+                reason='the conductor could not be reached; nothing was '
+                       'done')
+        return instance
+
     @staticmethod
     def _count_as(uuid, flavor):
         """The server counts ``flavor`` against its quota again."""

@@ -10,6 +10,7 @@ built-in catalog is not: they get a 409. Any other action is a 400, as in Nova.
 
 from scheduler_split.api import errors
 from scheduler_split.api import schemas
+from scheduler_split.api import server_rebuild
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
@@ -487,4 +488,5 @@ _HANDLERS.update({
     'revertResize': _revert_resize,
     'os-migrateLive': _migrate_live,
     'evacuate': _evacuate,
+    'rebuild': server_rebuild.rebuild,
 })

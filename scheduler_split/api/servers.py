@@ -11,6 +11,7 @@ from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
 from scheduler_split.api import image_client
 from scheduler_split.api import keypairs
+from scheduler_split.api import passwords
 from scheduler_split.api import schemas
 from scheduler_split.api import server_groups
 from scheduler_split.api import server_list
@@ -25,7 +26,7 @@ from scheduler_split import quota
 CONF = conf.CONF
 
 
-def _access_ips(server):
+def access_ips(server):
     """accessIPv4/accessIPv6 of a create or update body, as Instance
     fields; an address is kept in its canonical form (RFC 5952 for IPv6).
     """
@@ -56,6 +57,21 @@ def _security_groups(server):
     return groups
 
 
+def find_image(ctx, image_ref):
+    """The image ``image_ref`` (an id or a link to one) as the image
+    service holds it: 400 unless it exists and is active."""
+    image_ref = image_ref.rstrip('/').rsplit('/', 1)[-1]
+    try:
+        image = image_client.get(ctx, image_ref)
+    except exception.ImageNotFound:
+        raise errors.bad_request('Can not find requested image')
+    except exception.ImageServiceUnavailable:
+        raise errors.HTTPError(503, 'The image service is unavailable.')
+    if image['status'] != 'active':
+        raise errors.bad_request('Image %s is not active.' % image['id'])
+    return image
+
+
 def _image(ctx, server):
     """The image to boot from (see ``image_client.get``): imageRef, or
     the image block device.
@@ -75,19 +91,10 @@ def _image(ctx, server):
             image_ref = bdm.get('uuid') or ''
     if not image_ref:
         raise errors.bad_request('Missing imageRef attribute')
-    image_ref = image_ref.rstrip('/').rsplit('/', 1)[-1]
-    try:
-        image = image_client.get(ctx, image_ref)
-    except exception.ImageNotFound:
-        raise errors.bad_request('Can not find requested image')
-    except exception.ImageServiceUnavailable:
-        raise errors.HTTPError(503, 'The image service is unavailable.')
-    if image['status'] != 'active':
-        raise errors.bad_request('Image %s is not active.' % image['id'])
-    return image
+    return find_image(ctx, image_ref)
 
 
-def _check_flavor_fits_image(flavor, image):
+def check_flavor_fits_image(flavor, image):
     """400, as Nova's, for a flavor smaller than the image's minimums; a
     flavor with no root disk (0) boots on whatever disk it is given."""
     if image['min_ram'] > flavor.memory_mb:
@@ -160,7 +167,7 @@ def create(req, ctx, version):
     if flavor.disabled:
         raise errors.bad_request('Flavor is disabled.')
     image = _image(ctx, server)
-    _check_flavor_fits_image(flavor, image)
+    check_flavor_fits_image(flavor, image)
     security_groups = _security_groups(server)
     hints = body.get('os:scheduler_hints') or body.get(
         'OS-SCH-HNT:scheduler_hints') or {}
@@ -183,17 +190,20 @@ def create(req, ctx, version):
         availability_zone=zone, force_hosts=force_hosts,
         metadata=server.get('metadata'), key_name=server.get('key_name'),
         scheduler_hints=hints, description=server.get('description'),
-        group=group, **_access_ips(server))
+        group=group, **access_ips(server))
     if str(server.get('return_reservation_id', '')).lower() in ('true',
                                                                 '1'):
         return 202, {'reservation_id': reservation_id}
     first = instances[0]
-    return 202, {'server': {
+    answer = {'server': {
         'id': first.uuid, 'links': server_views.links(req, first.uuid),
         'OS-DCF:diskConfig': 'MANUAL',
-        'adminPass': server.get('adminPass') or 'not-set',
         'security_groups': security_groups,
     }}
+    if CONF.api.enable_instance_password:
+        answer['server']['adminPass'] = (server.get('adminPass') or
+                                         passwords.generate())
+    return 202, answer
 
 
 def index(req, ctx, version):
@@ -284,13 +294,18 @@ update_server_v219['properties']['server']['properties']['description'] = {
     'type': ['string', 'null'], 'maxLength': 255}
 # 2.90: the hostname (as Nova's parameter_types.hostname); 2.94: any FQDN.
 update_server_v290 = copy.deepcopy(update_server_v219)
-update_server_v290['properties']['server']['properties']['hostname'] = {
-    'type': 'string', 'minLength': 2, 'maxLength': 63,
-    'pattern': '^[a-zA-Z0-9]+[a-zA-Z0-9-]*[a-zA-Z0-9]+$'}
+hostname_v290 = {'type': 'string', 'minLength': 2, 'maxLength': 63,
+                 'pattern': '^[a-zA-Z0-9]+[a-zA-Z0-9-]*[a-zA-Z0-9]+$'}
+hostname_v294 = {'type': 'string', 'minLength': 1, 'maxLength': 255,
+                 'pattern': '^[a-zA-Z0-9-._]*$'}
+update_server_v290['properties']['server']['properties']['hostname'] = \
+    hostname_v290
 update_server_v294 = copy.deepcopy(update_server_v219)
-update_server_v294['properties']['server']['properties']['hostname'] = {
-    'type': 'string', 'minLength': 1, 'maxLength': 255,
-    'pattern': '^[a-zA-Z0-9-._]*$'}
+update_server_v294['properties']['server']['properties']['hostname'] = \
+    hostname_v294
+# A server's metadata as a create or a rebuild gives it.
+metadata_schema = schemas.create_server['properties']['server'][
+    'properties']['metadata']
 
 # What the update answer leaves out before 2.75, from which it shows the
 # server as GET does (Nova's ``show_all_attributes``).
@@ -322,7 +337,7 @@ def update(req, ctx, version, server_id):
                      {'project_id': instance.project_id,
                       'user_id': instance.user_id})
     server = body['server']
-    changes = _access_ips(server)
+    changes = access_ips(server)
     if 'name' in server:
         changes['display_name'] = server['name']
     if 'description' in server:
@@ -335,13 +350,20 @@ def update(req, ctx, version, server_id):
         raise errors.not_found(exc.format_message())
     notifications.instance_event(ctx, notifications.api_publisher(),
                                  instance, 'instance.update')
+    return render_changed(req, ctx, version, instance)
+
+
+def render_changed(req, ctx, version, instance):
+    """The answer of an update or a rebuild: the server as GET shows it
+    from 2.75, without its extended attributes before."""
     result = server_views.render(req, version, instance,
                                  server_views.Disclosure(ctx))
     if version < (2, 75):
         for key in _NOT_IN_UPDATE_BEFORE_2_75:
             result.pop(key, None)
     if version >= (2, 71):
-        group = objects.InstanceGroup.get_by_instance_uuid(ctx, server_id)
+        group = objects.InstanceGroup.get_by_instance_uuid(ctx,
+                                                           instance.uuid)
         result['server_groups'] = [group.uuid] if group else []
     return {'server': result}
 

@@ -10,6 +10,7 @@ import oslo_messaging as messaging
 from scheduler_split.compute import evacuation
 from scheduler_split.compute import lifecycle
 from scheduler_split.compute import moves
+from scheduler_split.compute import rebuild
 from scheduler_split.compute import resource_tracker
 from scheduler_split.compute.virt import fake
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
@@ -32,7 +33,7 @@ LOG = logging.getLogger(__name__)
 # instance's create action, whether the spawn worked or not.
 BUILD_EVENT = 'compute_build_and_run_instance'
 
-RPC_VERSION = '1.5'
+RPC_VERSION = '1.6'
 
 # How many times a compute sends one step of a build to its conductor
 # when no answer comes (each waits [DEFAULT] rpc_response_timeout).
@@ -85,7 +86,7 @@ def _claimed_elsewhere(current, host):
 
 
 class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
-                     evacuation.EvacuationMixin):
+                     evacuation.EvacuationMixin, rebuild.RebuildMixin):
     """One hypervisor host. It holds no database credentials: every
     instance record it reads or writes, its instance-action events and
     its service heartbeat go through its cell conductor (object

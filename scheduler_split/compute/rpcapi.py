@@ -19,6 +19,9 @@ Version history:
           rollback_live_migration_at_destination (live migrations);
           rebuild_instance (evacuations); RequestSpec 1.3
           (requested_cell) in build_and_run_instance
+    1.6 - rebuild_in_place (a rebuild on the server's own host);
+          Instance 1.4 (user_data, kernel_id, ramdisk_id,
+          root_device_name)
 """
 
 from scheduler_split import conf
@@ -52,6 +55,10 @@ OBJECT_VERSIONS = {
             'RequestSpec': '1.3', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1',
             'Migration': '1.0'},
+    '1.6': {'Instance': '1.4', 'InstanceFault': '1.0', 'Flavor': '1.0',
+            'RequestSpec': '1.3', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1',
+            'Migration': '1.0'},
 }
 
 # The casts of 1.3, each a power or pause/suspend action on one instance.
@@ -75,7 +82,7 @@ def version_cap(cell_db):
 
 
 class ComputeAPI:
-    VERSION = '1.5'
+    VERSION = '1.6'
 
     def __init__(self, transport, cell_db, conductor=None):
         """A client for the computes of one cell: its bus and database.
@@ -230,3 +237,19 @@ class ComputeAPI:
     def rebuild_instance(self, ctx, host, instance, migration):
         self._move_cast(ctx, 'rebuild_instance', host, instance=instance,
                         migration=migration)
+
+    # --- 1.6: rebuilds on the server's own host ---------------------------
+
+    def can_rebuild(self):
+        """Whether the computes of the cell take ``rebuild_in_place``
+        (raises ``RPCVersionCapError`` if not)."""
+        self.client.prepare('1.6')
+
+    def rebuild_in_place(self, ctx, host, instance, orig_image_ref,
+                         preserve_ephemeral=False):
+        """To the server's own host: rebuild it from its image (the one
+        the API wrote, ``orig_image_ref`` the one before)."""
+        cctxt, _ = self.client.prepare('1.6', server=host)
+        cctxt.cast(ctx, 'rebuild_in_place', instance=instance,
+                   orig_image_ref=orig_image_ref,
+                   preserve_ephemeral=preserve_ephemeral)

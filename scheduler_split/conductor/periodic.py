@@ -10,9 +10,10 @@ service took meanwhile. The services run them (``deployment.py``):
   placements a crash interrupted, releases claims nothing needs, and
   records itself in cell0;
 - a cell conductor (:class:`CellConductorPeriodics`) ends in ERROR the
-  builds of its cell no compute will finish, rolls back moves nobody
-  advances, confirms resizes left unconfirmed, and records itself in its
-  cell's database.
+  builds of its cell no compute will finish and the other long tasks
+  (a rebuild) nobody advances, rolls back moves nobody advances,
+  confirms resizes left unconfirmed, and records itself in its cell's
+  database.
 """
 
 import datetime
@@ -51,6 +52,10 @@ LOST_IN_CELL = ('no compute took the build within [conductor] '
 LOST_HOST_DOWN = ('the compute service of %s, where it was building, has '
                   'been down for longer than [DEFAULT] service_down_time; '
                   'the build was lost')
+# The long tasks besides builds and moves that a lost message can leave
+# a server in, by task state: the action each is part of.
+LOST_TASKS = {instance_obj.REBUILDING: 'rebuild',
+              instance_obj.REBUILD_SPAWNING: 'rebuild'}
 
 
 class SuperConductorPeriodics:
@@ -451,6 +456,45 @@ class CellConductorPeriodics:
                            'conductor_fail_lost_moves', instance=instance)
             lost.append(migration.uuid)
         return lost
+
+    def fail_lost_tasks(self):
+        """No server stays in a long task forever.
+
+        A task that is not a build or a move (:data:`LOST_TASKS`: a
+        rebuild on the server's own host) that no service advanced for
+        ``[conductor] lost_build_timeout`` seconds (its message was lost
+        with a crashed process, or its compute died in it) ends in ERROR
+        with a fault, written only if the server is still in the task the
+        sweep saw; its claim stays, as any server's in ERROR until it is
+        deleted or rebuilt. Returns the uuids put in ERROR.
+        """
+        ctx = self._context()
+        failed = []
+        for instance in objects.Instance.get_stalled_tasks(
+                ctx, LOST_TASKS, CONF.conductor.lost_build_timeout,
+                migration_obj.UNDER_WAY):
+            uuid = instance.uuid
+            seen = instance.task_state
+            action = LOST_TASKS[seen]
+            exc = exception.TaskLost(action=action, instance_uuid=uuid,
+                                     task_state=seen)
+            instance.vm_state = instance_obj.ERROR
+            instance.task_state = None
+            try:
+                instance.save(
+                    ctx, expected_task_state=seen,
+                    fault=objects.InstanceFault.from_exception(uuid, exc),
+                    event=dict(event='conductor_fail_lost_tasks',
+                               host=CONF.host,
+                               result=instance_action.ERROR,
+                               details=exc.format_message(),
+                               action=action))
+            except (exception.InstanceNotFound, exception.Conflict):
+                continue
+            LOG.warning('%s; it is in ERROR now', exc.format_message(),
+                        extra={'instance_uuid': uuid})
+            failed.append(uuid)
+        return failed
 
     def confirm_old_resizes(self):
         """Resizes and migrations waiting for a confirmation longer than

@@ -37,6 +37,9 @@ Version history:
     1.10 - (cell) give_back_build: a compute that restarted mid-build
           hands the build back, and the cell conductor takes it on to its
           next alternate from the build's plan
+    1.11 - rebuild_instance (super): a rebuild on the server's own host,
+          its new image checked by the scheduler; Instance 1.4
+          (user_data, kernel_id, ramdisk_id, root_device_name)
 """
 
 import logging
@@ -56,7 +59,7 @@ TOPIC = 'conductor'
 
 # The newest version: what both clients send at most, and what the
 # conductors of this release serve.
-RPC_VERSION = '1.10'
+RPC_VERSION = '1.11'
 
 # The objects each version of this API carries, at the versions it
 # carries them; a client capped at a version sends them so.
@@ -94,6 +97,10 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1',
             'Migration': '1.0'},
     '1.10': {'BuildRequest': '1.0', 'Instance': '1.3',
+             'InstanceFault': '1.0', 'Flavor': '1.0', 'RequestSpec': '1.3',
+             'InstanceGroup': '1.0', 'SchedulerRetries': '1.0',
+             'Selection': '1.1', 'Migration': '1.0'},
+    '1.11': {'BuildRequest': '1.0', 'Instance': '1.4',
              'InstanceFault': '1.0', 'Flavor': '1.0', 'RequestSpec': '1.3',
              'InstanceGroup': '1.0', 'SchedulerRetries': '1.0',
              'Selection': '1.1', 'Migration': '1.0'},
@@ -181,6 +188,25 @@ class SuperConductorAPI:
         cctxt, _ = self.client.prepare('1.8')
         cctxt.cast(ctx, 'evacuate_instance', instance=instance,
                    migration=migration, host=host)
+
+    # --- 1.11: rebuilds ------------------------------------------------------
+
+    def can_rebuild(self):
+        """Whether the super-conductors take ``rebuild_instance`` (raises
+        ``RPCVersionCapError`` if not)."""
+        self.client.prepare('1.11')
+
+    def rebuild_instance(self, ctx, instance, orig_image_ref,
+                         image_properties=None, preserve_ephemeral=False):
+        """Cast from the API to the super-conductor: rebuild the server
+        (``rebuilding``, its new image written) on its own host; with a
+        new image (``orig_image_ref`` differs) the scheduler first checks
+        the host passes the filters for it (``image_properties``)."""
+        cctxt, _ = self.client.prepare('1.11')
+        cctxt.cast(ctx, 'rebuild_instance', instance=instance,
+                   orig_image_ref=orig_image_ref,
+                   image_properties=image_properties,
+                   preserve_ephemeral=preserve_ephemeral)
 
 
 class CellConductorAPI:

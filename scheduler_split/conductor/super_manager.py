@@ -16,6 +16,7 @@ from scheduler_split.conductor.tasks import build
 from scheduler_split.conductor.tasks import evacuate
 from scheduler_split.conductor.tasks import live_migrate
 from scheduler_split.conductor.tasks import migrate
+from scheduler_split.conductor.tasks import rebuild
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split.scheduler import client as scheduler_client
@@ -85,3 +86,15 @@ class SuperConductorManager:
         and cleans up."""
         base.run_cast(evacuate.EvacuateTask(
             self.scheduler, ctx, instance, migration=migration, host=host))
+
+    # --- rebuilds (1.11) -----------------------------------------------------
+
+    @messaging.expose
+    def rebuild_instance(self, ctx, instance, orig_image_ref,
+                         image_properties=None, preserve_ephemeral=False):
+        """Cast from the API: rebuild the server (``rebuilding``) on its
+        own host; a new image is checked against that host first."""
+        base.run_cast(rebuild.RebuildTask(
+            self.scheduler, ctx, instance, orig_image_ref,
+            image_properties=image_properties,
+            preserve_ephemeral=preserve_ephemeral))

@@ -24,6 +24,10 @@ api_opts = [
                     '"name" filter (a regular expression) against server '
                     'names; a pattern that needs longer is refused with '
                     '400, so that no pattern can stall the API.'),
+    cfg.BoolOpt('enable_instance_password', default=True,
+                help='Whether the answers of a create and of a rebuild '
+                     'carry the server\'s admin password (adminPass): the '
+                     'one the request gave, else a new random one.'),
     cfg.StrOpt('image_endpoint',
                deprecated_for_removal=True,
                deprecated_reason='Nothing reads it.',

@@ -41,8 +41,8 @@ conductor_opts = [
                     'build request never scheduled, for a cell conductor '
                     'an instance handed to no compute. A move no service '
                     'advanced for as long is rolled back to its source by '
-                    'its cell conductor. Keep it well above '
-                    'rpc_response_timeout.'),
+                    'its cell conductor, and a rebuild ends in ERROR. Keep '
+                    'it well above rpc_response_timeout.'),
     cfg.IntOpt('lost_build_check_interval',
                default=60, min=1,
                help='Seconds between two looks for lost builds, for boots '

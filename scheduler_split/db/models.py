@@ -246,6 +246,10 @@ class Instance(_Timestamps, CellBase):
                        server_default=sa.false())
     locked_by = sa.Column(sa.String(255))
     locked_reason = sa.Column(sa.String(255))
+    user_data = sa.Column(types.MediumText())
+    kernel_id = sa.Column(sa.String(255))
+    ramdisk_id = sa.Column(sa.String(255))
+    root_device_name = sa.Column(sa.String(255))
 
 
 class BuildPlan(_Timestamps, CellBase):

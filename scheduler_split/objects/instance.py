@@ -80,7 +80,8 @@ _SIMPLE = ('uuid', 'display_name', 'display_description', 'hostname',
            'key_name', 'reservation_id', 'launch_index', 'launched_at',
            'terminated_at', 'created_at', 'updated_at', 'deleted_at',
            'deleted', 'access_ip_v4', 'access_ip_v6', 'locked',
-           'locked_by', 'locked_reason')
+           'locked_by', 'locked_reason', 'user_data', 'kernel_id',
+           'ramdisk_id', 'root_device_name')
 _DATETIMES = ('launched_at', 'terminated_at', 'created_at', 'updated_at',
               'deleted_at')
 
@@ -213,7 +214,8 @@ class Instance(base.SchedulerSplitObject):
     # 1.1: display_description
     # 1.2: access_ip_v4, access_ip_v6
     # 1.3: locked, locked_by, locked_reason, tags
-    VERSION = '1.3'
+    # 1.4: user_data, kernel_id, ramdisk_id, root_device_name
+    VERSION = '1.4'
 
     fields = {
         'id': fields.IntegerField(nullable=True),
@@ -254,11 +256,22 @@ class Instance(base.SchedulerSplitObject):
         'locked_reason': fields.StringField(nullable=True, default=None),
         # Read with the instance, written only through instance_tag.
         'tags': fields.ListOfStringsField(default=[]),
+        # The boot's details beside the image: the user data (base64, as
+        # given at the create or the last rebuild), the kernel and
+        # ramdisk its image names, the device of its root disk.
+        'user_data': fields.StringField(nullable=True, default=None),
+        'kernel_id': fields.StringField(nullable=True, default=None),
+        'ramdisk_id': fields.StringField(nullable=True, default=None),
+        'root_device_name': fields.StringField(nullable=True, default=None),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 4):
+            for name in ('user_data', 'kernel_id', 'ramdisk_id',
+                         'root_device_name'):
+                primitive.pop(name, None)
         if target < (1, 3):
             for name in ('locked', 'locked_by', 'locked_reason', 'tags'):
                 primitive.pop(name, None)
@@ -523,6 +536,26 @@ class Instance(base.SchedulerSplitObject):
             found += [(cls._from_row(row), LOST_HOST_DOWN)
                       for row in host_down]
             return found
+
+    @classmethod
+    def get_stalled_tasks(cls, ctx, task_states, seconds, move_statuses):
+        """Live instances in one of ``task_states`` that nothing touched
+        for ``seconds`` and that no move holds (one with a migration in
+        one of ``move_statuses``: the move's sweep settles it): tasks
+        whose message was lost with a crashed process."""
+        now = base.naive_utc(base.utcnow())
+        touched = sa.func.coalesce(models.Instance.updated_at,
+                                   models.Instance.created_at)
+        migrations = models.Migration.__table__
+        with engines.reader(cell_db(ctx)) as session:
+            rows = session.scalars(sa.select(models.Instance).where(
+                models.Instance.deleted.is_(False),
+                models.Instance.task_state.in_(list(task_states)),
+                touched < now - datetime.timedelta(seconds=seconds),
+                ~sa.exists().where(
+                    migrations.c.instance_uuid == models.Instance.uuid,
+                    migrations.c.status.in_(list(move_statuses)))))
+            return [cls._from_row(row) for row in rows]
 
     @classmethod
     def get_all(cls, ctx, project_id=None, uuids=None, host=None,

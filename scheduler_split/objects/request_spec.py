@@ -84,6 +84,18 @@ class RequestSpec(base.SchedulerSplitObject):
                     'RequestSpec not found for instance %s' % instance_uuid)
             return cls.from_json(row.spec)
 
+    def save(self, ctx):
+        """Write this spec back as its instance's (a rebuild's new image,
+        an unshelve's zone): what later moves of the server read."""
+        with engines.writer(CONF.api_database.connection) as session:
+            result = session.execute(
+                sa.update(models.RequestSpec).where(
+                    models.RequestSpec.instance_uuid == self.instance_uuid)
+                .values(spec=self.to_json()))
+            if result.rowcount == 0:
+                session.add(models.RequestSpec(
+                    instance_uuid=self.instance_uuid, spec=self.to_json()))
+
     @classmethod
     def get_availability_zones(cls, ctx, instance_uuids):
         """``{instance uuid: the zone its request asked for, or None}`` of

@@ -15,7 +15,7 @@ from scheduler_split import servicegroup
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 14
+SERVICE_VERSION = 15
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -74,6 +74,12 @@ SERVICE_VERSION_HISTORY = (
     #     that restarted mid-build gives the build back to it
     #     (give_back_build): conductor 1.10.
     {'compute_rpc': '1.5', 'conductor_rpc': '1.10', 'scheduler_rpc': '1.7'},
+    # 15: rebuilds on a server's own host: the scheduler checks the host
+    #     for a new image (check_rebuild): scheduler 1.8; the
+    #     super-conductor's rebuild_instance: conductor 1.11; the
+    #     compute's rebuild_in_place and Instance 1.4 (user data, kernel,
+    #     ramdisk, root device): compute 1.6.
+    {'compute_rpc': '1.6', 'conductor_rpc': '1.11', 'scheduler_rpc': '1.8'},
 )
 
 # The binary names services record themselves under.

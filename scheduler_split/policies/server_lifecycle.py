@@ -71,6 +71,8 @@ rules = [
     _action('os_compute_api:os-migrate-server:migrate_live',
             'Live migrate a server.', 'os-migrateLive',
             check_str=base.ADMIN),
+    _action('os_compute_api:servers:rebuild',
+            'Rebuild a server from an image on its own host.', 'rebuild'),
     _action('os_compute_api:os-evacuate',
             'Rebuild a server whose compute is down on another host.',
             'evacuate', check_str=base.ADMIN),

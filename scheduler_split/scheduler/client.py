@@ -90,6 +90,21 @@ class SchedulerClient:
         """
         return self._api.claim_resources(ctx, selection, instance_uuid)
 
+    def can_check_rebuild(self):
+        """Raises oslo.messaging's ``RPCVersionCapError`` while a
+        scheduler older than 1.8 runs (one that cannot check a rebuild).
+        """
+        self._api.can_check_rebuild()
+
+    def check_rebuild(self, ctx, request_spec, host, node=None):
+        """Whether the server's own ``host`` still takes it as
+        ``request_spec`` now asks for it (a rebuild with a new image):
+        the filters that judge the request run on that host alone; the
+        claim the server holds stays as it is. Raises ``NoValidHost``
+        (which says what refused it), or oslo.messaging's
+        ``RPCVersionCapError`` while a scheduler older than 1.8 runs."""
+        return self._api.check_rebuild(ctx, request_spec, host, node)
+
     def release_resources(self, ctx, instance_uuid):
         """Drop whatever the instance holds; repeating it is harmless.
         Also drops what a migration holds, given its uuid (a confirmed

@@ -34,7 +34,7 @@ from scheduler_split.scheduler import rpcapi
 
 CONF = conf.CONF
 
-RPC_VERSION = '1.7'
+RPC_VERSION = '1.8'
 
 
 class Scheduler:
@@ -64,6 +64,9 @@ class Scheduler:
 
     def claim_resources(self, ctx, selection, instance_uuid):
         return self.manager.claim_resources(ctx, selection, instance_uuid)
+
+    def check_rebuild(self, ctx, spec_obj, host, node):
+        return self.manager.check_rebuild(ctx, spec_obj, host, node)
 
     def release_resources(self, ctx, instance_uuid):
         return self.manager.release_resources(ctx, instance_uuid)
@@ -234,6 +237,13 @@ class SchedulerEndpoint:
         """Cast from a compute: its capacity, zone and liveness."""
         self.scheduler.update_resource_stats(ctx, self.cell_uuid, host,
                                              node, stats)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost)
+    def check_rebuild(self, ctx, spec_obj, host, node):
+        """Call (1.8) from the super-conductor: whether the server's own
+        host passes the filters for its rebuild's new image; no claim."""
+        return self.scheduler.check_rebuild(ctx, spec_obj, host, node)
 
     @messaging.expose
     def claim_resources(self, ctx, selection, instance_uuid):

@@ -354,6 +354,36 @@ class SchedulerManager:
                 answers.append(exc)
         return answers
 
+    def check_rebuild(self, ctx, spec_obj, host, node):
+        """Whether the server's own host (``host``, ``node``) still
+        passes the filters for the request as ``spec_obj`` now asks (a
+        rebuild with a new image). Only the filters that judge the
+        request run (``run_on_rebuild``): the host's room, load and
+        neighbours are the server's already. Nothing is claimed. Raises
+        ``NoValidHost`` naming the filter that refused the host."""
+        uuid = self.host_manager.uuid_of((host, node))
+        state = self.host_manager.get(uuid) if uuid else None
+        if state is None:
+            state = next((h for h in self.host_manager.host_states(
+                complete=True) if h.host == host and
+                (node is None or h.nodename == node)), None)
+        if state is None:
+            raise exception.NoValidHost(
+                reason='Host %s is not known to the scheduler.' % host)
+        for host_filter in self.filters:
+            if not host_filter.run_on_rebuild:
+                continue
+            if not host_filter.filter_all([state], spec_obj):
+                LOG.info('Instance %s: its host %s does not pass %s for '
+                         'the rebuild', spec_obj.instance_uuid, host,
+                         type(host_filter).__name__,
+                         extra={'instance_uuid': spec_obj.instance_uuid})
+                raise exception.NoValidHost(
+                    reason='The host %s of the server does not pass %s '
+                           'for the new image.'
+                           % (host, type(host_filter).__name__))
+        return True
+
     @staticmethod
     def _selection(host, resources, group=None):
         return objects.Selection.for_claim(

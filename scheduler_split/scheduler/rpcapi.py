@@ -28,6 +28,8 @@ Version history:
     1.7 - select_destinations_batch: several requests placed in one call,
           each answered on its own (the super-conductor's coalescing of
           boots that arrive together)
+    1.8 - check_rebuild: whether a server's own host passes the filters
+          for its rebuild's new image, without a claim
 """
 
 import logging
@@ -63,6 +65,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.7': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.8': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -70,7 +74,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.7'
+    VERSION = '1.8'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -138,6 +142,16 @@ class SchedulerAPI:
         return cctxt.call(ctx, 'move_allocations',
                           from_consumer=from_consumer,
                           to_consumer=to_consumer)
+
+    def can_check_rebuild(self):
+        """Raises ``RPCVersionCapError`` while the schedulers are older
+        than 1.8."""
+        self.client.prepare('1.8')
+
+    def check_rebuild(self, ctx, spec_obj, host, node):
+        cctxt, _ = self.client.prepare('1.8')
+        return cctxt.call(ctx, 'check_rebuild', spec_obj=spec_obj,
+                          host=host, node=node)
 
     def get_consumers(self, ctx, older_than, marker, limit):
         cctxt, _ = self.client.prepare('1.6')

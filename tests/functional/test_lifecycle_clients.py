@@ -103,3 +103,19 @@ def test_openstack_server_set_and_unset_name_properties_and_tags(cli):
     listed = json.loads(cli(*v226, 'server', 'list', '--tags', 'red',
                             '-f', 'json'))
     assert listed == []
+
+
+def test_openstack_server_rebuild_with_another_image(cli):
+    _boot(cli)
+    before = _show(cli, 'vm1')
+    answer = json.loads(cli('server', 'rebuild', '--image', 'ubuntu-24.04',
+                            '--property', 'role=db', 'vm1', '-f', 'json'))
+    # The CLI prints the server with its new admin password.
+    assert answer['adminPass'] and answer['adminPass'] != 'not-set'
+    shown = _wait(cli, 'vm1', 'ACTIVE')
+    assert shown['image'].startswith('ubuntu-24.04')
+    assert shown['properties'] in ({'role': 'db'}, "role='db'")
+    assert shown['OS-EXT-SRV-ATTR:host'] == before['OS-EXT-SRV-ATTR:host']
+    actions = json.loads(cli('server', 'event', 'list', 'vm1', '-f',
+                             'json'))
+    assert sorted(a['Action'] for a in actions) == ['create', 'rebuild']

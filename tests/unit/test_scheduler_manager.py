@@ -535,3 +535,35 @@ def test_a_reverted_move_frees_the_destination_in_memory_too(
     assert manager.host_manager.get(two_cells['a2']).used.get(
         'VCPU', 0) == 0
     assert manager.host_manager.get(two_cells['a1']).used['VCPU'] == 1
+
+
+def test_a_rebuild_check_judges_the_request_not_the_hosts_room(
+        manager, ctx, scheduler_db):
+    """The server's own host, full and disabled, still takes it for a
+    rebuild whose image it passes; an image for another architecture is
+    refused, by name of the filter. Nothing is claimed either way."""
+    full = _add_host(manager, CELL_A, 'full', 1, cpu_arch='x86_64')
+    uuid = _uuids(1)[0]
+    [[chosen]] = manager.select_destinations(ctx, _spec(), [uuid])
+    assert chosen.service_host == 'full'
+    manager.host_manager.update_from_stats(
+        CELL_A, 'full', 'full-node',
+        helpers.host_stats(vcpus=1, memory_mb=512, local_gb=10,
+                           cpu_arch='x86_64', disabled=True))
+    before = helpers.provider_usage(scheduler_db, full)
+
+    spec = _spec(instance_uuid=uuid,
+                 image_properties={'architecture': 'x86_64'})
+    assert manager.check_rebuild(ctx, spec, 'full', 'full-node') is True
+    # The same request placed as a boot finds no room anywhere.
+    with pytest.raises(exception.NoValidHost):
+        manager.select_destinations(ctx, spec, _uuids(1))
+
+    spec.image_properties = {'architecture': 'sparc64'}
+    with pytest.raises(exception.NoValidHost) as raised:
+        manager.check_rebuild(ctx, spec, 'full', 'full-node')
+    assert 'ImagePropertiesFilter' in raised.value.format_message()
+    with pytest.raises(exception.NoValidHost) as raised:
+        manager.check_rebuild(ctx, spec, 'gone', 'gone-node')
+    assert 'not known' in raised.value.format_message()
+    assert helpers.provider_usage(scheduler_db, full) == before

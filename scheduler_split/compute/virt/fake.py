@@ -90,6 +90,11 @@ class FakeDriver:
     def power_off(self, instance):
         self._act(instance, 'stop', SHUTDOWN)
 
+    def reimage(self, instance, power_on=True):
+        """A rebuild on the server's own host: its disk again, from its
+        (new) image; running afterwards unless ``power_on`` is False."""
+        self._act(instance, 'rebuild', RUNNING if power_on else SHUTDOWN)
+
     def power_on(self, instance):
         self._act(instance, 'start', RUNNING)
 

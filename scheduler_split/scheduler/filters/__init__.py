@@ -9,6 +9,11 @@ option: every module of this package is imported, and each filter class
 registers itself by name (:mod:`scheduler_split.scheduler.plugins`), so
 ``filters.<name>`` is the class the option names.
 
+A filter that judges what the request asks of a host (its image, its
+zone, its aggregates) also judges a rebuild with a new image on the
+server's own host; one that judges the host's room, load or neighbours
+sets ``run_on_rebuild = False``: a rebuild changes none of those.
+
 The scheduler hands a filter hosts a batch at a time (``filter_all``).
 Filters on the hot path override it to read the request once per batch
 instead of once per host, and answer exactly as ``host_passes`` would.
@@ -32,6 +37,9 @@ class BaseHostFilter(plugins.Plugin, abstract=True):
     registry = plugins.Registry('filter',
                                 '[filter_scheduler] enabled_filters')
 
+    # Whether a rebuild's check of the server's own host runs this filter.
+    run_on_rebuild = True
+
     def host_passes(self, host_state, spec_obj):
         raise NotImplementedError()
 
@@ -45,6 +53,7 @@ class ResourceFilter(BaseHostFilter, abstract=True):
     inventory and usage."""
 
     resource_class = None
+    run_on_rebuild = False
 
     def host_passes(self, host_state, spec_obj):
         wanted = spec_obj.resources.get(self.resource_class, 0)

@@ -11,6 +11,8 @@ class ComputeFilter(filters.BaseHostFilter):
     ``last_report_at``; nothing of the request.
     """
 
+    run_on_rebuild = False
+
     def host_passes(self, host_state, spec_obj):
         return host_state.takes_builds()
 

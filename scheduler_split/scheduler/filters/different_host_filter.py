@@ -9,6 +9,8 @@ class DifferentHostFilter(filters.BaseHostFilter):
     allocations on the host (``instances``).
     """
 
+    run_on_rebuild = False
+
     def host_passes(self, host_state, spec_obj):
         avoided = filters.hint(spec_obj, 'different_host')
         return not any(u in host_state.instances for u in avoided)

@@ -12,6 +12,8 @@ class IoOpsFilter(filters.BaseHostFilter):
     flight, plus those claimed here since); nothing of the request.
     """
 
+    run_on_rebuild = False
+
     def _limit(self, host_state):
         return CONF.filter_scheduler.max_io_ops_per_host
 

@@ -12,6 +12,8 @@ class NumInstancesFilter(filters.BaseHostFilter):
     nothing of the request.
     """
 
+    run_on_rebuild = False
+
     def _limit(self, host_state):
         return CONF.filter_scheduler.max_instances_per_host
 

@@ -9,6 +9,8 @@ class SameHostFilter(filters.BaseHostFilter):
     allocations on the host (``instances``).
     """
 
+    run_on_rebuild = False
+
     def host_passes(self, host_state, spec_obj):
         wanted = filters.hint(spec_obj, 'same_host')
         return not wanted or any(u in host_state.instances for u in wanted)

@@ -9,6 +9,8 @@ class ServerGroupAffinityFilter(filters.BaseHostFilter):
     its members) and the host's name.
     """
 
+    run_on_rebuild = False
+
     def host_passes(self, host_state, spec_obj):
         group = filters.server_group(spec_obj, 'affinity')
         return group is None or not group.hosts or \

@@ -10,6 +10,8 @@ class ServerGroupAntiAffinityFilter(filters.BaseHostFilter):
     hosts of its members) and the host's name.
     """
 
+    run_on_rebuild = False
+
     def host_passes(self, host_state, spec_obj):
         group = filters.server_group(spec_obj, 'anti-affinity')
         return group is None or (

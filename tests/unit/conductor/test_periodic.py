@@ -76,3 +76,43 @@ def test_a_move_that_happened_unrecorded_only_releases_the_source(
     assert sweeps.scheduler.held == {instance.uuid: 'h1'}
     assert cloud.instance(instance.uuid).host == 'h1'
     assert cloud.events(instance.uuid) == []
+
+
+def _an_hour_old(cloud, instance):
+    an_hour_ago = helpers.naive_utcnow() - datetime.timedelta(hours=1)
+    with engines.writer(cloud.cell1.database_connection) as session:
+        session.execute(sa.update(models.Instance).where(
+            models.Instance.uuid == instance.uuid).values(
+            updated_at=an_hour_ago))
+
+
+@pytest.mark.parametrize('task_state', [instance_obj.REBUILDING,
+                                        instance_obj.REBUILD_SPAWNING])
+def test_a_rebuild_nobody_advanced_ends_in_error_with_its_claim(
+        cloud, sweeps, task_state):
+    instance = cloud.server(host='h1', task_state=task_state)
+    fresh = cloud.server(host='h1', task_state=task_state, name='fresh')
+    _an_hour_old(cloud, instance)
+    sweeps.scheduler.held.update({instance.uuid: 'h1', fresh.uuid: 'h1'})
+
+    assert sweeps.fail_lost_tasks() == [instance.uuid]
+
+    found = cloud.instance(instance.uuid)
+    assert (found.vm_state, found.task_state) == (instance_obj.ERROR, None)
+    assert 'No service advanced the rebuild' in found.fault.message
+    assert [event[:2] for event in cloud.events(instance.uuid)] == [
+        ('conductor_fail_lost_tasks', 'Error')]
+    # The claim stays with the server in ERROR; one still moving is left.
+    assert sweeps.scheduler.held == {instance.uuid: 'h1', fresh.uuid: 'h1'}
+    assert cloud.instance(fresh.uuid).task_state == task_state
+    assert sweeps.fail_lost_tasks() == []
+
+
+def test_an_evacuation_is_left_to_the_lost_moves_sweep(cloud, sweeps):
+    instance, migration = _moving(cloud, sweeps.scheduler,
+                                  instance_obj.REBUILDING)
+    _an_hour_old(cloud, instance)
+
+    assert sweeps.fail_lost_tasks() == []
+    assert cloud.instance(instance.uuid).task_state == \
+        instance_obj.REBUILDING

@@ -1,0 +1,131 @@
+"""A rebuild on the server's own host: the super-conductor checks a new
+image against that host, then hands the rebuild to its compute.
+
+The API wrote the server's new image (and name, metadata, key, user
+data) and set it ``rebuilding``. With a new image, the scheduler is
+asked, through its library, whether the server's host still passes the
+filters that judge the request (the image's properties, the host's
+aggregates and zone) for it; the server keeps the claim it holds, and
+nothing new is claimed. The compute then rebuilds the server
+(``scheduler_split/compute/rebuild.py``).
+
+A host that no longer takes the server, or a failure before the compute
+was told, leaves the server in ERROR with the fault saying why (as in
+Nova), with its old image again: nothing on the host changed.
+"""
+
+import logging
+
+from scheduler_split.compute import rpcapi as compute_rpcapi
+from scheduler_split.conductor.tasks import base
+from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import exception
+from scheduler_split import objects
+from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import instance_action
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+EVENT = 'conductor_rebuild_server'
+
+
+class RebuildTask(base.ConductorTask):
+    """Check a rebuild's new image against the server's host and cast the
+    rebuild to it."""
+
+    def __init__(self, scheduler, ctx, instance, orig_image_ref,
+                 image_properties=None, preserve_ephemeral=False,
+                 computes=compute_rpcapi.ComputeAPI.for_cell):
+        self.scheduler = scheduler
+        self.ctx = ctx
+        self.uuid = instance.uuid
+        self.orig_image_ref = orig_image_ref
+        self.image_properties = image_properties
+        self.preserve_ephemeral = preserve_ephemeral
+        self.computes = computes
+        self.cell = self.cctx = self.instance = None
+
+    def _execute(self):
+        try:
+            self.cell = objects.InstanceMapping.get_by_instance_uuid(
+                self.ctx, self.uuid).cell_mapping
+            self.cctx = ss_context.target_cell(self.ctx, self.cell)
+            self.instance = objects.Instance.get_by_uuid(self.cctx,
+                                                         self.uuid)
+        except (exception.InstanceNotFound,
+                exception.InstanceMappingNotFound):
+            LOG.info('Instance %s was deleted before its rebuild',
+                     self.uuid, extra={'instance_uuid': self.uuid})
+            return
+        instance = self.instance
+        if instance.task_state != instance_obj.REBUILDING:
+            LOG.info('Not rebuilding instance %s: it is %s/%s now',
+                     self.uuid, instance.vm_state, instance.task_state,
+                     extra={'instance_uuid': self.uuid})
+            return
+        details = 'rebuilding on %s' % instance.host
+        if instance.image_ref != self.orig_image_ref:
+            spec = self._spec()
+            self.scheduler.check_rebuild(self.ctx, spec, instance.host,
+                                         instance.node)
+            # Later moves of the server are placed for its new image.
+            spec.save(self.ctx)
+            details = 'image %s passes on %s' % (instance.image_ref,
+                                                 instance.host)
+        instance_action.record_event(self.cctx, self.uuid, EVENT,
+                                     host=CONF.host, details=details,
+                                     action='rebuild')
+        self.computes(self.cell).rebuild_in_place(
+            self.ctx, instance.host, instance, self.orig_image_ref,
+            preserve_ephemeral=self.preserve_ephemeral)
+
+    def _spec(self):
+        """The server's request spec with its new image: what the
+        scheduler checks the host against, and what is kept."""
+        instance = self.instance
+        try:
+            spec = objects.RequestSpec.get_by_instance_uuid(self.ctx,
+                                                            self.uuid)
+        except exception.NotFound:
+            spec = objects.RequestSpec(
+                instance_uuid=self.uuid, project_id=instance.project_id,
+                user_id=instance.user_id, flavor=instance.flavor)
+        spec.image_ref = instance.image_ref
+        spec.image_properties = dict(self.image_properties or {})
+        spec.num_instances = 1
+        spec.retry = None
+        spec.ignore_hosts = None
+        spec.force_hosts = None
+        spec.force_nodes = None
+        spec.requested_cell = None
+        return spec
+
+    def rollback(self, exc):
+        if self.instance is None:
+            return False
+        if isinstance(exc, exception.NoValidHost):
+            LOG.warning('Instance %s cannot be rebuilt on %s: %s',
+                        self.uuid, self.instance.host,
+                        exc.format_message(),
+                        extra={'instance_uuid': self.uuid})
+        else:
+            LOG.error('Starting the rebuild of instance %s failed',
+                      self.uuid, exc_info=exc,
+                      extra={'instance_uuid': self.uuid})
+        instance = self.instance
+        instance.vm_state = instance_obj.ERROR
+        instance.task_state = None
+        instance.image_ref = self.orig_image_ref
+        try:
+            instance.save(
+                self.cctx, expected_task_state=instance_obj.REBUILDING,
+                fault=objects.InstanceFault.from_exception(self.uuid, exc),
+                event=dict(event=EVENT, host=CONF.host,
+                           result=instance_action.ERROR,
+                           details=exception.describe(exc),
+                           action='rebuild'))
+        except (exception.InstanceNotFound, exception.Conflict):
+            return True
+        return True
