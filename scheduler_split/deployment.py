@@ -95,6 +95,10 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
         svc.add_periodic(sweeps.confirm_old_resizes,
                          min(60, CONF.resize_confirm_window),
                          run_first=False)
+    if CONF.reclaim_instance_interval:
+        svc.add_periodic(sweeps.reclaim_soft_deleted,
+                         min(60, CONF.reclaim_instance_interval),
+                         run_first=False)
     svc.manager = manager
     return svc
 

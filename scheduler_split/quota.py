@@ -298,3 +298,20 @@ def settle_resize(instance_uuid, flavor):
         session.execute(sa.update(im).where(
             im.instance_uuid == instance_uuid).values(
             vcpus=flavor.vcpus, memory_mb=flavor.memory_mb))
+
+
+def count_restore(project_id, instance_uuid, flavor):
+    """A soft-deleted server is restored: in the project's turn, refuse
+    it (OverQuota, in Nova's words) unless one more server of ``flavor``
+    fits, else count it again."""
+    im = models.InstanceMapping
+    with engines.writer(_api_db()) as session:
+        lock_project(session, project_id)
+        allowed = limits(project_id, session)
+        used = server_usage(session, project_id)
+        for resource, amount in (('instances', 1), ('cores', flavor.vcpus),
+                                 ('ram', flavor.memory_mb)):
+            check(resource, amount, used[resource], allowed[resource])
+        session.execute(sa.update(im).where(
+            im.instance_uuid == instance_uuid).values(
+            queued_for_delete=False))

@@ -214,8 +214,10 @@ class ComputeAPI:
 
     # --- delete -------------------------------------------------------------
 
-    def delete(self, ctx, uuid):
-        """Delete a server wherever it is in its life.
+    def delete(self, ctx, uuid, force=False):
+        """Delete a server wherever it is in its life; with ``[DEFAULT]
+        reclaim_instance_interval`` a server that runs on its host is
+        only soft-deleted (see ``_soft_delete``), unless ``force``.
 
         Each step is guarded by the task state it read, so a delete and a
         build that move at the same time never both win: a compute starts
@@ -223,7 +225,8 @@ class ComputeAPI:
         and the API marks DELETING only from the state it saw.
         """
         self.get(ctx, uuid)
-        self._delete(ctx, uuid)
+        if force or not self._soft_delete(ctx, uuid):
+            self._delete(ctx, uuid)
         # A server being deleted is no member of its group any more; the
         # scheduler keeps enforcing the policy on its claim until that is
         # released. The delete is under way whatever happens here, so a
@@ -243,6 +246,100 @@ class ComputeAPI:
             LOG.warning('Server %s is being deleted but still counts against '
                         'its project\'s quota (%s)', uuid,
                         outage.describe(exc), extra={'instance_uuid': uuid})
+
+    # A server in one of these, on its host and with no task, is
+    # soft-deleted when a reclaim interval is set.
+    SOFT_DELETABLE = (instance_obj.ACTIVE, instance_obj.STOPPED,
+                      instance_obj.PAUSED, instance_obj.SUSPENDED,
+                      instance_obj.ERROR)
+
+    def _soft_delete(self, ctx, uuid):
+        """With ``[DEFAULT] reclaim_instance_interval``: a server that
+        was launched on its host and has no task is powered off and kept
+        SOFT_DELETED with its claim, to be restored or reclaimed by its
+        cell conductor once the interval passed. False for any other
+        server (or while its computes are older than compute RPC 1.6),
+        which is deleted at once."""
+        if CONF.reclaim_instance_interval <= 0:
+            return False
+        instance, cell = self.locate(ctx, uuid)
+        if (cell is None or cell.is_cell0 or not instance.host or
+                not instance.launched_at or instance.task_state or
+                instance.vm_state not in self.SOFT_DELETABLE):
+            return False
+        compute = compute_rpcapi.ComputeAPI.for_cell(cell)
+        try:
+            compute.can_send_16()
+        except messaging.RPCVersionCapError:
+            return False
+        cctx = ss_context.target_cell(ctx, cell)
+        instance.task_state = instance_obj.SOFT_DELETING
+        instance.deleted_at = obj_base.utcnow()
+        try:
+            instance.save(cctx, expected_task_state=[None],
+                          expected_vm_state=instance.vm_state)
+        except exception.Conflict:
+            raise exception.InstanceInvalidState(
+                action='delete', instance_uuid=uuid, attr='task_state',
+                state='changing')
+        instance_action.start_action(cctx, uuid, 'delete')
+        try:
+            compute.soft_delete_instance(ctx, instance.host, instance)
+        except Exception:
+            LOG.exception('Casting the soft delete of %s failed', uuid)
+            instance.task_state = None
+            instance.deleted_at = None
+            try:
+                instance.save(cctx, expected_task_state=(
+                    instance_obj.SOFT_DELETING))
+            except exception.SchedulerSplitException:
+                pass
+            raise exception.ServiceUnavailable(
+                reason='the compute service could not be reached; nothing '
+                       'was done')
+        return True
+
+    def restore(self, ctx, uuid):
+        """A SOFT_DELETED server runs again on its host, counted against
+        its project's quota again (OverQuota if it no longer fits) and a
+        member of its server group again."""
+        instance, cell = self.locate(ctx, uuid)
+        self.check_lock(ctx, instance)
+        self.check_state(instance, 'restore', [instance_obj.SOFT_DELETED],
+                         [None])
+        compute = compute_rpcapi.ComputeAPI.for_cell(cell)
+        cctx = ss_context.target_cell(ctx, cell)
+        instance.task_state = instance_obj.RESTORING
+        deleted_at, instance.deleted_at = instance.deleted_at, None
+        try:
+            instance.save(cctx, expected_task_state=[None],
+                          expected_vm_state=instance_obj.SOFT_DELETED)
+        except exception.Conflict:
+            raise exception.InstanceInvalidState(
+                action='restore', instance_uuid=uuid, attr='task_state',
+                state='changing')
+        try:
+            quota.count_restore(instance.project_id, uuid, instance.flavor)
+            instance_action.start_action(cctx, uuid, 'restore')
+            compute.restore_instance(ctx, instance.host, instance)
+        except Exception as exc:
+            if not isinstance(exc, quota.OverQuota):
+                LOG.exception('Casting the restore of %s failed', uuid)
+            instance.task_state = None
+            instance.deleted_at = deleted_at
+            try:
+                instance.save(cctx,
+                              expected_task_state=instance_obj.RESTORING)
+                objects.InstanceMapping.queue_for_delete(ctx, uuid)
+            except exception.SchedulerSplitException:
+                pass
+            if isinstance(exc, exception.SchedulerSplitException):
+                raise
+            raise exception.ServiceUnavailable(
+                reason='the compute service could not be reached; nothing '
+                       'was done')
+        objects.InstanceGroup.rejoin(ctx, uuid)
+        return instance
 
     def _delete(self, ctx, uuid):
         for _ in range(10):
@@ -486,7 +583,7 @@ class ComputeAPI:
                 state='none (it was never placed)')
         compute = compute_rpcapi.ComputeAPI.for_cell(cell)
         try:
-            compute.can_rebuild()
+            compute.can_send_16()
             self.conductor.can_rebuild()
             self.scheduler.can_check_rebuild()
         except messaging.RPCVersionCapError as exc:

@@ -2,7 +2,9 @@
 
 ``os-stop``, ``os-start``, ``reboot``, ``pause``, ``unpause``,
 ``suspend``, ``resume`` are checked here (policy, lock, state, as Nova
-checks them) and cast to the server's compute; ``lock``, ``unlock`` and
+checks them) and cast to the server's compute, and so are ``restore`` and
+``forceDelete`` of a soft-deleted server; ``rebuild`` is
+``server_rebuild``'s, the moves' are here too; ``lock``, ``unlock`` and
 the admins' ``os-resetState`` are the API's alone. ``createImage`` and
 ``createBackup`` need an image service that takes uploads, which the
 built-in catalog is not: they get a 409. Any other action is a 400, as in Nova.
@@ -472,6 +474,27 @@ def _evacuate(req, ctx, version, instance, body):
     return 200, None
 
 
+def _restore(req, ctx, version, instance, body):
+    """A SOFT_DELETED server back (``[DEFAULT] reclaim_instance_interval``):
+    403 if its project's quota no longer takes it."""
+    _null_body('restore', body)
+    policy.authorize(ctx, 'os_compute_api:os-deferred-delete:restore',
+                     _target(instance))
+    req.compute_api.restore(ctx, instance.uuid)
+    return 202, None
+
+
+def _force_delete(req, ctx, version, instance, body):
+    """Delete at once, whatever the reclaim interval: a SOFT_DELETED
+    server is not kept until its reclaim."""
+    _null_body('forceDelete', body)
+    policy.authorize(ctx, 'os_compute_api:os-deferred-delete:force',
+                     _target(instance))
+    req.compute_api.check_lock(ctx, instance)
+    req.compute_api.delete(ctx, instance.uuid, force=True)
+    return 202, None
+
+
 _HANDLERS = {name: _cast(name) for name in _CASTS}
 _HANDLERS.update({
     'reboot': _reboot,
@@ -489,4 +512,6 @@ _HANDLERS.update({
     'os-migrateLive': _migrate_live,
     'evacuate': _evacuate,
     'rebuild': server_rebuild.rebuild,
+    'restore': _restore,
+    'forceDelete': _force_delete,
 })

@@ -16,6 +16,7 @@ _STATUS = {
     instance_obj.PAUSED: 'PAUSED',
     instance_obj.SUSPENDED: 'SUSPENDED',
     instance_obj.RESIZED: 'VERIFY_RESIZE',
+    instance_obj.SOFT_DELETED: 'SOFT_DELETED',
 }
 _RESIZING = {state: 'RESIZE' for state in instance_obj.RESIZE_TASK_STATES}
 _REBUILDING = {instance_obj.REBUILDING: 'REBUILD',

@@ -1,5 +1,6 @@
 """What a compute does for a server's power, pause and suspend actions
-(compute RPC 1.3): stop, start, reboot, pause, unpause, suspend, resume.
+(compute RPC 1.3): stop, start, reboot, pause, unpause, suspend, resume;
+and for a soft delete and its restore (1.6), which power it off and on.
 
 The API set the task state (``powering-off``, ...) guarded by the one it
 read; the compute goes on only if the instance still has that task state
@@ -50,6 +51,15 @@ ACTIONS = {
     'resume': Action('resume', instance_obj.RESUMING,
                      'compute_resume_instance', 'resume', 'resume',
                      instance_obj.ACTIVE, instance_obj.RUNNING),
+    # A delete with [DEFAULT] reclaim_instance_interval: its instance
+    # action is the delete's.
+    'soft_delete': Action('delete', instance_obj.SOFT_DELETING,
+                          'compute_soft_delete_instance', 'soft_delete',
+                          'soft_delete', instance_obj.SOFT_DELETED,
+                          instance_obj.SHUTDOWN),
+    'restore': Action('restore', instance_obj.RESTORING,
+                      'compute_restore_instance', 'restore', 'restore',
+                      instance_obj.ACTIVE, instance_obj.RUNNING),
 }
 
 # The task states of these actions: none of them is a build.
@@ -90,6 +100,14 @@ class LifecycleMixin:
     @messaging.expose
     def resume_instance(self, ctx, instance):
         self._lifecycle(ctx, instance, ACTIONS['resume'])
+
+    @messaging.expose
+    def soft_delete_instance(self, ctx, instance):
+        self._lifecycle(ctx, instance, ACTIONS['soft_delete'])
+
+    @messaging.expose
+    def restore_instance(self, ctx, instance):
+        self._lifecycle(ctx, instance, ACTIONS['restore'])
 
     def _publisher(self):
         return 'scheduler-split-compute:%s' % self.host
@@ -172,12 +190,17 @@ class LifecycleMixin:
     def _settle_lifecycle(self, ctx, instance):
         """At a start: an action that was running when the service stopped
         will not finish; its task state is cleared (guarded by it), the
-        server keeps its state and its claim."""
+        server keeps its state and its claim (a soft delete ends
+        SOFT_DELETED: the API took the delete already)."""
         uuid = instance.uuid
         with self._locks(uuid):
             seen = instance.task_state
             instance.task_state = None
             instance.power_state = self.driver.get_power_state(instance)
+            if seen == instance_obj.SOFT_DELETING:
+                # The delete was taken (the server counts against no
+                # quota): it ends as a soft delete, for its reclaim.
+                instance.vm_state = instance_obj.SOFT_DELETED
             try:
                 self.conductor.instance_save(ctx, instance,
                                              expected_task_states=[seen])

@@ -20,8 +20,10 @@ Version history:
           rebuild_instance (evacuations); RequestSpec 1.3
           (requested_cell) in build_and_run_instance
     1.6 - rebuild_in_place (a rebuild on the server's own host);
+          soft_delete_instance, restore_instance (a delete that waits
+          for [DEFAULT] reclaim_instance_interval, and its undoing);
           Instance 1.4 (user_data, kernel_id, ramdisk_id,
-          root_device_name)
+          root_device_name) in every cast
 """
 
 from scheduler_split import conf
@@ -107,8 +109,8 @@ class ComputeAPI:
         ``host_list`` holds the alternates not tried yet, in order;
         ``retry`` records the attempt number and the hosts tried.
         """
-        cctxt, _ = self.client.prepare('1.5', '1.4', '1.2', '1.1', '1.0',
-                                       server=host)
+        cctxt, _ = self.client.prepare('1.6', '1.5', '1.4', '1.2', '1.1',
+                                       '1.0', server=host)
         cctxt.cast(ctx, 'build_and_run_instance', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry, node=node)
@@ -238,12 +240,22 @@ class ComputeAPI:
         self._move_cast(ctx, 'rebuild_instance', host, instance=instance,
                         migration=migration)
 
-    # --- 1.6: rebuilds on the server's own host ---------------------------
+    # --- 1.6: rebuilds on the server's own host, soft deletes ------------
 
-    def can_rebuild(self):
-        """Whether the computes of the cell take ``rebuild_in_place``
+    def can_send_16(self):
+        """Whether the computes of the cell take the casts of 1.6
         (raises ``RPCVersionCapError`` if not)."""
         self.client.prepare('1.6')
+
+    def soft_delete_instance(self, ctx, host, instance):
+        """To the server's host: power it off, SOFT_DELETED."""
+        cctxt, _ = self.client.prepare('1.6', server=host)
+        cctxt.cast(ctx, 'soft_delete_instance', instance=instance)
+
+    def restore_instance(self, ctx, host, instance):
+        """To the server's host: a SOFT_DELETED server runs again."""
+        cctxt, _ = self.client.prepare('1.6', server=host)
+        cctxt.cast(ctx, 'restore_instance', instance=instance)
 
     def rebuild_in_place(self, ctx, host, instance, orig_image_ref,
                          preserve_ephemeral=False):

@@ -12,8 +12,8 @@ service took meanwhile. The services run them (``deployment.py``):
 - a cell conductor (:class:`CellConductorPeriodics`) ends in ERROR the
   builds of its cell no compute will finish and the other long tasks
   (a rebuild) nobody advances, rolls back moves nobody advances,
-  confirms resizes left unconfirmed, and records itself in its cell's
-  database.
+  confirms resizes left unconfirmed, reclaims soft-deleted servers, and
+  records itself in its cell's database.
 """
 
 import datetime
@@ -495,6 +495,48 @@ class CellConductorPeriodics:
                         extra={'instance_uuid': uuid})
             failed.append(uuid)
         return failed
+
+    def reclaim_soft_deleted(self):
+        """Servers SOFT_DELETED for longer than ``[DEFAULT]
+        reclaim_instance_interval`` are deleted for good: each is marked
+        ``deleting`` (guarded: a restore or a forceDelete that comes first
+        wins) and its compute told to terminate it, which releases its
+        claim (a compute that cannot be told finishes the delete when it
+        starts). Returns the uuids reclaimed."""
+        interval = CONF.reclaim_instance_interval
+        if not interval:
+            return []
+        ctx = self._context()
+        reclaimed = []
+        for instance in objects.Instance.get_soft_deleted(ctx, interval):
+            uuid = instance.uuid
+            instance.task_state = instance_obj.DELETING
+            try:
+                instance.save(
+                    ctx, expected_task_state=[None],
+                    expected_vm_state=instance_obj.SOFT_DELETED,
+                    event=dict(event='conductor_reclaim_instance',
+                               host=CONF.host,
+                               details='soft-deleted more than %d seconds '
+                                       'ago' % interval,
+                               action='delete'))
+            except (exception.InstanceNotFound, exception.Conflict):
+                continue
+            LOG.info('Reclaiming instance %s, soft-deleted more than %d '
+                     'seconds ago', uuid, interval,
+                     extra={'instance_uuid': uuid})
+            reclaimed.append(uuid)
+            try:
+                self.compute.terminate_instance(ctx, instance.host,
+                                                instance)
+            except Exception as exc:
+                # It stays deleting: its compute finishes such deletes
+                # when it starts (settle_instances).
+                LOG.warning('Could not tell %s to delete instance %s (%s); '
+                            'it finishes the delete when it starts',
+                            instance.host, uuid, exc,
+                            extra={'instance_uuid': uuid})
+        return reclaimed
 
     def confirm_old_resizes(self):
         """Resizes and migrations waiting for a confirmation longer than

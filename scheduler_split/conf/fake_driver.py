@@ -46,13 +46,16 @@ fake_driver_opts = [
     cfg.ListOpt('fail_actions', default=[],
                 item_type=cfg.types.String(choices=[
                     'stop', 'start', 'reboot', 'pause', 'unpause',
-                    'suspend', 'resume', 'rebuild']),
+                    'suspend', 'resume', 'rebuild', 'soft_delete',
+                    'restore']),
                 help='Server actions that fail on every host (stop, start, '
                      'reboot, pause, unpause, suspend, resume): the server '
                      'keeps the state it had, with a fault and an '
                      'instance-action event in Error. A rebuild on the '
                      'server\'s own host (rebuild) that fails leaves it in '
-                     'ERROR with the fault.'),
+                     'ERROR with the fault. A soft delete (soft_delete) or '
+                     'a restore (restore) that fails leaves the server as '
+                     'it was, with a fault.'),
     cfg.FloatOpt('action_delay', default=0.0, min=0.0,
                  help='Seconds a fake power, pause or suspend action '
                       'takes.'),

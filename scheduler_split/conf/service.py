@@ -31,6 +31,15 @@ service_opts = [
                     'leaves it waiting for the user. Read by the cell '
                     'conductors, which look every 60 seconds, or every '
                     'window if it is shorter.'),
+    cfg.IntOpt('reclaim_instance_interval',
+               default=0, min=0,
+               help='Seconds a deleted server stays SOFT_DELETED, on its '
+                    'host and holding its claim, restorable (restore) or '
+                    'deletable at once (forceDelete), before its cell '
+                    'conductor reclaims it; 0 deletes servers at once. '
+                    'Read by the API (whether a delete is soft) and the '
+                    'cell conductors, which look every 60 seconds, or '
+                    'every interval if it is shorter.'),
     cfg.IntOpt('service_down_time',
                default=60, min=1,
                help='Seconds without a report after which a service is '

@@ -26,6 +26,9 @@ SUSPENDED = 'suspended'
 # Moved by a resize or a cold migration, waiting for a confirm or a
 # revert.
 RESIZED = 'resized'
+# Deleted with [DEFAULT] reclaim_instance_interval: restorable until its
+# cell conductor reclaims it.
+SOFT_DELETED = 'soft-delete'
 
 # task_state values
 SCHEDULING = 'scheduling'
@@ -52,6 +55,9 @@ RESIZE_TASK_STATES = (RESIZE_PREP, RESIZE_MIGRATING, RESIZE_MIGRATED,
 MIGRATING = 'migrating'
 REBUILDING = 'rebuilding'
 REBUILD_SPAWNING = 'rebuild_spawning'
+# A soft delete and its undoing.
+SOFT_DELETING = 'soft-deleting'
+RESTORING = 'restoring'
 
 # What a user may change with PUT /servers/{id}.
 USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',
@@ -555,6 +561,22 @@ class Instance(base.SchedulerSplitObject):
                 ~sa.exists().where(
                     migrations.c.instance_uuid == models.Instance.uuid,
                     migrations.c.status.in_(list(move_statuses)))))
+            return [cls._from_row(row) for row in rows]
+
+    @classmethod
+    def get_soft_deleted(cls, ctx, seconds):
+        """SOFT_DELETED instances with no task, soft-deleted more than
+        ``seconds`` ago: those to reclaim."""
+        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
+            seconds=seconds)
+        since = sa.func.coalesce(models.Instance.deleted_at,
+                                 models.Instance.updated_at)
+        with engines.reader(cell_db(ctx)) as session:
+            rows = session.scalars(sa.select(models.Instance).where(
+                models.Instance.deleted.is_(False),
+                models.Instance.vm_state == SOFT_DELETED,
+                models.Instance.task_state.is_(None),
+                since < cutoff))
             return [cls._from_row(row) for row in rows]
 
     @classmethod

@@ -8,6 +8,7 @@ from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
+from scheduler_split.objects import request_spec
 
 CONF = conf.CONF
 
@@ -138,6 +139,32 @@ class InstanceGroup(base.SchedulerSplitObject):
             raise exception.InstanceGroupNotFound(group_uuid=self.uuid)
         session.add(models.InstanceGroupMember(group_id=group_id,
                                                instance_uuid=instance_uuid))
+
+    @staticmethod
+    def rejoin(ctx, instance_uuid):
+        """A restored server is a member again of the group its boot
+        asked for, if that group is still there (its claim kept the
+        group's policy meanwhile)."""
+        try:
+            spec = request_spec.RequestSpec.get_by_instance_uuid(
+                ctx, instance_uuid)
+        except exception.NotFound:
+            return
+        group = spec.get('instance_group')
+        if group is None:
+            return
+        with engines.writer(_api_db()) as session:
+            group_id = session.scalar(sa.select(
+                models.InstanceGroup.id).where(
+                models.InstanceGroup.uuid == group.uuid))
+            if group_id is None:
+                return
+            already = session.scalar(sa.select(
+                models.InstanceGroupMember.id).where(
+                models.InstanceGroupMember.instance_uuid == instance_uuid))
+            if already is None:
+                session.add(models.InstanceGroupMember(
+                    group_id=group_id, instance_uuid=instance_uuid))
 
     @staticmethod
     def remove_instance(ctx, instance_uuid):

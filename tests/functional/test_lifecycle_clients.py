@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from scheduler_split import conf
 from tests.functional.test_clients import openstack_cli  # noqa: F401
 
 pytestmark = pytest.mark.functional
@@ -119,3 +120,18 @@ def test_openstack_server_rebuild_with_another_image(cli):
     actions = json.loads(cli('server', 'event', 'list', 'vm1', '-f',
                              'json'))
     assert sorted(a['Action'] for a in actions) == ['create', 'rebuild']
+
+
+def test_openstack_server_delete_then_restore(start_system,
+                                              openstack_cli):  # noqa: F811
+    conf.CONF.set_override('reclaim_instance_interval', 3600)
+    try:
+        cli = openstack_cli(start_system(cells=1, hosts_per_cell=1))
+        _boot(cli)
+        cli('server', 'delete', 'vm1')
+        _wait(cli, 'vm1', 'SOFT_DELETED')
+        cli('server', 'restore', 'vm1')
+        shown = _wait(cli, 'vm1', 'ACTIVE')
+        assert shown['OS-EXT-STS:power_state'] in ('Running', 1)
+    finally:
+        conf.CONF.clear_override('reclaim_instance_interval')

@@ -575,9 +575,10 @@ def test_a_build_left_spawning_by_a_previous_run_ends_in_error(cell):
 
 
 class OtherCompute:
-    """The compute of an alternate: records the builds cast to it."""
+    """The compute of an alternate, of this release: records the builds
+    cast to it."""
 
-    target = messaging.Target(version='1.5')
+    target = messaging.Target(version=compute_manager.RPC_VERSION)
 
     def __init__(self):
         self.builds = []

@@ -90,6 +90,13 @@ class FakeDriver:
     def power_off(self, instance):
         self._act(instance, 'stop', SHUTDOWN)
 
+    def soft_delete(self, instance):
+        """A delete that may be undone: the VM stops, its disk stays."""
+        self._act(instance, 'soft_delete', SHUTDOWN)
+
+    def restore(self, instance):
+        self._act(instance, 'restore', RUNNING)
+
     def reimage(self, instance, power_on=True):
         """A rebuild on the server's own host: its disk again, from its
         (new) image; running afterwards unless ``power_on`` is False."""

@@ -135,3 +135,12 @@ class Computes:
 
     def rebuild_instance(self, ctx, host, instance, migration):
         self._send('rebuild_instance', host)
+
+    def rebuild_in_place(self, ctx, host, instance, orig_image_ref,
+                         preserve_ephemeral=False):
+        self._send('rebuild_in_place', host, image=instance.image_ref,
+                   orig_image_ref=orig_image_ref,
+                   preserve_ephemeral=preserve_ephemeral)
+
+    def terminate_instance(self, ctx, host, instance):
+        self._send('terminate_instance', host, uuid=instance.uuid)

@@ -116,3 +116,38 @@ def test_an_evacuation_is_left_to_the_lost_moves_sweep(cloud, sweeps):
     assert sweeps.fail_lost_tasks() == []
     assert cloud.instance(instance.uuid).task_state == \
         instance_obj.REBUILDING
+
+
+def test_servers_soft_deleted_longer_than_the_interval_are_reclaimed(
+        cloud, sweeps, override):
+    override('reclaim_instance_interval', 60)
+    sweeps.compute = fakes.Computes(unreachable=['terminate_instance'])
+    old = cloud.server(host='h1', vm_state=instance_obj.SOFT_DELETED,
+                       name='old')
+    fresh = cloud.server(host='h1', vm_state=instance_obj.SOFT_DELETED,
+                         name='fresh')
+    restoring = cloud.server(host='h1', vm_state=instance_obj.SOFT_DELETED,
+                             task_state=instance_obj.RESTORING,
+                             name='restoring')
+    an_hour_ago = helpers.naive_utcnow() - datetime.timedelta(hours=1)
+    now = helpers.naive_utcnow()
+    with engines.writer(cloud.cell1.database_connection) as session:
+        for instance, when in ((old, an_hour_ago), (fresh, now),
+                               (restoring, an_hour_ago)):
+            session.execute(sa.update(models.Instance).where(
+                models.Instance.uuid == instance.uuid).values(
+                deleted_at=when))
+
+    assert sweeps.reclaim_soft_deleted() == [old.uuid]
+
+    # Its compute was told to delete it: when that does not get through,
+    # it stays deleting, which the compute finishes when it starts.
+    assert sweeps.compute.sent == [('terminate_instance', 'h1')]
+    assert cloud.instance(old.uuid).task_state == instance_obj.DELETING
+    assert [event[:2] for event in cloud.events(old.uuid)] == [
+        ('conductor_reclaim_instance', 'Success')]
+    assert cloud.instance(fresh.uuid).task_state is None
+    assert cloud.instance(restoring.uuid).task_state == \
+        instance_obj.RESTORING
+    # Taken: the next sweep does not cast its delete again.
+    assert sweeps.reclaim_soft_deleted() == []
