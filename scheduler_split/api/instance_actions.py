@@ -1,6 +1,7 @@
 """``/v2.1/servers/{server_id}/os-instance-actions``."""
 
 from scheduler_split.api import errors
+from scheduler_split.api import server_views
 from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split.objects import instance_action
@@ -79,7 +80,8 @@ def show(req, ctx, version, server_id, request_id):
             if everything:
                 shown['traceback'] = None
             if version >= (2, 62):
-                shown['hostId'] = ''
+                shown['hostId'] = server_views.host_id(instance.project_id,
+                                                       event['host'])
                 if everything:
                     shown['host'] = event['host']
             if details:

@@ -46,7 +46,7 @@ class ComputeAPI:
                availability_zone=None, force_hosts=None, metadata=None,
                key_name=None, scheduler_hints=None, description=None,
                group=None, access_ip_v4=None, access_ip_v6=None,
-               min_count=None, image_properties=None):
+               min_count=None, image_properties=None, boot_details=None):
         """Accept a boot of ``count`` instances (fewer, down to
         ``min_count``, if the project's quota takes no more); return them
         (BUILD). ``image_properties`` (the image's, as the image service
@@ -57,6 +57,8 @@ class ComputeAPI:
         records (see ``scheduler_split.quota``): all of them or none, and
         never past a quota. With ``group`` (an InstanceGroup) every
         instance joins that server group in that transaction.
+        ``boot_details``: the Instance fields of the boot beside its
+        image (``user_data``, ``kernel_id``, ``ramdisk_id``).
         """
         reservation_id = 'r-' + uuidutils.generate_uuid()[:8]
         now = obj_base.utcnow()
@@ -67,7 +69,7 @@ class ComputeAPI:
                 ctx, count, name, flavor, image_ref, now, reservation_id,
                 availability_zone, force_hosts, metadata, key_name,
                 scheduler_hints, description, group, access_ip_v4,
-                access_ip_v6, image_properties)
+                access_ip_v6, image_properties, boot_details)
 
         build_requests, request_specs = objects.BuildRequest.record_boot(
             ctx, flavor, min_count, count, build,
@@ -80,7 +82,7 @@ class ComputeAPI:
                         reservation_id, availability_zone, force_hosts,
                         metadata, key_name, scheduler_hints, description,
                         group, access_ip_v4, access_ip_v6,
-                        image_properties=None):
+                        image_properties=None, boot_details=None):
         """``count`` build requests, their request specs and the rows
         that record them."""
         build_requests, request_specs, rows = [], [], []
@@ -101,7 +103,8 @@ class ComputeAPI:
                 reservation_id=reservation_id, launch_index=index,
                 launched_at=None, terminated_at=None, created_at=now,
                 updated_at=None, deleted_at=None, deleted=False, fault=None,
-                access_ip_v4=access_ip_v4, access_ip_v6=access_ip_v6)
+                access_ip_v4=access_ip_v4, access_ip_v6=access_ip_v6,
+                **(boot_details or {}))
             spec = objects.RequestSpec(
                 instance_uuid=uuid, project_id=ctx.project_id,
                 user_id=ctx.user_id, flavor=flavor, image_ref=image_ref,

@@ -13,8 +13,6 @@ of it from 2.75), ``rebuilding``, and its admin password; see
 ``ComputeAPI.rebuild`` for what happens behind it.
 """
 
-import base64
-import binascii
 import copy
 
 from scheduler_split.api import errors
@@ -94,16 +92,6 @@ def _schema(version):
     return schema
 
 
-def _user_data(value):
-    if value is None:
-        return None
-    try:
-        base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise errors.bad_request('User data needs to be valid base 64.')
-    return value
-
-
 def rebuild(req, ctx, version, instance, body):
     schemas.validate(body, _schema(version))
     args = body['rebuild']
@@ -131,7 +119,7 @@ def rebuild(req, ctx, version, instance, body):
         keypairs.check_key_name(ctx, args['key_name'])
         changes['key_name'] = args['key_name']
     if 'user_data' in args:
-        changes['user_data'] = _user_data(args['user_data'])
+        changes['user_data'] = servers.user_data(args['user_data'])
     if 'hostname' in args:
         changes['hostname'] = args['hostname']
     properties = image['properties']

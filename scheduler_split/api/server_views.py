@@ -3,9 +3,12 @@ map), its body at each microversion and what of it the caller may see."""
 
 import hashlib
 
+from scheduler_split import context as ss_context
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import service as service_obj
 from scheduler_split import policy
+from scheduler_split import servicegroup
 
 _STATUS = {
     instance_obj.BUILDING: 'BUILD',
@@ -80,6 +83,8 @@ class Disclosure:
         self.host = policy.authorize(
             ctx, 'os_compute_api:os-extended-server-attributes',
             fatal=False)
+        self.host_status = policy.authorize(
+            ctx, 'os_compute_api:servers:show:host_status', fatal=False)
         self.flavor_extra_specs = policy.authorize(
             ctx, 'os_compute_api:servers:show:flavor-extra-specs',
             fatal=False)
@@ -99,13 +104,49 @@ def pinned_zones(ctx, version, instances):
         ctx, [i.uuid for i in instances])
 
 
-def render(req, version, instance, disclosure, zones=None):
+def host_id(project_id, host):
+    """What a project sees of a host (a server's ``hostId``, an action
+    event's): a hash of the two, '' without a host."""
+    if not host:
+        return ''
+    return hashlib.sha224(('%s%s' % (project_id, host)).encode()).hexdigest()
+
+
+def host_statuses(ctx, version, instances, disclosure):
+    """``{host: status}`` of the hosts of ``instances`` for 2.16's
+    ``host_status`` (UP, DOWN, MAINTENANCE for a disabled compute,
+    UNKNOWN for one with no record), read from each cell's service
+    records once per request; {} when the caller may not see it."""
+    if version < (2, 16) or not disclosure.host_status:
+        return {}
+    hosts = {i.host for i in instances if i.host}
+    if not hosts:
+        return {}
+    found = {}
+    since = servicegroup.up_since()
+    for cell in objects.CellMapping.get_all(ctx):
+        if cell.is_cell0:
+            continue
+        for service in objects.Service.get_all(
+                ss_context.target_cell(ctx, cell)):
+            if (service.binary != service_obj.COMPUTE or
+                    service.host not in hosts):
+                continue
+            if not servicegroup.is_up(service.last_seen_up,
+                                      service.forced_down, since):
+                found[service.host] = 'DOWN'
+            elif service.disabled:
+                found[service.host] = 'MAINTENANCE'
+            else:
+                found[service.host] = 'UP'
+    return {host: found.get(host, 'UNKNOWN') for host in hosts}
+
+
+def render(req, version, instance, disclosure, zones=None, statuses=None):
     """The server body of ``instance``; ``zones`` are the
-    ``pinned_zones`` of a list it is in (read for it alone if None)."""
-    host_id = ''
-    if instance.host:
-        host_id = hashlib.sha224(('%s%s' % (
-            instance.project_id, instance.host)).encode()).hexdigest()
+    ``pinned_zones`` of a list it is in (read for it alone if None), and
+    ``statuses`` its ``host_statuses`` (the same)."""
+    host_id_ = host_id(instance.project_id, instance.host)
     flavor = instance.flavor
     if version >= (2, 47):
         flavor_body = {'vcpus': flavor.vcpus, 'ram': flavor.memory_mb,
@@ -134,7 +175,7 @@ def render(req, version, instance, disclosure, zones=None):
         'tenant_id': instance.project_id,
         'user_id': instance.user_id,
         'metadata': dict(instance.metadata),
-        'hostId': host_id,
+        'hostId': host_id_,
         'image': image_body,
         'flavor': flavor_body,
         'created': _time(instance.created_at),
@@ -160,6 +201,23 @@ def render(req, version, instance, disclosure, zones=None):
         body['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.node
         body['OS-EXT-SRV-ATTR:instance_name'] = 'instance-%s' % \
             instance.uuid[:8]
+        if version >= (2, 3):
+            body.update({
+                'OS-EXT-SRV-ATTR:reservation_id': instance.reservation_id,
+                'OS-EXT-SRV-ATTR:launch_index': instance.launch_index or 0,
+                'OS-EXT-SRV-ATTR:hostname': instance.hostname or '',
+                'OS-EXT-SRV-ATTR:kernel_id': instance.get('kernel_id') or '',
+                'OS-EXT-SRV-ATTR:ramdisk_id':
+                    instance.get('ramdisk_id') or '',
+                'OS-EXT-SRV-ATTR:root_device_name':
+                    instance.get('root_device_name'),
+                'OS-EXT-SRV-ATTR:user_data': instance.get('user_data'),
+            })
+    if version >= (2, 16) and disclosure.host_status:
+        if statuses is None:
+            statuses = host_statuses(req.ctx, version, [instance],
+                                     disclosure)
+        body['host_status'] = statuses.get(instance.host, '')
     if version >= (2, 9):
         body['locked'] = bool(instance.get('locked', False))
     if version >= (2, 19):

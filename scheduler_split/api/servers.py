@@ -4,6 +4,8 @@ How a server looks in an answer is ``server_views``'; what a list holds,
 and how it is paged across cells, ``server_list``'s.
 """
 
+import base64
+import binascii
 import copy
 import ipaddress
 
@@ -120,6 +122,25 @@ def _zone_and_host(ctx, value, target):
     return zone or None, [host]
 
 
+def user_data(value):
+    """User data as given (base64, as Nova keeps it): 400 in Nova's
+    words unless it decodes."""
+    if value is None:
+        return None
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise errors.bad_request('User data needs to be valid base 64.')
+    return value
+
+
+def _boot_details(server, image):
+    properties = image['properties']
+    return {'user_data': user_data(server.get('user_data')),
+            'kernel_id': properties.get('kernel_id'),
+            'ramdisk_id': properties.get('ramdisk_id')}
+
+
 def _count(server, key, default):
     value = server.get(key, default)
     return int(value)
@@ -190,7 +211,8 @@ def create(req, ctx, version):
         availability_zone=zone, force_hosts=force_hosts,
         metadata=server.get('metadata'), key_name=server.get('key_name'),
         scheduler_hints=hints, description=server.get('description'),
-        group=group, **access_ips(server))
+        group=group, boot_details=_boot_details(server, image),
+        **access_ips(server))
     if str(server.get('return_reservation_id', '')).lower() in ('true',
                                                                 '1'):
         return 202, {'reservation_id': reservation_id}
@@ -222,8 +244,10 @@ def detail(req, ctx, version):
         'os_compute_api:servers:detail:get_all_tenants')
     disclosure = server_views.Disclosure(ctx)
     zones = server_views.pinned_zones(ctx, version, instances)
+    statuses = server_views.host_statuses(ctx, version, instances,
+                                          disclosure)
     body = {'servers': [server_views.render(req, version, i, disclosure,
-                                            zones)
+                                            zones, statuses)
                         for i in instances]}
     body.update(server_list.page_links(req, instances, full))
     return body

@@ -287,6 +287,9 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             instance.host = self.host
             instance.node = node
             instance.task_state = instance_obj.SPAWNING
+            # Where the driver puts the root disk, if it says.
+            instance.root_device_name = getattr(self.driver,
+                                                'root_device_name', None)
             # Only a build the conductor handed over (SCHEDULING) starts;
             # a delete that came first (DELETING) wins.
             instance = self._save_build(

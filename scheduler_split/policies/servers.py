@@ -50,6 +50,15 @@ rules = [
                     {'method': 'GET', 'path': '/servers/{server_id}'}],
         scope_types=['project']),
     policy.DocumentedRuleDefault(
+        name=SERVERS % 'show:host_status',
+        check_str=base.ADMIN,
+        description='Include the status of the server\'s compute host '
+                    '(``host_status``: UP, DOWN, MAINTENANCE or UNKNOWN) '
+                    'in it (microversion 2.16 and later).',
+        operations=[{'method': 'GET', 'path': '/servers/detail'},
+                    {'method': 'GET', 'path': '/servers/{server_id}'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
         name='os_compute_api:ips:index',
         check_str=base.PROJECT_READER_OR_ADMIN,
         description='List a server\'s addresses, by network.',

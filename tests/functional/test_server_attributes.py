@@ -1,6 +1,7 @@
 """What a client sees of the version list, a server's access addresses
 and security groups, and a server update, in Nova's shapes."""
 
+import base64
 import threading
 
 import pytest
@@ -214,3 +215,66 @@ def test_an_update_as_the_conductor_moves_the_server_to_its_cell_is_kept(
     assert answers[0].status_code == 200, answers[0].text
     assert (server['name'], server['accessIPv6']) == ('late-rename',
                                                       V6_CANONICAL)
+
+
+def _compute_service(api, host):
+    resp = api.get('/v2.1/os-services', params={'binary': 'nova-compute',
+                                                'host': host})
+    assert resp.status_code == 200, resp.text
+    [service] = resp.json()['services']
+    return service
+
+
+def test_admins_see_the_boots_details_and_the_hosts_status(api):
+    user_data = base64.b64encode(b'#cloud-config\n').decode()
+    server_id = api.boot(user_data=user_data)
+    assert api.wait_for(server_id)['status'] == 'ACTIVE'
+
+    shown = api.at('2.3').server(server_id)
+    assert shown['OS-EXT-SRV-ATTR:user_data'] == user_data
+    assert shown['OS-EXT-SRV-ATTR:root_device_name'] == '/dev/vda'
+    assert shown['OS-EXT-SRV-ATTR:reservation_id'].startswith('r-')
+    assert shown['OS-EXT-SRV-ATTR:launch_index'] == 0
+    assert shown['OS-EXT-SRV-ATTR:hostname'] == 'vm'
+    assert (shown['OS-EXT-SRV-ATTR:kernel_id'],
+            shown['OS-EXT-SRV-ATTR:ramdisk_id']) == ('', '')
+    assert 'host_status' not in shown
+    assert 'OS-EXT-SRV-ATTR:user_data' not in api.at('2.2').server(server_id)
+
+    assert api.at('2.16').server(server_id)['host_status'] == 'UP'
+    host = shown['OS-EXT-SRV-ATTR:host']
+    service = _compute_service(api.at('2.53'), host)
+    resp = api.at('2.53').put('/v2.1/os-services/%s' % service['id'],
+                              {'status': 'disabled'})
+    assert resp.status_code == 200, resp.text
+    [listed] = api.at('2.16').servers()
+    assert listed['host_status'] == 'MAINTENANCE'
+    resp = api.at('2.53').put('/v2.1/os-services/%s' % service['id'],
+                              {'forced_down': True})
+    assert resp.status_code == 200, resp.text
+    assert api.at('2.16').server(server_id)['host_status'] == 'DOWN'
+
+    # A project's own user sees neither.
+    user = api.as_user('user:%s' % shown['tenant_id']).at('2.16')
+    mine = user.server(server_id)
+    assert 'host_status' not in mine
+    assert 'OS-EXT-SRV-ATTR:user_data' not in mine
+
+    # The compute's events name their host, hashed for the project.
+    resp = api.at('2.62').get('/v2.1/servers/%s/os-instance-actions'
+                              % server_id)
+    [action] = resp.json()['instanceActions']
+    events = api.at('2.62').get(
+        '/v2.1/servers/%s/os-instance-actions/%s'
+        % (server_id, action['request_id'])).json()['instanceAction'][
+        'events']
+    compute_events = [e for e in events if e['host'] == host]
+    assert compute_events
+    assert all(e['hostId'] == shown['hostId'] for e in compute_events)
+
+
+def test_user_data_that_is_not_base64_is_refused(api):
+    _bad_request(api.post('/v2.1/servers', {'server': {
+        'name': 'vm', 'flavorRef': '1', 'imageRef': 'cirros',
+        'networks': 'none', 'user_data': 'not base64!'}}),
+        'User data needs to be valid base 64.')

@@ -30,6 +30,9 @@ class MoveStepFailed(exception.SchedulerSplitException):
 
 class FakeDriver:
 
+    # Where every fake server's root disk is.
+    root_device_name = '/dev/vda'
+
     def __init__(self, host):
         self.host = host
         # uuid -> power state of each VM this driver runs.
