@@ -9,8 +9,8 @@ still ``rebuilding`` (a delete that came first wins), rebuilds it from its
 image, keeping its claim, and writes the outcome guarded by
 ``rebuild_spawning``: a server that ran runs again (one in ERROR
 included), one that was stopped stays stopped. A failure puts the server
-in ERROR with a fault; its claim stays until it is deleted or rebuilt
-again.
+in ERROR with a fault, its VM gone and its claim given back, as a failed
+build's: a rebuild of it claims its host again.
 
 An evacuation is a rebuild on another host; it is
 :mod:`~scheduler_split.compute.evacuation`'s.
@@ -99,6 +99,7 @@ class RebuildMixin:
         uuid = instance.uuid
         LOG.warning('Rebuilding instance %s on %s failed: %s', uuid,
                     self.host, exc, extra={'instance_uuid': uuid})
+        self.driver.destroy(instance)
         fault = objects.InstanceFault.from_exception(uuid, exc,
                                                      host=self.host)
         try:
@@ -107,6 +108,8 @@ class RebuildMixin:
                 expected_task_states=[instance_obj.REBUILD_SPAWNING])
         except (exception.InstanceNotFound, exception.Conflict):
             return
+        # In ERROR it holds nothing, as a failed build.
+        self.scheduler.try_release_resources(ctx, uuid)
         self._record_event(ctx, uuid, EVENT, result=instance_action.ERROR,
                            details=exception.describe(exc),
                            action='rebuild')

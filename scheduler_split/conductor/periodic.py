@@ -465,8 +465,9 @@ class CellConductorPeriodics:
         ``[conductor] lost_build_timeout`` seconds (its message was lost
         with a crashed process, or its compute died in it) ends in ERROR
         with a fault, written only if the server is still in the task the
-        sweep saw; its claim stays, as any server's in ERROR until it is
-        deleted or rebuilt. Returns the uuids put in ERROR.
+        sweep saw, then gives its claim back (a server in ERROR holds
+        none; a rebuild claims its host again). Returns the uuids put in
+        ERROR.
         """
         ctx = self._context()
         failed = []
@@ -493,6 +494,7 @@ class CellConductorPeriodics:
                 continue
             LOG.warning('%s; it is in ERROR now', exc.format_message(),
                         extra={'instance_uuid': uuid})
+            self.scheduler.try_release_resources(ctx, uuid)
             failed.append(uuid)
         return failed
 

@@ -96,14 +96,18 @@ class SchedulerClient:
         """
         self._api.can_check_rebuild()
 
-    def check_rebuild(self, ctx, request_spec, host, node=None):
+    def check_rebuild(self, ctx, request_spec, host, node=None,
+                      claim=False):
         """Whether the server's own ``host`` still takes it as
         ``request_spec`` now asks for it (a rebuild with a new image):
         the filters that judge the request run on that host alone; the
-        claim the server holds stays as it is. Raises ``NoValidHost``
-        (which says what refused it), or oslo.messaging's
-        ``RPCVersionCapError`` while a scheduler older than 1.8 runs."""
-        return self._api.check_rebuild(ctx, request_spec, host, node)
+        claim the server holds stays as it is. With ``claim`` (a server
+        in ERROR, which holds none) the host is claimed for it again.
+        Raises ``NoValidHost`` (which says what refused it), or
+        oslo.messaging's ``RPCVersionCapError`` while a scheduler older
+        than 1.8 runs."""
+        return self._api.check_rebuild(ctx, request_spec, host, node,
+                                       claim=claim)
 
     def release_resources(self, ctx, instance_uuid):
         """Drop whatever the instance holds; repeating it is harmless.

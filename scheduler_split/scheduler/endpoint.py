@@ -65,8 +65,9 @@ class Scheduler:
     def claim_resources(self, ctx, selection, instance_uuid):
         return self.manager.claim_resources(ctx, selection, instance_uuid)
 
-    def check_rebuild(self, ctx, spec_obj, host, node):
-        return self.manager.check_rebuild(ctx, spec_obj, host, node)
+    def check_rebuild(self, ctx, spec_obj, host, node, claim=False):
+        return self.manager.check_rebuild(ctx, spec_obj, host, node,
+                                          claim=claim)
 
     def release_resources(self, ctx, instance_uuid):
         return self.manager.release_resources(ctx, instance_uuid)
@@ -240,10 +241,12 @@ class SchedulerEndpoint:
 
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost)
-    def check_rebuild(self, ctx, spec_obj, host, node):
+    def check_rebuild(self, ctx, spec_obj, host, node, claim=False):
         """Call (1.8) from the super-conductor: whether the server's own
-        host passes the filters for its rebuild's new image; no claim."""
-        return self.scheduler.check_rebuild(ctx, spec_obj, host, node)
+        host passes the filters for its rebuild's new image; no claim
+        unless ``claim`` (a server in ERROR claims its host again)."""
+        return self.scheduler.check_rebuild(ctx, spec_obj, host, node,
+                                            claim=claim)
 
     @messaging.expose
     def claim_resources(self, ctx, selection, instance_uuid):

@@ -354,13 +354,16 @@ class SchedulerManager:
                 answers.append(exc)
         return answers
 
-    def check_rebuild(self, ctx, spec_obj, host, node):
+    def check_rebuild(self, ctx, spec_obj, host, node, claim=False):
         """Whether the server's own host (``host``, ``node``) still
         passes the filters for the request as ``spec_obj`` now asks (a
         rebuild with a new image). Only the filters that judge the
         request run (``run_on_rebuild``): the host's room, load and
-        neighbours are the server's already. Nothing is claimed. Raises
-        ``NoValidHost`` naming the filter that refused the host."""
+        neighbours are the server's already. Nothing is claimed, unless
+        ``claim``: a server in ERROR holds no claim, and its rebuild
+        claims its host again (refused, as any claim, when the host has
+        no room or is disabled). Raises ``NoValidHost`` saying what
+        refused the host."""
         uuid = self.host_manager.uuid_of((host, node))
         state = self.host_manager.get(uuid) if uuid else None
         if state is None:
@@ -382,6 +385,21 @@ class SchedulerManager:
                     reason='The host %s of the server does not pass %s '
                            'for the new image.'
                            % (host, type(host_filter).__name__))
+        if claim:
+            group = spec_obj.get('instance_group')
+            try:
+                claimed = self._claim(
+                    state.uuid, spec_obj.instance_uuid, spec_obj.resources,
+                    group=group.claim_group if group is not None else None)
+            except exception.ClaimGroupPolicyViolation as exc:
+                raise exception.NoValidHost(reason=exc.format_message())
+            if not claimed:
+                raise exception.NoValidHost(
+                    reason='The host %s of the server cannot take its '
+                           'claim again: it is full or disabled.' % host)
+            # The claim replaced whatever the server still held there,
+            # which memory would count twice: read the host again.
+            self.host_manager.refresh_host(state.uuid)
         return True
 
     @staticmethod

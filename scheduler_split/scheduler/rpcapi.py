@@ -29,7 +29,8 @@ Version history:
           each answered on its own (the super-conductor's coalescing of
           boots that arrive together)
     1.8 - check_rebuild: whether a server's own host passes the filters
-          for its rebuild's new image, without a claim
+          for its rebuild's new image, without a claim (or claiming it
+          again for a server in ERROR)
 """
 
 import logging
@@ -148,10 +149,10 @@ class SchedulerAPI:
         than 1.8."""
         self.client.prepare('1.8')
 
-    def check_rebuild(self, ctx, spec_obj, host, node):
+    def check_rebuild(self, ctx, spec_obj, host, node, claim=False):
         cctxt, _ = self.client.prepare('1.8')
         return cctxt.call(ctx, 'check_rebuild', spec_obj=spec_obj,
-                          host=host, node=node)
+                          host=host, node=node, claim=claim)
 
     def get_consumers(self, ctx, older_than, marker, limit):
         cctxt, _ = self.client.prepare('1.6')

@@ -3,11 +3,15 @@ a new image checked against the host by the scheduler; a failure in
 ERROR with a fault."""
 
 import base64
+import time
 
 import pytest
 
 from scheduler_split.api import images
 from scheduler_split import conf
+from scheduler_split import context as ss_context
+from scheduler_split import rpc
+from scheduler_split.scheduler import client as scheduler_client
 from tests.functional.fixtures import nova_error
 from tests.functional.test_images import glance_source  # noqa: F401
 from tests import glance as fake_glance
@@ -40,8 +44,14 @@ def _events(api, server_id, action):
     return resp.json()['instanceAction']['events']
 
 
-def _admin_fields(api, server_id):
-    return api.at('2.96').server(server_id)
+def _wait_events(api, server_id, action, count, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        events = [e for e in _events(api, server_id, action)
+                  if e['finish_time']]
+        if len(events) >= count or time.monotonic() > deadline:
+            return events
+        time.sleep(0.05)
 
 
 def test_a_rebuild_with_a_new_image_keeps_host_and_claim(start_system,
@@ -92,6 +102,8 @@ def test_a_rebuild_with_a_new_image_keeps_host_and_claim(start_system,
 
 def test_stopped_stays_stopped_and_error_becomes_active(start_system,
                                                         fake_driver):
+    """A server in ERROR holds no claim once reconciled; its rebuild
+    claims its host again."""
     system = start_system(cells=1, hosts_per_cell=1)
     api = system.api
     stopped = api.boot(name='stopped')
@@ -105,15 +117,22 @@ def test_stopped_stays_stopped_and_error_becomes_active(start_system,
                     {'os-resetState': {'state': 'error'}})
     assert resp.status_code == 202, resp.text
 
+    claims = system.allocations()
+    # The reconciliation of claims gave the broken one's back.
+    scheduler_client.SchedulerClient(rpc.get_transport()).release_resources(
+        ss_context.get_admin_context(), broken)
+    assert set(system.allocations()) == {stopped}
+
     for server_id in (stopped, broken):
         resp = _rebuild(api, server_id, imageRef=CIRROS)
         assert resp.status_code == 202, resp.text
     assert api.wait_for(stopped, ('SHUTOFF',))['OS-EXT-STS:power_state'] == 4
     shown = api.wait_for(broken, ('ACTIVE',))
     assert shown['OS-EXT-STS:power_state'] == 1
+    assert system.allocations() == claims
 
 
-def test_a_new_image_the_host_does_not_pass_ends_in_error_unchanged(
+def test_a_new_image_the_host_does_not_pass_leaves_the_server_as_it_was(
         start_system, glance_source):  # noqa: F811
     glance_source(
         fake_glance.image(NATIVE_IMAGE, 'native',
@@ -131,15 +150,16 @@ def test_a_new_image_the_host_does_not_pass_ends_in_error_unchanged(
 
     resp = _rebuild(api, server_id, imageRef=SPARC_IMAGE)
     assert resp.status_code == 202, resp.text
-    server = api.wait_for(server_id)
-    assert server['status'] == 'ERROR'
-    assert 'ImagePropertiesFilter' in server['fault']['message']
-    # The host was not touched: the server keeps its image and its claim.
-    assert server['image']['id'] == NATIVE_IMAGE
-    assert system.allocations() == claims
-    [event] = _events(api, server_id, 'rebuild')
+    [event] = _wait_events(api, server_id, 'rebuild', 1)
     assert (event['event'], event['result']) == ('conductor_rebuild_server',
                                                  'Error')
+    assert 'ImagePropertiesFilter' in event['details']
+    # The host was not touched: the server runs as it was, with its
+    # image and its claim.
+    server = api.wait_for(server_id)
+    assert server['status'] == 'ACTIVE'
+    assert server['image']['id'] == NATIVE_IMAGE
+    assert system.allocations() == claims
 
     # Rebuilt again with an image the host passes, it runs again.
     resp = _rebuild(api, server_id, imageRef=NATIVE_IMAGE)
@@ -160,7 +180,9 @@ def test_a_rebuild_the_driver_fails_ends_in_error_with_its_fault(
     server = api.wait_for(server_id)
     assert server['status'] == 'ERROR'
     assert 'injected rebuild failure' in server['fault']['message']
-    assert system.allocations() == claims
+    # In ERROR it holds nothing, as a failed build.
+    assert system.allocations_after_settling({}) == {}
+    assert claims
     events = _events(api, server_id, 'rebuild')
     assert events[-1]['event'] == 'compute_rebuild_instance'
     assert events[-1]['result'] == 'Error'

@@ -567,3 +567,25 @@ def test_a_rebuild_check_judges_the_request_not_the_hosts_room(
         manager.check_rebuild(ctx, spec, 'gone', 'gone-node')
     assert 'not known' in raised.value.format_message()
     assert helpers.provider_usage(scheduler_db, full) == before
+
+
+def test_a_rebuild_of_a_server_in_error_claims_its_host_again(
+        manager, ctx, scheduler_db):
+    host = _add_host(manager, CELL_A, 'one', 1)
+    first, second = _uuids(2)
+    [[chosen]] = manager.select_destinations(ctx, _spec(), [first])
+    manager.release_resources(ctx, first)       # in ERROR, reconciled
+    spec = _spec(instance_uuid=first)
+
+    assert manager.check_rebuild(ctx, spec, 'one', 'one-node', claim=True)
+    assert helpers.provider_usage(scheduler_db, host)['VCPU'] == 1
+    # Claiming again what it holds changes nothing.
+    assert manager.check_rebuild(ctx, spec, 'one', 'one-node', claim=True)
+    assert helpers.provider_usage(scheduler_db, host)['VCPU'] == 1
+
+    # Taken meanwhile by another server, the host refuses it.
+    manager.release_resources(ctx, first)
+    [[_]] = manager.select_destinations(ctx, _spec(), [second])
+    with pytest.raises(exception.NoValidHost) as raised:
+        manager.check_rebuild(ctx, spec, 'one', 'one-node', claim=True)
+    assert 'cannot take its claim again' in raised.value.format_message()

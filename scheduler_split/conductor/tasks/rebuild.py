@@ -6,12 +6,17 @@ data) and set it ``rebuilding``. With a new image, the scheduler is
 asked, through its library, whether the server's host still passes the
 filters that judge the request (the image's properties, the host's
 aggregates and zone) for it; the server keeps the claim it holds, and
-nothing new is claimed. The compute then rebuilds the server
+nothing new is claimed. A server in ERROR holds no claim (see
+``conductor/reconcile.py``): its rebuild claims its host again in the
+same call, new image or not. The compute then rebuilds the server
 (``scheduler_split/compute/rebuild.py``).
 
-A host that no longer takes the server, or a failure before the compute
-was told, leaves the server in ERROR with the fault saying why (as in
-Nova), with its old image again: nothing on the host changed.
+A host that refuses (the new image does not pass there, or it has no
+room left for a server in ERROR), or a failure before the compute was
+told, leaves the server as it was, with its old image: nothing on the
+host changed. The refusal is its fault and the ``rebuild`` action's
+event in Error. (Nova puts it in ERROR; here a server in ERROR holds no
+claim, and the server still runs on its host.)
 """
 
 import logging
@@ -45,7 +50,7 @@ class RebuildTask(base.ConductorTask):
         self.image_properties = image_properties
         self.preserve_ephemeral = preserve_ephemeral
         self.computes = computes
-        self.cell = self.cctx = self.instance = None
+        self.cell = self.cctx = self.instance = self.vm_state = None
 
     def _execute(self):
         try:
@@ -60,20 +65,26 @@ class RebuildTask(base.ConductorTask):
                      self.uuid, extra={'instance_uuid': self.uuid})
             return
         instance = self.instance
+        self.vm_state = instance.vm_state
         if instance.task_state != instance_obj.REBUILDING:
             LOG.info('Not rebuilding instance %s: it is %s/%s now',
                      self.uuid, instance.vm_state, instance.task_state,
                      extra={'instance_uuid': self.uuid})
             return
         details = 'rebuilding on %s' % instance.host
-        if instance.image_ref != self.orig_image_ref:
+        new_image = instance.image_ref != self.orig_image_ref
+        reclaim = self.vm_state == instance_obj.ERROR
+        if new_image or reclaim:
             spec = self._spec()
             self.scheduler.check_rebuild(self.ctx, spec, instance.host,
-                                         instance.node)
-            # Later moves of the server are placed for its new image.
-            spec.save(self.ctx)
-            details = 'image %s passes on %s' % (instance.image_ref,
-                                                 instance.host)
+                                         instance.node, claim=reclaim)
+            if new_image:
+                # Later moves of the server are placed for its new image.
+                spec.save(self.ctx)
+                details = 'image %s passes on %s' % (instance.image_ref,
+                                                     instance.host)
+            if reclaim:
+                details += '; %s claimed again' % instance.host
         instance_action.record_event(self.cctx, self.uuid, EVENT,
                                      host=CONF.host, details=details,
                                      action='rebuild')
@@ -115,7 +126,6 @@ class RebuildTask(base.ConductorTask):
                       self.uuid, exc_info=exc,
                       extra={'instance_uuid': self.uuid})
         instance = self.instance
-        instance.vm_state = instance_obj.ERROR
         instance.task_state = None
         instance.image_ref = self.orig_image_ref
         try:

@@ -88,7 +88,7 @@ def _an_hour_old(cloud, instance):
 
 @pytest.mark.parametrize('task_state', [instance_obj.REBUILDING,
                                         instance_obj.REBUILD_SPAWNING])
-def test_a_rebuild_nobody_advanced_ends_in_error_with_its_claim(
+def test_a_rebuild_nobody_advanced_ends_in_error_without_its_claim(
         cloud, sweeps, task_state):
     instance = cloud.server(host='h1', task_state=task_state)
     fresh = cloud.server(host='h1', task_state=task_state, name='fresh')
@@ -102,8 +102,8 @@ def test_a_rebuild_nobody_advanced_ends_in_error_with_its_claim(
     assert 'No service advanced the rebuild' in found.fault.message
     assert [event[:2] for event in cloud.events(instance.uuid)] == [
         ('conductor_fail_lost_tasks', 'Error')]
-    # The claim stays with the server in ERROR; one still moving is left.
-    assert sweeps.scheduler.held == {instance.uuid: 'h1', fresh.uuid: 'h1'}
+    # In ERROR it holds no claim; one still rebuilding is left alone.
+    assert sweeps.scheduler.held == {fresh.uuid: 'h1'}
     assert cloud.instance(fresh.uuid).task_state == task_state
     assert sweeps.fail_lost_tasks() == []
 
