@@ -763,6 +763,34 @@ class ComputeAPI:
         raise exception.Conflict(
             reason='server %s keeps changing state; try again' % uuid)
 
+    def inspect(self, ctx, uuid, action, method, **kwargs):
+        """Ask the server's compute ``method`` (a call of compute RPC
+        1.6: its console output, its diagnostics) and return the answer;
+        409 unless the server runs on a host, and not while it is
+        deleted or migrated."""
+        instance, cell = self.locate(ctx, uuid)
+        if cell is None or cell.is_cell0 or not instance.host:
+            raise exception.InstanceNotReady(instance_id=uuid)
+        if instance.task_state in (instance_obj.DELETING,
+                                   instance_obj.MIGRATING):
+            raise exception.InstanceInvalidState(
+                action=action, instance_uuid=uuid, attr='task_state',
+                state=instance.task_state)
+        compute = compute_rpcapi.ComputeAPI.for_cell(cell)
+        try:
+            compute.can_send_16()
+        except messaging.RPCVersionCapError as exc:
+            raise exception.ComputeTooOld(
+                action=action, instance_uuid=uuid, cap=exc.version_cap,
+                needed='1.6')
+        try:
+            return getattr(compute, method)(ctx, instance.host, instance,
+                                            **kwargs)
+        except messaging.MessagingTimeout:
+            raise exception.ServiceUnavailable(
+                reason='the compute service of %s did not answer'
+                       % instance.host)
+
     def record_api_action(self, ctx, instance, cell, action):
         """An instance action done by the API alone (lock, unlock)."""
         if cell is not None:

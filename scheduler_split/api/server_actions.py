@@ -495,6 +495,44 @@ def _force_delete(req, ctx, version, instance, body):
     return 202, None
 
 
+console_output_schema = {
+    'type': 'object',
+    'properties': {
+        'os-getConsoleOutput': {
+            'type': 'object',
+            'properties': {'length': {
+                'type': ['integer', 'string', 'null'],
+                'pattern': '^-?[0-9]+$', 'minimum': -1}},
+            'additionalProperties': False,
+        },
+    },
+    'required': ['os-getConsoleOutput'],
+    'additionalProperties': False,
+}
+
+
+def _console_output(req, ctx, version, instance, body):
+    """The server's console, from its compute: its last ``length``
+    lines (all of them without one, or with -1)."""
+    schemas.validate(body, console_output_schema)
+    policy.authorize(ctx, 'os_compute_api:os-console-output',
+                     _target(instance))
+    length = body['os-getConsoleOutput'].get('length')
+    if length is not None:
+        length = int(length)
+        if length < -1:
+            raise errors.bad_request(
+                "Invalid input for field/attribute length. Value: %d. %d "
+                "is less than the minimum of -1" % (length, length))
+        if length == -1:
+            length = None
+    output = req.compute_api.inspect(ctx, instance.uuid,
+                                     'os-getConsoleOutput',
+                                     'get_console_output',
+                                     tail_length=length)
+    return 200, {'output': output}
+
+
 _HANDLERS = {name: _cast(name) for name in _CASTS}
 _HANDLERS.update({
     'reboot': _reboot,
@@ -514,4 +552,5 @@ _HANDLERS.update({
     'rebuild': server_rebuild.rebuild,
     'restore': _restore,
     'forceDelete': _force_delete,
+    'os-getConsoleOutput': _console_output,
 })

@@ -9,7 +9,8 @@ from 2.19, the key pair from 2.54 (null removes it), the user data from
 2.63 (none are kept here: only null), the hostname from 2.90.
 
 The answer is 202 with the server as ``PUT /servers/{id}`` shows it (all
-of it from 2.75), ``rebuilding``, and its admin password; see
+of it from 2.75), ``rebuilding``, its key pair from 2.54 and user data
+from 2.57, and its admin password; see
 ``ComputeAPI.rebuild`` for what happens behind it.
 """
 
@@ -132,6 +133,12 @@ def rebuild(req, ctx, version, instance, body):
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())
     result = servers.render_changed(req, ctx, version, instance)
+    # As Nova's: the key pair from 2.54 and the user data from 2.57, to
+    # whoever may rebuild, whatever else the answer shows.
+    if version >= (2, 54):
+        result['server']['key_name'] = instance.key_name
+    if version >= (2, 57):
+        result['server']['user_data'] = instance.get('user_data')
     if CONF.api.enable_instance_password:
         result['server']['adminPass'] = (args.get('adminPass') or
                                          passwords.generate())

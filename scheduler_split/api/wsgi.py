@@ -33,6 +33,7 @@ from scheduler_split.api import microversion
 from scheduler_split.api import migrations
 from scheduler_split.api import quotas
 from scheduler_split.api import server_actions
+from scheduler_split.api import server_diagnostics
 from scheduler_split.api import server_groups
 from scheduler_split.api import server_metadata
 from scheduler_split.api import servers
@@ -76,6 +77,8 @@ ROUTES = {
                                   'PUT': servers.update,
                                   'DELETE': servers.delete},
     '/v2.1/servers/{server_id}/action': {'POST': server_actions.action},
+    '/v2.1/servers/{server_id}/diagnostics': {
+        'GET': server_diagnostics.show},
     '/v2.1/servers/{server_id}/metadata': {
         'GET': server_metadata.metadata_index,
         'POST': server_metadata.metadata_create,

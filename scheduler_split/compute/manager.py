@@ -8,6 +8,7 @@ import threading
 import oslo_messaging as messaging
 
 from scheduler_split.compute import evacuation
+from scheduler_split.compute import inspect
 from scheduler_split.compute import lifecycle
 from scheduler_split.compute import moves
 from scheduler_split.compute import rebuild
@@ -86,7 +87,8 @@ def _claimed_elsewhere(current, host):
 
 
 class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
-                     evacuation.EvacuationMixin, rebuild.RebuildMixin):
+                     evacuation.EvacuationMixin, rebuild.RebuildMixin,
+                     inspect.InspectMixin):
     """One hypervisor host. It holds no database credentials: every
     instance record it reads or writes, its instance-action events and
     its service heartbeat go through its cell conductor (object

@@ -22,6 +22,7 @@ Version history:
     1.6 - rebuild_in_place (a rebuild on the server's own host);
           soft_delete_instance, restore_instance (a delete that waits
           for [DEFAULT] reclaim_instance_interval, and its undoing);
+          get_console_output, get_diagnostics (calls);
           Instance 1.4 (user_data, kernel_id, ramdisk_id,
           root_device_name) in every cast
 """
@@ -265,3 +266,14 @@ class ComputeAPI:
         cctxt.cast(ctx, 'rebuild_in_place', instance=instance,
                    orig_image_ref=orig_image_ref,
                    preserve_ephemeral=preserve_ephemeral)
+
+    def get_console_output(self, ctx, host, instance, tail_length=None):
+        """Call to the server's host: its console output."""
+        cctxt, _ = self.client.prepare('1.6', server=host)
+        return cctxt.call(ctx, 'get_console_output', instance=instance,
+                          tail_length=tail_length)
+
+    def get_diagnostics(self, ctx, host, instance):
+        """Call to the server's host: its diagnostics (Nova's 2.48)."""
+        cctxt, _ = self.client.prepare('1.6', server=host)
+        return cctxt.call(ctx, 'get_diagnostics', instance=instance)

@@ -135,3 +135,12 @@ def test_openstack_server_delete_then_restore(start_system,
         assert shown['OS-EXT-STS:power_state'] in ('Running', 1)
     finally:
         conf.CONF.clear_override('reclaim_instance_interval')
+
+
+def test_openstack_console_log_show(cli):
+    _boot(cli)
+    server_id = _show(cli, 'vm1')['id']
+    output = cli('console', 'log', 'show', 'vm1')
+    assert 'booting %s' % server_id in output
+    assert cli('console', 'log', 'show', '--lines', '1',
+               'vm1').strip().endswith('login:')

@@ -75,6 +75,8 @@ def test_a_rebuild_with_a_new_image_keeps_host_and_claim(start_system,
     assert answer['name'] == 'after'
     assert answer['metadata'] == {'b': '2'}
     assert answer['adminPass'] == 'given-password'
+    assert answer['user_data'] == user_data
+    assert answer['key_name'] is None
     assert 'OS-EXT-SRV-ATTR:host' not in answer    # not before 2.75
 
     after = api.wait_for(server_id)

@@ -138,13 +138,14 @@ def tempest_conf(keystone, compute_url, workspace):
       ``snapshot = false`` keeps out those that would create one from a
       server.
     - Microversions 2.1 to 2.96, what the API announces.
-    - Pause and suspend are on (with stop, start, reboot and lock, which
-      Tempest does not gate), and so are resize, cold migration and live
-      migration (not block migration, which the fake driver does not tell
-      apart). Every other server action (shelve, rescue, snapshot,
-      consoles, password, interface attach, config drive, metadata
-      service, personality) is off: those routes do not exist. A create
-      answers with an ``adminPass``, as Nova does with
+    - Pause and suspend are on (with stop, start, reboot, lock, rebuild
+      and soft delete, which Tempest does not gate), and so are resize,
+      cold migration, live migration (not block migration, which the
+      fake driver does not tell apart) and the console output. Every
+      other server action (shelve, rescue, snapshot, remote consoles,
+      password, interface attach, config drive, metadata service,
+      personality) is off: those routes do not exist. A create and a
+      rebuild answer with an ``adminPass``, as Nova does with
       ``enable_instance_password``. Servers are never reachable (fake
       driver): no validation.
     - The scheduler filters are the ones the scheduler runs by default.
@@ -206,7 +207,7 @@ def tempest_conf(keystone, compute_url, workspace):
         scheduler_enabled_filters = %(filters)s
         disk_config = false
         change_password = false
-        console_output = false
+        console_output = true
         resize = true
         pause = true
         shelve = false

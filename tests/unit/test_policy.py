@@ -146,6 +146,8 @@ EXPECTED = {
     'os_compute_api:os-migrate-server:migrate_live': ADMINS,
     'os_compute_api:os-evacuate': ADMINS,
     'os_compute_api:servers:rebuild': MEMBERS,
+    'os_compute_api:os-console-output': MEMBERS,
+    'os_compute_api:os-server-diagnostics': ADMINS,
     'os_compute_api:servers:show:host_status': ADMINS,
     'os_compute_api:os-deferred-delete:restore': MEMBERS,
     'os_compute_api:os-deferred-delete:force': MEMBERS,

@@ -18,6 +18,17 @@ SHUTDOWN = 4
 SUSPENDED = 7
 
 
+_DIAGNOSTIC_STATES = {RUNNING: 'running', PAUSED: 'paused',
+                      SHUTDOWN: 'shutdown', SUSPENDED: 'suspended'}
+
+
+def _boot_banner(instance, host):
+    name = instance.get('hostname') or instance.uuid
+    return ['fake hypervisor on %s: booting %s' % (host, instance.uuid),
+            'Image %s' % (instance.get('image_ref') or '-'),
+            '%s login:' % name]
+
+
 class ActionFailed(exception.SchedulerSplitException):
     msg_fmt = 'fake driver: injected %(action)s failure on %(host)s'
     code = 500
@@ -37,6 +48,9 @@ class FakeDriver:
         self.host = host
         # uuid -> power state of each VM this driver runs.
         self._running = {}
+        # uuid -> (when it last started, its console's lines).
+        self._started = {}
+        self._console = {}
         self._lock = threading.Lock()
 
     def get_available_resource(self):
@@ -70,10 +84,55 @@ class FakeDriver:
                 instance_uuid=instance.uuid, reason=reason)
         with self._lock:
             self._running[instance.uuid] = RUNNING
+            self._started[instance.uuid] = time.time()
+            self._console[instance.uuid] = _boot_banner(instance, self.host)
 
     def destroy(self, instance):
         with self._lock:
             self._running.pop(instance.uuid, None)
+            self._started.pop(instance.uuid, None)
+            self._console.pop(instance.uuid, None)
+
+    # --- what a server shows of itself ----------------------------------
+
+    def get_console_output(self, instance):
+        """The server's console since it booted on this host (a boot
+        banner, then a line per action); one this process did not start
+        shows its banner."""
+        with self._lock:
+            lines = self._console.get(instance.uuid)
+            if lines is None:
+                lines = _boot_banner(instance, self.host)
+            return '\n'.join(lines) + '\n'
+
+    def get_diagnostics(self, instance):
+        """Nova's diagnostics of 2.48 for the server: its state and
+        uptime, and its flavor's CPUs, memory and disks. ``driver`` is
+        one of the names the compute API allows; the hypervisor says it
+        is fake."""
+        power = self.get_power_state(instance)
+        with self._lock:
+            started = self._started.get(instance.uuid)
+        uptime = int(time.time() - started) if started else None
+        flavor = instance.flavor
+        disks = 1 + (1 if flavor.ephemeral_gb else 0) + \
+            (1 if flavor.swap else 0)
+        return {
+            'state': _DIAGNOSTIC_STATES.get(power, 'pending'),
+            'driver': 'libvirt', 'hypervisor': 'fake',
+            'hypervisor_os': 'fake', 'uptime': uptime,
+            'config_drive': False, 'num_cpus': flavor.vcpus, 'num_nics': 0,
+            'num_disks': disks,
+            'memory_details': {'maximum': flavor.memory_mb,
+                               'used': flavor.memory_mb if power == RUNNING
+                               else 0},
+            'cpu_details': [{'id': cpu, 'time': (uptime or 0) * 10 ** 9,
+                             'utilisation': None}
+                            for cpu in range(flavor.vcpus)],
+            'nic_details': [],
+            'disk_details': [{'read_bytes': 0, 'read_requests': 0,
+                              'write_bytes': 0, 'write_requests': 0,
+                              'errors_count': 0} for _ in range(disks)]}
 
     def get_power_state(self, instance):
         """The VM's power state; one this process did not start (the
@@ -89,6 +148,13 @@ class FakeDriver:
             raise ActionFailed(action=action, host=self.host)
         with self._lock:
             self._running[instance.uuid] = power_state
+            lines = self._console.setdefault(
+                instance.uuid, _boot_banner(instance, self.host))
+            lines.append('[fake] %s: %s' % (time.strftime(
+                '%Y-%m-%dT%H:%M:%SZ', time.gmtime()), action))
+            if power_state == RUNNING and action != 'resume' and \
+                    action != 'unpause':
+                self._started[instance.uuid] = time.time()
 
     def power_off(self, instance):
         self._act(instance, 'stop', SHUTDOWN)
