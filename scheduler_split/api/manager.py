@@ -276,16 +276,9 @@ class ComputeAPI:
         except messaging.RPCVersionCapError:
             return False
         cctx = ss_context.target_cell(ctx, cell)
-        instance.task_state = instance_obj.SOFT_DELETING
         instance.deleted_at = obj_base.utcnow()
-        try:
-            instance.save(cctx, expected_task_state=[None],
-                          expected_vm_state=instance.vm_state)
-        except exception.Conflict:
-            raise exception.InstanceInvalidState(
-                action='delete', instance_uuid=uuid, attr='task_state',
-                state='changing')
-        instance_action.start_action(cctx, uuid, 'delete')
+        self._start_task(cctx, instance, 'delete',
+                         instance_obj.SOFT_DELETING)
         try:
             compute.soft_delete_instance(ctx, instance.host, instance)
         except Exception:
@@ -480,10 +473,12 @@ class ComputeAPI:
             raise exception.ServiceUnavailable(
                 reason='the conductor could not start the %s' % action)
 
-    def _record_move(self, ctx, cctx, instance, kind, action, task_state):
-        """Set ``task_state`` (guarded: of two concurrent requests one
-        wins), start the instance action and record the migration
-        (``accepted``), made here so that the API can answer with it."""
+    @staticmethod
+    def _start_task(cctx, instance, action, task_state):
+        """Write the instance's changes with ``task_state``, guarded by no
+        task and the vm state it was read in (of two requests that start
+        together one wins, the other gets a 409), and start the instance
+        action ``action``."""
         instance.task_state = task_state
         try:
             instance.save(cctx, expected_task_state=[None],
@@ -493,6 +488,12 @@ class ComputeAPI:
                 action=action, instance_uuid=instance.uuid,
                 attr='task_state', state='changing')
         instance_action.start_action(cctx, instance.uuid, action)
+
+    def _record_move(self, ctx, cctx, instance, kind, action, task_state):
+        """Set ``task_state`` (guarded: of two concurrent requests one
+        wins), start the instance action and record the migration
+        (``accepted``), made here so that the API can answer with it."""
+        self._start_task(cctx, instance, action, task_state)
         return objects.Migration.for_move(
             ctx, instance, kind, migration_obj.ACCEPTED).create(cctx)
 
@@ -599,15 +600,7 @@ class ComputeAPI:
         for name, value in changes.items():
             setattr(instance, name, value)
         instance.image_ref = image_ref
-        instance.task_state = instance_obj.REBUILDING
-        try:
-            instance.save(cctx, expected_task_state=[None],
-                          expected_vm_state=instance.vm_state)
-        except exception.Conflict:
-            raise exception.InstanceInvalidState(
-                action='rebuild', instance_uuid=uuid, attr='task_state',
-                state='changing')
-        instance_action.start_action(cctx, uuid, 'rebuild')
+        self._start_task(cctx, instance, 'rebuild', instance_obj.REBUILDING)
         try:
             self.conductor.rebuild_instance(
                 ctx, instance, orig_image_ref,
