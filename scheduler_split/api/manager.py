@@ -283,13 +283,8 @@ class ComputeAPI:
             compute.soft_delete_instance(ctx, instance.host, instance)
         except Exception:
             LOG.exception('Casting the soft delete of %s failed', uuid)
-            instance.task_state = None
             instance.deleted_at = None
-            try:
-                instance.save(cctx, expected_task_state=(
-                    instance_obj.SOFT_DELETING))
-            except exception.SchedulerSplitException:
-                pass
+            self._undo_task(cctx, instance, instance_obj.SOFT_DELETING)
             raise exception.ServiceUnavailable(
                 reason='the compute service could not be reached; nothing '
                        'was done')
@@ -464,12 +459,7 @@ class ComputeAPI:
             LOG.exception('Starting the %s of %s failed', action, uuid)
             # Whatever the conductor got to, the server must not stay in
             # resize_prep: it is put back as it was.
-            instance.task_state = None
-            try:
-                instance.save(cctx,
-                              expected_task_state=instance_obj.RESIZE_PREP)
-            except exception.SchedulerSplitException:
-                pass
+            self._undo_task(cctx, instance, instance_obj.RESIZE_PREP)
             raise exception.ServiceUnavailable(
                 reason='the conductor could not start the %s' % action)
 
@@ -489,6 +479,18 @@ class ComputeAPI:
                 attr='task_state', state='changing')
         instance_action.start_action(cctx, instance.uuid, action)
 
+    @staticmethod
+    def _undo_task(cctx, instance, task_state, back_to=None):
+        """A task whose cast failed: the server's task is ``back_to``
+        again (none by default) with whatever else the caller put back,
+        written only if it is still in ``task_state``; best effort, the
+        caller answers the failure."""
+        instance.task_state = back_to
+        try:
+            instance.save(cctx, expected_task_state=task_state)
+        except exception.SchedulerSplitException:
+            pass
+
     def _record_move(self, ctx, cctx, instance, kind, action, task_state):
         """Set ``task_state`` (guarded: of two concurrent requests one
         wins), start the instance action and record the migration
@@ -505,11 +507,7 @@ class ComputeAPI:
                           migration.migration_type, instance.uuid)
             migration.status = migration_obj.ERROR
             migration.save(cctx)
-            instance.task_state = None
-            try:
-                instance.save(cctx, expected_task_state=task_state)
-            except exception.SchedulerSplitException:
-                pass
+            self._undo_task(cctx, instance, task_state)
             raise exception.ServiceUnavailable(
                 reason='the conductor could not be reached; nothing was '
                        'done')
@@ -612,12 +610,7 @@ class ComputeAPI:
             for name, value in seen.items():
                 setattr(instance, name, value)
             instance.image_ref = orig_image_ref
-            instance.task_state = None
-            try:
-                instance.save(cctx,
-                              expected_task_state=instance_obj.REBUILDING)
-            except exception.SchedulerSplitException:
-                pass
+            self._undo_task(cctx, instance, instance_obj.REBUILDING)
             raise exception.ServiceUnavailable(
                 reason='the conductor could not be reached; nothing was '
                        'done')
@@ -744,11 +737,7 @@ class ComputeAPI:
                                          **kwargs)
             except Exception:
                 LOG.exception('Casting %s of %s failed', method, uuid)
-                instance.task_state = seen
-                try:
-                    instance.save(cctx, expected_task_state=task_state)
-                except exception.SchedulerSplitException:
-                    pass
+                self._undo_task(cctx, instance, task_state, back_to=seen)
                 raise exception.ServiceUnavailable(
                     reason='the compute service could not be reached; '
                            'nothing was done')
