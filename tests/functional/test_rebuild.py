@@ -10,6 +10,7 @@ import pytest
 from scheduler_split.api import images
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split import objects
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 from tests.functional.fixtures import nova_error
@@ -87,6 +88,10 @@ def test_a_rebuild_with_a_new_image_keeps_host_and_claim(start_system,
     assert after['OS-SRV-USG:launched_at'] >= before['OS-SRV-USG:launched_at']
     # Same host, same claim: nothing was claimed or released.
     assert system.allocations() == claims
+    # Later moves are placed for the new image.
+    spec = objects.RequestSpec.get_by_instance_uuid(
+        ss_context.get_admin_context(), server_id)
+    assert spec.image_ref == UBUNTU
     events = _events(api, server_id, 'rebuild')
     assert [(e['event'], e['result']) for e in events] == [
         ('conductor_rebuild_server', 'Success'),

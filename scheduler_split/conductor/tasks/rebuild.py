@@ -74,13 +74,12 @@ class RebuildTask(base.ConductorTask):
         details = 'rebuilding on %s' % instance.host
         new_image = instance.image_ref != self.orig_image_ref
         reclaim = self.vm_state == instance_obj.ERROR
+        spec = None
         if new_image or reclaim:
             spec = self._spec()
             self.scheduler.check_rebuild(self.ctx, spec, instance.host,
                                          instance.node, claim=reclaim)
             if new_image:
-                # Later moves of the server are placed for its new image.
-                spec.save(self.ctx)
                 details = 'image %s passes on %s' % (instance.image_ref,
                                                      instance.host)
             if reclaim:
@@ -91,6 +90,14 @@ class RebuildTask(base.ConductorTask):
         self.computes(self.cell).rebuild_in_place(
             self.ctx, instance.host, instance, self.orig_image_ref,
             preserve_ephemeral=self.preserve_ephemeral)
+        if new_image:
+            # Later moves of the server are placed for its new image.
+            try:
+                spec.save(self.ctx)
+            except Exception:
+                LOG.exception('Could not keep the new image of instance %s '
+                              'in its request spec', self.uuid,
+                              extra={'instance_uuid': self.uuid})
 
     def _spec(self):
         """The server's request spec with its new image: what the
