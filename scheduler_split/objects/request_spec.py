@@ -84,6 +84,19 @@ class RequestSpec(base.SchedulerSplitObject):
                     'RequestSpec not found for instance %s' % instance_uuid)
             return cls.from_json(row.spec)
 
+    @classmethod
+    def of_instance(cls, ctx, instance):
+        """The request ``instance`` was booted with (its zone, group,
+        hints, image), or, for a server that has none stored, one made
+        from the instance: what a move or a rebuild starts from."""
+        try:
+            return cls.get_by_instance_uuid(ctx, instance.uuid)
+        except exception.NotFound:
+            return cls(instance_uuid=instance.uuid,
+                       project_id=instance.project_id,
+                       user_id=instance.user_id, flavor=instance.flavor,
+                       image_ref=instance.image_ref)
+
     def save(self, ctx):
         """Write this spec back as its instance's (a rebuild's new image,
         an unshelve's zone): what later moves of the server read."""

@@ -152,8 +152,9 @@ class FakeDriver:
                 instance.uuid, _boot_banner(instance, self.host))
             lines.append('[fake] %s: %s' % (time.strftime(
                 '%Y-%m-%dT%H:%M:%SZ', time.gmtime()), action))
-            if power_state == RUNNING and action != 'resume' and \
-                    action != 'unpause':
+            if power_state == RUNNING and action not in ('resume',
+                                                         'unpause'):
+                # Booted again: its uptime starts over.
                 self._started[instance.uuid] = time.time()
 
     def power_off(self, instance):

@@ -136,14 +136,7 @@ class MoveTask(base.ConductorTask):
         request (zone, group, hints, image), with ``flavor``, kept to its
         cell, off its own host, and to ``self.host`` if one was named."""
         instance = self.instance
-        try:
-            spec = objects.RequestSpec.get_by_instance_uuid(self.ctx,
-                                                            self.uuid)
-        except exception.NotFound:
-            spec = objects.RequestSpec(instance_uuid=self.uuid,
-                                       project_id=instance.project_id,
-                                       user_id=instance.user_id,
-                                       image_ref=instance.image_ref)
+        spec = objects.RequestSpec.of_instance(self.ctx, instance)
         spec.instance_uuid = self.uuid
         spec.flavor = flavor
         spec.num_instances = 1

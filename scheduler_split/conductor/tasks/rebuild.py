@@ -103,13 +103,7 @@ class RebuildTask(base.ConductorTask):
         """The server's request spec with its new image: what the
         scheduler checks the host against, and what is kept."""
         instance = self.instance
-        try:
-            spec = objects.RequestSpec.get_by_instance_uuid(self.ctx,
-                                                            self.uuid)
-        except exception.NotFound:
-            spec = objects.RequestSpec(
-                instance_uuid=self.uuid, project_id=instance.project_id,
-                user_id=instance.user_id, flavor=instance.flavor)
+        spec = objects.RequestSpec.of_instance(self.ctx, instance)
         spec.image_ref = instance.image_ref
         spec.image_properties = dict(self.image_properties or {})
         spec.num_instances = 1
