@@ -99,6 +99,10 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
         svc.add_periodic(sweeps.reclaim_soft_deleted,
                          min(60, CONF.reclaim_instance_interval),
                          run_first=False)
+    if CONF.shelved_offload_time > 0:
+        svc.add_periodic(sweeps.offload_shelved,
+                         min(60, CONF.shelved_offload_time),
+                         run_first=False)
     svc.manager = manager
     return svc
 

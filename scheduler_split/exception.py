@@ -144,6 +144,26 @@ class NotAuthorized(SchedulerSplitException):
     code = 403
 
 
+class ImageNotAuthorized(NotAuthorized):
+    """The image service refused a change of an image the user sees."""
+    msg_fmt = 'Not authorized for image %(image_id)s.'
+
+
+class ImageProtected(ImageNotAuthorized):
+    msg_fmt = 'Image %(image_id)s is protected and cannot be deleted.'
+
+
+class ImageExists(SchedulerSplitException):
+    msg_fmt = 'Image with identifier %(image_id)s already exists!'
+    code = 409
+
+
+class ImageStatusConflict(SchedulerSplitException):
+    msg_fmt = ('Image status transition from %(status)s to %(to)s is not '
+               'allowed')
+    code = 409
+
+
 class PolicyNotAuthorized(NotAuthorized):
     """The policy rule ``action`` refused the request (a 403)."""
     msg_fmt = "Policy doesn't allow %(action)s to be performed."

@@ -253,6 +253,13 @@ class Keystone:
                 'url': url, 'region_id': REGION}})
         return service_id
 
+    def register_api(self, url):
+        """The API at ``url`` in the catalog, as an operator registers
+        it: its compute API (``compute``, ``<url>/v2.1``) and its
+        read-only Placement API (``placement``, ``<url>/placement``)."""
+        self.register_service('compute', 'nova', url + '/v2.1')
+        self.register_service('placement', 'placement', url + '/placement')
+
     def api_config(self, user, password):
         """A service user for the API (roles ``service`` and ``admin`` in
         project ``service``) and the configuration that puts the API

@@ -10,7 +10,7 @@ serves the two discovery documents under ``/identity``, answers a project
 lookup with the project of that id (and name), and issues tokens: a login
 with a token or a user name and password gets the ``user:project`` token
 that ``noauth2`` trusts, with a catalog of the services this API serves
-(compute, image, identity), nothing else. Behind Keystone none of it
+(compute, placement, image, identity), nothing else. Behind Keystone none of it
 issues anything: tokens come from Keystone.
 """
 
@@ -69,6 +69,7 @@ def _catalog(base_url):
                      'region_id': 'RegionOne', 'url': url}
                     for interface in ('public', 'internal', 'admin')]}
     return [entry('compute', 'nova', base_url + '/v2.1'),
+            entry('placement', 'placement', base_url + '/placement'),
             entry('image', 'glance', base_url + '/image'),
             entry('identity', 'keystone', base_url + '/identity')]
 

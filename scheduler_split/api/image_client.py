@@ -1,20 +1,29 @@
-"""The images a boot reads: the built-in catalog or an Image service.
+"""The images the API boots, lists and snapshots: the built-in catalog or
+an Image service.
 
-``[glance] source`` says which. With ``glance``, an image is read with
-Glance v2 ``GET /v2/images/{id}`` at the first of ``[glance] api_servers``
-that answers, else at the endpoint of ``[glance] service_type`` in the
-service catalog of the user's token, sending the user's token. Either way
-:func:`get` answers the same dict: ``id``, ``name``, ``status``,
-``min_ram``, ``min_disk`` and ``properties`` (the image's other keys, as
-strings, which the scheduler's ImagePropertiesFilter reads).
+``[glance] source`` says which. With ``builtin`` the catalog is
+:mod:`scheduler_split.api.images` (the three built-in images and the
+images users made, in the API database). With ``glance`` each call is a
+Glance v2 request at the first of ``[glance] api_servers`` that answers,
+else at the endpoint of ``[glance] service_type`` in the service catalog
+of the user's token, sending the user's token.
+
+Either way an image is the same dict: ``id``, ``name``, ``status``,
+``min_ram``, ``min_disk``, ``size``, ``owner``, ``visibility``,
+``protected``, ``disk_format``, ``container_format``, ``created_at`` and
+``updated_at`` (ISO 8601 strings), and ``properties`` (the image's other
+keys, as strings, which the scheduler's ImagePropertiesFilter reads).
 """
 
+import io
 import json
 import logging
 import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+
+from webob import multidict
 
 from scheduler_split.api import images
 from scheduler_split import conf
@@ -30,19 +39,151 @@ CORE_KEYS = frozenset((
     'virtual_size', 'min_ram', 'min_disk', 'disk_format',
     'container_format', 'created_at', 'updated_at', 'tags', 'self', 'file',
     'schema', 'direct_url', 'locations', 'stores'))
+# The core fields an image dict carries besides its properties.
+_FIELDS = ('size', 'owner', 'visibility', 'protected', 'disk_format',
+           'container_format', 'created_at', 'updated_at')
+# Glance's page size, when the caller asks for no limit.
+_PAGE = 100
+
+
+def _builtin():
+    return CONF.glance.source != 'glance'
 
 
 def get(ctx, image_ref):
-    """The image ``image_ref`` names (an id; in the built-in catalog also
-    a name) as a dict; raises ``ImageNotFound`` for an image the catalog
-    does not hold or the user may not see, ``ImageServiceUnavailable``
-    when no Image service answers."""
-    if CONF.glance.source == 'glance':
-        return _from_glance(ctx, image_ref)
-    entry = images.find(image_ref)
-    if entry is None:
+    """The image ``image_ref`` names (an id; for a built-in image also
+    its name) as a dict; raises ``ImageNotFound`` for an image the
+    catalog does not hold or the user may not see,
+    ``ImageServiceUnavailable`` when no Image service answers."""
+    if _builtin():
+        entry = images.find(image_ref)
+        return _describe(images.render(images.get_image(
+            ctx, entry[0] if entry else image_ref)))
+    try:
+        return _describe(_request(ctx, 'GET', _image_path(image_ref),
+                                  image_id=image_ref))
+    except exception.ImageNotAuthorized:
+        # Glance answers 404 for an image the user may not see, too.
         raise exception.ImageNotFound(image_id=image_ref)
-    return images.describe(entry)
+    except (exception.Invalid, exception.ImageStatusConflict) as exc:
+        LOG.warning('The image service refused to show image %s: %s',
+                    image_ref, exc)
+        raise exception.ImageNotFound(image_id=image_ref)
+
+
+def get_all(ctx, filters=None, limit=None, marker=None, sort_key=None,
+            sort_dir=None):
+    """The images the user sees, as a Glance v2 listing filters them
+    (``filters``: its query parameters, e.g. ``{'name': 'cirros',
+    'instance_uuid': uuid}``), after the image ``marker``, sorted by
+    ``sort_key`` (``created_at`` by default) and ``sort_dir``
+    (``desc``): at most ``limit``, and without one every page, as
+    Nova's client reads them. ``Invalid`` for a filter or a marker the
+    catalog refuses."""
+    query = dict(filters or {})
+    if sort_key is not None:
+        query['sort_key'] = sort_key
+    if sort_dir is not None:
+        query['sort_dir'] = sort_dir
+    found = []
+    while limit is None or len(found) < limit:
+        query['limit'] = str(_PAGE if limit is None
+                             else min(_PAGE, limit - len(found)))
+        if marker is not None:
+            query['marker'] = marker
+        page, marker = _page(ctx, query)
+        found.extend(page)
+        if marker is None:
+            break
+    return found
+
+
+def _page(ctx, query):
+    """One page of a listing and the marker of the next (None after the
+    last)."""
+    if _builtin():
+        page, marker = images.query_images(ctx, multidict.MultiDict(query))
+        return [_describe(images.render(i)) for i in page], marker
+    body = _request(ctx, 'GET', '/images', query=query)
+    page = [_describe(i) for i in body.get('images', [])]
+    return page, (page[-1]['id'] if page and body.get('next') else None)
+
+
+def create_image(ctx, name, properties=None, min_disk=0, min_ram=0,
+                 disk_format='qcow2', container_format='bare',
+                 visibility='private'):
+    """A new image of the user's project, ``active`` at once: the record
+    of a snapshot (or a shelve) whose data is empty, as the fake driver
+    has no disk to upload. The image is created and then its (empty)
+    data uploaded, through the Image API either way; ``properties``
+    values become strings. Returns it as :func:`get` does."""
+    fields = {'name': name, 'min_disk': int(min_disk),
+              'min_ram': int(min_ram), 'disk_format': disk_format,
+              'container_format': container_format,
+              'visibility': visibility}
+    properties = {key: value if isinstance(value, str) else str(value)
+                  for key, value in (properties or {}).items()}
+    if _builtin():
+        image = images.create_image(ctx, dict(fields,
+                                              properties=properties))
+        return _describe(images.render(images.upload_image(
+            ctx, image['id'], io.BytesIO())))
+    created = _request(ctx, 'POST', '/images',
+                       body=dict(properties, **fields))
+    _request(ctx, 'PUT', _image_path(created['id'], 'file'), data=b'',
+             content_type='application/octet-stream',
+             image_id=created['id'])
+    return get(ctx, created['id'])
+
+
+def delete_image(ctx, image_id):
+    """Delete the image; ``ImageNotFound`` if it is gone (deleted
+    already: a caller that only wants it gone ignores that),
+    ``ImageNotAuthorized`` if the user may not delete it (a protected
+    image, another project's, a built-in one)."""
+    if _builtin():
+        images.delete_image(ctx, image_id)
+        return
+    _request(ctx, 'DELETE', _image_path(image_id), image_id=image_id)
+
+
+def update_properties(ctx, image_id, change):
+    """The image's custom properties become ``change(properties)`` (a
+    dict -> a dict); returns the image. With the built-in catalog in one
+    transaction holding the image; with Glance, as Nova does it, a read
+    and a JSON patch of what differs."""
+    if _builtin():
+        return _describe(images.render(images.update_image(
+            ctx, image_id,
+            lambda image: {'properties': change(dict(image['properties']))})))
+    current = get(ctx, image_id)['properties']
+    wanted = change(dict(current))
+    patch = [{'op': 'remove', 'path': '/' + _escape(key)}
+             for key in current if key not in wanted]
+    patch += [{'op': 'add', 'path': '/' + _escape(key), 'value': value}
+              for key, value in wanted.items()
+              if current.get(key) != value]
+    if not patch:
+        return get(ctx, image_id)
+    return _describe(_request(
+        ctx, 'PATCH', _image_path(image_id), body=patch,
+        content_type='application/openstack-images-v2.1-json-patch',
+        image_id=image_id))
+
+
+def image_url(ctx, image_id, application_url):
+    """Where the Image service shows an image, as Nova links it (its
+    endpoint, ``/images/`` and the id): the built-in catalog's is under
+    the API's ``/image``."""
+    if _builtin():
+        endpoint = application_url + '/image'
+    else:
+        endpoint = _endpoints(ctx)[0]
+    return '%s/images/%s' % (endpoint.rstrip('/'), image_id)
+
+
+def _escape(key):
+    return key.replace('~', '~0').replace('/', '~1')
 
 
 def _catalog_endpoint(ctx):
@@ -84,14 +225,43 @@ def _ssl_context():
     return ssl.create_default_context(cafile=CONF.glance.cafile)
 
 
-def _image_url(endpoint, image_id):
+def _image_path(image_id, *rest):
+    return '/'.join(['/images', urllib.parse.quote(image_id, safe='')] +
+                    list(rest))
+
+
+def _url(endpoint, path, query=None):
     base = endpoint.rstrip('/')
     if not base.endswith('/v2'):
         base += '/v2'
-    return '%s/images/%s' % (base, urllib.parse.quote(image_id, safe=''))
+    url = base + path
+    if query:
+        url += '?' + urllib.parse.urlencode(sorted(query.items()))
+    return url
 
 
-def _from_glance(ctx, image_id):
+def _refused(exc, image_id):
+    """What a 4xx of the Image service means here."""
+    try:
+        message = exc.read().decode('utf-8', 'replace').strip()
+    except OSError:
+        message = str(exc)
+    if exc.code == 404:
+        return exception.ImageNotFound(image_id=image_id)
+    if exc.code in (401, 403):
+        return exception.ImageNotAuthorized(image_id=image_id)
+    if exc.code == 409:
+        return exception.ImageStatusConflict(
+            'The image service refused: %s' % message)
+    return exception.Invalid(reason=message or str(exc))
+
+
+def _request(ctx, method, path, query=None, body=None, data=None,
+             content_type=None, image_id=None):
+    """A request to the Image service, tried at each endpoint until one
+    answers; its JSON body (None if empty). A 4xx is the answer (see
+    ``_refused``); no endpoint answering is ``ImageServiceUnavailable``.
+    """
     headers = {'Accept': 'application/json'}
     token = getattr(ctx, 'auth_token', None)
     if token:
@@ -100,44 +270,46 @@ def _from_glance(ctx, image_id):
         ctx, 'request_id', None)
     if request_id:
         headers['X-OpenStack-Request-ID'] = request_id
+    if body is not None:
+        data = json.dumps(body).encode('utf-8')
+        content_type = content_type or 'application/json'
+    if content_type:
+        headers['Content-Type'] = content_type
     failures = []
     for endpoint in _endpoints(ctx):
-        url = _image_url(endpoint, image_id)
-        request = urllib.request.Request(url, headers=headers)
+        url = _url(endpoint, path, query)
+        request = urllib.request.Request(url, data=data, headers=headers,
+                                         method=method)
         try:
             with urllib.request.urlopen(
                     request, timeout=CONF.glance.timeout,
                     context=(_ssl_context() if url.startswith('https:')
                              else None)) as response:
-                body = json.loads(response.read().decode('utf-8'))
+                raw = response.read()
+                return json.loads(raw.decode('utf-8')) if raw else None
         except urllib.error.HTTPError as exc:
-            # Glance answers 404 for an image the user may not see, too.
-            if exc.code in (403, 404):
-                raise exception.ImageNotFound(image_id=image_id)
             if exc.code < 500:
-                LOG.warning('The image service at %s refused to show image '
-                            '%s: %s', endpoint, image_id, exc)
-                raise exception.ImageNotFound(image_id=image_id)
+                raise _refused(exc, image_id or path)
             failures.append('%s: %s' % (endpoint, exc))
         except (OSError, ValueError) as exc:
             failures.append('%s: %s' % (endpoint, exc))
-        else:
-            return _describe(body)
-        LOG.warning('The image service at %s did not answer for image %s: '
-                    '%s', endpoint, image_id, failures[-1])
+        LOG.warning('The image service at %s did not answer %s %s: %s',
+                    endpoint, method, path, failures[-1])
     raise exception.ImageServiceUnavailable(reason='; '.join(failures))
 
 
 def _describe(body):
-    """A Glance v2 image as :func:`get` answers it."""
+    """A Glance v2 image as this module answers it."""
     properties = {}
     for key, value in body.items():
         if key in CORE_KEYS or value is None:
             continue
         properties[key] = value if isinstance(value, str) else json.dumps(
             value)
-    return {'id': body['id'], 'name': body.get('name'),
-            'status': body.get('status'),
-            'min_ram': int(body.get('min_ram') or 0),
-            'min_disk': int(body.get('min_disk') or 0),
-            'properties': properties}
+    image = {'id': body['id'], 'name': body.get('name'),
+             'status': body.get('status'),
+             'min_ram': int(body.get('min_ram') or 0),
+             'min_disk': int(body.get('min_disk') or 0),
+             'properties': properties}
+    image.update({name: body.get(name) for name in _FIELDS})
+    return image

@@ -12,6 +12,7 @@ import oslo_messaging as messaging
 from oslo_utils import uuidutils
 from sqlalchemy import exc as sa_exc
 
+from scheduler_split.api import image_client
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
@@ -227,9 +228,12 @@ class ComputeAPI:
         spawning only from SCHEDULING and finishes only from SPAWNING,
         and the API marks DELETING only from the state it saw.
         """
-        self.get(ctx, uuid)
+        instance = self.get(ctx, uuid)
         if force or not self._soft_delete(ctx, uuid):
             self._delete(ctx, uuid)
+            # A shelved server's saved image goes with it, as in Nova.
+            self._delete_image(ctx, instance.get('system_metadata', {}).get(
+                'shelved_image_id'))
         # A server being deleted is no member of its group any more; the
         # scheduler keeps enforcing the policy on its claim until that is
         # released. The delete is under way whatever happens here, so a
@@ -616,6 +620,115 @@ class ComputeAPI:
                        'done')
         return instance
 
+    # --- shelve -------------------------------------------------------------
+
+    SHELVE_NEEDS = 'compute 1.7'
+    UNSHELVE_NEEDS = 'compute 1.7 and conductor 1.12'
+
+    def _shelve_services(self, uuid, action, cell, conductor=False):
+        compute = compute_rpcapi.ComputeAPI.for_cell(cell)
+        try:
+            compute.can_shelve()
+            if conductor:
+                self.conductor.can_unshelve()
+        except messaging.RPCVersionCapError as exc:
+            raise exception.ServicesTooOld(
+                action=action, instance_uuid=uuid, cap=exc.version_cap,
+                needed=self.UNSHELVE_NEEDS if conductor
+                else self.SHELVE_NEEDS)
+        return compute
+
+    @staticmethod
+    def _delete_image(ctx, image_id):
+        """Best effort: a shelved image nothing needs any more."""
+        if not image_id:
+            return
+        try:
+            image_client.delete_image(ctx, image_id)
+        except exception.ImageNotFound:
+            pass
+        except Exception:
+            LOG.exception('Could not delete image %s', image_id)
+
+    def shelve(self, ctx, uuid):
+        """Shelve the server: its image is saved as ``<name>-shelved``
+        (made here, as Nova's API makes it), then its compute powers it
+        off and keeps it SHELVED on its host with its claim, offloading it
+        at once with ``[DEFAULT] shelved_offload_time`` 0."""
+        instance, cell = self.locate(ctx, uuid)
+        self.check_lock(ctx, instance)
+        self.check_state(instance, 'shelve', [
+            instance_obj.ACTIVE, instance_obj.STOPPED, instance_obj.PAUSED,
+            instance_obj.SUSPENDED], [None])
+        if cell is None or cell.is_cell0 or not instance.host:
+            raise exception.InstanceNotReady(instance_id=uuid)
+        compute = self._shelve_services(uuid, 'shelve', cell)
+        cctx = ss_context.target_cell(ctx, cell)
+        image = image_client.create_image(
+            ctx, '%s-shelved' % instance.display_name,
+            properties={'image_type': 'snapshot', 'instance_uuid': uuid,
+                        'base_image_ref': instance.image_ref or '',
+                        'user_id': ctx.user_id or ''},
+            min_disk=instance.flavor.root_gb,
+            min_ram=instance.flavor.memory_mb)
+        try:
+            self._start_task(cctx, instance, 'shelve', instance_obj.SHELVING)
+        except Exception:
+            self._delete_image(ctx, image['id'])
+            raise
+        try:
+            compute.shelve_instance(ctx, instance.host, instance,
+                                    image['id'])
+        except Exception:
+            LOG.exception('Casting the shelve of %s failed', uuid)
+            self._undo_task(cctx, instance, instance_obj.SHELVING)
+            self._delete_image(ctx, image['id'])
+            raise exception.ServiceUnavailable(
+                reason='the compute service could not be reached; nothing '
+                       'was done')
+        return instance
+
+    def shelve_offload(self, ctx, uuid):
+        """Offload a SHELVED server now: its compute destroys it and gives
+        its claim back."""
+        return self.cast_action(
+            ctx, uuid, 'shelveOffload', instance_obj.SHELVING_OFFLOADING,
+            [instance_obj.SHELVED], [None], 'shelve_offload_instance',
+            min_version='1.7')
+
+    def unshelve(self, ctx, uuid, spec_changes=None, host=None):
+        """Unshelve the server through the super-conductor: a SHELVED one
+        runs again on its host; an offloaded one is placed again by the
+        scheduler in its cell (``conductor/tasks/unshelve.py``), with the
+        request spec changes of the body (its availability zone) and on
+        ``host`` if an admin named one; both only for an offloaded server
+        (409 otherwise, as in Nova)."""
+        instance, cell = self.locate(ctx, uuid)
+        self.check_lock(ctx, instance)
+        self.check_state(instance, 'unshelve', [
+            instance_obj.SHELVED, instance_obj.SHELVED_OFFLOADED], [None])
+        if (instance.vm_state != instance_obj.SHELVED_OFFLOADED and
+                (spec_changes or host)):
+            raise exception.InstanceInvalidState(
+                action='unshelve to a zone or a host', instance_uuid=uuid,
+                attr='vm_state', state=instance.vm_state)
+        if cell is None or cell.is_cell0:
+            raise exception.InstanceNotReady(instance_id=uuid)
+        self._shelve_services(uuid, 'unshelve', cell, conductor=True)
+        cctx = ss_context.target_cell(ctx, cell)
+        self._start_task(cctx, instance, 'unshelve',
+                         instance_obj.UNSHELVING)
+        try:
+            self.conductor.unshelve_instance(
+                ctx, instance, spec_changes=spec_changes, host=host)
+        except Exception:
+            LOG.exception('Casting the unshelve of %s failed', uuid)
+            self._undo_task(cctx, instance, instance_obj.UNSHELVING)
+            raise exception.ServiceUnavailable(
+                reason='the conductor could not be reached; nothing was '
+                       'done')
+        return instance
+
     @staticmethod
     def _count_as(uuid, flavor):
         """The server counts ``flavor`` against its quota again."""
@@ -703,13 +816,13 @@ class ComputeAPI:
                 attr='task_state', state=instance.task_state)
 
     def cast_action(self, ctx, uuid, action, task_state, vm_states,
-                    task_states, method, **kwargs):
+                    task_states, method, min_version='1.3', **kwargs):
         """Start ``action`` on the server ``uuid``: check its lock and
         state, set ``task_state`` guarded by the task state read (so that
         of two concurrent actions only one wins), record the instance
         action and cast ``method`` to its compute. The compute's cell
-        must run compute RPC 1.3 (409 otherwise, before anything is
-        written)."""
+        must run compute RPC ``min_version`` (409 otherwise, before
+        anything is written)."""
         for _ in range(10):
             instance, cell = self.locate(ctx, uuid)
             self.check_lock(ctx, instance)
@@ -718,11 +831,11 @@ class ComputeAPI:
                 raise exception.InstanceNotReady(instance_id=uuid)
             compute = compute_rpcapi.ComputeAPI.for_cell(cell)
             try:
-                compute.can_send_lifecycle()
+                compute.can_send(min_version)
             except messaging.RPCVersionCapError as exc:
                 raise exception.ComputeTooOld(
                     action=action, instance_uuid=uuid,
-                    cap=exc.version_cap, needed='1.3')
+                    cap=exc.version_cap, needed=min_version)
             cctx = ss_context.target_cell(ctx, cell)
             seen = instance.task_state
             instance.task_state = task_state

@@ -3,16 +3,25 @@
 ``os-stop``, ``os-start``, ``reboot``, ``pause``, ``unpause``,
 ``suspend``, ``resume`` are checked here (policy, lock, state, as Nova
 checks them) and cast to the server's compute, and so are ``restore`` and
-``forceDelete`` of a soft-deleted server; ``rebuild`` is
+``forceDelete`` of a soft-deleted server and ``shelve``,
+``shelveOffload`` and ``unshelve`` (which goes through the
+super-conductor, and the scheduler for an offloaded server); ``rebuild`` is
 ``server_rebuild``'s, the moves' are here too; ``lock``, ``unlock`` and
-the admins' ``os-resetState`` are the API's alone. ``createImage`` and
-``createBackup`` need an image service that takes uploads, which the
-built-in catalog is not: they get a 409. Any other action is a 400, as in Nova.
+the admins' ``os-resetState`` are the API's alone, and so are
+``createImage`` and ``createBackup``, whose image the API makes itself
+(``snapshots``). Any other action is a 400, as in Nova.
 """
 
+import webob
+
+from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
+from scheduler_split.api import image_client
+from scheduler_split.api import image_proxy
 from scheduler_split.api import schemas
+from scheduler_split.api import server_metadata
 from scheduler_split.api import server_rebuild
+from scheduler_split.api import snapshots
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
@@ -53,13 +62,15 @@ lock_schema_v273 = {
     'required': ['lock'],
     'additionalProperties': False,
 }
+# An image's metadata as a server's (Nova's parameter_types.metadata).
+_IMAGE_METADATA = server_metadata.metadata_schema['properties']['metadata']
 create_image_schema = {
     'type': 'object',
     'properties': {
         'createImage': {
             'type': 'object',
             'properties': {'name': schemas.name,
-                           'metadata': {'type': 'object'}},
+                           'metadata': _IMAGE_METADATA},
             'required': ['name'],
             'additionalProperties': False,
         },
@@ -77,7 +88,7 @@ create_backup_schema = {
                 'backup_type': {'type': 'string'},
                 'rotation': {'type': ['integer', 'string'],
                              'pattern': '^[0-9]+$', 'minimum': 0},
-                'metadata': {'type': 'object'},
+                'metadata': _IMAGE_METADATA,
             },
             'required': ['name', 'backup_type', 'rotation'],
             'additionalProperties': False,
@@ -265,15 +276,85 @@ def _reset_state(req, ctx, version, instance, body):
     return 202, None
 
 
-def _no_uploads(action_name, schema, rule):
-    def handler(req, ctx, version, instance, body):
-        schemas.validate(body, schema)
-        policy.authorize(ctx, rule, _target(instance))
-        req.compute_api.check_lock(ctx, instance)
-        raise errors.HTTPError(
-            409, "Cannot '%s' instance %s: the image service does not "
-                 "accept uploads" % (action_name, instance.uuid))
-    return handler
+# The states a server may be imaged in, as Nova's. Nova does not check
+# the lock either: a lock keeps a server from being changed, and an image
+# of it changes nothing.
+_IMAGEABLE = [instance_obj.ACTIVE, instance_obj.STOPPED,
+              instance_obj.PAUSED, instance_obj.SUSPENDED]
+
+
+def _image_of(req, ctx, version, instance, action_name, name, image_type,
+              metadata):
+    """The image of ``instance`` a createImage or a createBackup makes
+    (``snapshots.create``), recorded as the server's instance action;
+    409 unless the server is in one of ``_IMAGEABLE`` with no task."""
+    if version < (2, 39):
+        # Nova stopped counting the metadata against the quota in 2.39.
+        image_proxy.check_metadata_quota(metadata)
+    req.compute_api.check_state(instance, action_name, _IMAGEABLE, [None])
+    _, cell = req.compute_api.locate(ctx, instance.uuid)
+    if cell is None or cell.is_cell0:
+        raise exception.InstanceNotReady(instance_id=instance.uuid)
+    cctx = ss_context.target_cell(ctx, cell)
+    instance_action.start_action(cctx, instance.uuid, action_name)
+    event = 'api_%s_instance' % image_type
+    try:
+        image = snapshots.create(ctx, instance, name, image_type, metadata)
+    except exception.SchedulerSplitException as exc:
+        instance_action.record_event(
+            cctx, instance.uuid, event, host=CONF.host,
+            result=instance_action.ERROR, details=exc.format_message(),
+            action=action_name)
+        raise
+    instance_action.record_event(cctx, instance.uuid, event, host=CONF.host,
+                                 action=action_name)
+    return image
+
+
+def _image_answer(version, image_id, location):
+    """202: from 2.45 with the image's id in the body, before with its
+    URL in ``Location`` (if any), as Nova answers."""
+    if version >= (2, 45):
+        return 202, {'image_id': image_id}
+    response = webob.Response(status=202)
+    response.content_type = None
+    if location is not None:
+        response.headers['Location'] = location
+    return response
+
+
+def _create_image(req, ctx, version, instance, body):
+    """A snapshot of the server: an ``active`` image, ``image_type``
+    snapshot."""
+    schemas.validate(body, create_image_schema)
+    policy.authorize(ctx, 'os_compute_api:servers:create_image',
+                     _target(instance))
+    args = body['createImage']
+    image = _image_of(req, ctx, version, instance, 'createImage',
+                      args['name'], 'snapshot', args.get('metadata', {}))
+    return _image_answer(version, image['id'], image_client.image_url(
+        ctx, image['id'], req.application_url))
+
+
+def _create_backup(req, ctx, version, instance, body):
+    """A backup of the server (``image_type`` backup, its
+    ``backup_type``); then only the newest ``rotation`` backups of that
+    server and type are kept: with 0, none, not even this one (Nova's
+    rotation, which also leaves out the Location header then)."""
+    schemas.validate(body, create_backup_schema)
+    policy.authorize(ctx, 'os_compute_api:os-create-backup',
+                     _target(instance))
+    args = body['createBackup']
+    rotation = int(args['rotation'])
+    metadata = dict(args.get('metadata', {}))
+    image = _image_of(req, ctx, version, instance, 'createBackup',
+                      args['name'], 'backup',
+                      dict(metadata, backup_type=args['backup_type']))
+    snapshots.rotate(ctx, instance, args['backup_type'], rotation)
+    location = None
+    if rotation > 0:
+        location = '%s/v2.1/images/%s' % (req.application_url, image['id'])
+    return _image_answer(version, image['id'], location)
 
 
 resize_schema = {
@@ -495,6 +576,86 @@ def _force_delete(req, ctx, version, instance, body):
     return 202, None
 
 
+def _shelve(req, ctx, version, instance, body):
+    """Shelve: 202; the server ends SHELVED (or SHELVED_OFFLOADED with
+    ``[DEFAULT] shelved_offload_time`` 0), its image ``<name>-shelved``."""
+    _null_body('shelve', body)
+    policy.authorize(ctx, 'os_compute_api:os-shelve:shelve',
+                     _target(instance))
+    req.compute_api.shelve(ctx, instance.uuid)
+    return 202, None
+
+
+def _shelve_offload(req, ctx, version, instance, body):
+    _null_body('shelveOffload', body)
+    policy.authorize(ctx, 'os_compute_api:os-shelve:shelve_offload',
+                     _target(instance))
+    req.compute_api.shelve_offload(ctx, instance.uuid)
+    return 202, None
+
+
+unshelve_schema_v277 = {
+    'type': 'object',
+    'properties': {
+        'unshelve': {
+            'type': ['object', 'null'],
+            'properties': {'availability_zone': schemas.name},
+            'required': ['availability_zone'],
+            'additionalProperties': False,
+        },
+    },
+    'required': ['unshelve'],
+    'additionalProperties': False,
+}
+unshelve_schema_v291 = {
+    'type': 'object',
+    'properties': {
+        'unshelve': {
+            'type': ['object', 'null'],
+            'properties': {
+                'availability_zone': {
+                    'oneOf': [{'type': 'null'}, schemas.name]},
+                'host': dict(_HOST, type='string'),
+            },
+            'minProperties': 1,
+            'maxProperties': 2,
+            'additionalProperties': False,
+        },
+    },
+    'required': ['unshelve'],
+    'additionalProperties': False,
+}
+
+
+def _unshelve(req, ctx, version, instance, body):
+    """Unshelve; from 2.77 into an availability zone, from 2.91 also to a
+    host (admins) or with the zone unpinned (null). A zone or a host is
+    only for an offloaded server: 409 otherwise, as in Nova."""
+    if version < (2, 77):
+        _null_body('unshelve', body)
+        args = {}
+    else:
+        schemas.validate(body, unshelve_schema_v291 if version >= (2, 91)
+                         else unshelve_schema_v277)
+        args = body['unshelve'] or {}
+    policy.authorize(ctx, 'os_compute_api:os-shelve:unshelve',
+                     _target(instance))
+    host = args.get('host')
+    if host is not None:
+        policy.authorize(ctx, 'os_compute_api:os-shelve:unshelve_to_host',
+                         _target(instance))
+        _known_host(ctx, host)
+    spec_changes = None
+    if 'availability_zone' in args:
+        zone = args['availability_zone']
+        if zone is not None:
+            availability_zones.check_requested_zone(req, ctx, zone)
+        spec_changes = {'availability_zone': zone}
+    req.compute_api.unshelve(ctx, instance.uuid, spec_changes=spec_changes,
+                             host=host)
+    return 202, None
+
+
 console_output_schema = {
     'type': 'object',
     'properties': {
@@ -539,10 +700,8 @@ _HANDLERS.update({
     'lock': _lock,
     'unlock': _unlock,
     'os-resetState': _reset_state,
-    'createImage': _no_uploads('createImage', create_image_schema,
-                               'os_compute_api:servers:create_image'),
-    'createBackup': _no_uploads('createBackup', create_backup_schema,
-                                'os_compute_api:os-create-backup'),
+    'createImage': _create_image,
+    'createBackup': _create_backup,
     'resize': _resize,
     'migrate': _migrate,
     'confirmResize': _confirm_resize,
@@ -552,5 +711,8 @@ _HANDLERS.update({
     'rebuild': server_rebuild.rebuild,
     'restore': _restore,
     'forceDelete': _force_delete,
+    'shelve': _shelve,
+    'shelveOffload': _shelve_offload,
+    'unshelve': _unshelve,
     'os-getConsoleOutput': _console_output,
 })

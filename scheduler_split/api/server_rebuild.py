@@ -20,6 +20,7 @@ from scheduler_split.api import errors
 from scheduler_split.api import keypairs
 from scheduler_split.api import passwords
 from scheduler_split.api import schemas
+from scheduler_split.api import server_password
 from scheduler_split.api import servers
 from scheduler_split import conf
 from scheduler_split import exception
@@ -126,6 +127,16 @@ def rebuild(req, ctx, version, instance, body):
     properties = image['properties']
     changes['kernel_id'] = properties.get('kernel_id')
     changes['ramdisk_id'] = properties.get('ramdisk_id')
+    # The rebuilt guest's password is the new one, kept for a Windows
+    # image only (see server_password); an old one opens nothing now.
+    admin_pass = args.get('adminPass') or passwords.generate()
+    # A key pair the rebuild names is the caller's (check_key_name
+    # looked it up so); the one the server keeps is its user's.
+    key_owner = ctx.user_id if 'key_name' in args else instance.user_id
+    changes['system_metadata'] = server_password.system_metadata(
+        ctx, key_owner, properties,
+        changes.get('key_name', instance.key_name), admin_pass,
+        current=instance.get('system_metadata'))
     try:
         instance = req.compute_api.rebuild(
             ctx, instance.uuid, image['id'], properties, changes,
@@ -140,6 +151,5 @@ def rebuild(req, ctx, version, instance, body):
     if version >= (2, 57):
         result['server']['user_data'] = instance.get('user_data')
     if CONF.api.enable_instance_password:
-        result['server']['adminPass'] = (args.get('adminPass') or
-                                         passwords.generate())
+        result['server']['adminPass'] = admin_pass
     return 202, result

@@ -20,6 +20,8 @@ _STATUS = {
     instance_obj.SUSPENDED: 'SUSPENDED',
     instance_obj.RESIZED: 'VERIFY_RESIZE',
     instance_obj.SOFT_DELETED: 'SOFT_DELETED',
+    instance_obj.SHELVED: 'SHELVED',
+    instance_obj.SHELVED_OFFLOADED: 'SHELVED_OFFLOADED',
 }
 _RESIZING = {state: 'RESIZE' for state in instance_obj.RESIZE_TASK_STATES}
 _REBUILDING = {instance_obj.REBUILDING: 'REBUILD',

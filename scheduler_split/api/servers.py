@@ -17,6 +17,7 @@ from scheduler_split.api import passwords
 from scheduler_split.api import schemas
 from scheduler_split.api import server_groups
 from scheduler_split.api import server_list
+from scheduler_split.api import server_password
 from scheduler_split.api import server_views
 from scheduler_split import conf
 from scheduler_split import exception
@@ -204,6 +205,13 @@ def create(req, ctx, version):
         except exception.InstanceGroupNotFound as exc:
             raise errors.bad_request(exc.format_message())
     keypairs.check_key_name(ctx, server.get('key_name'))
+    # Made before the boot is recorded: a Windows server keeps it,
+    # encrypted for its key pair (see server_password).
+    admin_pass = server.get('adminPass') or passwords.generate()
+    boot_details = _boot_details(server, image)
+    boot_details['system_metadata'] = server_password.system_metadata(
+        ctx, ctx.user_id, image['properties'], server.get('key_name'),
+        admin_pass)
     reservation_id, instances = compute_api.create(
         ctx, server['name'], flavor, image['id'], count=max_count,
         image_properties=image['properties'],
@@ -211,7 +219,7 @@ def create(req, ctx, version):
         availability_zone=zone, force_hosts=force_hosts,
         metadata=server.get('metadata'), key_name=server.get('key_name'),
         scheduler_hints=hints, description=server.get('description'),
-        group=group, boot_details=_boot_details(server, image),
+        group=group, boot_details=boot_details,
         **access_ips(server))
     if str(server.get('return_reservation_id', '')).lower() in ('true',
                                                                 '1'):
@@ -223,8 +231,7 @@ def create(req, ctx, version):
         'security_groups': security_groups,
     }}
     if CONF.api.enable_instance_password:
-        answer['server']['adminPass'] = (server.get('adminPass') or
-                                         passwords.generate())
+        answer['server']['adminPass'] = admin_pass
     return 202, answer
 
 

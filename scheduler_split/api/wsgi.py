@@ -20,22 +20,28 @@ from scheduler_split.api import aggregates
 from scheduler_split.api import auth
 from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
+from scheduler_split.api import extension_info
 from scheduler_split.api import flavor_access
 from scheduler_split.api import flavor_extra_specs
 from scheduler_split.api import flavors
 from scheduler_split.api import hosts
 from scheduler_split.api import hypervisors
+from scheduler_split.api import image_proxy
 from scheduler_split.api import instance_actions
+from scheduler_split.api import instance_usage_audit_log
 from scheduler_split.api import keypairs
 from scheduler_split.api import manager
 from scheduler_split.api import metrics as metrics_api
 from scheduler_split.api import microversion
 from scheduler_split.api import migrations
+from scheduler_split.api import placement
 from scheduler_split.api import quotas
 from scheduler_split.api import server_actions
 from scheduler_split.api import server_diagnostics
+from scheduler_split.api import server_external_events
 from scheduler_split.api import server_groups
 from scheduler_split.api import server_metadata
+from scheduler_split.api import server_password
 from scheduler_split.api import servers
 from scheduler_split.api import services
 from scheduler_split.api import usage
@@ -103,6 +109,10 @@ ROUTES = {
         'GET': instance_actions.index},
     '/v2.1/servers/{server_id}/os-instance-actions/{request_id}': {
         'GET': instance_actions.show},
+    '/v2.1/servers/{server_id}/os-server-password': {
+        'GET': server_password.index, 'DELETE': server_password.clear},
+    '/v2.1/os-server-external-events': {
+        'POST': server_external_events.create},
     '/v2.1/os-server-groups': {'GET': server_groups.index,
                                'POST': server_groups.create},
     '/v2.1/os-server-groups/{group_id}': {'GET': server_groups.show,
@@ -149,11 +159,32 @@ ROUTES = {
     '/v2.1/os-keypairs': {'GET': keypairs.index, 'POST': keypairs.create},
     '/v2.1/os-keypairs/{name}': {'GET': keypairs.show,
                                  'DELETE': keypairs.delete},
+    # The image service's proxy, up to 2.35 (metadata 2.38).
+    '/v2.1/images': {'GET': image_proxy.index},
+    '/v2.1/images/detail': {'GET': image_proxy.detail},
+    '/v2.1/images/{image_id}': {'GET': image_proxy.show,
+                                'DELETE': image_proxy.delete},
+    '/v2.1/images/{image_id}/metadata': {
+        'GET': image_proxy.metadata_index,
+        'POST': image_proxy.metadata_create,
+        'PUT': image_proxy.metadata_update_all},
+    '/v2.1/images/{image_id}/metadata/{key}': {
+        'GET': image_proxy.metadata_show,
+        'PUT': image_proxy.metadata_update,
+        'DELETE': image_proxy.metadata_delete},
+    '/v2.1/extensions': {'GET': extension_info.index},
+    '/v2.1/extensions/{alias}': {'GET': extension_info.show},
+    '/v2.1/os-instance_usage_audit_log': {
+        'GET': instance_usage_audit_log.index},
+    '/v2.1/os-instance_usage_audit_log/{before_timestamp}': {
+        'GET': instance_usage_audit_log.show},
     '/metrics': {'GET': metrics_api.show},
+    # The read-only Placement API, in Placement's shapes (api/placement).
+    **placement.ROUTES,
 }
 
 # Paths that answer without authentication (version discovery).
-PUBLIC = {'', '/', '/v2.1', '/v2.1/', '/v2', '/v2/'}
+PUBLIC = {'', '/', '/v2.1', '/v2.1/', '/v2', '/v2/'} | placement.PUBLIC
 
 
 class Request(webob.Request):
@@ -329,6 +360,10 @@ class Router:
     @staticmethod
     def _finish(response, request_id, version):
         response.headers['x-openstack-request-id'] = request_id
+        if response.headers.get('OpenStack-API-Version', '').startswith(
+                'placement '):
+            # The Placement API says its own version (api/placement).
+            return response
         response.headers['x-compute-request-id'] = request_id
         value = microversion.to_str(version)
         response.headers['OpenStack-API-Version'] = 'compute %s' % value

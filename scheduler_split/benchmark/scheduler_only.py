@@ -355,13 +355,13 @@ class SchedulerBenchmark:
         if self._spec is None:
             flavor = next(f for f in objects.Flavor.get_all(self.ctx)
                           if f.name == SELECT_FLAVOR)
-            image = images.describe(images.find(SELECT_IMAGE))
+            image_id, _, _, _, _, properties = images.find(SELECT_IMAGE)
             self._spec = objects.RequestSpec(
                 instance_uuid=uuidutils.generate_uuid(), project_id='bench',
-                user_id='bench', flavor=flavor, image_ref=image['id'],
+                user_id='bench', flavor=flavor, image_ref=image_id,
                 num_instances=1, availability_zone=None, force_hosts=None,
                 scheduler_hints={}, instance_group=None,
-                image_properties=image['properties'])
+                image_properties=dict(properties))
         return self._spec
 
     def _select(self):

@@ -92,6 +92,7 @@ def write_clouds_yaml(state_dir, base_url, keystone_url=None):
     if keystone_url:
         cloud = {
             'compute_endpoint_override': base_url + '/v2.1',
+            'placement_endpoint_override': base_url + '/placement',
             'image_endpoint_override': base_url + '/image',
             'auth_type': 'password',
             'auth': {'auth_url': keystone_url,

@@ -16,6 +16,7 @@ import oslo_messaging as messaging
 
 from scheduler_split import exception
 from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
 from scheduler_split.objects import migration as migration_obj
@@ -31,6 +32,7 @@ class EvacuationMixin:
     @messaging.expose
     def rebuild_instance(self, ctx, instance, migration):
         uuid = instance.uuid
+        started = obj_base.utcnow()
         with self._locks(uuid):
             current = self._current(ctx, uuid, [instance_obj.REBUILDING],
                                     'rebuild_instance')
@@ -49,7 +51,8 @@ class EvacuationMixin:
             try:
                 self.driver.rebuild(current, power_on)
             except Exception as exc:
-                self._evacuation_failed(ctx, current, migration, exc)
+                self._evacuation_failed(ctx, current, migration, exc,
+                                        started)
                 return
             current.host = self.host
             current.node = migration.dest_node or self.driver.nodename()
@@ -69,12 +72,13 @@ class EvacuationMixin:
             self._save_migration(ctx, migration, migration_obj.DONE, None)
             self._record_event(ctx, uuid, 'compute_rebuild_instance',
                                details='rebuilt on %s' % self.host,
-                               action='evacuate')
+                               action='evacuate', start_time=started)
         LOG.info('Instance %s evacuated from %s to %s', uuid,
                  migration.source_compute, self.host,
                  extra={'instance_uuid': uuid})
 
-    def _evacuation_failed(self, ctx, instance, migration, exc):
+    def _evacuation_failed(self, ctx, instance, migration, exc,
+                           started=None):
         """ERROR with the fault; the instance holds its (dead) source
         again, as a failed build holds its host until it is deleted."""
         uuid = instance.uuid
@@ -95,7 +99,7 @@ class EvacuationMixin:
         self._record_event(ctx, uuid, 'compute_rebuild_instance',
                            result=instance_action.ERROR,
                            details=exception.describe(exc),
-                           action='evacuate')
+                           action='evacuate', start_time=started)
 
     def clean_up_evacuations(self, ctx):
         """At start: servers evacuated off this host while it was down

@@ -20,6 +20,7 @@ import oslo_messaging as messaging
 from scheduler_split import exception
 from scheduler_split import notifications
 from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
 
@@ -114,6 +115,7 @@ class LifecycleMixin:
 
     def _lifecycle(self, ctx, instance, action, **driver_kwargs):
         uuid = instance.uuid
+        started = obj_base.utcnow()
         with self._locks(uuid):
             try:
                 instance = self.conductor.instance_get(ctx, uuid)
@@ -134,10 +136,11 @@ class LifecycleMixin:
                 getattr(self.driver, action.driver_method)(
                     instance, **driver_kwargs)
             except Exception as exc:
-                self._lifecycle_failed(ctx, instance, action, exc)
+                self._lifecycle_failed(ctx, instance, action, exc,
+                                       started)
                 return
             self._record_event(ctx, uuid, action.event,
-                               action=action.action)
+                               action=action.action, start_time=started)
             instance.vm_state = action.vm_state
             instance.power_state = action.power_state
             instance.task_state = None
@@ -156,14 +159,15 @@ class LifecycleMixin:
             LOG.info('Instance %s: %s done on %s', uuid, action.action,
                      self.host, extra={'instance_uuid': uuid})
 
-    def _lifecycle_failed(self, ctx, instance, action, exc):
+    def _lifecycle_failed(self, ctx, instance, action, exc,
+                          started=None):
         uuid = instance.uuid
         LOG.warning('%s of instance %s failed: %s', action.action, uuid,
                     exc, extra={'instance_uuid': uuid})
         self._record_event(ctx, uuid, action.event,
                            result=instance_action.ERROR,
                            details=exception.describe(exc),
-                           action=action.action)
+                           action=action.action, start_time=started)
         fault = objects.InstanceFault.from_exception(uuid, exc,
                                                      host=self.host)
         power_state = self.driver.get_power_state(instance)

@@ -13,6 +13,7 @@ from scheduler_split.compute import lifecycle
 from scheduler_split.compute import moves
 from scheduler_split.compute import rebuild
 from scheduler_split.compute import resource_tracker
+from scheduler_split.compute import shelve
 from scheduler_split.compute.virt import fake
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
@@ -34,7 +35,7 @@ LOG = logging.getLogger(__name__)
 # instance's create action, whether the spawn worked or not.
 BUILD_EVENT = 'compute_build_and_run_instance'
 
-RPC_VERSION = '1.6'
+RPC_VERSION = '1.7'
 
 # How many times a compute sends one step of a build to its conductor
 # when no answer comes (each waits [DEFAULT] rpc_response_timeout).
@@ -88,7 +89,7 @@ def _claimed_elsewhere(current, host):
 
 class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                      evacuation.EvacuationMixin, rebuild.RebuildMixin,
-                     inspect.InspectMixin):
+                     inspect.InspectMixin, shelve.ShelveMixin):
     """One hypervisor host. It holds no database credentials: every
     instance record it reads or writes, its instance-action events and
     its service heartbeat go through its cell conductor (object
@@ -281,6 +282,8 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
 
     def _build(self, ctx, instance, request_spec, host_list, retry, node):
         uuid = instance.uuid
+        # When this host's attempt began: its event's start.
+        started = obj_base.utcnow()
         try:
             # The cast carries the instance as its conductor wrote it; the
             # save below writes only what the build changes, and only if
@@ -324,7 +327,8 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             self.resource_tracker.build_failed(ctx)
             self._notify(ctx, instance, 'error', exc)
             self._record(ctx, uuid, instance_action.ERROR,
-                         '%s; rescheduling' % exc.format_message())
+                         '%s; rescheduling' % exc.format_message(),
+                         started)
             self._reschedule(ctx, instance, request_spec, host_list, retry,
                              exc)
             return
@@ -334,7 +338,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             self.resource_tracker.build_failed(ctx)
             self._notify(ctx, instance, 'error', exc)
             self._record(ctx, uuid, instance_action.ERROR,
-                         exception.describe(exc))
+                         exception.describe(exc), started)
             self._fail(ctx, instance, exc)
             return
         self.resource_tracker.build_succeeded(ctx)
@@ -350,7 +354,8 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                                  current.host == self.host),
                 event=dict(event=BUILD_EVENT, host=self.host,
                            result=instance_action.SUCCESS,
-                           details='spawned on %s' % self.host))
+                           details='spawned on %s' % self.host,
+                           start_time=started))
         except exception.InstanceNotFound:
             # Deleted while spawning, the row gone already: clean up here.
             LOG.info('Instance %s was deleted during its build', uuid,
@@ -403,18 +408,19 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             if saved(current):
                 return current
 
-    def _record(self, ctx, uuid, result, details):
+    def _record(self, ctx, uuid, result, details, started=None):
         self._record_event(ctx, uuid, BUILD_EVENT, result=result,
-                           details=details)
+                           details=details, start_time=started)
 
     def _record_event(self, ctx, uuid, event, result=instance_action.SUCCESS,
-                      details=None, action='create'):
-        """An audit trail: failing to reach the conductor is logged and
-        never fails the step itself."""
+                      details=None, action='create', start_time=None):
+        """Record a step of this host that began at ``start_time`` (now,
+        by default) and ends now. An audit trail: failing to reach the
+        conductor is logged and never fails the step itself."""
         try:
             self.conductor.instance_action_event(
                 ctx, uuid, event, host=self.host, result=result,
-                details=details, action=action)
+                details=details, action=action, start_time=start_time)
         except Exception as exc:
             if not outage.is_outage(exc):
                 LOG.exception('Could not record event %s of instance %s',
@@ -494,6 +500,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
     def terminate_instance(self, ctx, instance):
         """Cast from the API: destroy the instance and drop its claim."""
         uuid = instance.uuid
+        started = obj_base.utcnow()
         with self._locks(uuid):
             notifications.instance_event(ctx, self._publisher(), instance,
                                          'instance.delete.start')
@@ -515,7 +522,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                 return
             self._unsaved_errors.pop(uuid, None)
             self._record_event(ctx, uuid, 'compute_terminate_instance',
-                               action='delete')
+                               action='delete', start_time=started)
             notifications.instance_event(ctx, self._publisher(), instance,
                                          'instance.delete.end')
             LOG.info('Instance %s deleted from %s', uuid, self.host,

@@ -35,6 +35,7 @@ import oslo_messaging as messaging
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split import exception
 from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
 from scheduler_split.objects import migration as migration_obj
@@ -109,6 +110,7 @@ class MovesMixin:
                     host_list, retry):
         """Cast from a conductor to the destination it claimed."""
         uuid = instance.uuid
+        started = obj_base.utcnow()
         action = migration.action
         with self._locks(uuid):
             current = self._current(ctx, uuid, [instance_obj.RESIZE_PREP],
@@ -126,14 +128,14 @@ class MovesMixin:
                 self._record_event(ctx, uuid, 'compute_prep_resize',
                                    result=instance_action.ERROR,
                                    details='%s; rescheduling' % reason,
-                                   action=action)
+                                   action=action, start_time=started)
                 self.conductor.migrate_reschedule(
                     ctx, current, migration, flavor, request_spec,
                     host_list, retry, reason)
                 return
             self._record_event(ctx, uuid, 'compute_prep_resize',
                                details='%s takes it' % self.host,
-                               action=action)
+                               action=action, start_time=started)
         self.computes.resize_instance(ctx, migration.source_compute,
                                       current, migration, flavor)
 
@@ -142,6 +144,7 @@ class MovesMixin:
     @messaging.expose
     def resize_instance(self, ctx, instance, migration, flavor):
         uuid = instance.uuid
+        started = obj_base.utcnow()
         action = migration.action
         with self._locks(uuid):
             current = self._current(ctx, uuid, [instance_obj.RESIZE_PREP],
@@ -165,7 +168,7 @@ class MovesMixin:
             except Exception as exc:
                 self._roll_back_at_source(
                     ctx, current, migration, exc, 'compute_resize_instance',
-                    [instance_obj.RESIZE_MIGRATING])
+                    [instance_obj.RESIZE_MIGRATING], started)
                 return
             current.task_state = instance_obj.RESIZE_MIGRATED
             current = self.conductor.instance_save(
@@ -176,7 +179,7 @@ class MovesMixin:
                 migration_obj.MIGRATING)
             self._record_event(ctx, uuid, 'compute_resize_instance',
                                details='sent to %s' % migration.dest_compute,
-                               action=action)
+                               action=action, start_time=started)
         self.computes.finish_resize(ctx, migration.dest_compute, current,
                                     migration, flavor)
 
@@ -185,6 +188,7 @@ class MovesMixin:
     @messaging.expose
     def finish_resize(self, ctx, instance, migration, flavor):
         uuid = instance.uuid
+        started = obj_base.utcnow()
         action = migration.action
         with self._locks(uuid):
             current = self._current(ctx, uuid,
@@ -197,7 +201,8 @@ class MovesMixin:
             try:
                 self.driver.finish_migration(current, power_on)
             except Exception as exc:
-                self._fail_at_destination(ctx, current, migration, exc)
+                self._fail_at_destination(ctx, current, migration, exc,
+                                          started)
                 return
             # The migration is finished before the server shows
             # VERIFY_RESIZE, so that a confirm or a revert sent as soon
@@ -228,14 +233,16 @@ class MovesMixin:
                 return
             self._record_event(ctx, uuid, 'compute_finish_resize',
                                details='running on %s' % self.host,
-                               action=action)
+                               action=action, start_time=started)
         LOG.info('Instance %s moved from %s to %s; waiting for its '
                  'confirmation', uuid, migration.source_compute, self.host,
                  extra={'instance_uuid': uuid})
 
-    def _fail_at_destination(self, ctx, instance, migration, exc):
-        """The destination could not start the server: its copy goes,
-        the fault is recorded, and the source takes it back."""
+    def _fail_at_destination(self, ctx, instance, migration, exc,
+                             started=None):
+        """The destination, whose step began at ``started``, could not
+        start the server: its copy goes, the fault is recorded, and the
+        source takes it back."""
         uuid = instance.uuid
         LOG.warning('Finishing the move of instance %s on %s failed: %s; '
                     'reverting to %s', uuid, self.host, exc,
@@ -246,7 +253,7 @@ class MovesMixin:
                            details='%s; reverting to %s' % (
                                exception.describe(exc),
                                migration.source_compute),
-                           action=migration.action)
+                           action=migration.action, start_time=started)
         fault = objects.InstanceFault.from_exception(uuid, exc,
                                                      host=self.host)
         try:
@@ -264,9 +271,10 @@ class MovesMixin:
     # --- source: a failure before the destination took over -----------------
 
     def _roll_back_at_source(self, ctx, instance, migration, exc, event,
-                             task_states):
-        """The source failed to send the server: it stays here as it
-        was, holding this host again, with a fault."""
+                             task_states, started=None):
+        """The source, whose step began at ``started``, failed to send
+        the server: it stays here as it was, holding this host again,
+        with a fault."""
         uuid = instance.uuid
         LOG.warning('Moving instance %s off %s failed: %s; it stays here',
                     uuid, self.host, exc, extra={'instance_uuid': uuid})
@@ -289,7 +297,7 @@ class MovesMixin:
         self._record_event(ctx, uuid, event, result=instance_action.ERROR,
                            details='%s; it stays on %s' % (
                                exception.describe(exc), self.host),
-                           action=migration.action)
+                           action=migration.action, start_time=started)
 
     # --- confirm ------------------------------------------------------------
 
@@ -297,6 +305,7 @@ class MovesMixin:
     def confirm_resize(self, ctx, instance, migration):
         """Cast to the source: the move is confirmed."""
         uuid = instance.uuid
+        started = obj_base.utcnow()
         with self._locks(uuid):
             try:
                 current = self.conductor.instance_get(ctx, uuid)
@@ -335,7 +344,7 @@ class MovesMixin:
                 return
             self._record_event(ctx, uuid, 'compute_confirm_resize',
                                details='%s released' % self.host,
-                               action='confirmResize')
+                               action='confirmResize', start_time=started)
         LOG.info('Move of instance %s confirmed; %s released', uuid,
                  self.host, extra={'instance_uuid': uuid})
 
@@ -345,6 +354,7 @@ class MovesMixin:
     def revert_resize(self, ctx, instance, migration):
         """Cast to the destination: the user reverts the move."""
         uuid = instance.uuid
+        started = obj_base.utcnow()
         with self._locks(uuid):
             current = self._current(ctx, uuid,
                                     [instance_obj.RESIZE_REVERTING],
@@ -354,7 +364,7 @@ class MovesMixin:
             self.driver.destroy(current)
             self._record_event(ctx, uuid, 'compute_revert_resize',
                                details='dropped from %s' % self.host,
-                               action='revertResize')
+                               action='revertResize', start_time=started)
         self.computes.finish_revert_resize(ctx, migration.source_compute,
                                            current, migration)
 
@@ -364,6 +374,7 @@ class MovesMixin:
         flavor, holding this host (a revert, or a destination that could
         not start it)."""
         uuid = instance.uuid
+        started = obj_base.utcnow()
         with self._locks(uuid):
             current = self._current(
                 ctx, uuid, [instance_obj.RESIZE_REVERTING,
@@ -400,7 +411,8 @@ class MovesMixin:
             self._record_event(
                 ctx, uuid, 'compute_finish_revert_resize',
                 details='running on %s again' % self.host,
-                action='revertResize' if reverting else migration.action)
+                action='revertResize' if reverting else migration.action,
+                start_time=started)
         LOG.info('Instance %s is back on %s', uuid, self.host,
                  extra={'instance_uuid': uuid})
 
@@ -415,15 +427,17 @@ class MovesMixin:
     def pre_live_migration(self, ctx, instance, migration):
         """Call from the conductor to the destination: ready to take the
         server? Raises if not."""
+        started = obj_base.utcnow()
         self.driver.pre_live_migration(instance)
         self._record_event(ctx, instance.uuid, 'compute_pre_live_migration',
                            details='%s is ready' % self.host,
-                           action='live-migration')
+                           action='live-migration', start_time=started)
         return True
 
     @messaging.expose
     def live_migration(self, ctx, instance, migration):
         uuid = instance.uuid
+        started = obj_base.utcnow()
         with self._locks(uuid):
             current = self._current(ctx, uuid, [instance_obj.MIGRATING],
                                     'live_migration')
@@ -442,18 +456,19 @@ class MovesMixin:
             try:
                 self.driver.live_migration(current)
             except Exception as exc:
-                self._live_rollback(ctx, current, migration, exc)
+                self._live_rollback(ctx, current, migration, exc, started)
                 return
             # The server runs on the destination now: the source's
             # resources go back.
             self.scheduler.try_release_resources(ctx, migration.uuid)
             self._record_event(ctx, uuid, 'compute_live_migration',
                                details='sent to %s' % migration.dest_compute,
-                               action='live-migration')
+                               action='live-migration', start_time=started)
         self.computes.post_live_migration_at_destination(
             ctx, migration.dest_compute, current, migration)
 
-    def _live_rollback(self, ctx, instance, migration, exc):
+    def _live_rollback(self, ctx, instance, migration, exc,
+                       started=None):
         uuid = instance.uuid
         LOG.warning('Live migration of instance %s to %s failed: %s; it '
                     'keeps running on %s', uuid, migration.dest_compute,
@@ -471,13 +486,14 @@ class MovesMixin:
                            result=instance_action.ERROR,
                            details='%s; it stays on %s' % (
                                exception.describe(exc), self.host),
-                           action='live-migration')
+                           action='live-migration', start_time=started)
         self.computes.rollback_live_migration_at_destination(
             ctx, migration.dest_compute, instance, migration)
 
     @messaging.expose
     def post_live_migration_at_destination(self, ctx, instance, migration):
         uuid = instance.uuid
+        started = obj_base.utcnow()
         with self._locks(uuid):
             current = self._current(ctx, uuid, [instance_obj.MIGRATING],
                                     'post_live_migration_at_destination')
@@ -502,7 +518,7 @@ class MovesMixin:
             self._record_event(
                 ctx, uuid, 'compute_post_live_migration_at_destination',
                 details='running on %s' % self.host,
-                action='live-migration')
+                action='live-migration', start_time=started)
         LOG.info('Instance %s live migrated from %s to %s', uuid,
                  migration.source_compute, self.host,
                  extra={'instance_uuid': uuid})

@@ -48,6 +48,7 @@ class RebuildMixin:
     def rebuild_in_place(self, ctx, instance, orig_image_ref=None,
                          preserve_ephemeral=False):
         uuid = instance.uuid
+        started = obj_base.utcnow()
         with self._locks(uuid):
             current = self._current(ctx, uuid, [instance_obj.REBUILDING],
                                     'rebuild_in_place')
@@ -68,7 +69,7 @@ class RebuildMixin:
             try:
                 self.driver.reimage(current, power_on)
             except Exception as exc:
-                self._rebuild_failed(ctx, current, exc)
+                self._rebuild_failed(ctx, current, exc, started)
                 return
             current.vm_state = (instance_obj.ACTIVE if power_on
                                 else instance_obj.STOPPED)
@@ -84,7 +85,7 @@ class RebuildMixin:
                                result=instance_action.SUCCESS,
                                details=_details(current, orig_image_ref,
                                                 preserve_ephemeral),
-                               action='rebuild'))
+                               action='rebuild', start_time=started))
             except (exception.InstanceNotFound, exception.Conflict):
                 # Deleted meanwhile: the delete's own step removes it.
                 LOG.info('Instance %s moved on during its rebuild', uuid,
@@ -95,7 +96,7 @@ class RebuildMixin:
         LOG.info('Instance %s rebuilt on %s from image %s', uuid,
                  self.host, current.image_ref, extra={'instance_uuid': uuid})
 
-    def _rebuild_failed(self, ctx, instance, exc):
+    def _rebuild_failed(self, ctx, instance, exc, started=None):
         uuid = instance.uuid
         LOG.warning('Rebuilding instance %s on %s failed: %s', uuid,
                     self.host, exc, extra={'instance_uuid': uuid})
@@ -112,6 +113,6 @@ class RebuildMixin:
         self.scheduler.try_release_resources(ctx, uuid)
         self._record_event(ctx, uuid, EVENT, result=instance_action.ERROR,
                            details=exception.describe(exc),
-                           action='rebuild')
+                           action='rebuild', start_time=started)
         notifications.instance_event(ctx, self._publisher(), instance,
                                      'instance.rebuild.error', exc)

@@ -25,6 +25,8 @@ Version history:
           get_console_output, get_diagnostics (calls);
           Instance 1.4 (user_data, kernel_id, ramdisk_id,
           root_device_name) in every cast
+    1.7 - shelve_instance, shelve_offload_instance, unshelve_instance;
+          Instance 1.5 (system_metadata) in every cast
 """
 
 from scheduler_split import conf
@@ -62,6 +64,10 @@ OBJECT_VERSIONS = {
             'RequestSpec': '1.3', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1',
             'Migration': '1.0'},
+    '1.7': {'Instance': '1.5', 'InstanceFault': '1.0', 'Flavor': '1.0',
+            'RequestSpec': '1.3', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1',
+            'Migration': '1.0'},
 }
 
 # The casts of 1.3, each a power or pause/suspend action on one instance.
@@ -85,7 +91,7 @@ def version_cap(cell_db):
 
 
 class ComputeAPI:
-    VERSION = '1.6'
+    VERSION = '1.7'
 
     def __init__(self, transport, cell_db, conductor=None):
         """A client for the computes of one cell: its bus and database.
@@ -110,8 +116,8 @@ class ComputeAPI:
         ``host_list`` holds the alternates not tried yet, in order;
         ``retry`` records the attempt number and the hosts tried.
         """
-        cctxt, _ = self.client.prepare('1.6', '1.5', '1.4', '1.2', '1.1',
-                                       '1.0', server=host)
+        cctxt, _ = self.client.prepare('1.7', '1.6', '1.5', '1.4', '1.2',
+                                       '1.1', '1.0', server=host)
         cctxt.cast(ctx, 'build_and_run_instance', instance=instance,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry, node=node)
@@ -121,10 +127,15 @@ class ComputeAPI:
         cctxt, _ = self.client.prepare('1.3', '1.2', '1.0', server=host)
         cctxt.cast(ctx, 'terminate_instance', instance=instance)
 
+    def can_send(self, version):
+        """Whether the computes of the cell take the casts of
+        ``version`` (raises ``RPCVersionCapError`` if not), before
+        anything is recorded."""
+        self.client.prepare(version)
+
     def can_send_lifecycle(self):
-        """Whether the computes of the cell take the 1.3 casts (raises
-        ``RPCVersionCapError`` if not), before anything is recorded."""
-        self.client.prepare('1.3')
+        """Whether the computes of the cell take the 1.3 casts."""
+        self.can_send('1.3')
 
     def _lifecycle_cast(self, ctx, method, host, instance, **kwargs):
         cctxt, _ = self.client.prepare('1.3', server=host)
@@ -277,3 +288,35 @@ class ComputeAPI:
         """Call to the server's host: its diagnostics (Nova's 2.48)."""
         cctxt, _ = self.client.prepare('1.6', server=host)
         return cctxt.call(ctx, 'get_diagnostics', instance=instance)
+
+    # --- 1.7: shelve, offload, unshelve ----------------------------------
+
+    def can_shelve(self):
+        """Whether the computes of the cell take the casts of 1.7
+        (raises ``RPCVersionCapError`` if not)."""
+        self.client.prepare('1.7')
+
+    def shelve_instance(self, ctx, host, instance, image_id):
+        """Cast from the API to the server's host: power it off and keep
+        it as the shelved image ``image_id``; offloaded at once with
+        ``[DEFAULT] shelved_offload_time`` 0."""
+        cctxt, _ = self.client.prepare('1.7', server=host)
+        cctxt.cast(ctx, 'shelve_instance', instance=instance,
+                   image_id=image_id)
+
+    def shelve_offload_instance(self, ctx, host, instance):
+        """Cast from the API or the cell conductor's sweep to a shelved
+        server's host: its VM goes, its claim is given back."""
+        cctxt, _ = self.client.prepare('1.7', server=host)
+        cctxt.cast(ctx, 'shelve_offload_instance', instance=instance)
+
+    def unshelve_instance(self, ctx, host, instance, request_spec=None,
+                          host_list=None, retry=None, node=None):
+        """Cast from a conductor: a shelved server runs again on its host;
+        an offloaded one is spawned on ``host``, which the scheduler
+        claimed for it (``host_list``: the same-cell alternates not tried
+        yet; ``retry``: the attempts so far)."""
+        cctxt, _ = self.client.prepare('1.7', server=host)
+        cctxt.cast(ctx, 'unshelve_instance', instance=instance,
+                   request_spec=request_spec, host_list=host_list,
+                   retry=retry, node=node)

@@ -14,6 +14,7 @@ from scheduler_split.conductor.tasks import base
 from scheduler_split.conductor.tasks import migrate
 from scheduler_split.conductor.tasks import recover
 from scheduler_split.conductor.tasks import reschedule
+from scheduler_split.conductor.tasks import unshelve
 from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import objects
@@ -94,3 +95,15 @@ class CellConductorManager:
             self.scheduler, self.compute,
             ss_context.targeted(ctx, self.cell_db), instance, migration,
             flavor, request_spec, host_list, retry, reason))
+
+    @messaging.expose
+    def unshelve_reschedule(self, ctx, instance, request_spec, host_list,
+                            retry):
+        """Cast (1.12) from a compute that could not spawn an unshelved
+        server: claim the next same-cell alternate and cast the unshelve
+        to it; with none left the server is SHELVED_OFFLOADED again, with
+        the exhausted-hosts fault and no claim."""
+        base.run_cast(unshelve.UnshelveRescheduleTask(
+            self.scheduler, self.compute,
+            ss_context.targeted(ctx, self.cell_db), instance, request_spec,
+            host_list, retry))

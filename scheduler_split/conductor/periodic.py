@@ -10,10 +10,11 @@ service took meanwhile. The services run them (``deployment.py``):
   placements a crash interrupted, releases claims nothing needs, and
   records itself in cell0;
 - a cell conductor (:class:`CellConductorPeriodics`) ends in ERROR the
-  builds of its cell no compute will finish and the other long tasks
-  (a rebuild) nobody advances, rolls back moves nobody advances,
-  confirms resizes left unconfirmed, reclaims soft-deleted servers, and
-  records itself in its cell's database.
+  builds of its cell no compute will finish, settles the other long
+  tasks (a rebuild, a shelve, an offload, an unshelve) nobody advances,
+  rolls back moves nobody advances, confirms resizes left unconfirmed,
+  reclaims soft-deleted servers, offloads shelved ones, and records
+  itself in its cell's database.
 """
 
 import datetime
@@ -25,6 +26,7 @@ from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor.tasks import build
 from scheduler_split.conductor.tasks import move
 from scheduler_split.conductor.tasks import recover
+from scheduler_split.conductor.tasks import unshelve
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import outage
@@ -55,7 +57,10 @@ LOST_HOST_DOWN = ('the compute service of %s, where it was building, has '
 # The long tasks besides builds and moves that a lost message can leave
 # a server in, by task state: the action each is part of.
 LOST_TASKS = {instance_obj.REBUILDING: 'rebuild',
-              instance_obj.REBUILD_SPAWNING: 'rebuild'}
+              instance_obj.REBUILD_SPAWNING: 'rebuild',
+              instance_obj.SHELVING: 'shelve',
+              instance_obj.SHELVING_OFFLOADING: 'shelveOffload',
+              instance_obj.UNSHELVING: 'unshelve'}
 
 
 class SuperConductorPeriodics:
@@ -460,17 +465,23 @@ class CellConductorPeriodics:
     def fail_lost_tasks(self):
         """No server stays in a long task forever.
 
-        A task that is not a build or a move (:data:`LOST_TASKS`: a
-        rebuild on the server's own host) that no service advanced for
-        ``[conductor] lost_build_timeout`` seconds (its message was lost
-        with a crashed process, or its compute died in it) ends in ERROR
-        with a fault, written only if the server is still in the task the
-        sweep saw, then gives its claim back (a server in ERROR holds
-        none; a rebuild claims its host again). Returns the uuids put in
-        ERROR.
+        A task that is not a build or a move (:data:`LOST_TASKS`) that no
+        service advanced for ``[conductor] lost_build_timeout`` seconds
+        (its message was lost with a crashed process, or its compute died
+        in it) ends with a fault and an event in Error, written only if
+        the server is still in the task the sweep saw:
+
+        - a rebuild in ERROR, then its claim given back (a server in
+          ERROR holds none; a rebuild claims its host again);
+        - an offload, or an unshelve of an offloaded server, offloaded:
+          no host, no claim (:func:`unshelve.back_to_offloaded`);
+        - a shelve, or an unshelve of a server still on its host, as the
+          server was, its task cleared and its claim kept.
+
+        Returns the uuids settled.
         """
         ctx = self._context()
-        failed = []
+        settled = []
         for instance in objects.Instance.get_stalled_tasks(
                 ctx, LOST_TASKS, CONF.conductor.lost_build_timeout,
                 migration_obj.UNDER_WAY):
@@ -479,7 +490,22 @@ class CellConductorPeriodics:
             action = LOST_TASKS[seen]
             exc = exception.TaskLost(action=action, instance_uuid=uuid,
                                      task_state=seen)
-            instance.vm_state = instance_obj.ERROR
+            if seen == instance_obj.SHELVING_OFFLOADING or (
+                    seen == instance_obj.UNSHELVING and
+                    instance.vm_state == instance_obj.SHELVED_OFFLOADED):
+                if unshelve.back_to_offloaded(
+                        self.scheduler, ctx, instance, exc,
+                        'conductor_fail_lost_tasks', host=CONF.host,
+                        action=action):
+                    LOG.warning('%s; it is SHELVED_OFFLOADED now',
+                                exc.format_message(),
+                                extra={'instance_uuid': uuid})
+                    settled.append(uuid)
+                continue
+            in_error = seen in (instance_obj.REBUILDING,
+                                instance_obj.REBUILD_SPAWNING)
+            if in_error:
+                instance.vm_state = instance_obj.ERROR
             instance.task_state = None
             try:
                 instance.save(
@@ -492,11 +518,50 @@ class CellConductorPeriodics:
                                action=action))
             except (exception.InstanceNotFound, exception.Conflict):
                 continue
-            LOG.warning('%s; it is in ERROR now', exc.format_message(),
-                        extra={'instance_uuid': uuid})
-            self.scheduler.try_release_resources(ctx, uuid)
-            failed.append(uuid)
-        return failed
+            LOG.warning('%s; it is %s now', exc.format_message(),
+                        instance.vm_state, extra={'instance_uuid': uuid})
+            if in_error:
+                self.scheduler.try_release_resources(ctx, uuid)
+            settled.append(uuid)
+        return settled
+
+    def offload_shelved(self):
+        """Servers SHELVED for longer than ``[DEFAULT]
+        shelved_offload_time`` are offloaded: each is marked
+        ``shelving_offloading`` (guarded: an unshelve or a delete that
+        comes first wins) and its compute told to offload it, which gives
+        its claim back (a compute that cannot be told leaves it to
+        :meth:`fail_lost_tasks`). Returns the uuids offloaded."""
+        seconds = CONF.shelved_offload_time
+        if seconds <= 0:
+            return []
+        ctx = self._context()
+        offloaded = []
+        for instance in objects.Instance.get_shelved(ctx, seconds):
+            uuid = instance.uuid
+            instance.task_state = instance_obj.SHELVING_OFFLOADING
+            try:
+                instance.save(
+                    ctx, expected_task_state=[None],
+                    expected_vm_state=instance_obj.SHELVED,
+                    event=dict(event='conductor_offload_shelved',
+                               host=CONF.host,
+                               details='shelved more than %d seconds ago'
+                                       % seconds,
+                               action='shelve'))
+            except (exception.InstanceNotFound, exception.Conflict):
+                continue
+            LOG.info('Offloading instance %s, shelved more than %d seconds '
+                     'ago', uuid, seconds, extra={'instance_uuid': uuid})
+            offloaded.append(uuid)
+            try:
+                self.compute.shelve_offload_instance(ctx, instance.host,
+                                                     instance)
+            except Exception as exc:
+                LOG.warning('Could not tell %s to offload instance %s (%s)',
+                            instance.host, uuid, exc,
+                            extra={'instance_uuid': uuid})
+        return offloaded
 
     def reclaim_soft_deleted(self):
         """Servers SOFT_DELETED for longer than ``[DEFAULT]

@@ -9,11 +9,12 @@ them outlived their consumer; it asks no other service. The
 super-conductor owns the API database and reaches every cell's, so it
 pages through the scheduler's consumers through the scheduler library
 (:func:`heal_allocations`) and decides: an instance needs its claim
-while its build request waits for a cell, or while it lives (neither
-deleted nor in ERROR) in the cell its mapping names; a migration while
-its move is under way and its instance lives. Any other consumer (no
-mapping nor migration, a build request deleted before scheduling, an
-instance deleted or failed, a move that ended) needs none. This module
+while its build request waits for a cell, or while it lives in the
+cell its mapping names, neither in ERROR nor offloaded
+(:func:`needs_claim`); a migration while its move is under way and its
+instance lives. Any other consumer (no mapping nor migration, a build
+request deleted before scheduling, an instance deleted, failed or
+offloaded, a move that ended) needs none. This module
 reads only; it depends on nothing else of the conductor.
 """
 
@@ -108,9 +109,19 @@ def consumers_needing_claims(ctx, consumer_uuids):
         for start in range(0, len(in_cell), CHUNK):
             for instance in objects.Instance.get_all(
                     cctx, uuids=in_cell[start:start + CHUNK]):
-                if instance.vm_state != instance_obj.ERROR:
+                if needs_claim(instance):
                     needed.add(instance.uuid)
     return [uuid for uuid in uuids if uuid in needed]
+
+
+def needs_claim(instance):
+    """Whether a live instance of a cell needs its claim: not in ERROR
+    (a failed build, rebuild or spawn gave its host back), and not
+    offloaded with no unshelve under way (it is on no host)."""
+    if instance.vm_state == instance_obj.ERROR:
+        return False
+    return not (instance.vm_state == instance_obj.SHELVED_OFFLOADED and
+                instance.task_state is None)
 
 
 def _migrations_under_way(ctx, uuids):

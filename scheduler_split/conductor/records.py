@@ -86,7 +86,8 @@ class ComputeRecords:
         is still as it expects; answers the instance as saved. From 1.5
         with ``fault``, recorded in the same write; from 1.9 with
         ``event`` (keyword arguments of ``instance_action_event`` but the
-        uuid), the action event it records, in the same write too."""
+        uuid; from 1.12 ``start_time`` among them), the action event it
+        records, in the same write too."""
         instance.save(self._cell(ctx),
                       expected_task_state=_expected(expected_task_states),
                       expected_vm_state=expected_vm_state, fault=fault,
@@ -132,11 +133,14 @@ class ComputeRecords:
     @messaging.expose
     def instance_action_event(self, ctx, instance_uuid, event, host=None,
                               result=instance_action.SUCCESS, details=None,
-                              action='create'):
-        """Call from a compute: record one step of ``ctx``'s request."""
+                              action='create', start_time=None):
+        """Call from a compute: record one step of ``ctx``'s request,
+        which began at ``start_time`` (1.12: an ISO 8601 time; a compute
+        before that sends none, and the step is recorded as beginning
+        when it ended)."""
         instance_action.record_event(
             self._cell(ctx), instance_uuid, event, host=host, result=result,
-            details=details, action=action)
+            details=details, action=action, start_time=start_time)
 
     @messaging.expose
     def service_heartbeat(self, ctx, host, binary, topic, version,

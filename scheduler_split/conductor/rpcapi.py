@@ -40,11 +40,18 @@ Version history:
     1.11 - rebuild_instance (super): a rebuild on the server's own host,
           its new image checked by the scheduler; Instance 1.4
           (user_data, kernel_id, ramdisk_id, root_device_name)
+    1.12 - unshelve_instance (super): an unshelve, placed again through
+          the scheduler once its server was offloaded; unshelve_reschedule
+          (cell): a compute that could not spawn an unshelved server hands
+          it to the next alternate; Instance 1.5 (system_metadata);
+          (cell) the action event of instance_save and
+          instance_action_event takes ``start_time``, when its step began
 """
 
 import logging
 
 import oslo_messaging as messaging
+from oslo_utils import versionutils
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -59,7 +66,7 @@ TOPIC = 'conductor'
 
 # The newest version: what both clients send at most, and what the
 # conductors of this release serve.
-RPC_VERSION = '1.11'
+RPC_VERSION = '1.12'
 
 # The objects each version of this API carries, at the versions it
 # carries them; a client capped at a version sends them so.
@@ -104,10 +111,28 @@ OBJECT_VERSIONS = {
              'InstanceFault': '1.0', 'Flavor': '1.0', 'RequestSpec': '1.3',
              'InstanceGroup': '1.0', 'SchedulerRetries': '1.0',
              'Selection': '1.1', 'Migration': '1.0'},
+    '1.12': {'BuildRequest': '1.0', 'Instance': '1.5',
+             'InstanceFault': '1.0', 'Flavor': '1.0', 'RequestSpec': '1.3',
+             'InstanceGroup': '1.0', 'SchedulerRetries': '1.0',
+             'Selection': '1.1', 'Migration': '1.0'},
 }
 
 # How long a compute waits for its conductor to say what it understands.
 SERVICE_VERSION_TIMEOUT = 10
+
+
+def _event_as_sent(event, version):
+    """The keyword arguments of an action event (a copy) as a message of
+    ``version`` carries them: ``start_time`` as an ISO 8601 string from
+    1.12, left out before (a conductor before records the step as
+    beginning when it ended)."""
+    event = dict(event)
+    start_time = event.pop('start_time', None)
+    if (start_time is not None and
+            versionutils.convert_version_to_tuple(version) >= (1, 12)):
+        event['start_time'] = (start_time if isinstance(start_time, str)
+                               else start_time.isoformat())
+    return event
 
 
 def _super_conductors_minimum():
@@ -208,6 +233,23 @@ class SuperConductorAPI:
                    image_properties=image_properties,
                    preserve_ephemeral=preserve_ephemeral)
 
+    # --- 1.12: unshelves ---------------------------------------------------
+
+    def can_unshelve(self):
+        """Whether the super-conductors take ``unshelve_instance``
+        (raises ``RPCVersionCapError`` if not)."""
+        self.client.prepare('1.12')
+
+    def unshelve_instance(self, ctx, instance, spec_changes=None, host=None):
+        """Cast from the API to the super-conductor: the server
+        (``unshelving``) runs again; an offloaded one is placed by the
+        scheduler in its cell, its request spec changed by
+        ``spec_changes`` (RequestSpec field -> value: the availability
+        zone of 2.77 and 2.91), on ``host`` if an admin named one."""
+        cctxt, _ = self.client.prepare('1.12')
+        cctxt.cast(ctx, 'unshelve_instance', instance=instance,
+                   spec_changes=spec_changes, host=host)
+
 
 class CellConductorAPI:
     """A cell conductor's client, on its cell's bus: what a compute asks
@@ -276,12 +318,13 @@ class CellConductorAPI:
                       expected_vm_state=expected_vm_state)
         if event is not None:
             try:
-                cctxt, _ = self.client.prepare('1.9')
+                cctxt, sent = self.client.prepare('1.12', '1.9')
             except messaging.RPCVersionCapError:
                 saved = self._call(ctx, 'instance_save', **kwargs)
                 self.instance_action_event(ctx, instance.uuid, **event)
                 return saved
-            return cctxt.call(ctx, 'instance_save', event=event, **kwargs)
+            return cctxt.call(ctx, 'instance_save',
+                              event=_event_as_sent(event, sent), **kwargs)
         return self._call(ctx, 'instance_save', **kwargs)
 
     def give_back_build(self, ctx, instance_uuid, host):
@@ -330,14 +373,17 @@ class CellConductorAPI:
 
     def instance_action_event(self, ctx, instance_uuid, event, host=None,
                               result='Success', details=None,
-                              action='create'):
+                              action='create', start_time=None):
         """Call from a compute: record a finished step of the action of
-        ``ctx``'s request (an audit trail: the conductor logs a failure
-        to write it and answers anyway)."""
-        return self._call(ctx, 'instance_action_event',
-                          instance_uuid=instance_uuid, event=event,
-                          host=host, result=result, details=details,
-                          action=action)
+        ``ctx``'s request, which began at ``start_time`` (a datetime; a
+        conductor before 1.12 records it as beginning when it ended): an
+        audit trail, the conductor logs a failure to write it and answers
+        anyway."""
+        cctxt, sent = self.client.prepare('1.12', '1.5', '1.3')
+        return cctxt.call(ctx, 'instance_action_event', **_event_as_sent(
+            dict(instance_uuid=instance_uuid, event=event, host=host,
+                 result=result, details=details, action=action,
+                 start_time=start_time), sent))
 
     def service_heartbeat(self, ctx, host, binary, topic, version,
                           timeout=None, create=True):
@@ -390,6 +436,15 @@ class CellConductorAPI:
                    migration=migration, flavor=flavor,
                    request_spec=request_spec, host_list=host_list,
                    retry=retry, reason=reason)
+
+    def unshelve_reschedule(self, ctx, instance, request_spec, host_list,
+                            retry):
+        """Cast (1.12) from a compute that could not spawn an unshelved
+        server to its cell conductor: try the next alternate."""
+        cctxt, _ = self.client.prepare('1.12')
+        cctxt.cast(ctx, 'unshelve_reschedule', instance=instance,
+                   request_spec=request_spec, host_list=host_list,
+                   retry=retry)
 
     def migration_get(self, ctx, migration_uuid):
         """Call from a compute: a migration of this cell."""

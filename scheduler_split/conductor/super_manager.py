@@ -17,6 +17,7 @@ from scheduler_split.conductor.tasks import evacuate
 from scheduler_split.conductor.tasks import live_migrate
 from scheduler_split.conductor.tasks import migrate
 from scheduler_split.conductor.tasks import rebuild
+from scheduler_split.conductor.tasks import unshelve
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split.scheduler import client as scheduler_client
@@ -98,3 +99,14 @@ class SuperConductorManager:
             self.scheduler, ctx, instance, orig_image_ref,
             image_properties=image_properties,
             preserve_ephemeral=preserve_ephemeral))
+
+    # --- unshelves (1.12) ----------------------------------------------------
+
+    @messaging.expose
+    def unshelve_instance(self, ctx, instance, spec_changes=None, host=None):
+        """Cast from the API: the server (``unshelving``) runs again; an
+        offloaded one is placed by the scheduler in its cell, with
+        alternates, as the unshelve asks (its zone, an admin's host)."""
+        base.run_cast(unshelve.UnshelveTask(
+            self.scheduler, ctx, instance, spec_changes=spec_changes,
+            host=host))

@@ -47,7 +47,7 @@ fake_driver_opts = [
                 item_type=cfg.types.String(choices=[
                     'stop', 'start', 'reboot', 'pause', 'unpause',
                     'suspend', 'resume', 'rebuild', 'soft_delete',
-                    'restore']),
+                    'restore', 'shelve']),
                 help='Server actions that fail on every host (stop, start, '
                      'reboot, pause, unpause, suspend, resume): the server '
                      'keeps the state it had, with a fault and an '
@@ -55,7 +55,9 @@ fake_driver_opts = [
                      'server\'s own host (rebuild) that fails leaves it in '
                      'ERROR with the fault. A soft delete (soft_delete) or '
                      'a restore (restore) that fails leaves the server as '
-                     'it was, with a fault.'),
+                     'it was, with a fault, and so does a shelve (shelve). '
+                     'An unshelve spawns as a build does, and fails as '
+                     'fail_hosts and failure_rate say.'),
     cfg.FloatOpt('action_delay', default=0.0, min=0.0,
                  help='Seconds a fake power, pause or suspend action '
                       'takes.'),

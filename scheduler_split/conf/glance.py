@@ -2,20 +2,24 @@ from oslo_config import cfg
 
 glance_group = cfg.OptGroup(
     'glance',
-    help='Where the API reads the images it boots: its built-in catalog '
-         '(the one the all-in-one serves under /image) or an Image service '
-         '(Glance v2).')
+    help='Where the API reads the images it boots and makes the images '
+         'of servers: its built-in catalog (the one the all-in-one serves '
+         'under /image) or an Image service (Glance v2).')
 
 glance_opts = [
     cfg.StrOpt('source', default='builtin',
-               choices=[('builtin', 'the built-in read-only catalog of a '
-                                    'few images, which the all-in-one '
-                                    'serves under /image'),
+               choices=[('builtin', 'the built-in catalog: a few '
+                                    'read-only images and the images '
+                                    'users and snapshots make, in the API '
+                                    'database; the all-in-one serves it '
+                                    'under /image'),
                         ('glance', 'an Image service: api_servers, else '
                                    'the endpoint of service_type in the '
                                    'service catalog of the user\'s token')],
-               help='Which image catalog imageRef is checked against and '
-                    'whose min_ram, min_disk and properties a boot takes.'),
+               help='Which image catalog imageRef is checked against, '
+                    'whose min_ram, min_disk and properties a boot takes, '
+                    'which the /images proxy shows and where createImage '
+                    'and createBackup make their images.'),
     cfg.ListOpt('api_servers', default=[],
                 help='Image service endpoints, e.g. '
                      'http://glance.example.org:9292, tried in order until '

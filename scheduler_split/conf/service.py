@@ -40,6 +40,16 @@ service_opts = [
                     'Read by the API (whether a delete is soft) and the '
                     'cell conductors, which look every 60 seconds, or '
                     'every interval if it is shorter.'),
+    cfg.IntOpt('shelved_offload_time',
+               default=0, min=-1,
+               help='Seconds a shelved server stays on its host, holding '
+                    'its claim, before it is offloaded: its VM goes and '
+                    'its claim is given back, and its unshelve places it '
+                    'again through the scheduler. 0 offloads it as soon '
+                    'as it is shelved; -1 never (shelveOffload still '
+                    'does). Read by the computes (0) and the cell '
+                    'conductors, which look every 60 seconds, or every '
+                    'interval if it is shorter.'),
     cfg.IntOpt('service_down_time',
                default=60, min=1,
                help='Seconds without a report after which a service is '

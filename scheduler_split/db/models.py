@@ -209,6 +209,41 @@ class KeyPair(_Timestamps, ApiBase):
     type = sa.Column(sa.String(10), nullable=False, default='ssh')
 
 
+class Image(_Timestamps, ApiBase):
+    """An image users made in the built-in image catalog (``[glance]
+    source = builtin``): Glance's image record, with its custom
+    properties and tags in it as JSON. The data of an upload is not kept
+    (the fake driver boots nothing from it), only its size and checksums.
+    A deleted image keeps its row (``deleted``), as in Glance, so that
+    its id is never given again."""
+    __tablename__ = 'images'
+    __table_args__ = (sa.Index('images_owner_idx', 'owner'),
+                      sa.Index('images_visibility_idx', 'visibility'),
+                      sa.Index('images_created_at_idx', 'created_at'))
+    id = sa.Column(sa.String(36), primary_key=True)
+    name = sa.Column(sa.String(255))
+    status = sa.Column(sa.String(30), nullable=False)
+    visibility = sa.Column(sa.String(9), nullable=False)
+    protected = sa.Column(sa.Boolean, nullable=False, default=False)
+    os_hidden = sa.Column(sa.Boolean, nullable=False, default=False)
+    # The project that owns the image.
+    owner = sa.Column(sa.String(255))
+    disk_format = sa.Column(sa.String(20))
+    container_format = sa.Column(sa.String(20))
+    size = sa.Column(sa.BigInteger)
+    checksum = sa.Column(sa.String(32))
+    os_hash_algo = sa.Column(sa.String(64))
+    os_hash_value = sa.Column(sa.String(128))
+    min_disk = sa.Column(sa.Integer, nullable=False, default=0)
+    min_ram = sa.Column(sa.Integer, nullable=False, default=0)
+    # JSON: {name: value} of the custom properties (values are strings),
+    # serialized with sorted keys; a list of tags.
+    properties = sa.Column(types.MediumText(), nullable=False)
+    tags = sa.Column(types.MediumText(), nullable=False)
+    deleted = sa.Column(sa.Boolean, nullable=False, default=False)
+    deleted_at = sa.Column(types.DateTime())
+
+
 # --- cell database ----------------------------------------------------------
 
 class Instance(_Timestamps, CellBase):
@@ -250,6 +285,7 @@ class Instance(_Timestamps, CellBase):
     kernel_id = sa.Column(sa.String(255))
     ramdisk_id = sa.Column(sa.String(255))
     root_device_name = sa.Column(sa.String(255))
+    system_metadata = sa.Column(types.MediumText())
 
 
 class BuildPlan(_Timestamps, CellBase):

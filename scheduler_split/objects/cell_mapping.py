@@ -154,6 +154,17 @@ class InstanceMapping(base.SchedulerSplitObject):
                             uuids[start:start + 500]))).all())
         return found
 
+    @staticmethod
+    def get_instance_uuids(ctx, project_id, user_id=None):
+        """The uuids of the mapped instances of ``project_id`` (and of
+        ``user_id``, if given)."""
+        im = models.InstanceMapping
+        query = sa.select(im.instance_uuid).where(im.project_id == project_id)
+        if user_id is not None:
+            query = query.where(im.user_id == user_id)
+        with engines.reader(_api_db()) as session:
+            return list(session.scalars(query))
+
     def destroy(self, ctx):
         with engines.writer(_api_db()) as session:
             session.execute(sa.delete(models.InstanceMapping).where(

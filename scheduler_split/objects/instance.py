@@ -29,6 +29,11 @@ RESIZED = 'resized'
 # Deleted with [DEFAULT] reclaim_instance_interval: restorable until its
 # cell conductor reclaims it.
 SOFT_DELETED = 'soft-delete'
+# Shelved: powered off, its image saved; still on its host, holding its
+# claim, until it is offloaded (no host, no claim) to be placed again by
+# its unshelve.
+SHELVED = 'shelved'
+SHELVED_OFFLOADED = 'shelved_offloaded'
 
 # task_state values
 SCHEDULING = 'scheduling'
@@ -58,6 +63,10 @@ REBUILD_SPAWNING = 'rebuild_spawning'
 # A soft delete and its undoing.
 SOFT_DELETING = 'soft-deleting'
 RESTORING = 'restoring'
+# A shelve, an offload, an unshelve.
+SHELVING = 'shelving'
+SHELVING_OFFLOADING = 'shelving_offloading'
+UNSHELVING = 'unshelving'
 
 # What a user may change with PUT /servers/{id}.
 USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',
@@ -221,7 +230,8 @@ class Instance(base.SchedulerSplitObject):
     # 1.2: access_ip_v4, access_ip_v6
     # 1.3: locked, locked_by, locked_reason, tags
     # 1.4: user_data, kernel_id, ramdisk_id, root_device_name
-    VERSION = '1.4'
+    # 1.5: system_metadata
+    VERSION = '1.5'
 
     fields = {
         'id': fields.IntegerField(nullable=True),
@@ -269,11 +279,17 @@ class Instance(base.SchedulerSplitObject):
         'kernel_id': fields.StringField(nullable=True, default=None),
         'ramdisk_id': fields.StringField(nullable=True, default=None),
         'root_device_name': fields.StringField(nullable=True, default=None),
+        # What the services keep of a server that its user does not set
+        # (Nova's system metadata): where and when it was shelved and its
+        # shelved image, the password its image asked for.
+        'system_metadata': fields.DictOfStringsField(default={}),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 5):
+            primitive.pop('system_metadata', None)
         if target < (1, 4):
             for name in ('user_data', 'kernel_id', 'ramdisk_id',
                          'root_device_name'):
@@ -298,6 +314,7 @@ class Instance(base.SchedulerSplitObject):
         inst.id = row.id
         inst.flavor = flavor_obj.Flavor.from_json(row.flavor)
         inst.metadata = jsonutils.loads(row.metadata_ or '{}')
+        inst.system_metadata = jsonutils.loads(row.system_metadata or '{}')
         inst.fault = fault
         inst.obj_reset_changes()
         return inst
@@ -313,6 +330,8 @@ class Instance(base.SchedulerSplitObject):
                 value = value.to_json()
             elif name == 'metadata':
                 name, value = 'metadata_', jsonutils.dumps(value)
+            elif name == 'system_metadata':
+                value = jsonutils.dumps(value)
             elif name in _DATETIMES:
                 value = base.naive_utc(value)
             elif name in ('access_ip_v4', 'access_ip_v6'):
@@ -577,6 +596,20 @@ class Instance(base.SchedulerSplitObject):
                 models.Instance.vm_state == SOFT_DELETED,
                 models.Instance.task_state.is_(None),
                 since < cutoff))
+            return [cls._from_row(row) for row in rows]
+
+    @classmethod
+    def get_shelved(cls, ctx, seconds):
+        """SHELVED instances with no task, shelved more than ``seconds``
+        ago: those to offload."""
+        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
+            seconds=seconds)
+        with engines.reader(cell_db(ctx)) as session:
+            rows = session.scalars(sa.select(models.Instance).where(
+                models.Instance.deleted.is_(False),
+                models.Instance.vm_state == SHELVED,
+                models.Instance.task_state.is_(None),
+                models.Instance.updated_at < cutoff))
             return [cls._from_row(row) for row in rows]
 
     @classmethod

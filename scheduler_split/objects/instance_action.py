@@ -3,12 +3,22 @@
 An action is one user request (``create``, ``delete``) identified by its
 request id,
 which travels with the context over every RPC hop; its events are the
-steps services took for it, each with the host it ran on and its result.
-They live in the instance's cell database.
+steps services took for it, each with the host it ran on, its result,
+when it began (``start_time``: what its caller says, when the step
+began) and when it ended (``finish_time``: when it is recorded). They
+live in the instance's cell database.
+
+An action never starts after any of its events: it starts when the API
+records it or when its first recorded step began, whichever is earlier,
+and a step recorded as beginning before its action (the conductor's
+scheduling, which begins before the instance and its create action
+exist; a host whose clock is behind) moves the action's start back to
+it.
 """
 
 import logging
 
+from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
@@ -26,29 +36,52 @@ ERROR = 'Error'
 # The statements of every boot, built once: the values go as parameters,
 # so each is compiled once and found in the cache by identity.
 _IA = models.InstanceAction.__table__
-_FIND_ACTION = sa.select(_IA.c.id).where(
+_FIND_ACTION = sa.select(_IA.c.id, _IA.c.start_time).where(
     _IA.c.instance_uuid == sa.bindparam('b_uuid'),
     _IA.c.request_id == sa.bindparam('b_request_id'))
 _INSERT_ACTION = _IA.insert()
 _INSERT_EVENT = models.InstanceActionEvent.__table__.insert()
 _MARK_ERROR = _IA.update().where(_IA.c.id == sa.bindparam('b_id')).values(
     message=ERROR)
+# Guarded by the start it moves back from: of two events that move it
+# concurrently, the earlier start is kept.
+_MOVE_START = _IA.update().where(
+    _IA.c.id == sa.bindparam('b_id'),
+    _IA.c.start_time > sa.bindparam('b_start')).values(
+    start_time=sa.bindparam('b_start'))
 
 
-def _action_id(session, ctx, instance_uuid, action, new=False):
+def as_time(value):
+    """``value`` (a datetime, or the ISO 8601 string a datetime becomes
+    on the bus) as the databases store times: naive UTC; None stays
+    None."""
+    if isinstance(value, str):
+        value = timeutils.parse_isotime(value)
+    return base.naive_utc(value)
+
+
+def _action_id(session, ctx, instance_uuid, action, new=False,
+               start_time=None):
     """The id of the action of ``ctx``'s request, created if needed;
     ``new``: the instance was created in this transaction, so the action
-    cannot exist yet and is not looked for."""
+    cannot exist yet and is not looked for. ``start_time`` (naive UTC):
+    when the step being recorded began, which the action does not start
+    after (now, by default)."""
+    now = base.naive_utc(base.utcnow())
+    start = now if start_time is None else min(start_time, now)
     conn = session.connection()
     if not new:
         found = conn.execute(_FIND_ACTION, dict(
-            b_uuid=instance_uuid, b_request_id=ctx.request_id)).scalar()
+            b_uuid=instance_uuid, b_request_id=ctx.request_id)).first()
         if found is not None:
-            return found
+            if found.start_time > start:
+                conn.execute(_MOVE_START, dict(b_id=found.id,
+                                               b_start=start))
+            return found.id
     result = conn.execute(_INSERT_ACTION, dict(
         instance_uuid=instance_uuid, request_id=ctx.request_id,
         action=action, project_id=ctx.project_id, user_id=ctx.user_id,
-        start_time=base.naive_utc(base.utcnow())))
+        start_time=start))
     return result.inserted_primary_key[0]
 
 
@@ -64,15 +97,17 @@ def start_action(ctx, instance_uuid, action):
 
 
 def record_event(ctx, instance_uuid, event, host=None, result=SUCCESS,
-                 details=None, action='create'):
-    """Record a finished step of the action of ``ctx``'s request.
+                 details=None, action='create', start_time=None):
+    """Record a finished step of the action of ``ctx``'s request, which
+    began at ``start_time`` (now, by default) and ends now.
 
     The record is an audit trail: failing to write it is logged and never
     fails the step itself.
     """
     try:
         outage.run(_record_event, ctx, instance_uuid, event, host, result,
-                   details, action, what='Recording event %s of instance %s'
+                   details, action, start_time,
+                   what='Recording event %s of instance %s'
                    % (event, instance_uuid))
     except exception.DatabaseUnavailable:
         pass
@@ -81,22 +116,30 @@ def record_event(ctx, instance_uuid, event, host=None, result=SUCCESS,
                       instance_uuid, extra={'instance_uuid': instance_uuid})
 
 
-def _record_event(ctx, instance_uuid, event, host, result, details, action):
+def _record_event(ctx, instance_uuid, event, host, result, details, action,
+                  start_time):
     with engines.writer(ctx.cell_db) as session:
         add_event(session, ctx, instance_uuid, event, host=host,
-                  result=result, details=details, action=action)
+                  result=result, details=details, action=action,
+                  start_time=start_time)
 
 
 def add_event(session, ctx, instance_uuid, event, host=None,
-              result=SUCCESS, details=None, action='create', new=False):
+              result=SUCCESS, details=None, action='create', new=False,
+              start_time=None):
     """Record a finished step of the action of ``ctx``'s request in the
     caller's transaction (``session``), with the write it records; with
-    ``new`` the instance is created in that transaction too."""
+    ``new`` the instance is created in that transaction too. The step
+    began at ``start_time`` (a datetime or its ISO 8601 string; now by
+    default, and never later than now: another host's clock may be
+    ahead) and ends now."""
     now = base.naive_utc(base.utcnow())
-    action_id = _action_id(session, ctx, instance_uuid, action, new=new)
+    start = now if start_time is None else min(as_time(start_time), now)
+    action_id = _action_id(session, ctx, instance_uuid, action, new=new,
+                           start_time=start)
     conn = session.connection()
     conn.execute(_INSERT_EVENT, dict(
-        action_id=action_id, event=event, start_time=now, finish_time=now,
+        action_id=action_id, event=event, start_time=start, finish_time=now,
         result=result, host=host, details=details))
     if result == ERROR:
         conn.execute(_MARK_ERROR, dict(b_id=action_id))

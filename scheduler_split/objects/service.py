@@ -15,7 +15,7 @@ from scheduler_split import servicegroup
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 15
+SERVICE_VERSION = 16
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -80,6 +80,13 @@ SERVICE_VERSION_HISTORY = (
     #     compute's rebuild_in_place and Instance 1.4 (user data, kernel,
     #     ramdisk, root device): compute 1.6.
     {'compute_rpc': '1.6', 'conductor_rpc': '1.11', 'scheduler_rpc': '1.8'},
+    # 16: shelve, shelve-offload and unshelve: the compute's
+    #     shelve_instance, shelve_offload_instance and unshelve_instance
+    #     and Instance 1.5 (system metadata): compute 1.7; the
+    #     super-conductor's unshelve_instance and the cell conductor's
+    #     unshelve reschedule: conductor 1.12; the scheduler answers the
+    #     Placement API's reads: scheduler 1.9.
+    {'compute_rpc': '1.7', 'conductor_rpc': '1.12', 'scheduler_rpc': '1.9'},
 )
 
 # The binary names services record themselves under.

@@ -9,14 +9,19 @@ import itertools
 
 from scheduler_split.policies import aggregates
 from scheduler_split.policies import base
+from scheduler_split.policies import extensions
 from scheduler_split.policies import flavors
 from scheduler_split.policies import hosts
 from scheduler_split.policies import instance_actions
+from scheduler_split.policies import instance_usage_audit_log
 from scheduler_split.policies import metrics
 from scheduler_split.policies import migrations
+from scheduler_split.policies import placement
 from scheduler_split.policies import quotas
+from scheduler_split.policies import server_external_events
 from scheduler_split.policies import server_groups
 from scheduler_split.policies import server_lifecycle
+from scheduler_split.policies import server_password
 from scheduler_split.policies import servers
 from scheduler_split.policies import services
 from scheduler_split.policies import usage
@@ -37,4 +42,9 @@ def list_rules():
         server_lifecycle.list_rules(),
         usage.list_rules(),
         metrics.list_rules(),
+        extensions.list_rules(),
+        instance_usage_audit_log.list_rules(),
+        server_external_events.list_rules(),
+        server_password.list_rules(),
+        placement.list_rules(),
     ))

@@ -13,6 +13,7 @@ from oslo_policy import policy
 ADMIN = 'rule:context_is_admin'
 PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
 PROJECT_READER_OR_ADMIN = 'rule:project_reader_or_admin'
+SERVICE_OR_ADMIN = 'rule:service_or_admin'
 
 rules = [
     policy.RuleDefault(
@@ -43,6 +44,16 @@ rules = [
         'project_reader_or_admin',
         'rule:project_reader_api or rule:context_is_admin',
         'A reader of the owning project, or an admin.'),
+    policy.RuleDefault(
+        'service_api',
+        'role:service',
+        'Default rule for APIs other OpenStack services call (Neutron, '
+        'Cinder, Ironic and Cyborg tell servers\' events): a token with '
+        'the ``service`` role.'),
+    policy.RuleDefault(
+        'service_or_admin',
+        'rule:service_api or rule:context_is_admin',
+        'Another OpenStack service, or an admin.'),
 ]
 
 

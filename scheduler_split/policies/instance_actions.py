@@ -34,9 +34,9 @@ rules = [
                     'after ``os_compute_api:os-instance-actions:show``. '
                     'Those allowed see the events at every microversion, '
                     'each with its ``traceback`` and, from microversion '
-                    '2.62, the ``host`` it ran on (and, before 2.84, its '
-                    '``details``). Others see the events only from '
-                    'microversion 2.51, without traceback or host.',
+                    '2.62, the ``host`` it ran on. Others see the events '
+                    'only from microversion 2.51, without traceback or '
+                    'host.',
         operations=[_SHOW],
         scope_types=['project']),
     policy.DocumentedRuleDefault(

@@ -13,7 +13,9 @@ import oslo_messaging as messaging
 
 from scheduler_split import exception
 from scheduler_split import rpc
+from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import coalesce
+from scheduler_split.scheduler import placement_reads
 from scheduler_split.scheduler import rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -22,6 +24,10 @@ NoValidHost = exception.NoValidHost
 
 # The most requests one coalesced select carries.
 MAX_BATCH = 50
+
+# The resource classes the scheduler accounts: what a provider's
+# inventory and a claim hold.
+RESOURCE_CLASSES = claims.RESOURCE_CLASSES
 
 
 class SchedulerClient:
@@ -237,6 +243,62 @@ class SchedulerClient:
         """``{zone: {host: {available, active, updated_at}}}`` of the
         compute hosts."""
         return self._api.get_availability_zones(ctx)
+
+    # --- what the Placement API reads (scheduler RPC 1.9) ------------------
+    # The scheduler database in Placement's terms: every compute node is a
+    # resource provider, the root of its own tree; a host aggregate is a
+    # provider aggregate of the same uuid. Each raises oslo.messaging's
+    # RPCVersionCapError while a scheduler older than 1.9 runs, or another
+    # MessagingException when no scheduler answers.
+
+    def providers(self, ctx, filters=None, limit=None, detail=False):
+        """The resource providers ``filters`` selects, in a stable order,
+        at most ``limit`` of them; asked of the scheduler a page at a time.
+
+        ``filters`` (each optional): ``uuid``, ``name``; ``in_tree``, a
+        list of provider uuids whose trees the provider must be in;
+        ``member_of``, a list of lists of aggregate uuids (the provider
+        in one of each list); ``forbidden_aggregates``, aggregate uuids
+        it must be in none of; ``resources``, ``{resource class:
+        amount}`` it must have free (within its capacity, ``(total -
+        reserved) * allocation_ratio``, less what is allocated).
+
+        Each provider is a dict: ``uuid``, ``name``, ``generation``,
+        ``updated_at`` (ISO 8601); with ``detail`` also ``inventories``
+        (``{rc: {total, reserved, allocation_ratio, min_unit, max_unit,
+        step_size}}``), ``capacity`` (``{rc: amount}``), ``usages``
+        (``{rc: amount allocated}``, every class of the inventory) and
+        ``aggregates`` (uuids)."""
+        found = []
+        marker = None
+        while limit is None or len(found) < limit:
+            page = self._api.get_providers(
+                ctx, filters or {}, marker,
+                placement_reads.MAX_PAGE if limit is None else
+                min(placement_reads.MAX_PAGE, limit - len(found)), detail)
+            found.extend(page['providers'])
+            marker = page['next']
+            if marker is None:
+                break
+        return found
+
+    def provider_allocations(self, ctx, provider_uuid):
+        """``{'generation': g, 'allocations': {consumer uuid: {rc:
+        used}}}`` of one provider, or None if there is no such
+        provider."""
+        return self._api.get_provider_allocations(ctx, provider_uuid)
+
+    def consumer_allocations(self, ctx, consumer_uuid):
+        """``{provider uuid: {'generation': g, 'resources': {rc:
+        used}}}``: what one consumer (an instance, or a migration holding
+        a move's source host) holds; empty if nothing."""
+        return self._api.get_consumer_allocations(ctx, consumer_uuid)
+
+    def usages(self, ctx, consumer_uuids):
+        """``{'usages': {rc: amount}, 'consumer_count': n}``: what the
+        consumers ``consumer_uuids`` hold, summed over every provider,
+        and how many of them hold anything."""
+        return self._api.get_usages(ctx, list(consumer_uuids))
 
     def try_release_resources(self, ctx, instance_uuid):
         """``release_resources`` for failure paths: an error is logged and

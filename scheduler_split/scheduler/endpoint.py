@@ -11,10 +11,11 @@ its cell without the compute knowing the cell.
 Behind the endpoints, one :class:`Scheduler` holds the host-state cache
 (:mod:`host_manager`, with the compute reports' writer, :mod:`reports`)
 and the parts that share it: the selection pipeline (:mod:`manager`),
-what operators steer and see (:mod:`admin`) and the listing of the
+what operators steer and see (:mod:`admin`), the listing of the
 consumers holding claims (:mod:`claims`), which the super-conductor's
-reconciliation pages through; it hands each call to the part that owns
-it. The scheduler calls no other service.
+reconciliation pages through, and what the API's Placement API reads
+(:mod:`placement_reads`); it hands each call to the part that owns it.
+The scheduler calls no other service.
 """
 
 import time
@@ -30,11 +31,12 @@ from scheduler_split.scheduler import admin as admin_mod
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_manager as host_manager_mod
 from scheduler_split.scheduler import manager as manager_mod
+from scheduler_split.scheduler import placement_reads
 from scheduler_split.scheduler import rpcapi
 
 CONF = conf.CONF
 
-RPC_VERSION = '1.8'
+RPC_VERSION = '1.9'
 
 
 class Scheduler:
@@ -153,6 +155,24 @@ class Scheduler:
     def get_consumers(self, ctx, older_than, marker=None, limit=500):
         return claims.consumers_older_than(self.db_url, older_than,
                                            marker=marker, limit=limit)
+
+    # --- what the Placement API reads (placement_reads) --------------------
+
+    def get_providers(self, ctx, filters=None, marker=None,
+                      limit=placement_reads.MAX_PAGE, detail=False):
+        return placement_reads.providers(self.db_url, filters, marker,
+                                         limit, detail)
+
+    def get_provider_allocations(self, ctx, provider_uuid):
+        return placement_reads.provider_allocations(self.db_url,
+                                                    provider_uuid)
+
+    def get_consumer_allocations(self, ctx, consumer_uuid):
+        return placement_reads.consumer_allocations(self.db_url,
+                                                    consumer_uuid)
+
+    def get_usages(self, ctx, consumer_uuids):
+        return placement_reads.usages(self.db_url, consumer_uuids)
 
 
 class SchedulerEndpoint:
@@ -359,6 +379,39 @@ class SchedulerEndpoint:
         than ``older_than`` seconds ago, in uuid order after
         ``marker``."""
         return self.scheduler.get_consumers(ctx, older_than, marker, limit)
+
+    # Calls (1.9) from the API's Placement API: reads only, plain dicts.
+
+    @messaging.expose
+    def get_providers(self, ctx, filters=None, marker=None,
+                      limit=placement_reads.MAX_PAGE, detail=False):
+        """Call (1.9) from the API's Placement API: a page of the
+        resource providers ``filters`` selects (GET
+        /resource_providers, /allocation_candidates, a provider and its
+        inventories, usages and aggregates); see
+        :func:`placement_reads.providers`."""
+        return self.scheduler.get_providers(ctx, filters, marker, limit,
+                                            detail)
+
+    @messaging.expose
+    def get_provider_allocations(self, ctx, provider_uuid):
+        """Call (1.9) from the API's Placement API: the allocations
+        held on one provider, with its generation; None if there is no
+        such provider."""
+        return self.scheduler.get_provider_allocations(ctx, provider_uuid)
+
+    @messaging.expose
+    def get_consumer_allocations(self, ctx, consumer_uuid):
+        """Call (1.9) from the API's Placement API: what one consumer
+        (an instance or a migration) holds, by provider."""
+        return self.scheduler.get_consumer_allocations(ctx, consumer_uuid)
+
+    @messaging.expose
+    def get_usages(self, ctx, consumer_uuids):
+        """Call (1.9) from the API's Placement API: what a set of
+        consumers (a project's instances and migrations) holds, summed
+        by resource class, and how many of them hold anything."""
+        return self.scheduler.get_usages(ctx, consumer_uuids)
 
     @messaging.expose
     def get_minimum_service_version(self, ctx):

@@ -31,6 +31,11 @@ Version history:
     1.8 - check_rebuild: whether a server's own host passes the filters
           for its rebuild's new image, without a claim (or claiming it
           again for a server in ERROR)
+    1.9 - get_providers, get_provider_allocations,
+          get_consumer_allocations, get_usages: what the API's Placement
+          API reads (resource providers, their inventories, usages,
+          aggregates and allocations, a consumer's allocations, the usage
+          of a set of consumers); calls, plain dicts only
 """
 
 import logging
@@ -68,6 +73,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.8': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.9': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+            'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -75,7 +82,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.8'
+    VERSION = '1.9'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -220,6 +227,30 @@ class SchedulerAPI:
 
     def get_availability_zones(self, ctx):
         return self._call_13(ctx, 'get_availability_zones')
+
+    # --- 1.9: what the Placement API reads ----------------------------------
+    # Each raises RPCVersionCapError while the schedulers are older than
+    # 1.9.
+
+    def _call_19(self, ctx, method, **kwargs):
+        cctxt, _ = self.client.prepare('1.9')
+        return cctxt.call(ctx, method, **kwargs)
+
+    def get_providers(self, ctx, filters, marker, limit, detail):
+        return self._call_19(ctx, 'get_providers', filters=filters,
+                             marker=marker, limit=limit, detail=detail)
+
+    def get_provider_allocations(self, ctx, provider_uuid):
+        return self._call_19(ctx, 'get_provider_allocations',
+                             provider_uuid=provider_uuid)
+
+    def get_consumer_allocations(self, ctx, consumer_uuid):
+        return self._call_19(ctx, 'get_consumer_allocations',
+                             consumer_uuid=consumer_uuid)
+
+    def get_usages(self, ctx, consumer_uuids):
+        return self._call_19(ctx, 'get_usages',
+                             consumer_uuids=consumer_uuids)
 
     def get_minimum_service_version(self):
         """The lowest service version of the running schedulers, as the

@@ -316,8 +316,8 @@ def _stack_boot_unstack(tmp_path, topology, database, keystone=None):
             'True'
         assert tempest['compute-feature-enabled'][
             'block_migration_for_live_migration'] == 'False'
-        assert tempest['compute-feature-enabled']['console_output'] == \
-            'False'
+        for feature in ('console_output', 'shelve', 'snapshot'):
+            assert tempest['compute-feature-enabled'][feature] == 'True'
 
         stack.run('unstack')
         units = stack.units()

@@ -374,6 +374,7 @@ def test_noauth_identity_issues_tokens_with_this_apis_catalog(start_system):
     assert (token['user']['id'], token['project']['id']) == ('u1', 'p1')
     assert {e['type']: e['endpoints'][0]['url'] for e in token['catalog']} \
         == {'compute': system.base_url + '/v2.1',
+            'placement': system.base_url + '/placement',
             'image': system.base_url + '/image',
             'identity': system.base_url + '/identity'}
     # The token it issued is one noauth2 trusts.

@@ -1,5 +1,6 @@
 """Random requests to every route of the route table: never a 5xx, every
-error in Nova's shape, no request slower than a second.
+error in Nova's shape (in Placement's when the Placement API under
+``/placement`` answered), no request slower than a second.
 
 The routes come from ``wsgi.ROUTES`` itself, so a new route is fuzzed as
 soon as it is added. Each drawn request is sent twice, as an admin and as
@@ -148,7 +149,9 @@ def _path(draw, target):
 _QUERY_NAMES = ['limit', 'marker', 'offset', 'name', 'status', 'image',
                 'flavor', 'all_tenants', 'all_projects', 'is_public',
                 'minRam', 'minDisk', 'changes-since', 'reservation_id',
-                'sort_key', 'sort_dir']
+                'sort_key', 'sort_dir', 'uuid', 'resources', 'resources1',
+                'member_of', 'required', 'in_tree', 'project_id',
+                'group_policy', 'consumer_type']
 
 
 @st.composite
@@ -166,7 +169,8 @@ _headers = st.fixed_dictionaries({}, optional={
         'compute 2.1', 'compute 2.15', 'compute 2.37', 'compute 2.64',
         'compute 2.96', 'compute latest', 'compute 3.0', 'compute 2.',
         'compute 2.x', 'compute ²', 'compute', 'volume 3.0', ',,',
-        'compute 2.1.1']),
+        'compute 2.1.1', 'placement 1.0', 'placement 1.39',
+        'placement latest', 'placement 1.99', 'placement 1.x']),
     'X-OpenStack-Nova-API-Version': st.sampled_from(['2.1', '9.9', 'x']),
     'Content-Type': st.sampled_from([
         'application/json', 'text/plain', 'application/xml',
@@ -280,6 +284,16 @@ def _is_nova_fault(resp):
     assert isinstance(fault.get('message'), str) and fault['message'], body
 
 
+def _is_placement_error(resp):
+    assert resp.content_type == 'application/json', resp.headers
+    body = json.loads(resp.body)
+    assert list(body) == ['errors'], body
+    [error] = body['errors']
+    assert error.get('status') == resp.status_int, body
+    assert isinstance(error.get('title'), str) and error['title'], body
+    assert isinstance(error.get('detail'), str) and error['detail'], body
+
+
 def test_no_route_answers_5xx_to_anything(target, capsys):
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
@@ -296,7 +310,11 @@ def test_no_route_answers_5xx_to_anything(target, capsys):
             assert elapsed < SLOWEST_ALLOWED, '%.2fs: %s' % (elapsed,
                                                              described)
             if resp.status_int >= 400 and method != 'HEAD':
-                _is_nova_fault(resp)
+                if resp.headers.get('OpenStack-API-Version', '').startswith(
+                        'placement '):
+                    _is_placement_error(resp)
+                else:
+                    _is_nova_fault(resp)
 
     # The servers the fuzzing boots are real builds: at most a few per
     # request keeps the system's own work from drowning the API.

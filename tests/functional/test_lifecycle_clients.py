@@ -144,3 +144,26 @@ def test_openstack_console_log_show(cli):
     assert 'booting %s' % server_id in output
     assert cli('console', 'log', 'show', '--lines', '1',
                'vm1').strip().endswith('login:')
+
+
+def test_openstack_server_shelve_and_unshelve_to_a_host(
+        start_system, openstack_cli):  # noqa: F811
+    cli = openstack_cli(start_system(cells=1, hosts_per_cell=2))
+    _boot(cli)
+    first = _show(cli, 'vm1')['OS-EXT-SRV-ATTR:host']
+    other = ({'cell1-compute1', 'cell1-compute2'} - {first}).pop()
+    cli('server', 'shelve', 'vm1')
+    shown = _wait(cli, 'vm1', 'SHELVED_OFFLOADED')
+    assert not shown['OS-EXT-SRV-ATTR:host']
+    images = json.loads(cli('image', 'list', '--name', 'vm1-shelved',
+                            '-f', 'json'))
+    assert [i['Name'] for i in images] == ['vm1-shelved']
+
+    cli('--os-compute-api-version', '2.91', 'server', 'unshelve',
+        '--host', other, 'vm1')
+    shown = _wait(cli, 'vm1', 'ACTIVE')
+    assert shown['OS-EXT-SRV-ATTR:host'] == other
+    actions = json.loads(cli('server', 'event', 'list', 'vm1', '-f',
+                             'json'))
+    assert sorted(a['Action'] for a in actions) == [
+        'create', 'shelve', 'unshelve']

@@ -160,13 +160,13 @@ class Deployment:
                     availability_zone = %s
                     unfinished_build_check_interval = 2
                     """ % (host, bus, zone))
-        self.manage('db', 'sync')
-        self.manage('cell_v2', 'map_cell0', '--database_connection',
-                    cell0_db)
-        for cell, (bus, db) in self.cells.items():
-            self.manage('cell_v2', 'create_cell', '--name', cell,
-                        '--transport-url', bus, '--database-connection', db)
-        self.manage('flavor', 'create-defaults')
+        self.manage_all(
+            [('db', 'sync'),
+             ('cell_v2', 'map_cell0', '--database_connection', cell0_db)] +
+            [('cell_v2', 'create_cell', '--name', cell, '--transport-url',
+              bus, '--database-connection', db)
+             for cell, (bus, db) in self.cells.items()] +
+            [('flavor', 'create-defaults')])
         return self
 
     def bring_up(self):
@@ -196,6 +196,27 @@ class Deployment:
 
     def executable(self, name):
         return os.path.join(self.bin_dir, name)
+
+    def manage_all(self, commands):
+        """Run ``scheduler-split-manage`` commands in order in one Python
+        process of the deployment's install, as its console script runs
+        each (its imports paid once, not once a command); stop at the
+        first that fails."""
+        script = (
+            'import sys\n'
+            'from scheduler_split.cmd import manage\n'
+            'for argv in %r:\n'
+            '    rc = manage.main(argv)\n'
+            '    if rc:\n'
+            '        sys.exit(rc)\n'
+            '    manage.CONF.clear()\n' % [
+                ['--config-file', self.main_conf, *command]
+                for command in commands])
+        result = subprocess.run(
+            [os.path.join(self.bin_dir, 'python'), '-c', script],
+            capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
 
     def manage(self, *args):
         result = subprocess.run(

@@ -37,7 +37,7 @@ def cloud(keystone, tmp_path_factory):
     conf.write_text(keystone.api_config('scheduler-split', SERVICE_PASSWORD))
     proc, url, lines = fixtures.start_all_in_one(
         state, config_files=[conf])
-    keystone.register_service('compute', 'nova', url + '/v2.1')
+    keystone.register_api(url)
     for user, project in (('alice', 'project-a'), ('bob', 'project-b')):
         keystone.create_user(user, user + '-pw', project, roles=('member',))
     try:

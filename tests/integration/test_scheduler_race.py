@@ -193,6 +193,82 @@ def test_server_group_policies_hold_across_three_schedulers(crowded):
     assert crowded.allocations() == []
 
 
+@ON_POSTGRESQL
+def test_servers_offloaded_while_boots_race_are_unshelved_within_capacity(
+        crowded):
+    """Two schedulers: 20 servers are shelved and offloaded (each gives
+    its host back) while 80 boots race for the hosts they free, then all
+    20 are unshelved at once, placed again through the schedulers. Every
+    server ends ACTIVE, no host is over capacity, and the claims left are
+    exactly one per live server."""
+    crowded.stop('scheduler-3')
+    try:
+        _shelve_while_booting(crowded)
+    finally:
+        crowded.start('scheduler-3')
+
+
+def _shelve_while_booting(crowded):
+    api = fixtures.Api(crowded.base_url)
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        shelved = list(pool.map(lambda i: api.boot(name='shelf-%d' % i),
+                                range(20)))
+    for sid in shelved:
+        assert api.wait_for(sid, timeout=120)['status'] == 'ACTIVE'
+
+    def shelve(sid):
+        # [DEFAULT] shelved_offload_time is 0: offloaded at once.
+        resp = api.post('/v2.1/servers/%s/action' % sid, {'shelve': None})
+        assert resp.status_code == 202, resp.text
+        return _wait_for_task(api, sid, 'SHELVED_OFFLOADED')
+
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        boots = [pool.submit(api.boot, name='racer-%d' % i)
+                 for i in range(80)]
+        offloaded = {sid: pool.submit(shelve, sid) for sid in shelved}
+        racers = [f.result() for f in boots]
+        offloaded = {sid: f.result() for sid, f in offloaded.items()}
+    assert {s['status'] for s in offloaded.values()} == {
+        'SHELVED_OFFLOADED'}
+    assert all(s['OS-EXT-SRV-ATTR:host'] is None
+               for s in offloaded.values())
+    servers = {sid: api.wait_for(sid, timeout=300) for sid in racers}
+    # An offloaded server holds nothing.
+    assert not {c for c, _ in crowded.allocations()} & set(shelved)
+
+    def unshelve(sid):
+        resp = api.post('/v2.1/servers/%s/action' % sid, {'unshelve': None})
+        assert resp.status_code == 202, resp.text
+        return _wait_for_task(api, sid, 'ACTIVE')
+
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        servers.update(zip(shelved, pool.map(unshelve, shelved)))
+
+    assert {s['status'] for s in servers.values()} == {'ACTIVE'}, {
+        sid: (s['status'], s.get('fault')) for sid, s in servers.items()
+        if s['status'] != 'ACTIVE'}
+    for host, rc, amount, capacity in crowded.usage():
+        assert amount <= capacity, (host, rc, amount, capacity)
+    claimed = {}
+    for consumer, host in set(crowded.allocations()):
+        claimed.setdefault(consumer, set()).add(host)
+    assert claimed == {sid: {s['OS-EXT-SRV-ATTR:host']}
+                       for sid, s in servers.items()}
+    # The unshelved servers are who they were.
+    for sid in shelved:
+        assert servers[sid]['name'].startswith('shelf-')
+
+    # Leave the hosts empty for the race below.
+    for sid in servers:
+        assert api.delete('/v2.1/servers/%s' % sid).status_code == 204
+    for sid in servers:
+        api.wait_gone(sid, timeout=120)
+    deadline = time.monotonic() + 30
+    while crowded.allocations():
+        assert time.monotonic() < deadline, crowded.allocations()
+        time.sleep(0.2)
+
+
 @pytest.mark.parametrize('crowded', [conftest.POSTGRESQL, conftest.MARIADB],
                          indirect=True)
 def test_three_schedulers_and_200_racing_boots_never_overcommit(crowded):

@@ -13,8 +13,8 @@ What it does, everything on 127.0.0.1 and stopped at the end:
    ``$SCHEDULER_SPLIT_KEYSTONE_VENV`` and ``$SCHEDULER_SPLIT_TEMPEST_VENV``);
    a venv that is already there is reused.
 2. Starts Keystone, creates the API's service user, starts the all-in-one
-   (2 cells x 2 hosts) behind it and registers its ``compute`` and
-   ``image`` endpoints.
+   (2 cells x 2 hosts) behind it and registers its ``compute``,
+   ``placement`` and ``image`` endpoints.
 3. Writes a ``tempest.conf`` that says what the cloud has and has not
    (see ``tempest_conf``), and runs the tests of the include list
    (``tests/tempest/include-list.txt``). The step fails if any of them
@@ -127,27 +127,32 @@ def tempest_conf(keystone, compute_url, workspace):
       reason. The server classes that only ask for a default network (and
       would be skipped whole without Neutron) run without one, through the
       project's plugin (``tests/tempest/plugin``).
-    - Glance: the all-in-one's ``/image`` is a read-only catalog of three
-      images in the Image API v2 shapes (enough to boot from and to list);
-      it can neither upload, snapshot nor delete. It is in the service
-      catalog as ``image`` and ``glance = true``, because Tempest's admin
-      base class (every ``tempest.api.compute.admin`` class) builds an
-      image client only when Glance is available and errors in its setup
-      without one. The few tests that upload an image into Glance fail
-      against the read-only catalog and stay out of the include list;
-      ``snapshot = false`` keeps out those that would create one from a
-      server.
+    - Glance: the all-in-one's ``/image`` is the built-in image catalog
+      in the Image API v2 shapes: three built-in images, and the images
+      users create, upload (only size and checksums are kept), patch, tag
+      and delete. It is in the service catalog as ``image`` and ``glance
+      = true`` (Tempest's admin base class, every
+      ``tempest.api.compute.admin`` class, builds an image client only
+      when Glance is available and errors in its setup without one).
+      ``snapshot = true``: createImage and createBackup make an image of
+      the server, active at once (the fake driver has no disk to upload),
+      and the compute API's ``/images`` proxy answers up to 2.35.
     - Microversions 2.1 to 2.96, what the API announces.
     - Pause and suspend are on (with stop, start, reboot, lock, rebuild
       and soft delete, which Tempest does not gate), and so are resize,
       cold migration, live migration (not block migration, which the
-      fake driver does not tell apart) and the console output. Every
-      other server action (shelve, rescue, snapshot, remote consoles,
-      password, interface attach, config drive, metadata service,
+      fake driver does not tell apart), the console output and shelve
+      (offloaded at once, Tempest's default ``shelved_offload_time`` of
+      0 matching the service's) and snapshots. Every other server action
+      (rescue, remote consoles,
+      change password, interface attach, config drive, metadata service,
       personality) is off: those routes do not exist. A create and a
       rebuild answer with an ``adminPass``, as Nova does with
       ``enable_instance_password``. Servers are never reachable (fake
       driver): no validation.
+    - The extension list, the usage audit log, ``os-server-password``
+      and ``os-server-external-events`` (sent by Tempest's user with the
+      ``service`` role) have no switch: Tempest always runs their tests.
     - The scheduler filters are the ones the scheduler runs by default.
     """
     values = {
@@ -210,7 +215,7 @@ def tempest_conf(keystone, compute_url, workspace):
         console_output = true
         resize = true
         pause = true
-        shelve = false
+        shelve = true
         shelve_migrate = false
         suspend = true
         cold_migration = true
@@ -226,7 +231,7 @@ def tempest_conf(keystone, compute_url, workspace):
         stable_rescue = false
         enable_instance_password = true
         interface_attach = false
-        snapshot = false
+        snapshot = true
         personality = false
         attach_encrypted_volume = false
         config_drive = false
@@ -291,8 +296,7 @@ class Cloud:
             with open(self.out_path) as f:
                 raise RuntimeError('The all-in-one did not start:\n'
                                    + f.read())
-        self.keystone.register_service('compute', 'nova',
-                                       self.url + '/v2.1')
+        self.keystone.register_api(self.url)
         self.keystone.register_service('image', 'glance',
                                        self.url + '/image')
         return self
@@ -537,6 +541,9 @@ def main(argv=None):
     parser.add_argument('--run-dir', default=os.path.join(ROOT,
                                                           '.tempest-run'))
     parser.add_argument('--concurrency', type=int, default=2)
+    parser.add_argument('--regex', default=FULL_REGEX,
+                        help='with --full: the tests to run and count '
+                             '(default: %(default)s)')
     args = parser.parse_args(argv)
 
     # SIGTERM unwinds like Ctrl-C, so that everything started is stopped.
@@ -580,7 +587,7 @@ def main(argv=None):
 
         if args.full:
             _, results, elapsed = run_tempest(
-                tempest_venv, workspace, 'full', ['--regex', FULL_REGEX],
+                tempest_venv, workspace, 'full', ['--regex', args.regex],
                 args.concurrency, timeout=5400)
             c = _print_counts('Full tempest.api.compute', results, elapsed)
             false = missing_route_passes(

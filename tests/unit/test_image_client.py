@@ -9,6 +9,8 @@ import webob
 from scheduler_split.api import image_client
 from scheduler_split.api import images
 from scheduler_split import context
+from scheduler_split.db import engines
+from scheduler_split.db import migration
 from scheduler_split import exception
 from tests import glance as fake_glance
 
@@ -23,6 +25,17 @@ def glance():
         os_distro='debian')
     with fake_glance.serving(arm) as app:
         yield app
+
+
+@pytest.fixture
+def api_db(tmp_path, override):
+    """An API database at head, where the built-in catalog keeps the
+    images users make."""
+    url = 'sqlite:///' + str(tmp_path / 'api.sqlite')
+    migration.upgrade('api', url)
+    override('connection', url, group='api_database')
+    yield url
+    engines.dispose_all()
 
 
 @pytest.fixture
@@ -44,14 +57,15 @@ def test_builtin_catalog_answers_by_id_and_by_name():
     assert (by_name['min_ram'], by_name['min_disk']) == (1024, 5)
 
 
-def test_builtin_catalog_does_not_know_other_images():
+def test_builtin_catalog_does_not_know_other_images(api_db):
     with pytest.raises(exception.ImageNotFound):
         image_client.get(context.get_admin_context(), ARM_IMAGE)
 
 
-def test_builtin_images_show_their_properties_as_glance_does():
+def test_builtin_images_show_their_properties_as_glance_does(api_db):
     request = webob.Request.blank('/image/v2/images')
-    body = json.loads(images.list_images(request, None, None).text)
+    body = json.loads(images.index(request, context.get_admin_context(),
+                                   None).text)
 
     cirros = next(i for i in body['images'] if i['name'] == 'cirros')
     assert cirros['os_distro'] == 'cirros'
@@ -68,7 +82,10 @@ def test_glance_api_servers_answer_with_min_ram_disk_and_properties(
 
     assert image == {
         'id': ARM_IMAGE, 'name': 'debian-arm', 'status': 'active',
-        'min_ram': 256, 'min_disk': 2,
+        'min_ram': 256, 'min_disk': 2, 'size': 1024, 'owner': None,
+        'visibility': 'public', 'protected': False, 'disk_format': 'qcow2',
+        'container_format': 'bare', 'created_at': '2026-01-01T00:00:00Z',
+        'updated_at': '2026-01-01T00:00:00Z',
         'properties': {'architecture': 'aarch64', 'os_distro': 'debian',
                        'hw_qemu_guest_agent': 'true'}}
     [request] = glance.requests
@@ -121,3 +138,153 @@ def test_no_image_service_anywhere_is_unavailable(override, user_ctx):
     override('api_servers', ['http://127.0.0.1:1'], group='glance')
     with pytest.raises(exception.ImageServiceUnavailable):
         image_client.get(user_ctx, ARM_IMAGE)
+
+
+def _project_ctx(project_id):
+    return context.RequestContext(user_id='u-' + project_id,
+                                  project_id=project_id)
+
+
+def test_builtin_snapshot_record_is_active_private_and_gone_once_deleted(
+        api_db):
+    mine, theirs = _project_ctx('p1'), _project_ctx('p2')
+
+    image = image_client.create_image(
+        mine, 'snap', properties={'image_type': 'snapshot', 'n': 3},
+        min_disk=1, min_ram=64)
+
+    assert image['status'] == 'active'
+    assert (image['size'], image['owner'], image['visibility']) == (
+        0, 'p1', 'private')
+    assert image['properties'] == {'image_type': 'snapshot', 'n': '3'}
+    assert image_client.get(mine, image['id']) == image
+    assert image_client.get(context.get_admin_context(),
+                            image['id'])['name'] == 'snap'
+    with pytest.raises(exception.ImageNotFound):
+        image_client.get(theirs, image['id'])
+    with pytest.raises(exception.ImageNotFound):
+        image_client.delete_image(theirs, image['id'])
+
+    image_client.delete_image(mine, image['id'])
+
+    with pytest.raises(exception.ImageNotFound):
+        image_client.get(mine, image['id'])
+    with pytest.raises(exception.ImageNotFound):
+        image_client.delete_image(mine, image['id'])
+
+
+def test_builtin_images_cannot_be_deleted_or_changed(api_db, user_ctx):
+    cirros = images.find('cirros')[0]
+    with pytest.raises(exception.ImageNotAuthorized):
+        image_client.delete_image(context.get_admin_context(), cirros)
+    with pytest.raises(exception.ImageNotAuthorized):
+        image_client.update_properties(user_ctx, cirros, lambda p: {})
+    assert image_client.get(user_ctx, 'cirros')['id'] == cirros
+
+
+def test_builtin_listing_filters_sorts_and_pages_with_the_builtin_images(
+        api_db):
+    ctx = _project_ctx('p1')
+    made = [image_client.create_image(
+        ctx, name, properties={'image_type': kind, 'instance_uuid': 'i-1'})
+        for name, kind in (('a', 'backup'), ('b', 'snapshot'),
+                           ('c', 'backup'))]
+
+    backups = image_client.get_all(
+        ctx, filters={'image_type': 'backup', 'instance_uuid': 'i-1'})
+    by_name = image_client.get_all(ctx, sort_key='name', sort_dir='asc')
+    page = image_client.get_all(ctx, sort_key='name', sort_dir='asc',
+                                limit=2, marker=made[2]['id'])
+
+    # Newest first by default.
+    assert [i['name'] for i in backups] == ['c', 'a']
+    assert [i['name'] for i in by_name] == [
+        'a', 'b', 'c', 'cirros', 'fedora-41', 'ubuntu-24.04']
+    assert [i['name'] for i in page] == ['cirros', 'fedora-41']
+    with pytest.raises(exception.MarkerNotFound):
+        image_client.get_all(_project_ctx('p2'), marker=made[0]['id'])
+
+
+def test_builtin_properties_change_in_one_step(api_db):
+    ctx = _project_ctx('p1')
+    image = image_client.create_image(ctx, 'snap',
+                                      properties={'a': '1', 'b': '2'})
+
+    changed = image_client.update_properties(
+        ctx, image['id'], lambda current: dict(current, c='3', a='0'))
+
+    assert changed['properties'] == {'a': '0', 'b': '2', 'c': '3'}
+
+
+@pytest.fixture
+def glance_source(glance, override):
+    override('source', 'glance', group='glance')
+    override('api_servers', [glance.url], group='glance')
+    return glance
+
+
+def test_glance_snapshot_record_is_created_then_uploaded_empty(
+        glance_source, user_ctx):
+    image = image_client.create_image(
+        user_ctx, 'snap', properties={'image_type': 'snapshot'}, min_ram=64)
+
+    assert (image['status'], image['size'], image['min_ram']) == (
+        'active', 0, 64)
+    assert image['properties']['image_type'] == 'snapshot'
+    create, upload, show = glance_source.requests
+    assert (create.method, create.path) == ('POST', '/v2/images')
+    assert json.loads(create.body) == {
+        'name': 'snap', 'image_type': 'snapshot', 'min_disk': 0,
+        'min_ram': 64, 'disk_format': 'qcow2', 'container_format': 'bare',
+        'visibility': 'private'}
+    assert (upload.method, upload.path, upload.content_type, upload.body) \
+        == ('PUT', '/v2/images/%s/file' % image['id'],
+            'application/octet-stream', b'')
+    assert upload.headers['X-Auth-Token'] == 'user-token'
+    assert (show.method, show.path) == ('GET', '/v2/images/%s' % image['id'])
+
+
+def test_glance_delete_of_an_image_already_gone_is_not_found(
+        glance_source, user_ctx):
+    image_client.delete_image(user_ctx, ARM_IMAGE)
+
+    with pytest.raises(exception.ImageNotFound):
+        image_client.delete_image(user_ctx, ARM_IMAGE)
+    assert [(r.method, r.path) for r in glance_source.requests] == [
+        ('DELETE', '/v2/images/%s' % ARM_IMAGE)] * 2
+
+
+def test_glance_listing_reads_every_page_with_its_filters(glance_source,
+                                                          user_ctx):
+    for name in ('a', 'b', 'c'):
+        image_client.create_image(user_ctx, name,
+                                  properties={'image_type': 'backup'})
+    glance_source.requests.clear()
+
+    found = image_client.get_all(user_ctx, filters={'image_type': 'backup'})
+    limited = image_client.get_all(user_ctx, filters={'image_type':
+                                                      'backup'}, limit=2)
+
+    assert [i['name'] for i in found] == ['c', 'b', 'a']
+    assert [i['name'] for i in limited] == ['c', 'b']
+    assert all(r.GET['image_type'] == 'backup'
+               for r in glance_source.requests)
+
+
+def test_glance_properties_change_as_a_json_patch_of_the_difference(
+        glance_source, user_ctx):
+    image = image_client.update_properties(
+        user_ctx, ARM_IMAGE,
+        lambda current: {'os_distro': 'debian', 'new': 'x',
+                         'architecture': 'x86_64'})
+
+    patch = glance_source.requests[-1]
+    assert patch.method == 'PATCH'
+    assert patch.content_type == (
+        'application/openstack-images-v2.1-json-patch')
+    assert sorted(json.loads(patch.body), key=lambda c: c['path']) == [
+        {'op': 'add', 'path': '/architecture', 'value': 'x86_64'},
+        {'op': 'remove', 'path': '/hw_qemu_guest_agent'},
+        {'op': 'add', 'path': '/new', 'value': 'x'}]
+    assert image['properties'] == {'os_distro': 'debian', 'new': 'x',
+                                   'architecture': 'x86_64'}

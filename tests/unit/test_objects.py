@@ -30,7 +30,7 @@ EXPECTED_FINGERPRINTS = {
     'CellMapping': '1.0-4be932d51d6a4227b18f3a02ed872bd1',
     'Flavor': '1.0-a6ae59e8f275ab1aef73df74fd2d7437',
     'HostMapping': '1.0-9297466faf35f923d342b1558062fa3f',
-    'Instance': '1.4-1aadb750dba278ebf3f82458b1d78a7f',
+    'Instance': '1.5-5bb5e7551e04f74461035457bfc5bed0',
     'InstanceActionPayload': '1.0-f48a449a3fea6d12d346713988039a46',
     'InstanceGroup': '1.0-9c6a2990888ccc706eb25461a01e166b',
     'InstanceFault': '1.0-8bb771c7db1113ce1ccf587760b24f29',

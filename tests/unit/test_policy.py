@@ -151,6 +151,10 @@ EXPECTED = {
     'os_compute_api:servers:show:host_status': ADMINS,
     'os_compute_api:os-deferred-delete:restore': MEMBERS,
     'os_compute_api:os-deferred-delete:force': MEMBERS,
+    'os_compute_api:os-shelve:shelve': MEMBERS,
+    'os_compute_api:os-shelve:shelve_offload': ADMINS,
+    'os_compute_api:os-shelve:unshelve': MEMBERS,
+    'os_compute_api:os-shelve:unshelve_to_host': ADMINS,
     'os_compute_api:servers:migrations:index': ADMINS,
     'os_compute_api:servers:migrations:show': ADMINS,
     'os_compute_api:os-pause-server:pause': MEMBERS,
@@ -174,13 +178,23 @@ EXPECTED = {
     'os_compute_api:os-server-tags:update': MEMBERS,
     'os_compute_api:os-server-tags:delete_all': MEMBERS,
     'os_compute_api:os-server-tags:delete': MEMBERS,
+    'os_compute_api:extensions': set(PERSONAS),
+    'os_compute_api:os-instance-usage-audit-log:list': ADMINS,
+    'os_compute_api:os-instance-usage-audit-log:show': ADMINS,
+    'os_compute_api:os-server-external-events:create': ADMINS,
+    'os_compute_api:os-server-password:show': EVERYONE_OF_THE_PROJECT,
+    'os_compute_api:os-server-password:clear': MEMBERS,
     'scheduler_split:metrics': ADMINS,
+    'placement:read': ADMINS,
     'context_is_admin': ADMINS,
     'admin_api': ADMINS,
     'project_member_api': {'member'},
     'project_reader_api': {'member', 'reader'},
     'project_member_or_admin': MEMBERS,
     'project_reader_or_admin': EVERYONE_OF_THE_PROJECT,
+    # Only another service's token holds the service role.
+    'service_api': set(),
+    'service_or_admin': ADMINS,
 }
 
 
@@ -213,6 +227,13 @@ def test_a_key_pair_is_its_users(configured):
                                     fatal=False)
         assert policy.authorize(PERSONAS['admin'], rule,
                                 {'user_id': 'someone'}, fatal=False)
+
+
+def test_another_services_token_may_send_server_events(configured):
+    rule = 'os_compute_api:os-server-external-events:create'
+    neutron = _user('service', 'service')
+    assert policy.authorize(neutron, rule, {}, fatal=False)
+    assert not policy.authorize(PERSONAS['member'], rule, {}, fatal=False)
 
 
 def test_refusal_is_a_403_in_novas_words(configured):
@@ -287,7 +308,7 @@ DOCUMENTED = [r for r in policies.list_rules()
               if isinstance(r, oslo_policy.DocumentedRuleDefault)]
 
 # Rules of paths outside the compute API's /v2.1, documented as served.
-OUTSIDE_THE_COMPUTE_API = {'scheduler_split:metrics'}
+OUTSIDE_THE_COMPUTE_API = {'scheduler_split:metrics', 'placement:read'}
 
 
 @pytest.mark.parametrize('rule', DOCUMENTED, ids=lambda r: r.name)

@@ -172,6 +172,10 @@ class FakeDriver:
         (new) image; running afterwards unless ``power_on`` is False."""
         self._act(instance, 'rebuild', RUNNING if power_on else SHUTDOWN)
 
+    def shelve(self, instance):
+        """The VM stops and its disk is kept as the shelved image."""
+        self._act(instance, 'shelve', SHUTDOWN)
+
     def power_on(self, instance):
         self._act(instance, 'start', RUNNING)
 

@@ -9,6 +9,8 @@ for the caller: a call answers with it, a cast (:func:`run_cast`) ends
 there.
 """
 
+from scheduler_split.objects import base as obj_base
+
 
 class ConductorTask:
     """One long operation of a conductor, read top to bottom in
@@ -16,10 +18,14 @@ class ConductorTask:
 
     # Whether the last failure of execute() was rolled back.
     rolled_back = False
+    # When execute() began: the start of the instance-action events the
+    # task records (its step).
+    started = None
 
     def execute(self):
         """Run the operation and return its answer. If it fails, roll
         back what it did, then raise the failure again."""
+        self.started = obj_base.utcnow()
         try:
             return self._execute()
         except Exception as exc:

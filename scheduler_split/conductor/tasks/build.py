@@ -105,7 +105,8 @@ def still_pending(ctx, build_request):
     return mapping.cell_mapping is None
 
 
-def bury_in_cell0(ctx, cells, build_request, exc, reason='error'):
+def bury_in_cell0(ctx, cells, build_request, exc, reason='error',
+                  start_time=None):
     """An instance that could not be scheduled: ERROR in cell0.
 
     The row comes first, then the mapping points at it (only if no one
@@ -113,7 +114,8 @@ def bury_in_cell0(ctx, cells, build_request, exc, reason='error'):
     cannot be written, the build request stays and the lost-build sweep
     tries again later. Returns whether this call placed the instance (the
     claims are then its to release); ``reason`` is what the metrics count
-    it under; ``cells`` is a :class:`CellMappings`.
+    it under; ``cells`` is a :class:`CellMappings`; ``start_time``: when
+    the scheduling that failed began (its event's start).
     """
     uuid = build_request.instance_uuid
     try:
@@ -140,7 +142,7 @@ def bury_in_cell0(ctx, cells, build_request, exc, reason='error'):
         metrics.BURIED_IN_CELL0.labels(reason=reason).inc()
         instance_action.record_event(
             cctx, uuid, EVENT, result=instance_action.ERROR,
-            details=exception.describe(exc))
+            details=exception.describe(exc), start_time=start_time)
     except Exception:
         LOG.exception('Could not record instance %s in cell0', uuid,
                       extra={'instance_uuid': uuid})
@@ -287,7 +289,7 @@ class ScheduleAndBuildTask(base.ConductorTask):
 
     def _bury_in_cell0(self, ctx, build_request, exc, reason='error'):
         return bury_in_cell0(ctx, self.cells, build_request, exc,
-                             reason=reason)
+                             reason=reason, start_time=self.started)
 
     def _build_in_cell(self, ctx, build_request, request_spec, host_list):
         """Create the instance in the chosen cell and cast its build.
@@ -306,6 +308,7 @@ class ScheduleAndBuildTask(base.ConductorTask):
             take_host_zone(instance, request_spec, chosen)
             instance.create(cctx, event=dict(
                 event=EVENT, host=chosen.service_host,
+                start_time=self.started,
                 details='claimed on %s; alternates: %s' % (
                     chosen.service_host,
                     ', '.join(s.service_host for s in alternates) or

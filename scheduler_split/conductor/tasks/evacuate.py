@@ -38,6 +38,6 @@ class EvacuateTask(move.MoveTask):
         instance_action.record_event(
             self.cctx, self.uuid, self.event, host=CONF.host,
             details='%s claimed' % chosen.service_host,
-            action=migration.action)
+            action=migration.action, start_time=self.started)
         self.computes(self.cell).rebuild_instance(
             self.ctx, chosen.service_host, self.instance, migration)

@@ -18,6 +18,7 @@ from scheduler_split.conductor.tasks import alternates
 from scheduler_split.conductor.tasks import move
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance_action
 from scheduler_split.objects import migration as migration_obj
 
@@ -48,12 +49,13 @@ class LiveMigrateTask(move.MoveTask):
             move.aim(migration, selection)
             migration.status = migration_obj.PREPARING
             migration.save(self.cctx)
+            asked = obj_base.utcnow()
             try:
                 compute.pre_live_migration(
                     self.ctx, dest, self.instance, migration,
                     timeout=CONF.rpc_response_timeout)
             except Exception as exc:
-                self._refused(dest, exc)
+                self._refused(dest, exc, asked)
                 selection, rest = alternates.claim_next(
                     self.scheduler, self.ctx, self.uuid, rest)
                 continue
@@ -61,7 +63,8 @@ class LiveMigrateTask(move.MoveTask):
             instance_action.record_event(
                 self.cctx, self.uuid, self.event, host=CONF.host,
                 details='%s claimed and ready (hosts tried: %s)' % (
-                    dest, ', '.join(tried)), action=migration.action)
+                    dest, ', '.join(tried)), action=migration.action,
+                start_time=self.started)
             compute.live_migration(self.ctx, self.instance.host,
                                    self.instance, migration)
             return
@@ -70,7 +73,9 @@ class LiveMigrateTask(move.MoveTask):
                    'instance %s (hosts tried: %s)' % (self.uuid,
                                                       ', '.join(tried)))
 
-    def _refused(self, dest, exc):
+    def _refused(self, dest, exc, asked):
+        """``dest``, asked at ``asked``, refused the server with
+        ``exc``."""
         LOG.info('%s cannot take instance %s live: %s', dest, self.uuid,
                  exception.describe(exc),
                  extra={'instance_uuid': self.uuid})
@@ -79,4 +84,4 @@ class LiveMigrateTask(move.MoveTask):
             result=instance_action.ERROR,
             details='%s refused: %s; trying the next alternate' % (
                 dest, exception.describe(exc)),
-            action=self.migration.action)
+            action=self.migration.action, start_time=asked)

@@ -65,7 +65,7 @@ class MigrateTask(move.MoveTask):
             details='%s claimed (alternates: %s)' % (
                 chosen.service_host,
                 ', '.join(s.service_host for s in others) or 'none'),
-            action=migration.action)
+            action=migration.action, start_time=self.started)
         LOG.info('Moving instance %s from %s to %s (%s)', self.uuid,
                  instance.host, chosen.service_host, migration.action,
                  extra={'instance_uuid': self.uuid})
@@ -118,5 +118,5 @@ class MigrateRescheduleTask(reschedule.RescheduleTask):
         LOG.warning('Move of instance %s failed: %s', uuid,
                     exception.describe(exc), extra={'instance_uuid': uuid})
         move.roll_back(self.scheduler, self.ctx, self.migration, exc,
-                       self.event)
+                       self.event, start_time=self.started)
         return True

@@ -39,7 +39,7 @@ MOVING = {
 
 
 def roll_back(scheduler, ctx, migration, exc, event, host=None, fault=True,
-              instance=None):
+              instance=None, start_time=None):
     """Undo a move that will not happen; ``ctx`` targets its cell.
 
     The instance holds its source again and no longer any destination
@@ -48,7 +48,8 @@ def roll_back(scheduler, ctx, migration, exc, event, host=None, fault=True,
     The instance, if it is still moving (``instance`` as the caller read
     it, else read now), is on its source again with its old flavor and
     its task cleared, with ``exc`` as its fault unless ``fault`` is
-    False. An event ``event`` (on ``host``) in Error says why.
+    False. An event ``event`` (on ``host``, begun at ``start_time``) in
+    Error says why.
     """
     uuid = migration.instance_uuid
     scheduler.revert_claim_from_migration(ctx, migration.uuid, uuid)
@@ -75,7 +76,8 @@ def roll_back(scheduler, ctx, migration, exc, event, host=None, fault=True,
         pass
     instance_action.record_event(
         ctx, uuid, event, host=host, result=instance_action.ERROR,
-        details=exception.describe(exc), action=migration.action)
+        details=exception.describe(exc), action=migration.action,
+        start_time=start_time)
 
 
 def aim(migration, selection):
@@ -184,5 +186,5 @@ class MoveTask(base.ConductorTask):
                       extra={'instance_uuid': self.uuid})
         roll_back(self.scheduler, self.cctx, self.migration, exc,
                   self.event, host=CONF.host, fault=False,
-                  instance=self.instance)
+                  instance=self.instance, start_time=self.started)
         return True

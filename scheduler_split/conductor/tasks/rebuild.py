@@ -86,7 +86,8 @@ class RebuildTask(base.ConductorTask):
                 details += '; %s claimed again' % instance.host
         instance_action.record_event(self.cctx, self.uuid, EVENT,
                                      host=CONF.host, details=details,
-                                     action='rebuild')
+                                     action='rebuild',
+                                     start_time=self.started)
         self.computes(self.cell).rebuild_in_place(
             self.ctx, instance.host, instance, self.orig_image_ref,
             preserve_ephemeral=self.preserve_ephemeral)
@@ -136,7 +137,7 @@ class RebuildTask(base.ConductorTask):
                 event=dict(event=EVENT, host=CONF.host,
                            result=instance_action.ERROR,
                            details=exception.describe(exc),
-                           action='rebuild'))
+                           action='rebuild', start_time=self.started))
         except (exception.InstanceNotFound, exception.Conflict):
             return True
         return True

@@ -88,7 +88,8 @@ class RecoverBuildTask(base.ConductorTask):
         LOG.warning('Instance %s: %s', uuid, details,
                     extra={'instance_uuid': uuid})
         instance_action.record_event(self.ctx, uuid, EVENT, host=plan.host,
-                                     details=details)
+                                     details=details,
+                                     start_time=self.started)
         self.compute.build_and_run_instance(
             self.ctx, plan.host, plan.node, self.instance,
             plan.request_spec, plan.alternates, plan.retry)
@@ -110,7 +111,7 @@ class RecoverBuildTask(base.ConductorTask):
                       expected_host=host, give_back_build=True,
                       event=dict(event=EVENT, host=host,
                                  result=instance_action.ERROR,
-                                 details=details))
+                                 details=details, start_time=self.started))
         self.given_back = True
         LOG.warning('Instance %s: %s', uuid, details,
                     extra={'instance_uuid': uuid})

@@ -69,7 +69,7 @@ class RescheduleTask(base.ConductorTask):
             self.ctx, uuid, self.event, host=host,
             details='rescheduled to %s (attempt %d; hosts tried: %s)' % (
                 host, retry.num_attempts, ', '.join(retry.hosts)),
-            action=self.action)
+            action=self.action, start_time=self.started)
         LOG.info('Rescheduling %s %s to %s (attempt %d)', self.what, uuid,
                  host, retry.num_attempts, extra={'instance_uuid': uuid})
         self._hand_over(selection, rest)
@@ -180,7 +180,8 @@ class RescheduleBuildTask(RescheduleTask):
         instance_action.record_event(
             self.ctx, uuid, self.event, result=instance_action.ERROR,
             details='%s (hosts tried: %s)' % (exc.format_message(),
-                                              ', '.join(self.retry.hosts)))
+                                              ', '.join(self.retry.hosts)),
+            start_time=self.started)
         return exc
 
     def rollback(self, exc):

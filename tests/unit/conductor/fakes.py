@@ -144,3 +144,13 @@ class Computes:
 
     def terminate_instance(self, ctx, host, instance):
         self._send('terminate_instance', host, uuid=instance.uuid)
+
+    def shelve_offload_instance(self, ctx, host, instance):
+        self._send('shelve_offload_instance', host, uuid=instance.uuid)
+
+    def unshelve_instance(self, ctx, host, instance, request_spec=None,
+                          host_list=None, retry=None, node=None):
+        self._send('unshelve_instance', host, uuid=instance.uuid,
+                   node=node, request_spec=request_spec,
+                   alternates=[s.service_host for s in host_list or []],
+                   tried=list(retry.hosts) if retry else None)

@@ -151,3 +151,69 @@ def test_servers_soft_deleted_longer_than_the_interval_are_reclaimed(
         instance_obj.RESTORING
     # Taken: the next sweep does not cast its delete again.
     assert sweeps.reclaim_soft_deleted() == []
+
+
+def test_lost_shelve_tasks_end_as_the_server_can_be(cloud, sweeps):
+    """A shelve, or an unshelve of a server still on its host, is cleared
+    with the server keeping its claim; an offload, or an unshelve of an
+    offloaded server, ends offloaded without one."""
+    shelving = cloud.server(host='h1', task_state=instance_obj.SHELVING,
+                            name='shelving')
+    offloading = cloud.server(host='h1', vm_state=instance_obj.SHELVED,
+                              task_state=instance_obj.SHELVING_OFFLOADING,
+                              name='offloading')
+    powering_on = cloud.server(host='h1', vm_state=instance_obj.SHELVED,
+                               task_state=instance_obj.UNSHELVING,
+                               name='powering-on')
+    placing = cloud.server(host='h2',
+                           vm_state=instance_obj.SHELVED_OFFLOADED,
+                           task_state=instance_obj.UNSHELVING,
+                           name='placing')
+    lost = (shelving, offloading, powering_on, placing)
+    for instance in lost:
+        _an_hour_old(cloud, instance)
+        sweeps.scheduler.held[instance.uuid] = instance.host
+
+    assert sorted(sweeps.fail_lost_tasks()) == sorted(i.uuid for i in lost)
+
+    def state(instance):
+        found = cloud.instance(instance.uuid)
+        return found.vm_state, found.task_state, found.host
+
+    assert state(shelving) == (instance_obj.ACTIVE, None, 'h1')
+    assert state(powering_on) == (instance_obj.SHELVED, None, 'h1')
+    assert state(offloading) == (instance_obj.SHELVED_OFFLOADED, None, None)
+    assert state(placing) == (instance_obj.SHELVED_OFFLOADED, None, None)
+    assert sweeps.scheduler.held == {shelving.uuid: 'h1',
+                                     powering_on.uuid: 'h1'}
+    assert 'No service advanced the unshelve' in cloud.instance(
+        placing.uuid).fault.message
+    for instance in lost:
+        assert [event[:2] for event in cloud.events(instance.uuid)] == [
+            ('conductor_fail_lost_tasks', 'Error')]
+    assert sweeps.fail_lost_tasks() == []
+
+
+def test_servers_shelved_longer_than_the_offload_time_are_offloaded(
+        cloud, sweeps, override):
+    override('shelved_offload_time', 60)
+    sweeps.compute = fakes.Computes()
+    old = cloud.server(host='h1', vm_state=instance_obj.SHELVED, name='old')
+    fresh = cloud.server(host='h1', vm_state=instance_obj.SHELVED,
+                         name='fresh')
+    unshelving = cloud.server(host='h1', vm_state=instance_obj.SHELVED,
+                              task_state=instance_obj.UNSHELVING,
+                              name='unshelving')
+    _an_hour_old(cloud, old)
+    _an_hour_old(cloud, unshelving)
+
+    assert sweeps.offload_shelved() == [old.uuid]
+
+    assert sweeps.compute.sent == [('shelve_offload_instance', 'h1')]
+    assert cloud.instance(old.uuid).task_state == \
+        instance_obj.SHELVING_OFFLOADING
+    assert cloud.instance(fresh.uuid).task_state is None
+    assert cloud.instance(unshelving.uuid).task_state == \
+        instance_obj.UNSHELVING
+    # Taken: the next sweep does not cast its offload again.
+    assert sweeps.offload_shelved() == []

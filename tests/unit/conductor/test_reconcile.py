@@ -16,11 +16,17 @@ from tests.unit.conductor import fakes
 
 def _claims(cloud):
     """A scheduler holding a claim for a server that lives, one in
-    ERROR, a boot not yet placed, a move under way, a move that ended,
-    and a consumer nothing in the cloud knows."""
+    ERROR, one offloaded, one offloaded that is being unshelved, a boot
+    not yet placed, a move under way, a move that ended, and a consumer
+    nothing in the cloud knows."""
     scheduler = fakes.Scheduler()
     live = cloud.server(host='h1')
     failed = cloud.server(host='h1', vm_state=instance_obj.ERROR)
+    offloaded = cloud.server(host=None,
+                             vm_state=instance_obj.SHELVED_OFFLOADED)
+    unshelving = cloud.server(host=None,
+                              vm_state=instance_obj.SHELVED_OFFLOADED,
+                              task_state=instance_obj.UNSHELVING)
     pending, _ = cloud.boot()
     moving, migration = cloud.moving(migration_obj.MIGRATION,
                                      instance_obj.RESIZE_PREP)
@@ -29,13 +35,14 @@ def _claims(cloud):
     ended.status = migration_obj.CONFIRMED
     ended.save(cloud.in_cell())
     orphan = uuidutils.generate_uuid()
-    for consumer in (live.uuid, failed.uuid, pending.instance_uuid,
-                     moving.uuid, migration.uuid, ended.uuid, orphan):
+    for consumer in (live.uuid, failed.uuid, offloaded.uuid,
+                     unshelving.uuid, pending.instance_uuid, moving.uuid,
+                     migration.uuid, ended.uuid, orphan):
         scheduler.held[consumer] = 'h1'
     return scheduler, {
-        'needed': {live.uuid, pending.instance_uuid, moving.uuid,
-                   migration.uuid},
-        'released': {failed.uuid, ended.uuid, orphan}}
+        'needed': {live.uuid, unshelving.uuid, pending.instance_uuid,
+                   moving.uuid, migration.uuid},
+        'released': {failed.uuid, offloaded.uuid, ended.uuid, orphan}}
 
 
 def test_what_nothing_needs_is_released_and_the_rest_kept(cloud):
@@ -54,10 +61,10 @@ def test_the_consumers_are_read_a_page_at_a_time(cloud, monkeypatch):
     healed = reconcile.heal_allocations(scheduler, cloud.ctx, grace=0)
     assert set(healed) == expected['released']
     assert set(scheduler.held) == expected['needed']
-    # Seven consumers, two a page: each page after the last one's end.
+    # Nine consumers, two a page: each page after the last one's end.
     assert [marker for call, marker in scheduler.calls
             if call == 'list'] == [None, everyone[1], everyone[3],
-                                   everyone[5]]
+                                   everyone[5], everyone[7]]
 
 
 def test_schedulers_too_old_to_list_are_left_alone(cloud):

@@ -50,5 +50,5 @@ def test_a_cell_client_given_its_cells_database_reads_its_conductors(
 
 def test_both_clients_speak_one_version_of_one_topic():
     assert conductor_rpcapi.SuperConductorAPI.VERSION == \
-        conductor_rpcapi.CellConductorAPI.VERSION == '1.11'
+        conductor_rpcapi.CellConductorAPI.VERSION == '1.12'
     assert conductor_rpcapi.TOPIC == 'conductor'

@@ -1,0 +1,67 @@
+"""The Placement API, read-only, served under ``/placement`` by the API
+process: what the scheduler's database holds, in Placement's shapes and
+microversions (1.0 to 1.39, :mod:`microversion`), so that an operator
+debugs placement with the unmodified ``osc-placement`` plugin
+(``openstack resource provider list``, ``allocation candidate list``,
+...). Every compute node is a resource provider; a host aggregate is a
+provider aggregate of the same uuid.
+
+Everything is read through the scheduler's client library (scheduler RPC
+1.9), the API's only way to the scheduler's data; a consumer's project
+and user through the API's own records (:mod:`consumers`). The version
+document answers without a token; every other read is for admins
+(policy ``placement:read``); every write (and every method but GET) is
+a 405, as providers, inventories and allocations are the scheduler's
+own to write. Errors are in Placement's shape (:mod:`errors`).
+
+``ROUTES`` are rows of the API's one route table (``api/wsgi.py``).
+"""
+
+from scheduler_split.api.placement import allocation_candidates
+from scheduler_split.api.placement import allocations
+from scheduler_split.api.placement import handler
+from scheduler_split.api.placement import resource_classes
+from scheduler_split.api.placement import resource_providers
+from scheduler_split.api.placement import root
+from scheduler_split.api.placement import traits
+from scheduler_split.api.placement import usages
+
+
+def _read_only(get=None):
+    """A path's row: ``get`` answers GET; every other method (and GET on
+    a path without ``get``, whose only methods write) is refused in
+    Placement's shape."""
+    refuse = handler.refusal(allow=('GET',) if get else ())
+    row = {method: refuse for method in handler.REFUSED}
+    row['GET'] = get or refuse
+    return row
+
+
+_PROVIDER = '/placement/resource_providers/{uuid}'
+
+ROUTES = {
+    '/placement': _read_only(root.home),
+    '/placement/': _read_only(root.home),
+    '/placement/resource_providers': _read_only(resource_providers.index),
+    _PROVIDER: _read_only(resource_providers.show),
+    _PROVIDER + '/inventories': _read_only(resource_providers.inventories),
+    _PROVIDER + '/inventories/{resource_class}': _read_only(
+        resource_providers.inventory),
+    _PROVIDER + '/usages': _read_only(resource_providers.usages),
+    _PROVIDER + '/aggregates': _read_only(resource_providers.aggregates),
+    _PROVIDER + '/traits': _read_only(resource_providers.traits),
+    _PROVIDER + '/allocations': _read_only(resource_providers.allocations),
+    '/placement/allocations': _read_only(),
+    '/placement/allocations/{consumer_uuid}': _read_only(allocations.show),
+    '/placement/usages': _read_only(usages.index),
+    '/placement/resource_classes': _read_only(resource_classes.index),
+    '/placement/resource_classes/{name}': _read_only(resource_classes.show),
+    '/placement/traits': _read_only(traits.index),
+    '/placement/traits/{name}': _read_only(traits.show),
+    '/placement/allocation_candidates': _read_only(
+        allocation_candidates.index),
+    '/placement/reshaper': _read_only(),
+}
+
+# Version discovery answers without a token.
+PUBLIC = {'/placement', '/placement/'}

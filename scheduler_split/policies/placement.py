@@ -1,0 +1,48 @@
+"""The rule of the read-only Placement API (``/placement``): resource
+providers, their inventories, usages and allocations, every project's
+usage and every consumer's allocations are an operator's to see, as in
+Placement, whose every rule is for admins by default.
+
+One rule guards every read; the version document (``GET /placement``)
+answers without a token, and the writes are refused whoever asks.
+"""
+
+from oslo_policy import policy
+
+from scheduler_split.policies import base
+
+_PROVIDER = '/placement/resource_providers/{uuid}'
+
+rules = [
+    policy.DocumentedRuleDefault(
+        name='placement:read', check_str=base.ADMIN,
+        description='Read the Placement API: resource providers (the '
+                    'compute nodes) with their inventories, usages, '
+                    'aggregates, traits and allocations, a consumer\'s '
+                    'allocations, a project\'s usages, the resource '
+                    'classes, the traits and allocation candidates.',
+        operations=[
+            {'method': 'GET', 'path': '/placement/resource_providers'},
+            {'method': 'GET', 'path': _PROVIDER},
+            {'method': 'GET', 'path': _PROVIDER + '/inventories'},
+            {'method': 'GET',
+             'path': _PROVIDER + '/inventories/{resource_class}'},
+            {'method': 'GET', 'path': _PROVIDER + '/usages'},
+            {'method': 'GET', 'path': _PROVIDER + '/aggregates'},
+            {'method': 'GET', 'path': _PROVIDER + '/traits'},
+            {'method': 'GET', 'path': _PROVIDER + '/allocations'},
+            {'method': 'GET',
+             'path': '/placement/allocations/{consumer_uuid}'},
+            {'method': 'GET', 'path': '/placement/usages'},
+            {'method': 'GET', 'path': '/placement/resource_classes'},
+            {'method': 'GET', 'path': '/placement/resource_classes/{name}'},
+            {'method': 'GET', 'path': '/placement/traits'},
+            {'method': 'GET', 'path': '/placement/traits/{name}'},
+            {'method': 'GET', 'path': '/placement/allocation_candidates'},
+        ],
+        scope_types=['project']),
+]
+
+
+def list_rules():
+    return rules
