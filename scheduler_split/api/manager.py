@@ -701,8 +701,8 @@ class ComputeAPI:
         runs again on its host; an offloaded one is placed again by the
         scheduler in its cell (``conductor/tasks/unshelve.py``), with the
         request spec changes of the body (its availability zone) and on
-        ``host`` if an admin named one; both only for an offloaded server
-        (409 otherwise, as in Nova)."""
+        ``host`` if an admin named one (of its cell: 400 otherwise); both
+        only for an offloaded server (409 otherwise, as in Nova)."""
         instance, cell = self.locate(ctx, uuid)
         self.check_lock(ctx, instance)
         self.check_state(instance, 'unshelve', [
@@ -714,6 +714,16 @@ class ComputeAPI:
                 attr='vm_state', state=instance.vm_state)
         if cell is None or cell.is_cell0:
             raise exception.InstanceNotReady(instance_id=uuid)
+        if host is not None:
+            # A server lives in its cell's database: it is placed again
+            # in that cell, as a move is.
+            host_cell = objects.HostMapping.get_by_host(
+                ctx, host).cell_mapping
+            if host_cell.uuid != cell.uuid:
+                raise exception.Invalid(
+                    reason='host %s is in cell %s, server %s in cell %s; '
+                           'a server is unshelved in its own cell' % (
+                               host, host_cell.name, uuid, cell.name))
         self._shelve_services(uuid, 'unshelve', cell, conductor=True)
         cctx = ss_context.target_cell(ctx, cell)
         self._start_task(cctx, instance, 'unshelve',

@@ -150,6 +150,9 @@ def rebuild(req, ctx, version, instance, body):
         result['server']['key_name'] = instance.key_name
     if version >= (2, 57):
         result['server']['user_data'] = instance.get('user_data')
+    # The user data is said once, at the top: Nova's rebuild answer has
+    # no extended attribute of it.
+    result['server'].pop('OS-EXT-SRV-ATTR:user_data', None)
     if CONF.api.enable_instance_password:
         result['server']['adminPass'] = admin_pass
     return 202, result

@@ -49,6 +49,10 @@ STATUS_RULES = tuple(
      for task_state, status in by_task.items()] +
     [(vm_state, None, status) for vm_state, status in _STATUS.items()] +
     [(None, None, 'UNKNOWN')])
+# The statuses Nova shows a server's progress in (always 0 here: the fake
+# driver reports none).
+PROGRESS_STATUSES = ('ACTIVE', 'BUILD', 'REBUILD', 'RESIZE',
+                     'VERIFY_RESIZE', 'MIGRATING')
 _POWER = {instance_obj.NOSTATE: 0, instance_obj.RUNNING: 1,
           instance_obj.PAUSED_POWER: 3, instance_obj.SHUTDOWN: 4,
           instance_obj.SUSPENDED_POWER: 7}
@@ -187,7 +191,6 @@ def render(req, version, instance, disclosure, zones=None, statuses=None):
         'accessIPv6': _address(instance.get('access_ip_v6')),
         'links': links(req, instance.uuid),
         'OS-DCF:diskConfig': 'MANUAL',
-        'progress': 0,
         'OS-EXT-AZ:availability_zone': instance.availability_zone or '',
         'config_drive': '',
         'key_name': instance.key_name,
@@ -198,6 +201,8 @@ def render(req, version, instance, disclosure, zones=None, statuses=None):
         'OS-EXT-STS:power_state': _POWER.get(instance.power_state, 0),
         'os-extended-volumes:volumes_attached': [],
     }
+    if body['status'] in PROGRESS_STATUSES:
+        body['progress'] = 0
     if disclosure.host:
         body['OS-EXT-SRV-ATTR:host'] = instance.host
         body['OS-EXT-SRV-ATTR:hypervisor_hostname'] = instance.node

@@ -17,8 +17,11 @@ class InspectMixin:
         output = self.driver.get_console_output(instance)
         if tail_length is None:
             return output
-        lines = output.splitlines(True)
-        return ''.join(lines[-tail_length:] if tail_length else [])
+        if not tail_length:
+            return ''
+        # As Nova's compute tails it: the last pieces between newlines,
+        # the empty one after a final newline counting as one.
+        return '\n'.join(output.split('\n')[-tail_length:])
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InstanceNotFound)

@@ -536,32 +536,42 @@ class CellConductorPeriodics:
         if seconds <= 0:
             return []
         ctx = self._context()
-        offloaded = []
-        for instance in objects.Instance.get_shelved(ctx, seconds):
+        return self._take_expired(
+            ctx, objects.Instance.get_shelved(ctx, seconds),
+            instance_obj.SHELVED, instance_obj.SHELVING_OFFLOADING,
+            dict(event='conductor_offload_shelved', action='shelve',
+                 details='shelved more than %d seconds ago' % seconds),
+            self.compute.shelve_offload_instance, 'offload')
+
+    def _take_expired(self, ctx, instances, vm_state, task_state, event,
+                      cast, what, unreachable=''):
+        """Of ``instances`` (in ``vm_state`` with no task, expired), each
+        is set in ``task_state`` (guarded: an action that comes first
+        wins), with the event ``event`` (keyword arguments of
+        ``instance_action.add_event`` but the host), and its compute is
+        told to ``what`` it (``cast``); ``unreachable`` says what
+        happens when it cannot be told. Returns the uuids taken."""
+        taken = []
+        for instance in instances:
             uuid = instance.uuid
-            instance.task_state = instance_obj.SHELVING_OFFLOADING
+            instance.task_state = task_state
             try:
-                instance.save(
-                    ctx, expected_task_state=[None],
-                    expected_vm_state=instance_obj.SHELVED,
-                    event=dict(event='conductor_offload_shelved',
-                               host=CONF.host,
-                               details='shelved more than %d seconds ago'
-                                       % seconds,
-                               action='shelve'))
+                instance.save(ctx, expected_task_state=[None],
+                              expected_vm_state=vm_state,
+                              event=dict(event, host=CONF.host))
             except (exception.InstanceNotFound, exception.Conflict):
                 continue
-            LOG.info('Offloading instance %s, shelved more than %d seconds '
-                     'ago', uuid, seconds, extra={'instance_uuid': uuid})
-            offloaded.append(uuid)
+            LOG.info('Instance %s was %s: its compute is told to %s it',
+                     uuid, event['details'], what,
+                     extra={'instance_uuid': uuid})
+            taken.append(uuid)
             try:
-                self.compute.shelve_offload_instance(ctx, instance.host,
-                                                     instance)
+                cast(ctx, instance.host, instance)
             except Exception as exc:
-                LOG.warning('Could not tell %s to offload instance %s (%s)',
-                            instance.host, uuid, exc,
+                LOG.warning('Could not tell %s to %s instance %s (%s)%s',
+                            instance.host, what, uuid, exc, unreachable,
                             extra={'instance_uuid': uuid})
-        return offloaded
+        return taken
 
     def reclaim_soft_deleted(self):
         """Servers SOFT_DELETED for longer than ``[DEFAULT]
@@ -574,36 +584,16 @@ class CellConductorPeriodics:
         if not interval:
             return []
         ctx = self._context()
-        reclaimed = []
-        for instance in objects.Instance.get_soft_deleted(ctx, interval):
-            uuid = instance.uuid
-            instance.task_state = instance_obj.DELETING
-            try:
-                instance.save(
-                    ctx, expected_task_state=[None],
-                    expected_vm_state=instance_obj.SOFT_DELETED,
-                    event=dict(event='conductor_reclaim_instance',
-                               host=CONF.host,
-                               details='soft-deleted more than %d seconds '
-                                       'ago' % interval,
-                               action='delete'))
-            except (exception.InstanceNotFound, exception.Conflict):
-                continue
-            LOG.info('Reclaiming instance %s, soft-deleted more than %d '
-                     'seconds ago', uuid, interval,
-                     extra={'instance_uuid': uuid})
-            reclaimed.append(uuid)
-            try:
-                self.compute.terminate_instance(ctx, instance.host,
-                                                instance)
-            except Exception as exc:
-                # It stays deleting: its compute finishes such deletes
-                # when it starts (settle_instances).
-                LOG.warning('Could not tell %s to delete instance %s (%s); '
-                            'it finishes the delete when it starts',
-                            instance.host, uuid, exc,
-                            extra={'instance_uuid': uuid})
-        return reclaimed
+        # A compute that cannot be told finishes such deletes when it
+        # starts (settle_instances): the server stays deleting.
+        return self._take_expired(
+            ctx, objects.Instance.get_soft_deleted(ctx, interval),
+            instance_obj.SOFT_DELETED, instance_obj.DELETING,
+            dict(event='conductor_reclaim_instance', action='delete',
+                 details='soft-deleted more than %d seconds ago'
+                         % interval),
+            self.compute.terminate_instance, 'delete',
+            unreachable='; it finishes the delete when it starts')
 
     def confirm_old_resizes(self):
         """Resizes and migrations waiting for a confirmation longer than

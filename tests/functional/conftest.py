@@ -7,6 +7,21 @@ CONF = conf.CONF
 
 
 @pytest.fixture
+def override():
+    """``override(name, value, group=None)``: a CONF override undone after
+    the test."""
+    done = []
+
+    def _override(name, value, group=None):
+        CONF.set_override(name, value, group=group)
+        done.append((name, group))
+
+    yield _override
+    for name, group in reversed(done):
+        CONF.clear_override(name, group=group)
+
+
+@pytest.fixture
 def fake_driver():
     """Set [fake_driver] options for one test; spawns are fast by default.
     """

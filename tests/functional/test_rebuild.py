@@ -104,6 +104,9 @@ def test_a_rebuild_with_a_new_image_keeps_host_and_claim(start_system,
     answer = resp.json()['server']
     assert len(answer['adminPass']) == 12
     assert answer['OS-EXT-SRV-ATTR:host'] == before['OS-EXT-SRV-ATTR:host']
+    # The user data once, at the top (2.57), as Nova's rebuild says it.
+    assert 'user_data' in answer
+    assert 'OS-EXT-SRV-ATTR:user_data' not in answer
     assert api.wait_for(server_id)['status'] == 'ACTIVE'
 
 

@@ -14,14 +14,6 @@ CONF = conf.CONF
 pytestmark = pytest.mark.functional
 
 
-@pytest.fixture
-def offload_after():
-    def set_time(seconds):
-        CONF.set_override('shelved_offload_time', seconds)
-    yield set_time
-    CONF.clear_override('shelved_offload_time')
-
-
 def _action(api, server_id, name, value=None):
     return api.post('/v2.1/servers/%s/action' % server_id, {name: value})
 
@@ -100,8 +92,8 @@ def test_an_offloaded_server_holds_no_claim_and_is_placed_again_by_unshelve(
 
 
 def test_a_shelved_server_keeps_its_host_and_claim_until_offloaded(
-        start_system, offload_after):
-    offload_after(-1)
+        start_system, override):
+    override('shelved_offload_time', -1)
     system = start_system(cells=1, hosts_per_cell=1)
     api = system.api
     user = api.as_user('u1:p1')
@@ -134,12 +126,14 @@ def test_a_shelved_server_keeps_its_host_and_claim_until_offloaded(
 
 
 def test_unshelve_to_a_named_host_and_zone_rules(start_system):
-    system = start_system(cells=1, hosts_per_cell=2)
+    system = start_system(cells=2, hosts_per_cell=2)
     api = system.api
     user = api.as_user('u1:p1')
     server_id = user.boot()
     first = api.wait_for(server_id)['OS-EXT-SRV-ATTR:host']
-    other = ({'cell1-compute1', 'cell1-compute2'} - {first}).pop()
+    cell = first.split('-')[0]
+    other = ({cell + '-compute1', cell + '-compute2'} - {first}).pop()
+    elsewhere = ('cell2' if cell == 'cell1' else 'cell1') + '-compute1'
     v291 = api.at('2.91')
 
     # Shelve is not a move: before it, nothing to unshelve.
@@ -153,6 +147,9 @@ def test_unshelve_to_a_named_host_and_zone_rules(start_system):
         400, 'badRequest')
     assert 'could not be found' in nova_error(
         _action(v291, server_id, 'unshelve', {'host': 'nowhere'}),
+        400, 'badRequest')
+    assert 'a server is unshelved in its own cell' in nova_error(
+        _action(v291, server_id, 'unshelve', {'host': elsewhere}),
         400, 'badRequest')
     assert nova_error(
         _action(user.at('2.91'), server_id, 'unshelve',

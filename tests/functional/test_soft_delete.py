@@ -13,14 +13,6 @@ CONF = conf.CONF
 pytestmark = pytest.mark.functional
 
 
-@pytest.fixture
-def reclaim_after():
-    def set_interval(seconds):
-        CONF.set_override('reclaim_instance_interval', seconds)
-    yield set_interval
-    CONF.clear_override('reclaim_instance_interval')
-
-
 def _action(api, server_id, name):
     return api.post('/v2.1/servers/%s/action' % server_id, {name: None})
 
@@ -38,8 +30,8 @@ def _action_names(api, server_id):
 
 
 def test_a_soft_deleted_server_keeps_its_claim_until_restored(
-        start_system, reclaim_after):
-    reclaim_after(3600)
+        start_system, override):
+    override('reclaim_instance_interval', 3600)
     system = start_system(cells=1, hosts_per_cell=1)
     api = system.api
     server_id = api.boot()
@@ -71,8 +63,8 @@ def test_a_soft_deleted_server_keeps_its_claim_until_restored(
 
 
 def test_force_delete_and_a_second_delete_delete_at_once(
-        start_system, reclaim_after):
-    reclaim_after(3600)
+        start_system, override):
+    override('reclaim_instance_interval', 3600)
     system = start_system(cells=1, hosts_per_cell=1)
     api = system.api
     first, second = api.boot(name='first'), api.boot(name='second')
@@ -93,8 +85,8 @@ def test_force_delete_and_a_second_delete_delete_at_once(
 
 
 def test_the_cell_conductor_reclaims_after_the_interval(start_system,
-                                                        reclaim_after):
-    reclaim_after(1)
+                                                        override):
+    override('reclaim_instance_interval', 1)
     system = start_system(cells=1, hosts_per_cell=1)
     api = system.api
     server_id = api.boot()
@@ -107,8 +99,8 @@ def test_the_cell_conductor_reclaims_after_the_interval(start_system,
 
 
 def test_a_restore_the_quota_no_longer_takes_is_refused(start_system,
-                                                        reclaim_after):
-    reclaim_after(3600)
+                                                        override):
+    override('reclaim_instance_interval', 3600)
     system = start_system(cells=1, hosts_per_cell=2, quotas=True)
     admin = system.api
     project = 'p-restore'

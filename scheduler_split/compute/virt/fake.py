@@ -26,6 +26,8 @@ def _boot_banner(instance, host):
     name = instance.get('hostname') or instance.uuid
     return ['fake hypervisor on %s: booting %s' % (host, instance.uuid),
             'Image %s' % (instance.get('image_ref') or '-'),
+            'Kernel: fake, root on %s' % FakeDriver.root_device_name,
+            'Starting %s ... OK' % name,
             '%s login:' % name]
 
 
@@ -103,7 +105,9 @@ class FakeDriver:
             lines = self._console.get(instance.uuid)
             if lines is None:
                 lines = _boot_banner(instance, self.host)
-            return '\n'.join(lines) + '\n'
+            # No newline after the last line, as a console read while the
+            # guest waits at its prompt.
+            return '\n'.join(lines)
 
     def get_diagnostics(self, instance):
         """Nova's diagnostics of 2.48 for the server: its state and

@@ -9,7 +9,19 @@ for the caller: a call answers with it, a cast (:func:`run_cast`) ends
 there.
 """
 
+from scheduler_split import context as ss_context
+from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
+
+
+def locate(ctx, uuid):
+    """``(cell mapping, a context targeting that cell, the instance as
+    its cell holds it)`` of the instance ``uuid``; ``InstanceNotFound``
+    or ``InstanceMappingNotFound`` once it is deleted."""
+    cell = objects.InstanceMapping.get_by_instance_uuid(
+        ctx, uuid).cell_mapping
+    cctx = ss_context.target_cell(ctx, cell)
+    return cell, cctx, objects.Instance.get_by_uuid(cctx, uuid)
 
 
 class ConductorTask:

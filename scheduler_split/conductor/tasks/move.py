@@ -17,7 +17,6 @@ import logging
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor.tasks import base
 from scheduler_split import conf
-from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
@@ -118,10 +117,8 @@ class MoveTask(base.ConductorTask):
 
     def _locate(self):
         """The instance as its cell holds it, and that cell."""
-        self.cell = objects.InstanceMapping.get_by_instance_uuid(
-            self.ctx, self.uuid).cell_mapping
-        self.cctx = ss_context.target_cell(self.ctx, self.cell)
-        self.instance = objects.Instance.get_by_uuid(self.cctx, self.uuid)
+        self.cell, self.cctx, self.instance = base.locate(self.ctx,
+                                                          self.uuid)
 
     def _locate_for_cast(self):
         """``_locate``; False once the server is deleted (a cast has

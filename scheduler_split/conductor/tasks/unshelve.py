@@ -27,7 +27,6 @@ from scheduler_split.conductor.tasks import base
 from scheduler_split.conductor.tasks import build
 from scheduler_split.conductor.tasks import reschedule
 from scheduler_split import conf
-from scheduler_split import context as ss_context
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
@@ -88,11 +87,8 @@ class UnshelveTask(base.ConductorTask):
 
     def _execute(self):
         try:
-            self.cell = objects.InstanceMapping.get_by_instance_uuid(
-                self.ctx, self.uuid).cell_mapping
-            self.cctx = ss_context.target_cell(self.ctx, self.cell)
-            self.instance = objects.Instance.get_by_uuid(self.cctx,
-                                                         self.uuid)
+            self.cell, self.cctx, self.instance = base.locate(self.ctx,
+                                                              self.uuid)
         except (exception.InstanceNotFound,
                 exception.InstanceMappingNotFound):
             LOG.info('Instance %s was deleted before its unshelve',
