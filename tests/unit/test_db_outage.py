@@ -80,8 +80,20 @@ def test_many_waiters_of_one_outage_log_it_once(quick, caplog):
     connect = outage.connect('db-many')
     dialect = _DownUntil(time.monotonic() + 0.3)
     opened = []
-    threads = [threading.Thread(target=lambda: opened.append(
-        connect(dialect, None, (), {}))) for _ in range(8)]
+    # All eight ask while the server is away, however late a loaded
+    # machine starts the last thread: the outage starts when all are
+    # ready, and is one outage, seen by all of them.
+
+    def away_from_now():
+        dialect.until = time.monotonic() + 0.3
+
+    together = threading.Barrier(8, action=away_from_now)
+
+    def waiter():
+        together.wait()
+        opened.append(connect(dialect, None, (), {}))
+
+    threads = [threading.Thread(target=waiter) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
