@@ -9,9 +9,14 @@ for the caller: a call answers with it, a cast (:func:`run_cast`) ends
 there.
 """
 
+import logging
+
 from scheduler_split import context as ss_context
+from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
+
+LOG = logging.getLogger(__name__)
 
 
 def locate(ctx, uuid):
@@ -22,6 +27,24 @@ def locate(ctx, uuid):
         ctx, uuid).cell_mapping
     cctx = ss_context.target_cell(ctx, cell)
     return cell, cctx, objects.Instance.get_by_uuid(cctx, uuid)
+
+
+def locate_in_task(ctx, uuid, task_state, what):
+    """``locate`` for a cast that goes on only with the instance still in
+    ``task_state``; None (logged, naming the step ``what``) once it was
+    deleted or moved on: a cast has nobody to tell, and nothing to do."""
+    try:
+        cell, cctx, instance = locate(ctx, uuid)
+    except (exception.InstanceNotFound, exception.InstanceMappingNotFound):
+        LOG.info('Instance %s was deleted before its %s', uuid, what,
+                 extra={'instance_uuid': uuid})
+        return None
+    if instance.task_state != task_state:
+        LOG.info('Not doing the %s of instance %s: it is %s/%s now', what,
+                 uuid, instance.vm_state, instance.task_state,
+                 extra={'instance_uuid': uuid})
+        return None
+    return cell, cctx, instance
 
 
 class ConductorTask:

@@ -52,21 +52,13 @@ class RebuildTask(base.ConductorTask):
         self.cell = self.cctx = self.instance = self.vm_state = None
 
     def _execute(self):
-        try:
-            self.cell, self.cctx, self.instance = base.locate(self.ctx,
-                                                              self.uuid)
-        except (exception.InstanceNotFound,
-                exception.InstanceMappingNotFound):
-            LOG.info('Instance %s was deleted before its rebuild',
-                     self.uuid, extra={'instance_uuid': self.uuid})
+        found = base.locate_in_task(self.ctx, self.uuid,
+                                    instance_obj.REBUILDING, 'rebuild')
+        if found is None:
             return
+        self.cell, self.cctx, self.instance = found
         instance = self.instance
         self.vm_state = instance.vm_state
-        if instance.task_state != instance_obj.REBUILDING:
-            LOG.info('Not rebuilding instance %s: it is %s/%s now',
-                     self.uuid, instance.vm_state, instance.task_state,
-                     extra={'instance_uuid': self.uuid})
-            return
         details = 'rebuilding on %s' % instance.host
         new_image = instance.image_ref != self.orig_image_ref
         reclaim = self.vm_state == instance_obj.ERROR

@@ -86,20 +86,12 @@ class UnshelveTask(base.ConductorTask):
         self.placing = False
 
     def _execute(self):
-        try:
-            self.cell, self.cctx, self.instance = base.locate(self.ctx,
-                                                              self.uuid)
-        except (exception.InstanceNotFound,
-                exception.InstanceMappingNotFound):
-            LOG.info('Instance %s was deleted before its unshelve',
-                     self.uuid, extra={'instance_uuid': self.uuid})
+        found = base.locate_in_task(self.ctx, self.uuid,
+                                    instance_obj.UNSHELVING, 'unshelve')
+        if found is None:
             return
+        self.cell, self.cctx, self.instance = found
         instance = self.instance
-        if instance.task_state != instance_obj.UNSHELVING:
-            LOG.info('Not unshelving instance %s: it is %s/%s now',
-                     self.uuid, instance.vm_state, instance.task_state,
-                     extra={'instance_uuid': self.uuid})
-            return
         compute = self.computes(self.cell)
         if instance.vm_state == instance_obj.SHELVED:
             # Still on its host, with its claim: it only runs again.
