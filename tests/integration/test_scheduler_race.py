@@ -62,6 +62,19 @@ def _wait_for_task(api, server_id, status, timeout=120):
         time.sleep(0.1)
 
 
+def _delete_all(crowded, api, server_ids):
+    """Delete the servers; return once they are gone and, within 30 s,
+    no claim is left."""
+    for sid in server_ids:
+        assert api.delete('/v2.1/servers/%s' % sid).status_code == 204
+    for sid in server_ids:
+        api.wait_gone(sid, timeout=120)
+    deadline = time.monotonic() + 30
+    while crowded.allocations():
+        assert time.monotonic() < deadline, crowded.allocations()
+        time.sleep(0.2)
+
+
 @ON_POSTGRESQL
 def test_draining_a_host_while_boots_run_moves_every_server(crowded):
     """Two schedulers: an operator disables a host and cold migrates
@@ -128,16 +141,9 @@ def _drain(crowded):
     assert {m['status'] for m in migrations} == {'confirmed'}
 
     # Leave the hosts empty and enabled for the tests that follow.
-    for sid in servers:
-        assert api.delete('/v2.1/servers/%s' % sid).status_code == 204
-    for sid in servers:
-        api.wait_gone(sid, timeout=120)
+    _delete_all(crowded, api, servers)
     assert api.put('/v2.1/os-services/%s' % service['id'],
                    {'status': 'enabled'}).status_code == 200
-    deadline = time.monotonic() + 30
-    while crowded.allocations():
-        assert time.monotonic() < deadline, crowded.allocations()
-        time.sleep(0.2)
 
 
 @ON_POSTGRESQL
@@ -259,14 +265,7 @@ def _shelve_while_booting(crowded):
         assert servers[sid]['name'].startswith('shelf-')
 
     # Leave the hosts empty for the race below.
-    for sid in servers:
-        assert api.delete('/v2.1/servers/%s' % sid).status_code == 204
-    for sid in servers:
-        api.wait_gone(sid, timeout=120)
-    deadline = time.monotonic() + 30
-    while crowded.allocations():
-        assert time.monotonic() < deadline, crowded.allocations()
-        time.sleep(0.2)
+    _delete_all(crowded, api, servers)
 
 
 @pytest.mark.parametrize('crowded', [conftest.POSTGRESQL, conftest.MARIADB],
