@@ -68,6 +68,12 @@ def index(req, ctx, version):
         for zone, hosts in sorted(zones.items())]}
 
 
+def _service_state(enabled, up, updated_at):
+    """A service of the detail, in Nova's words: ``available`` when it
+    is up, ``active`` when it is enabled."""
+    return {'available': up, 'active': enabled, 'updated_at': updated_at}
+
+
 def _internal_hosts(req, ctx):
     hosts = {}
     found = services._cell_services(ctx, down=[])
@@ -75,10 +81,9 @@ def _internal_hosts(req, ctx):
     for service in found:
         if service.binary == services.COMPUTE:
             continue
-        hosts.setdefault(service.host, {})[service.binary] = {
-            'available': not service.disabled, 'active': service.is_up,
-            'updated_at': services._time(service.last_seen_up or
-                                         service.updated_at)}
+        seen = services._time(service.last_seen_up or service.updated_at)
+        hosts.setdefault(service.host, {})[service.binary] = _service_state(
+            enabled=not service.disabled, up=service.is_up, updated_at=seen)
     return hosts
 
 
@@ -93,8 +98,10 @@ def detail(req, ctx, version):
     for zone, hosts in sorted(compute_zones(req, ctx).items()):
         info.append({
             'zoneName': zone, 'zoneState': _zone_state(hosts),
-            'hosts': {host: {services.COMPUTE: {
-                'available': entry['available'], 'active': entry['active'],
-                'updated_at': entry['updated_at']}}
+            # The scheduler's entry says ``available`` for enabled and
+            # ``active`` for up.
+            'hosts': {host: {services.COMPUTE: _service_state(
+                enabled=entry['available'], up=entry['active'],
+                updated_at=entry['updated_at'])}
                 for host, entry in sorted(hosts.items())}})
     return {'availabilityZoneInfo': info}

@@ -1,6 +1,8 @@
 """os-aggregates and os-availability-zone: operators group hosts, make
 zones of them and steer placement with their metadata."""
 
+import time
+
 import pytest
 
 from scheduler_split import conf
@@ -292,3 +294,43 @@ def test_aggregates_isolate_hosts_by_image_property(start_system):
         assert 'No valid host' in fedora['fault']['message']
     finally:
         CONF.clear_override('enabled_filters', group='filter_scheduler')
+
+
+def test_zone_detail_says_up_as_available_and_enabled_as_active(
+        start_system):
+    """As Nova's ``os-availability-zone/detail``: a service is
+    ``available`` when it is up and ``active`` when it is enabled."""
+    CONF.set_override('report_interval', 1)
+    CONF.set_override('service_down_time', 3)
+    system = start_system(cells=1, hosts_per_cell=3)
+    api = system.api
+    services = {s['host']: s for s in api.get('/v2.1/os-services').json()[
+        'services'] if s['binary'] == 'nova-compute'}
+    resp = api.put('/v2.1/os-services/%s' % services['cell1-compute1']['id'],
+                   {'status': 'disabled'})
+    assert resp.status_code == 200, resp.text
+    system.aio.computes['cell1-compute2'].stop()
+
+    def compute_entries():
+        zones = api.get('/v2.1/os-availability-zone/detail').json()[
+            'availabilityZoneInfo']
+        return {host: (entry['nova-compute']['available'],
+                       entry['nova-compute']['active'])
+                for zone in zones if zone['zoneName'] == 'nova'
+                for host, entry in zone['hosts'].items()}
+
+    expected = {'cell1-compute1': (True, False),   # up, disabled
+                'cell1-compute2': (False, True),   # down, enabled
+                'cell1-compute3': (True, True)}
+    deadline = time.monotonic() + 15
+    while compute_entries() != expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert compute_entries() == expected
+    # The scheduler and the conductors are up and enabled.
+    internal = {binary: (entry['available'], entry['active'])
+                for zone in api.get('/v2.1/os-availability-zone/detail')
+                .json()['availabilityZoneInfo']
+                if zone['zoneName'] == 'internal'
+                for services in zone['hosts'].values()
+                for binary, entry in services.items()}
+    assert set(internal.values()) == {(True, True)}, internal
