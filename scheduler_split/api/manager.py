@@ -427,6 +427,21 @@ class ComputeAPI:
                 action=action, instance_uuid=uuid, cap=exc.version_cap)
         return instance, cell
 
+    @staticmethod
+    def _check_host_cell(ctx, uuid, cell, host, moved):
+        """A server lives in its cell's database, so it is placed again,
+        moved or unshelved, only in that cell: a named ``host`` of
+        another cell is refused before anything starts (``Invalid``,
+        a 400 naming both cells)."""
+        if host is None:
+            return
+        host_cell = objects.HostMapping.get_by_host(ctx, host).cell_mapping
+        if host_cell.uuid != cell.uuid:
+            raise exception.Invalid(
+                reason='host %s is in cell %s, server %s in cell %s; a '
+                       'server is %s in its own cell' % (
+                           host, host_cell.name, uuid, cell.name, moved))
+
     def resize(self, ctx, uuid, flavor=None, host=None):
         """Resize the server to ``flavor``, or (without one) migrate it,
         to ``host`` if an admin named one. Returns once its destination
@@ -437,6 +452,7 @@ class ComputeAPI:
             ctx, uuid, action, [instance_obj.ACTIVE, instance_obj.STOPPED])
         if host is not None and host == instance.host:
             raise exception.MoveToSameHost()
+        self._check_host_cell(ctx, uuid, cell, host, 'migrated')
         cctx = ss_context.target_cell(ctx, cell)
         if flavor is not None:
             quota.count_resize(instance.project_id, uuid, instance.flavor,
@@ -525,6 +541,7 @@ class ComputeAPI:
             [instance_obj.ACTIVE, instance_obj.PAUSED])
         if host is not None and host == instance.host:
             raise exception.MoveToSameHost()
+        self._check_host_cell(ctx, uuid, cell, host, 'migrated')
         cctx = ss_context.target_cell(ctx, cell)
         migration = self._record_move(
             ctx, cctx, instance, migration_obj.LIVE_MIGRATION,
@@ -545,6 +562,7 @@ class ComputeAPI:
             [instance_obj.ACTIVE, instance_obj.STOPPED, instance_obj.ERROR])
         if host is not None and host == instance.host:
             raise exception.MoveToSameHost()
+        self._check_host_cell(ctx, uuid, cell, host, 'evacuated')
         cctx = ss_context.target_cell(ctx, cell)
         service = objects.Service.get_by_host_and_binary(
             cctx, instance.host, service_obj.COMPUTE)
@@ -714,16 +732,7 @@ class ComputeAPI:
                 attr='vm_state', state=instance.vm_state)
         if cell is None or cell.is_cell0:
             raise exception.InstanceNotReady(instance_id=uuid)
-        if host is not None:
-            # A server lives in its cell's database: it is placed again
-            # in that cell, as a move is.
-            host_cell = objects.HostMapping.get_by_host(
-                ctx, host).cell_mapping
-            if host_cell.uuid != cell.uuid:
-                raise exception.Invalid(
-                    reason='host %s is in cell %s, server %s in cell %s; '
-                           'a server is unshelved in its own cell' % (
-                               host, host_cell.name, uuid, cell.name))
+        self._check_host_cell(ctx, uuid, cell, host, 'unshelved')
         self._shelve_services(uuid, 'unshelve', cell, conductor=True)
         cctx = ss_context.target_cell(ctx, cell)
         self._start_task(cctx, instance, 'unshelve',

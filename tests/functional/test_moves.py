@@ -169,6 +169,33 @@ def test_moves_refuse_bad_input_in_novas_words(start_system):
         'status'] == 'VERIFY_RESIZE'
 
 
+def test_moves_to_a_host_of_another_cell_are_refused_up_front(start_system):
+    """A server lives in its cell's database: a cold or live migration
+    or an evacuation to a host of another cell is a 400 naming both
+    cells, and the server stays where it was with no migration."""
+    system = start_system(cells=2, hosts_per_cell=2)
+    api = system.api
+    server_id = api.boot(flavor='1', availability_zone='nova:cell1-compute1')
+    api.wait_for(server_id)
+    path = '/v2.1/servers/%s/action' % server_id
+    expected = ('host cell2-compute1 is in cell cell2, server %s in cell '
+                'cell1' % server_id)
+    for version, body in (
+            ('2.56', {'migrate': {'host': 'cell2-compute1'}}),
+            ('2.30', {'os-migrateLive': {'host': 'cell2-compute1',
+                                         'block_migration': 'auto'}})):
+        message = nova_error(api.at(version).post(path, body), 400,
+                             'badRequest')
+        assert expected in message, message
+    _stop_compute(system, 'cell1-compute1')
+    message = nova_error(api.at('2.95').post(
+        path, {'evacuate': {'host': 'cell2-compute1'}}), 400, 'badRequest')
+    assert expected in message, message
+    server = api.server(server_id)
+    assert (server['status'], _host(server)) == ('ACTIVE', 'cell1-compute1')
+    assert _migrations(api, server_id) == []
+
+
 def _migration_statuses(api, server_id):
     return sorted(m['status'] for m in _migrations(api, server_id))
 
