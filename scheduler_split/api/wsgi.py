@@ -256,6 +256,24 @@ def _check_strings(body):
             pending.extend((item, where, depth + 1) for item in value)
 
 
+# What the compute API reads a body as (as Nova, its own vendor type too).
+# No Content-Type, an empty one and text/plain (what some HTTP clients
+# send for a body they were given no type for) are read as JSON as well.
+JSON_MEDIA_TYPES = frozenset(['application/json',
+                              'application/vnd.openstack.compute+json'])
+
+
+def _check_media_type(req):
+    """415 for a request of the compute API whose Content-Type names
+    anything but JSON, whatever its method, as Nova answers."""
+    if 'Content-Type' not in req.headers:
+        return
+    media_type = req.content_type
+    if media_type and media_type != 'text/plain' and \
+            media_type not in JSON_MEDIA_TYPES:
+        raise errors.HTTPError(415, 'Unsupported Content-Type')
+
+
 def _unavailable(message):
     response = errors.fault(503, message)
     response.headers['Retry-After'] = str(CONF.api.retry_after)
@@ -301,6 +319,8 @@ class Router:
                 return self._finish(response, request_id, version)
             if req.path_info.startswith('/v2.1/'):
                 version = microversion.parse(req)
+            if req.path_info.startswith('/v2'):
+                _check_media_type(req)
             args = {k: v for k, v in match.items() if k != 'route'}
             ctx = req.environ.get('scheduler_split.context')
             if ctx is not None:

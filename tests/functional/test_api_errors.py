@@ -80,6 +80,30 @@ def test_malformed_json_is_a_bad_request(api):
     _error(api.post('/v2.1/servers', ['a list']), 400, 'badRequest')
 
 
+@pytest.mark.parametrize('content_type', [
+    'application/xml', 'text/html', 'application/x-www-form-urlencoded'])
+def test_a_body_in_an_unsupported_media_type_is_415(api, content_type):
+    """As Nova: the compute API reads JSON only; another Content-Type is
+    refused before the body is looked at, on any method."""
+    resp = api.request('POST', '/v2.1/servers', data=b'<server/>',
+                       headers={'Content-Type': content_type})
+    assert 'Unsupported Content-Type' in _error(resp, 415, 'badMediaType')
+    _error(api.request('GET', '/v2.1/servers',
+                       headers={'Content-Type': content_type}),
+           415, 'badMediaType')
+
+
+@pytest.mark.parametrize('content_type', [
+    None, '', 'text/plain', 'application/json; charset=UTF-8',
+    'application/vnd.openstack.compute+json'])
+def test_json_or_no_media_type_is_read_as_json(api, content_type):
+    headers = {} if content_type is None else {'Content-Type': content_type}
+    resp = api.request('POST', '/v2.1/os-keypairs',
+                       data=b'{"keypair": {"name": ""}}', headers=headers)
+    # Read as JSON, and then refused for its empty name.
+    assert 'name' in _error(resp, 400, 'badRequest')
+
+
 def test_unknown_server_and_flavor_are_not_found(api):
     _error(api.get('/v2.1/servers/0b5c0c1e-0000-4000-8000-000000000000'),
            404, 'itemNotFound')
