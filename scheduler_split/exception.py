@@ -1,11 +1,36 @@
 """Exceptions with a message and the HTTP status the API answers with."""
 
+import logging
+
 
 def describe(exc):
     """What a user should read about ``exc``."""
     if isinstance(exc, SchedulerSplitException):
         return exc.format_message()
     return str(exc) or type(exc).__name__
+
+
+def is_expected(exc):
+    """Whether ``exc`` is an outcome the code expects and handles by name
+    (:data:`EXPECTED_OUTCOMES`) rather than a bug."""
+    return isinstance(exc, EXPECTED_OUTCOMES)
+
+
+def log_failure(log, exc, msg, *args, **kwargs):
+    """Log on ``log`` that ``msg % args`` failed with ``exc``.
+
+    An expected outcome is one line without a traceback that ends with
+    its reason: INFO when someone else acted first (:data:`OVERTAKEN`),
+    WARNING otherwise. Anything else is a bug: ERROR with its traceback.
+    ``kwargs`` go to the logger (``extra``, say).
+    """
+    # The record names the caller's line, not this one.
+    kwargs.setdefault('stacklevel', 2)
+    if not is_expected(exc):
+        log.error(msg, *args, exc_info=exc, **kwargs)
+        return
+    level = logging.INFO if isinstance(exc, OVERTAKEN) else logging.WARNING
+    log.log(level, msg + ': %s', *args, describe(exc), **kwargs)
 
 
 class SchedulerSplitException(Exception):
@@ -343,3 +368,19 @@ class ComputeTooOld(Conflict):
                "services of its cell are too old for it (they run compute "
                "RPC %(cap)s, it needs %(needed)s); try again once they are "
                "upgraded")
+
+
+# Someone else acted first: what the work was on was deleted (a user's
+# delete of a server or its build request) or moved on (a guarded save
+# found it in another state).
+OVERTAKEN = (NotFound, Conflict)
+
+# Outcomes the code expects and settles by name: a request no host can
+# take (or none is left for: ``MaxRetriesExceeded``), a claim another
+# claim beat or a host refused, work overtaken, and the failures the
+# services raise themselves with their reason. Their log is one line; a
+# traceback is kept for everything else.
+EXPECTED_OUTCOMES = OVERTAKEN + (
+    NoValidHost, ClaimConflict, ClaimCapacityExceeded, ComputeHostDisabled,
+    ClaimGroupPolicyViolation, RescheduledException, BuildAbortException,
+    MoveLost, TaskLost)

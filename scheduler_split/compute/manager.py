@@ -142,9 +142,15 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             try:
                 self.clean_up_evacuations(ctx)
                 self._evacuations_cleaned = True
-            except Exception:
-                LOG.exception('Could not look for servers evacuated off '
-                              '%s yet; trying again later', self.host)
+            except Exception as exc:
+                if not outage.is_outage(exc):
+                    LOG.exception('Could not look for servers evacuated '
+                                  'off %s yet; trying again later',
+                                  self.host)
+                else:
+                    LOG.warning('Could not look for servers evacuated off '
+                                '%s yet (%s); trying again later',
+                                self.host, outage.describe(exc))
         first, self._first_settle = self._first_settle, False
         try:
             instances = self.conductor.instance_get_all_by_host(
@@ -265,8 +271,9 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             except Exception as exc:
                 # A cast has nobody to report to: whatever went wrong, the
                 # instance must not stay in BUILD.
-                LOG.exception('Build of instance %s failed unexpectedly',
-                              uuid, extra={'instance_uuid': uuid})
+                exception.log_failure(LOG, exc, 'Build of instance %s '
+                                      'failed', uuid,
+                                      extra={'instance_uuid': uuid})
                 self._fail(ctx, instance, exc)
             finally:
                 with self._building_guard:

@@ -95,8 +95,11 @@ class MovesMixin:
         migration.status = migration_obj.ERROR
         try:
             self.conductor.migration_save(ctx, migration)
-        except Exception:
-            LOG.exception('Could not end migration %s', migration.uuid)
+        except Exception as exc:
+            # Gone with its instance, or ended by a sweep, meanwhile.
+            exception.log_failure(LOG, exc, 'Could not end migration %s',
+                                  migration.uuid,
+                                  extra={'instance_uuid': uuid})
 
     def _save_migration(self, ctx, migration, status, expected):
         migration.status = status

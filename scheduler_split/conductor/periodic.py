@@ -195,10 +195,11 @@ class SuperConductorPeriodics:
             return False
         try:
             spec = objects.RequestSpec.get_by_instance_uuid(ctx, uuid)
-        except Exception:
-            LOG.exception('No request spec for build request %s; not '
-                          're-driving it', uuid,
-                          extra={'instance_uuid': uuid})
+        except Exception as exc:
+            # Not found: the server was deleted since it was read.
+            exception.log_failure(LOG, exc, 'Reading the request spec of '
+                                  '%s failed; not re-driving its boot',
+                                  uuid, extra={'instance_uuid': uuid})
             return False
         if not build_request.note_redrive(ctx, seen):
             return False
@@ -327,18 +328,23 @@ class CellConductorPeriodics:
         return live.__contains__
 
     def _recover(self, ctx, instance, plan, host_up):
+        task = recover.RecoverBuildTask(self.scheduler, self.compute, ctx,
+                                        instance, plan, host_up)
         try:
-            recover.RecoverBuildTask(self.scheduler, self.compute, ctx,
-                                     instance, plan, host_up).execute()
+            task.execute()
         except (exception.InstanceNotFound, exception.Conflict):
             # Moved on since it was read.
             pass
         except Exception as exc:
             if outage.is_outage(exc):
                 raise
-            LOG.exception('Going on with the build of %s failed',
-                          instance.uuid,
-                          extra={'instance_uuid': instance.uuid})
+            # A build that ran out of alternates is in ERROR, its fault
+            # and log line written by the task: not a failure of the
+            # sweep.
+            if not task.rolled_back:
+                exception.log_failure(LOG, exc, 'Going on with the build '
+                                      'of %s failed', instance.uuid,
+                                      extra={'instance_uuid': instance.uuid})
 
     def recover_builds(self):
         """Go on with the builds whose cast was lost, from their plans.

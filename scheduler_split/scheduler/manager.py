@@ -349,7 +349,8 @@ class SchedulerManager:
                     ctx, spec_obj, uuids, return_alternates,
                     num_alternates))
             except Exception as exc:
-                if not isinstance(exc, exception.NoValidHost):
+                # Its caller logs what it expects, as it would alone.
+                if not exception.is_expected(exc):
                     LOG.exception('Placing instances %s failed', uuids)
                 answers.append(exc)
         return answers

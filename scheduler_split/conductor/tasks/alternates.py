@@ -11,6 +11,9 @@ scheduler to choose again.
 
 import logging
 
+from scheduler_split.db import outage
+from scheduler_split import exception
+
 LOG = logging.getLogger(__name__)
 
 
@@ -19,10 +22,15 @@ def claim_alternate(scheduler, ctx, selection, uuid):
     scheduler that could not be asked counts as a refusal)."""
     try:
         return scheduler.claim_resources(ctx, selection, uuid)
-    except Exception:
-        LOG.exception('Claiming %s for instance %s failed; trying the next '
-                      'alternate', selection.service_host, uuid,
-                      extra={'instance_uuid': uuid})
+    except Exception as exc:
+        what = ('Claiming %s for instance %s failed; trying the next '
+                'alternate')
+        if outage.is_outage(exc):
+            LOG.warning(what + ': %s', selection.service_host, uuid,
+                        outage.describe(exc), extra={'instance_uuid': uuid})
+        else:
+            exception.log_failure(LOG, exc, what, selection.service_host,
+                                  uuid, extra={'instance_uuid': uuid})
         return False
 
 

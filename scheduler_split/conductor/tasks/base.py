@@ -81,10 +81,18 @@ class ConductorTask:
 
 def run_cast(task):
     """Run ``task`` for a cast: nobody waits for its outcome. A failure
-    the task rolled back is recorded already and ends here; any other
-    goes on to the bus's dispatcher, which logs it."""
+    the task rolled back is recorded already and ends here, as does an
+    expected outcome (``exception.is_expected``), logged in one line;
+    any other goes on to the bus's dispatcher, which logs its
+    traceback."""
     try:
         task.execute()
-    except Exception:
-        if not task.rolled_back:
+    except Exception as exc:
+        if task.rolled_back:
+            return
+        if not exception.is_expected(exc):
             raise
+        uuid = getattr(task, 'uuid', None)
+        exception.log_failure(
+            LOG, exc, '%s of instance %s stopped', type(task).__name__,
+            uuid, extra={'instance_uuid': uuid} if uuid else {})

@@ -217,16 +217,15 @@ class ScheduleAndBuildTask(base.ConductorTask):
             return False
         uuids = [br.instance_uuid for br in self.build_requests]
         self._notify_build_error(uuids, exc)
-        if isinstance(exc, exception.NoValidHost):
-            LOG.warning('No valid host for %s: %s', uuids,
-                        exc.format_message())
+        extra = {'instance_uuid': uuids[0]} if len(uuids) == 1 else {}
+        if isinstance(exc, BUS_FAILURES):
+            LOG.warning('Scheduling %s failed: %s', uuids,
+                        outage.describe(exc), extra=extra)
         else:
+            exception.log_failure(LOG, exc, 'Scheduling %s failed', uuids,
+                                  extra=extra)
+        if not isinstance(exc, exception.NoValidHost):
             # A timeout, say: the scheduler may have claimed anyway.
-            if isinstance(exc, BUS_FAILURES):
-                LOG.warning('Scheduling %s failed: %s', uuids,
-                            outage.describe(exc))
-            else:
-                LOG.error('Scheduling %s failed', uuids, exc_info=exc)
             for uuid in uuids:
                 self.scheduler.try_release_resources(self.ctx, uuid)
         if isinstance(exc, BUS_FAILURES):
@@ -356,8 +355,10 @@ class ScheduleAndBuildTask(base.ConductorTask):
                 request_spec, alternates, retry)
             metrics.BUILDS_STARTED.inc()
         except Exception as exc:
-            LOG.exception('Handing instance %s to %s failed', uuid,
-                          chosen.service_host, extra={'instance_uuid': uuid})
+            # A user's delete as it reached its cell is no bug.
+            exception.log_failure(LOG, exc, 'Handing instance %s to %s '
+                                  'failed', uuid, chosen.service_host,
+                                  extra={'instance_uuid': uuid})
             self._fail_in_cell(ctx, cctx, build_request, instance, exc)
 
     @staticmethod

@@ -112,7 +112,7 @@ class MigrateRescheduleTask(reschedule.RescheduleTask):
 
     def rollback(self, exc):
         uuid = self.instance.uuid
-        if not self.exhausted:
+        if not self.exhausted and not exception.is_expected(exc):
             LOG.error('Rescheduling the move of instance %s failed', uuid,
                       exc_info=exc, extra={'instance_uuid': uuid})
         LOG.warning('Move of instance %s failed: %s', uuid,

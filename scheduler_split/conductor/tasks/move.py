@@ -173,14 +173,9 @@ class MoveTask(base.ConductorTask):
     def rollback(self, exc):
         if not self.placing:
             return False
-        if isinstance(exc, exception.NoValidHost):
-            LOG.warning('No valid host to move instance %s: %s', self.uuid,
-                        exc.format_message(),
-                        extra={'instance_uuid': self.uuid})
-        else:
-            LOG.error('Scheduling the move of instance %s failed',
-                      self.uuid, exc_info=exc,
-                      extra={'instance_uuid': self.uuid})
+        exception.log_failure(LOG, exc, 'Scheduling the move of instance '
+                              '%s failed', self.uuid,
+                              extra={'instance_uuid': self.uuid})
         roll_back(self.scheduler, self.cctx, self.migration, exc,
                   self.event, host=CONF.host, fault=False,
                   instance=self.instance, start_time=self.started)

@@ -106,15 +106,10 @@ class RebuildTask(base.ConductorTask):
     def rollback(self, exc):
         if self.instance is None:
             return False
-        if isinstance(exc, exception.NoValidHost):
-            LOG.warning('Instance %s cannot be rebuilt on %s: %s',
-                        self.uuid, self.instance.host,
-                        exc.format_message(),
-                        extra={'instance_uuid': self.uuid})
-        else:
-            LOG.error('Starting the rebuild of instance %s failed',
-                      self.uuid, exc_info=exc,
-                      extra={'instance_uuid': self.uuid})
+        exception.log_failure(LOG, exc, 'Starting the rebuild of instance '
+                              '%s on %s failed', self.uuid,
+                              self.instance.host,
+                              extra={'instance_uuid': self.uuid})
         instance = self.instance
         instance.task_state = None
         instance.image_ref = self.orig_image_ref

@@ -60,6 +60,8 @@ class RecoverBuildTask(base.ConductorTask):
         self.why = why
         # Whether the build went back from its host.
         self.given_back = False
+        # The reschedule that takes the build on to its next alternate.
+        self.rescheduling = None
 
     def _execute(self):
         if self.instance.host is not None:
@@ -67,9 +69,16 @@ class RecoverBuildTask(base.ConductorTask):
         elif self._recast():
             return
         metrics.BUILDS_RECOVERED.labels(how='rescheduled').inc()
-        reschedule.RescheduleBuildTask(
+        self.rescheduling = reschedule.RescheduleBuildTask(
             self.scheduler, self.compute, self.ctx, self.instance, None,
-            [], None, plan=self.plan).execute()
+            [], None, plan=self.plan)
+        self.rescheduling.execute()
+
+    def rollback(self, exc):
+        """Nothing of its own to undo; a failure of the reschedule was
+        rolled back and recorded by it (ERROR with its fault, the log)."""
+        return self.rescheduling is not None and \
+            self.rescheduling.rolled_back
 
     def _recast(self):
         """Cast the build again to the host that holds its claim, if that

@@ -188,8 +188,9 @@ class RescheduleBuildTask(RescheduleTask):
         """ERROR with a fault first, then give the claim back."""
         instance = self.instance
         if not self.exhausted:
-            LOG.error('Rescheduling instance %s failed', instance.uuid,
-                      exc_info=exc, extra={'instance_uuid': instance.uuid})
+            exception.log_failure(LOG, exc, 'Rescheduling instance %s '
+                                  'failed', instance.uuid,
+                                  extra={'instance_uuid': instance.uuid})
         instance.host = None
         instance.node = None
         try:

@@ -176,14 +176,9 @@ class UnshelveTask(base.ConductorTask):
     def rollback(self, exc):
         if not self.placing:
             return False
-        if isinstance(exc, exception.NoValidHost):
-            LOG.warning('No valid host to unshelve instance %s: %s',
-                        self.uuid, exc.format_message(),
-                        extra={'instance_uuid': self.uuid})
-        else:
-            LOG.error('Scheduling the unshelve of instance %s failed',
-                      self.uuid, exc_info=exc,
-                      extra={'instance_uuid': self.uuid})
+        exception.log_failure(LOG, exc, 'Scheduling the unshelve of '
+                              'instance %s failed', self.uuid,
+                              extra={'instance_uuid': self.uuid})
         back_to_offloaded(self.scheduler, self.cctx, self.instance, exc,
                           EVENT, host=CONF.host, start_time=self.started)
         return True
@@ -241,8 +236,9 @@ class UnshelveRescheduleTask(reschedule.RescheduleTask):
             LOG.warning('Instance %s: %s', uuid, exc.format_message(),
                         extra={'instance_uuid': uuid})
         else:
-            LOG.error('Rescheduling the unshelve of instance %s failed',
-                      uuid, exc_info=exc, extra={'instance_uuid': uuid})
+            exception.log_failure(LOG, exc, 'Rescheduling the unshelve of '
+                                  'instance %s failed', uuid,
+                                  extra={'instance_uuid': uuid})
         back_to_offloaded(self.scheduler, self.ctx, self.instance, exc,
                           self.event, host=CONF.host,
                           start_time=self.started)

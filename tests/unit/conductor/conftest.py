@@ -2,6 +2,8 @@
 cell0 and cell1 mapped, each database a SQLite file at head. The
 scheduler and the computes are the stand-ins of ``fakes``."""
 
+import logging
+
 import pytest
 from oslo_utils import uuidutils
 
@@ -157,3 +159,17 @@ def cloud(tmp_path, override):
 @pytest.fixture
 def computes():
     return fakes.Computes()
+
+
+@pytest.fixture
+def log_of(caplog):
+    """``log_of(uuid)``: what the log says about the instance ``uuid``
+    from INFO up, as ``(level, message, with a traceback)``, oldest
+    first."""
+    caplog.set_level(logging.INFO, logger='scheduler_split')
+
+    def lines(uuid):
+        return [(r.levelname, r.getMessage(), bool(r.exc_info))
+                for r in caplog.records
+                if r.levelno >= logging.INFO and uuid in r.getMessage()]
+    return lines

@@ -149,6 +149,38 @@ def test_a_build_with_no_alternate_left_ends_in_error(cloud, sweeps,
     assert sweeps.scheduler.held == {}
 
 
+def test_a_build_the_sweep_finds_no_alternate_for_is_one_warning(
+        cloud, sweeps, log_of):
+    # An outcome the sweep expects, not a crash: no traceback.
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1'])
+    uuid = instance.uuid
+
+    sweeps.recover_builds()
+
+    assert log_of(uuid) == [
+        ('WARNING', 'Instance %s: Exceeded maximum number of retries. '
+         'Exhausted all hosts available for retrying build failures for '
+         'instance %s.' % (uuid, uuid), False)]
+
+
+def test_a_build_on_a_dead_host_with_no_alternate_left_logs_no_traceback(
+        cloud, sweeps, log_of):
+    _compute(cloud, 'h1', seconds_ago=600)
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1'],
+                            task_state=instance_obj.SPAWNING, host='h1',
+                            age=900)
+
+    sweeps.fail_lost_builds()
+
+    assert cloud.instance(instance.uuid).vm_state == instance_obj.ERROR
+    lines = log_of(instance.uuid)
+    # Why it left its host, then why it stops there.
+    assert [(level, traceback) for level, _, traceback in lines] == [
+        ('WARNING', False), ('WARNING', False)]
+    assert 'has been down' in lines[0][1]
+    assert 'Exceeded maximum number of retries' in lines[1][1]
+
+
 def test_a_build_on_a_dead_host_goes_on_to_an_alternate_not_to_error(
         cloud, sweeps, computes):
     _compute(cloud, 'h1', seconds_ago=600)
@@ -267,3 +299,20 @@ def test_a_plan_survives_the_trip_through_its_row(cloud, sweeps):
         started.save(cloud.in_cell(),
                      expected_task_state=instance_obj.SCHEDULING,
                      build_host='h2')
+
+
+def test_a_sweep_that_trips_on_a_bug_logs_its_traceback(
+        cloud, sweeps, log_of, monkeypatch):
+    _compute(cloud, 'h1')
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1'])
+
+    def crash(*args):
+        raise RuntimeError('bug')
+
+    monkeypatch.setattr(build_plan.BuildPlan, 'note_recast', crash)
+
+    sweeps.recover_builds()
+
+    assert log_of(instance.uuid) == [
+        ('ERROR', 'Going on with the build of %s failed' % instance.uuid,
+         True)]

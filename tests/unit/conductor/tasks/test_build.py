@@ -223,3 +223,56 @@ def test_a_hand_over_that_did_not_commit_leaves_the_server_listed_in_cell0(
     assert not _build_request_left(cloud, uuid)
     assert scheduler.held == {}
     assert computes.sent == []
+
+
+def test_a_boot_no_host_can_take_is_one_warning_without_a_traceback(
+        cloud, computes, log_of):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler(exception.NoValidHost(reason='all full'))
+
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    assert [(level, traceback) for level, _, traceback in log_of(uuid)] == [
+        ('WARNING', False)]
+    assert 'No valid host was found. all full' in log_of(uuid)[0][1]
+
+
+def test_a_server_deleted_right_after_its_hand_over_logs_no_traceback(
+        cloud, computes, monkeypatch, log_of):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    real = objects.BuildRequest.hand_over
+
+    def renamed_then_deleted(self, ctx, cell):
+        # The user renamed the server while it was scheduled, and deleted
+        # it as soon as it reached its cell.
+        placed, recorded = real(self, ctx, cell)
+        recorded.display_name = 'renamed'
+        cloud.instance(uuid).destroy(cloud.in_cell())
+        return placed, recorded
+
+    monkeypatch.setattr(objects.BuildRequest, 'hand_over',
+                        renamed_then_deleted)
+    scheduler = fakes.Scheduler([cloud.hosts('h1', 'h2')])
+
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    assert computes.sent == []
+    assert scheduler.held == {}
+    assert log_of(uuid) == [
+        ('INFO', 'Handing instance %s to h1 failed: Instance %s could not '
+         'be found.' % (uuid, uuid), False)]
+
+
+def test_a_scheduler_that_crashed_is_logged_with_its_traceback(
+        cloud, computes, log_of):
+    # Not an outcome anyone expects: a bug to look into.
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler(RuntimeError('scheduler crashed'))
+
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    assert log_of(uuid) == [('ERROR', "Scheduling ['%s'] failed" % uuid,
+                             True)]

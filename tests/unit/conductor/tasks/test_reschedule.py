@@ -103,3 +103,36 @@ def test_a_reschedule_that_cannot_be_handed_over_ends_in_error(
     instance = cloud.instance(uuid)
     assert instance.vm_state == instance_obj.ERROR
     assert instance.fault.details == 'the bus lost it'
+
+
+def test_an_instance_deleted_during_its_reschedule_logs_no_traceback(
+        cloud, computes, failed_build, log_of):
+    uuid = failed_build.uuid
+
+    class DeletedWhileClaiming(fakes.Scheduler):
+        def claim_resources(self, ctx, selection, instance_uuid):
+            cloud.instance(uuid).destroy(cloud.in_cell())
+            return super().claim_resources(ctx, selection, instance_uuid)
+
+    scheduler = DeletedWhileClaiming()
+
+    base.run_cast(_task(cloud, scheduler, computes, failed_build,
+                        cloud.hosts('h1', 'h2')))
+
+    assert computes.sent == []
+    assert scheduler.held == {}
+    assert log_of(uuid) == [
+        ('INFO', 'Rescheduling instance %s failed: Instance %s could not '
+         'be found.' % (uuid, uuid), False)]
+
+
+def test_a_reschedule_with_every_alternate_full_is_one_warning(
+        cloud, computes, failed_build, log_of):
+    uuid = failed_build.uuid
+
+    base.run_cast(_task(cloud, fakes.Scheduler(full={'h1'}), computes,
+                        failed_build, cloud.hosts('h1')))
+
+    assert [(level, traceback) for level, _, traceback in log_of(uuid)] == [
+        ('WARNING', False)]
+    assert 'Exhausted all hosts' in log_of(uuid)[0][1]
