@@ -220,7 +220,10 @@ class _Patient:
                         'no queue on the bus took %s for %s within '
                         '[DEFAULT] rpc_delivery_timeout (%d seconds)' % (
                             method, topic, CONF.rpc_delivery_timeout))
-                time.sleep(min(pause, deadline - now))
+                if not outage.pause(min(pause, deadline - now)):
+                    raise messaging.MessageDeliveryFailure(
+                        'no queue on the bus took %s for %s before this '
+                        'service stopped' % (method, topic))
                 pause = min(pause * 2, 1.0)
                 continue
             except Exception:
@@ -421,3 +424,21 @@ class _WorkerPool(futures.ThreadPoolExecutor):
     def __init__(self, max_workers):
         super().__init__(max_workers=max_workers,
                          thread_name_prefix='rpc-worker')
+        self._in_hand = 0
+        self._in_hand_lock = threading.Lock()
+
+    def submit(self, fn, *args, **kwargs):
+        future = super().submit(fn, *args, **kwargs)
+        with self._in_hand_lock:
+            self._in_hand += 1
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, future):
+        with self._in_hand_lock:
+            self._in_hand -= 1
+
+    @property
+    def in_hand(self):
+        """Messages taken and not handled yet: what a stop waits for."""
+        return self._in_hand

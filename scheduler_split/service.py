@@ -63,10 +63,20 @@ class PeriodicTask:
                                         daemon=True)
         self._thread.start()
 
-    def stop(self):
+    def cancel(self):
+        """No run after the one in hand, if any."""
         self._stop.set()
+
+    def running(self):
+        """Whether its thread is still in a run (after ``cancel``)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout=None):
+        """Cancel, and wait for the run in hand for up to ``timeout``
+        seconds (None: until it ends)."""
+        self.cancel()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout)
 
 
 class Service:
@@ -126,16 +136,36 @@ class Service:
         LOG.info('%s started', self.name)
 
     def stop(self, graceful=True):
-        """Stop consuming; with ``graceful`` also wait for in-flight work.
-        """
+        """Stop consuming and running periodic tasks; with ``graceful``
+        also wait for in-flight work: the messages and the periodic runs
+        in hand. A run or a message blocked on a broker or database that
+        is away can make this wait long: a process that must stop bounds
+        it and reports what is left (``unfinished``)."""
+        # Every task at once: each may be in a run waiting for the bus or
+        # a database, and one after the other those waits would add up.
         for task in self._periodic:
-            task.stop()
+            task.cancel()
         if self._serving_metrics:
             self._serving_metrics = False
             metrics.Exporter.release()
         _each_at_once('stop', self._servers)
         if graceful:
             self.wait()
+        for task in self._periodic:
+            task.stop(timeout=10)
+
+    def unfinished(self):
+        """What a stop still waits for, in words: the periodic runs and
+        the messages in hand."""
+        left = ['periodic task %s' % task.name for task in self._periodic
+                if task.running()]
+        for server in self._servers:
+            in_hand = getattr(getattr(server, '_work_executor', None),
+                              'in_hand', 0)
+            if in_hand:
+                left.append('%d message(s) of %s' % (
+                    in_hand, server._target.topic))
+        return left
 
     def wait(self):
         """Wait until the messages being handled are done, then close."""

@@ -207,6 +207,12 @@ class APIServer:
     def _close_all(self):
         waitress_server.wasyncore.close_all(self._server._map)
 
+    @property
+    def extra_stop_seconds(self):
+        """What a stop of the process gives the requests in hand, beyond
+        what it gives any service."""
+        return CONF.wsgi.shutdown_timeout
+
     def stop(self, graceful=True):
         """Stop accepting; when ``graceful``, answer the requests in hand
         for up to ``[wsgi] shutdown_timeout`` seconds; then close every

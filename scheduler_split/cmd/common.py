@@ -6,11 +6,13 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from oslo_config import cfg
 from oslo_log import log as oslo_logging
 
 from scheduler_split import conf
+from scheduler_split.db import outage
 from scheduler_split import objects
 from scheduler_split import rpc
 
@@ -132,19 +134,36 @@ def run(build):
     While it runs the process serves its metrics on the service's
     ``[metrics]`` port, if ``enabled_services`` lists it.
 
-    SIGTERM stops consuming, lets the messages being handled finish (a
-    spawn, a scheduling call) and closes the connections; messages not
-    taken yet stay on the bus for the next start. SIGHUP re-reads the
+    SIGTERM (or SIGINT) stops consuming, lets the messages being handled
+    finish (a spawn, a scheduling call) and closes the connections;
+    messages not taken yet stay on the bus for the next start. Whatever
+    is still running ``[DEFAULT] graceful_shutdown_timeout`` seconds
+    after the signal (a call to a broker or a database that is away, or
+    a start still waiting for one) is abandoned, with a WARNING that
+    names it, and the process exits 0 all the same. SIGHUP re-reads the
     mutable options of the config files (log levels, say), forgets the
     RPC version caps ``[upgrade_levels] auto`` resolved, and does
     whatever the service itself reloads (the scheduler: new cells).
     """
     stop = threading.Event()
     hup = threading.Event()
+    # When the first signal came (monotonic), and whether the service
+    # is still starting: a start may wait for ever for a broker or a
+    # database that is away, so a signal then interrupts it.
+    signalled = []
+    starting = threading.Event()
+    starting.set()
 
     def _stop(signum, frame):
         LOG.info('Caught signal %s, stopping', signum)
+        if not signalled:
+            signalled.append(time.monotonic())
         stop.set()
+        # A database outage is no longer waited out.
+        outage.give_up()
+        if starting.is_set():
+            starting.clear()
+            raise _StopWhileStarting()
 
     def _hup(signum, frame):
         hup.set()
@@ -152,9 +171,13 @@ def run(build):
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGHUP, _hup)
+    svc = None
     try:
         svc = build()
         svc.start(serve_metrics=True)
+        starting.clear()
+    except _StopWhileStarting:
+        return _stop_within_deadline(svc, signalled[0], while_starting=True)
     except Exception as exc:
         LOG.exception('Could not start')
         return fail_to_start(exc)
@@ -167,10 +190,69 @@ def run(build):
             # [upgrade_levels] auto looks at the service records again.
             rpc.reset_auto_caps()
             svc.reload()
-    svc.stop(graceful=True)
-    rpc.cleanup()
-    LOG.info('Stopped')
-    return 0
+    return _stop_within_deadline(svc, signalled[0])
+
+
+class _StopWhileStarting(BaseException):
+    """SIGTERM or SIGINT came while the service was starting. Not an
+    Exception: what a start waits in (kombu's reconnection loop, say)
+    must not take it for a failure and try again."""
+
+
+def _stop_within_deadline(svc, since, while_starting=False):
+    """Stop ``svc`` (None: not built yet) gracefully and close the bus
+    connections, for at most ``[DEFAULT] graceful_shutdown_timeout``
+    seconds after ``since``, plus the service's ``extra_stop_seconds``
+    (the API's for the requests in hand). What is still blocked then,
+    on a broker or a database that is away, is abandoned. Either way
+    the process then exits at once (0), without the interpreter's
+    teardown: it would join the abandoned threads, some of which never
+    end (kombu reconnects for ever), and even after a clean stop it
+    takes a second or more of CPU on a busy host (a scheduler's hosts,
+    every module) for nothing a stopped service needs."""
+    step = ['stopping the service']
+
+    def _stop():
+        try:
+            if svc is not None:
+                svc.stop(graceful=True)
+            step[0] = 'closing the connections to the bus'
+            rpc.cleanup()
+        except Exception:
+            LOG.exception('Could not stop gracefully')
+        step[0] = None
+
+    stopper = threading.Thread(target=_stop, name='stop', daemon=True)
+    stopper.start()
+    limit = CONF.graceful_shutdown_timeout + getattr(
+        svc, 'extra_stop_seconds', 0)
+    stopper.join(max(0.0, since + limit - time.monotonic()))
+    if step[0] is None:
+        LOG.info('Stopped before it had started' if while_starting
+                 else 'Stopped')
+        _exit_now(0)
+    left = getattr(svc, 'unfinished', list)()
+    if stopper.is_alive():
+        left.append(step[0])
+    if while_starting:
+        left.insert(0, 'its start')
+    LOG.warning('Stopped after %.1f seconds ([DEFAULT] '
+                'graceful_shutdown_timeout), abandoning what still waits '
+                'for a broker or a database: %s',
+                time.monotonic() - since, '; '.join(left))
+    _exit_now(0)
+
+
+def _exit_now(code):
+    """End the process with ``code`` now, its log and output written
+    out first."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def fail(message):

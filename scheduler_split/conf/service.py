@@ -81,6 +81,23 @@ service_opts = [
                       'idle listener looks again at least every half '
                       'second whatever this is: the look is how it '
                       'notices a stop (SIGTERM).'),
+    cfg.FloatOpt('graceful_shutdown_timeout',
+                 default=1.5, min=0,
+                 help='Seconds a service gives itself to stop after '
+                      'SIGTERM or SIGINT: to finish the messages and '
+                      'periodic runs in hand and to close its connections '
+                      '(scheduler-split-api adds [wsgi] shutdown_timeout '
+                      'for the requests in hand; under gunicorn its '
+                      'graceful_timeout governs the API). Whatever still '
+                      'runs then, such as a message that waits for a '
+                      'broker or a database that is away, is abandoned '
+                      'with a WARNING naming it, and the process exits 0 '
+                      '(work abandoned so is left as a crash leaves it, '
+                      'for the sweeps of lost builds). Once the signal came '
+                      'no database outage is waited out, and a start still '
+                      'waiting for a broker or a database is given up. '
+                      'Keep it well below the TimeoutStopSec of the '
+                      'systemd units.'),
     cfg.StrOpt('cpu_affinity',
                default='',
                help='CPUs this process keeps to: a list such as "2" or '

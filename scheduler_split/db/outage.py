@@ -74,6 +74,11 @@ MAX_PAUSE = 2.0
 
 _local = threading.local()
 
+# Set as the process stops: waiting for a database that may not come
+# back before the stop deadline would only make the stop abandon work
+# that can still end with an answer (DatabaseUnavailable) instead.
+_stopping = threading.Event()
+
 
 # The drivers whose own errors SQLAlchemy lets through unwrapped (as it
 # sets a connection's isolation level, say), and which of those say
@@ -135,9 +140,26 @@ def _transient(exc):
     return any(marker in text for marker in _TRANSIENT)
 
 
+def give_up():
+    """From now on no thread waits for a database: the process stops.
+    Those waiting give up at once."""
+    _stopping.set()
+
+
+def stopping():
+    """Whether the process stops (:func:`give_up`)."""
+    return _stopping.is_set()
+
+
+def pause(seconds):
+    """Sleep ``seconds``, or less if the process stops meanwhile; False
+    if it stops."""
+    return not _stopping.wait(seconds)
+
+
 def wait_seconds():
     """How long this thread waits for a database to come back."""
-    if getattr(_local, 'not_waiting', False):
+    if getattr(_local, 'not_waiting', False) or _stopping.is_set():
         return 0.0
     return CONF.database.retry_timeout
 
@@ -177,9 +199,8 @@ class _Pauses:
 
     def next(self):
         left = self.deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 or not pause(min(self.pause, left)):
             return False
-        time.sleep(min(self.pause, left))
         self.pause = min(self.pause * 2, MAX_PAUSE)
         return True
 
