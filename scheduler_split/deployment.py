@@ -255,15 +255,11 @@ class AllInOne:
                     sorted(expected - known))
 
     def wsgi_app(self):
-        """The compute API with the stand-ins of the services a laptop
-        has not got: an identity endpoint (for noauth2 clients) and the
-        built-in image catalog, which no deployment serves."""
-        from scheduler_split.api import identity
-        from scheduler_split.api import images
+        """The compute API, with the stand-ins of the services a laptop
+        has not got (``api.wsgi.stand_ins``): an identity endpoint for
+        noauth2 clients and the built-in image catalog."""
         from scheduler_split.api import wsgi
-        return wsgi.make_app(
-            extra_routes=dict(identity.ROUTES, **images.ROUTES),
-            extra_public=identity.PUBLIC | images.PUBLIC)
+        return wsgi.make_app()
 
     def stop(self):
         """Stop from the edge in: the computes first, while the conductors

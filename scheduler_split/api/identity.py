@@ -1,4 +1,5 @@
-"""Identity for the all-in-one, which has no identity service.
+"""Identity for a cloud without an identity service: the all-in-one, or
+a test deployment with ``[api] auth_strategy = noauth2``.
 
 ``openstack server list`` builds an Identity v3 client before it sends a
 single compute request, and fails when no identity endpoint answers
@@ -11,7 +12,7 @@ lookup with the project of that id (and name), and issues tokens: a login
 with a token or a user name and password gets the ``user:project`` token
 that ``noauth2`` trusts, with a catalog of the services this API serves
 (compute, placement, image, identity), nothing else. Behind Keystone none of it
-issues anything: tokens come from Keystone.
+is served (:func:`served`): tokens come from Keystone.
 """
 
 import datetime
@@ -20,6 +21,7 @@ import json
 import webob
 
 from scheduler_split.api import errors
+from scheduler_split.api import images
 from scheduler_split import conf
 
 CONF = conf.CONF
@@ -68,10 +70,16 @@ def _catalog(base_url):
                      'interface': interface, 'region': 'RegionOne',
                      'region_id': 'RegionOne', 'url': url}
                     for interface in ('public', 'internal', 'admin')]}
-    return [entry('compute', 'nova', base_url + '/v2.1'),
-            entry('placement', 'placement', base_url + '/placement'),
-            entry('image', 'glance', base_url + '/image'),
-            entry('identity', 'keystone', base_url + '/identity')]
+    catalog = [entry('compute', 'nova', base_url + '/v2.1'),
+               entry('placement', 'placement', base_url + '/placement'),
+               entry('identity', 'keystone', base_url + '/identity')]
+    # Clients look for images where the boots read them.
+    if images.served():
+        catalog.insert(2, entry('image', 'glance', base_url + '/image'))
+    elif CONF.glance.api_servers:
+        catalog.insert(2, entry('image', 'glance',
+                                CONF.glance.api_servers[0]))
+    return catalog
 
 
 def _login(auth):
@@ -100,9 +108,8 @@ def _login(auth):
 
 def tokens(req, ctx, version):
     """``POST /identity/v3/auth/tokens`` under ``noauth2``: a token for
-    ``user:project``, with the catalog of this API's services."""
-    if CONF.api.auth_strategy != 'noauth2':
-        raise errors.not_found('The resource could not be found.')
+    ``user:project``, with the catalog of this API's services (mounted
+    only where :func:`served` says)."""
     body = req.json_body_or_error()
     if not isinstance(body, dict) or not isinstance(body.get('auth'), dict):
         raise errors.bad_request("Expecting to find auth in request body.")
@@ -129,8 +136,15 @@ def tokens(req, ctx, version):
     return response
 
 
-# What the all-in-one mounts beside the compute API, and which of it
-# answers without authentication.
+def served(auth_strategy):
+    """Whether an API authenticating with ``auth_strategy`` serves this
+    identity: only without authentication, so that behind Keystone no
+    client is offered a second place to log in."""
+    return auth_strategy == 'noauth2'
+
+
+# What the API mounts beside the compute API when it serves this identity,
+# and which of it answers without authentication.
 ROUTES = {
     '/identity': {'GET': versions},
     '/identity/': {'GET': versions},

@@ -1,16 +1,18 @@
 """The built-in image catalog, and the Image API v2 that serves it.
 
 The fake driver boots nothing real, but clients resolve ``--image NAME``
-through the Image service and upload and snapshot images, so the
-all-in-one serves this catalog under ``/image`` (``ROUTES``; a deployment
-has an Image service of its own), and with ``[glance] source = builtin``
-(the default) the API reads and writes its images here (see
-:mod:`scheduler_split.api.image_client`).
+through the Image service and upload and snapshot images, so with
+``[glance] source = builtin`` (the default) the API reads and writes its
+images here (see :mod:`scheduler_split.api.image_client`) and serves
+this catalog under ``/image`` (``ROUTES``, :func:`served`), the
+all-in-one and a deployment's API processes alike; with ``source =
+glance`` the Image service serves it.
 
 The catalog holds the three built-in images (``IMAGES``: public, nobody
 may change or delete them) and the images users create, upload, patch,
 tag and delete, and those the compute API makes of servers (snapshots,
-backups): records in the API database (``objects/image.py``). An upload
+backups): records in the API database (``objects/image.py``), so that
+every API process of a deployment serves the same catalog. An upload
 stores its size and checksums, not its data, which nothing here reads;
 an image's file always answers 204, as Glance answers for an image
 without data.
@@ -32,8 +34,11 @@ import webob
 import webob.exc
 
 from scheduler_split.api import errors
+from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split.objects import image as image_obj
+
+CONF = conf.CONF
 
 _CREATED = '2026-01-01T00:00:00Z'
 
@@ -63,6 +68,12 @@ IMAGES = [
     ('c2e5a4c8-2b6a-4eac-9f3a-5e3d0b4c9a03', 'fedora-41', 524288000, 5,
      1024, _FEDORA_PROPERTIES),
 ]
+
+
+def served():
+    """Whether the API serves this catalog under ``/image``: when its
+    boots read it, which is when no Image service serves the images."""
+    return CONF.glance.source == 'builtin'
 
 
 # --- the built-in images ----------------------------------------------------
@@ -730,8 +741,8 @@ def images_schema(req, ctx, version):
     return _json(IMAGES_SCHEMA)
 
 
-# What the all-in-one mounts beside the compute API, and which of it
-# answers without authentication.
+# What the API mounts beside the compute API when it serves this catalog,
+# and which of it answers without authentication.
 ROUTES = {
     '/image': {'GET': versions},
     '/image/': {'GET': versions},

@@ -26,7 +26,9 @@ from scheduler_split.api import flavor_extra_specs
 from scheduler_split.api import flavors
 from scheduler_split.api import hosts
 from scheduler_split.api import hypervisors
+from scheduler_split.api import identity
 from scheduler_split.api import image_proxy
+from scheduler_split.api import images
 from scheduler_split.api import instance_actions
 from scheduler_split.api import instance_usage_audit_log
 from scheduler_split.api import keypairs
@@ -413,14 +415,35 @@ class _PublicOrAuth:
         return self.authed(environ, start_response)
 
 
+def stand_ins(auth_strategy):
+    """``(routes, public paths)`` of the stand-ins this API serves for the
+    services a cloud without Keystone or Glance lacks, so that clients
+    find them in the API itself: the identity under ``noauth2`` (never
+    behind Keystone, whose tokens are the only ones), the built-in image
+    catalog whenever boots read it (``[glance] source = builtin``). The
+    all-in-one, scheduler-split-api and the WSGI entry point serve the
+    same, whatever runs them."""
+    table, public = {}, set()
+    if identity.served(auth_strategy):
+        table.update(identity.ROUTES)
+        public |= identity.PUBLIC
+    if images.served():
+        table.update(images.ROUTES)
+        public |= images.PUBLIC
+    return table, public
+
+
 def make_app(compute_api=None, auth_strategy=None, extra_routes=None,
              extra_public=()):
-    """The whole API as one WSGI application; ``extra_routes`` (of which
-    ``extra_public`` answer without authentication) are served beside it,
-    as the all-in-one serves its stand-in identity and image endpoints."""
-    router = Router(compute_api or manager.ComputeAPI(), extra_routes)
-    authed = auth.pipeline(router, auth_strategy or CONF.api.auth_strategy,
-                           CONF)
+    """The whole API as one WSGI application, with the stand-ins
+    ``stand_ins`` says it serves; ``extra_routes`` (of which
+    ``extra_public`` answer without authentication) are served beside
+    it."""
+    strategy = auth_strategy or CONF.api.auth_strategy
+    table, public = stand_ins(strategy)
+    table.update(extra_routes or {})
+    router = Router(compute_api or manager.ComputeAPI(), table)
+    authed = auth.pipeline(router, strategy, CONF)
     return metrics_api.RequestMetrics(
-        _PublicOrAuth(router, authed, PUBLIC | set(extra_public)),
+        _PublicOrAuth(router, authed, PUBLIC | public | set(extra_public)),
         router.mapper)

@@ -23,6 +23,7 @@ from oslo_log import log as oslo_logging
 import yaml
 
 from scheduler_split.api import http_server
+from scheduler_split.api import images
 from scheduler_split.cmd import common
 from scheduler_split import conf
 from scheduler_split import deployment
@@ -93,11 +94,12 @@ def write_clouds_yaml(state_dir, base_url, keystone_url=None):
         cloud = {
             'compute_endpoint_override': base_url + '/v2.1',
             'placement_endpoint_override': base_url + '/placement',
-            'image_endpoint_override': base_url + '/image',
             'auth_type': 'password',
             'auth': {'auth_url': keystone_url,
                      'user_domain_name': 'Default',
                      'project_domain_name': 'Default'}}
+        if images.served():
+            cloud['image_endpoint_override'] = base_url + '/image'
     else:
         cloud = {'auth_type': 'v3token',
                  'auth': {'auth_url': base_url + '/identity/v3',

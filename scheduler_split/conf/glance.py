@@ -3,7 +3,7 @@ from oslo_config import cfg
 glance_group = cfg.OptGroup(
     'glance',
     help='Where the API reads the images it boots and makes the images '
-         'of servers: its built-in catalog (the one the all-in-one serves '
+         'of servers: its built-in catalog (which the API then serves '
          'under /image) or an Image service (Glance v2).')
 
 glance_opts = [
@@ -11,8 +11,8 @@ glance_opts = [
                choices=[('builtin', 'the built-in catalog: a few '
                                     'read-only images and the images '
                                     'users and snapshots make, in the API '
-                                    'database; the all-in-one serves it '
-                                    'under /image'),
+                                    'database, which every API process '
+                                    'serves under /image'),
                         ('glance', 'an Image service: api_servers, else '
                                    'the endpoint of service_type in the '
                                    'service catalog of the user\'s token')],

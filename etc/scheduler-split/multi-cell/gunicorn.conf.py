@@ -1,7 +1,9 @@
 # gunicorn settings of scheduler-split-api.service.
 import os
 
-bind = '127.0.0.1:8774'
+# Where the API listens: set SCHEDULER_SPLIT_API_BIND in the unit's
+# environment (systemctl edit scheduler-split-api) rather than editing here.
+bind = os.environ.get('SCHEDULER_SPLIT_API_BIND', '127.0.0.1:8774')
 worker_class = 'gthread'
 workers = 2
 threads = 8
