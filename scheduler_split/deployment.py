@@ -164,6 +164,38 @@ class AllInOne:
         cells.create_default_flavors(echo=echo)
         self.cells = objects.CellMapping.get_all(ctx)
 
+    def write_config(self):
+        """Write ``<state-dir>/scheduler-split.conf``, the databases of
+        this all-in-one for ``scheduler-split-manage --config-file``,
+        beside it while it runs or after it stopped; its path. The cell
+        databases are the cell mappings' (in the API database), as in a
+        deployment. No bus: those of the all-in-one are in its memory,
+        out of any other process's reach."""
+        path = os.path.join(self.state_dir, 'scheduler-split.conf')
+        cell_lines = ['#   %s: %s' % (cell.name, cell.database_connection)
+                      for cell in self.cells]
+        text = '\n'.join([
+            '# The databases of the scheduler-split-all-in-one of this '
+            'directory, for',
+            '# scheduler-split-manage --config-file. Written at each start '
+            'of the',
+            '# all-in-one, which does not read it. The cells, mapped in '
+            'the API database:',
+            *cell_lines,
+            '',
+            '[api_database]',
+            'connection = %s' % self._sqlite('api'),
+            '',
+            '[scheduler_database]',
+            'connection = %s' % self._sqlite('scheduler'),
+            ''])
+        # A manage command running meanwhile reads the old file or the
+        # new one, never half of one.
+        with open(path + '.new', 'w') as f:
+            f.write(text)
+        os.replace(path + '.new', path)
+        return path
+
     def hosts_of(self, cell):
         return ['%s-compute%d' % (cell.name, i)
                 for i in range(1, self.hosts_per_cell + 1)]

@@ -170,6 +170,12 @@ class RequestContextSerializer(messaging.Serializer):
 _MANDATORY = messaging.TransportOptions(at_least_once=True)
 
 
+# The (bus, topic, server) whose queue took a message of this process:
+# one that refuses a message later lost its consumer (a broker restart),
+# one never taken yet may only have no consumer started yet.
+_taken = set()
+
+
 class _Patient:
     """An RPC client, or a prepared one, whose messages wait for a queue.
 
@@ -210,11 +216,19 @@ class _Patient:
                     '%s.%s' % (target.topic, target.server)
                 if deadline is None:
                     deadline = now + CONF.rpc_delivery_timeout
-                    LOG.warning('No queue on the bus takes %s for %s (its '
-                                'consumer is not connected, as after a '
-                                'broker restart); sending it again for up '
-                                'to %d seconds', method, topic,
-                                CONF.rpc_delivery_timeout)
+                    if self._key() in _taken:
+                        LOG.warning('No queue on the bus takes %s for %s '
+                                    '(its consumer is not connected, as '
+                                    'after a broker restart); sending it '
+                                    'again for up to %d seconds', method,
+                                    topic, CONF.rpc_delivery_timeout)
+                    else:
+                        # Services start in any order: a consumer that
+                        # has not declared its queue yet is no fault.
+                        LOG.debug('No queue on the bus takes %s for %s '
+                                  'yet (its consumer has not started); '
+                                  'sending it again for up to %d seconds',
+                                  method, topic, CONF.rpc_delivery_timeout)
                 if now >= deadline:
                     raise messaging.MessageDeliveryFailure(
                         'no queue on the bus took %s for %s within '
@@ -234,7 +248,14 @@ class _Patient:
             # Its receiver may act on it: work that fails after this is
             # not run again from the start (db.outage).
             outage.note_effect()
+            _taken.add(self._key())
             return result
+
+    def _key(self):
+        """The bus and the queue a message of this client goes to."""
+        target = self._client.target
+        return (id(getattr(self._client, 'transport', None)), target.topic,
+                target.server)
 
 
 def get_client(transport, topic, version, server=None, version_cap=None,

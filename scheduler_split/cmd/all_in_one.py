@@ -49,8 +49,10 @@ def parse_args(argv):
                     'conductors, the scheduler and fake compute hosts.')
     common.add_version_argument(parser)
     parser.add_argument('--state-dir', default=default_state_dir(),
-                        help='Directory for the SQLite databases, the log '
-                             'and clouds.yaml (default: %(default)s).')
+                        help='Directory for the SQLite databases, the log, '
+                             'clouds.yaml and scheduler-split.conf (for '
+                             'scheduler-split-manage --config-file) '
+                             '(default: %(default)s).')
     parser.add_argument('--cells', type=int, default=2,
                         help='Number of cells (default: %(default)s).')
     parser.add_argument('--hosts-per-cell', type=int, default=4,
@@ -179,6 +181,7 @@ def _run(args, sock):
     system = deployment.AllInOne(args.state_dir, args.cells,
                                  args.hosts_per_cell)
     system.setup(echo=lambda line: LOG.info('%s', line))
+    system.write_config()
     system.start()
     try:
         server = http_server.APIServer(system.wsgi_app(), sock).start()

@@ -10,6 +10,7 @@ import sys
 
 from scheduler_split.api import http_server
 from scheduler_split.cmd import common
+from scheduler_split.cmd import preflight
 from scheduler_split import conf
 from scheduler_split.conf import wsgi as wsgi_conf
 
@@ -19,6 +20,9 @@ CONF = conf.CONF
 def main():
     wsgi_conf.register_cli_opts(CONF)
     common.parse_args(sys.argv, description=common.summary(__doc__))
+    # The bus only for what the API casts to the super-conductor: it
+    # answers reads and its version document without one.
+    common.require(preflight.API_DATABASE)
     # The port first: nothing is built when it cannot be had.
     try:
         sock = http_server.listen_socket(CONF.bind_host, CONF.bind_port)

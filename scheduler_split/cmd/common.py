@@ -11,6 +11,7 @@ import time
 from oslo_config import cfg
 from oslo_log import log as oslo_logging
 
+from scheduler_split.cmd import preflight
 from scheduler_split import conf
 from scheduler_split.db import outage
 from scheduler_split import objects
@@ -56,21 +57,48 @@ def summary(doc):
 
 def parse_args(argv, description=None):
     """Read the command line and the configuration files, set up
-    logging; a configuration that cannot be read ends the process with
-    one line on standard error."""
+    logging; a configuration that cannot be read, or a value in it that
+    does not parse, ends the process with one line on standard error.
+    ``--version`` prints the script's name and the release, as every
+    script of the package does."""
     prog = os.path.basename(argv[0])
     try:
         CONF(argv[1:], project='scheduler-split', prog=prog,
-             version=version(), description=description)
+             version='%s %s' % (prog, version()), description=description)
     except cfg.Error as exc:
-        sys.exit('%s: %s' % (prog, exc))
-    oslo_logging.setup(CONF, 'scheduler-split')
+        sys.exit('%s: %s' % (prog, ' '.join(str(exc).split())))
+    try:
+        oslo_logging.setup(CONF, 'scheduler-split')
+    except cfg.Error as exc:
+        sys.exit(preflight.bad_value(prog) or '%s: %s' % (
+            prog, ' '.join(str(exc).split())))
+    # After the logging: an option read here that is deprecated is
+    # logged as such.
+    problem = preflight.bad_value(prog)
+    if problem:
+        sys.exit(problem)
     try:
         set_cpu_affinity()
         set_switch_interval()
     except ValueError as exc:
         sys.exit(str(exc))
     objects.register_all()
+
+
+# What the service script said it cannot run without (require): the
+# start watches the addresses these options name.
+_needs = []
+
+
+def require(*needs):
+    """End the script with one line on standard error, before anything
+    is built, if one of ``needs`` (``preflight.TRANSPORT_URL``,
+    ``preflight.API_DATABASE``, ...) is not set: the line names them and,
+    when no configuration file was found, where they were looked for."""
+    problem = preflight.missing(os.path.basename(sys.argv[0]), needs)
+    if problem:
+        sys.exit(problem)
+    _needs[:] = needs
 
 
 def parse_cpus(text, allowed, pid):
@@ -172,15 +200,28 @@ def run(build):
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGHUP, _hup)
     svc = None
+    # A start waits for a bus or a database that is away: the operator
+    # reads which one on standard error meanwhile.
+    watch = preflight.StartWatch(os.path.basename(sys.argv[0]), _needs)
     try:
+        # Within the try: a SIGTERM as soon as its line is out stops
+        # the start like any other.
+        watch.start()
         svc = build()
         svc.start(serve_metrics=True)
         starting.clear()
     except _StopWhileStarting:
         return _stop_within_deadline(svc, signalled[0], while_starting=True)
+    except cfg.Error as exc:
+        # An option the start read is wrong: the operator's to fix, the
+        # code's traceback helps nobody.
+        LOG.error('Could not start: %s', exc)
+        return fail_to_start(exc)
     except Exception as exc:
         LOG.exception('Could not start')
         return fail_to_start(exc)
+    finally:
+        watch.done()
     while not stop.is_set():
         stop.wait(1)
         if hup.is_set():
@@ -275,6 +316,12 @@ def fail_to_start(exc):
     """Say on standard error why the service could not start, and where
     its log is: a unit's status shows standard error even when the log
     goes to a file."""
+    if isinstance(exc, cfg.Error):
+        return fail('%s: cannot start: %s' % (
+            os.path.basename(sys.argv[0]), ' '.join(str(exc).split())))
+    # A driver's error runs over several lines (a hint, a link); the
+    # first says which server refused.
+    reason = outage.describe(exc) if outage.is_outage(exc) else exc
     return fail('%s: cannot start: %s: %s\nThe log: %s' % (
-        os.path.basename(sys.argv[0]), type(exc).__name__, exc,
+        os.path.basename(sys.argv[0]), type(exc).__name__, reason,
         log_destination()))

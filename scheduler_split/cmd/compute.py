@@ -6,6 +6,7 @@ It needs only its cell's ``transport_url`` (and ``host``): no database.
 import sys
 
 from scheduler_split.cmd import common
+from scheduler_split.cmd import preflight
 from scheduler_split import conf
 from scheduler_split import deployment
 
@@ -14,6 +15,7 @@ CONF = conf.CONF
 
 def main():
     common.parse_args(sys.argv, description=common.summary(__doc__))
+    common.require(preflight.TRANSPORT_URL)
     # A hypervisor host holds no database credentials: everything the
     # compute persists goes through its cell conductor.
     return common.run(lambda: deployment.compute_service(

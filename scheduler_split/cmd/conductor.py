@@ -7,6 +7,7 @@
 import sys
 
 from scheduler_split.cmd import common
+from scheduler_split.cmd import preflight
 from scheduler_split import conf
 from scheduler_split import deployment
 
@@ -16,10 +17,9 @@ CONF = conf.CONF
 def main():
     common.parse_args(sys.argv, description=common.summary(__doc__))
     if CONF.conductor.role == 'super':
+        common.require(preflight.TRANSPORT_URL, preflight.API_DATABASE)
         return common.run(deployment.super_conductor_service)
-    if not CONF.database.connection:
-        return common.fail('A cell conductor needs [database] '
-                           'connection (its cell database).')
+    common.require(preflight.TRANSPORT_URL, preflight.CELL_DATABASE)
     return common.run(lambda: deployment.cell_conductor_service(
         CONF.transport_url, CONF.database.connection))
 

@@ -6,6 +6,7 @@ It listens on the API bus and on every cell's bus.
 import sys
 
 from scheduler_split.cmd import common
+from scheduler_split.cmd import preflight
 from scheduler_split import context as ss_context
 from scheduler_split import deployment
 from scheduler_split import objects
@@ -18,6 +19,8 @@ def _build():
 
 def main():
     common.parse_args(sys.argv, description=common.summary(__doc__))
+    common.require(preflight.TRANSPORT_URL, preflight.API_DATABASE,
+                   preflight.SCHEDULER_DATABASE)
     return common.run(_build)
 
 

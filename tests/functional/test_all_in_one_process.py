@@ -2,7 +2,11 @@
 modes: native threads (the default) and eventlet."""
 
 import os
+import pathlib
+import shlex
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -28,3 +32,48 @@ def test_all_in_one_boots_a_server_and_stops_on_ctrl_c(tmp_path, eventlet):
     assert proc.returncode == 0, err
     assert 'Stopped.' in out
     assert 'Traceback' not in err
+
+
+def _readme_manage_command(state_dir):
+    """The ``scheduler-split-manage`` command of the README's all-in-one
+    section, for the all-in-one of ``state_dir``."""
+    readme = pathlib.Path(__file__).parents[2] / 'README.md'
+    section = readme.read_text().split('## Try it: the all-in-one')[1]
+    section = section.split('\n## ')[0]
+    line = next(line for line in section.splitlines()
+                if 'scheduler-split-manage --config-file' in line)
+    words = shlex.split(line.replace('~/.local/state/scheduler-split',
+                                     str(state_dir)))
+    assert words[0] == '.venv/bin/scheduler-split-manage', line
+    words[0] = os.path.join(os.path.dirname(sys.executable),
+                            'scheduler-split-manage')
+    return words
+
+
+def _manage(words, *more):
+    result = subprocess.run(words + list(more), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, (words, result.stdout, result.stderr)
+    return result.stdout
+
+
+def test_manage_reads_the_all_in_one_config_running_or_stopped(tmp_path):
+    state_dir = tmp_path / 'state'
+    proc, url, lines = fixtures.start_all_in_one(state_dir)
+    try:
+        command = _readme_manage_command(state_dir)
+        config = command[command.index('--config-file') + 1]
+        base = command[:command.index('--config-file') + 2]
+
+        listed = _manage(command)
+        for cell in ('cell0', 'cell1', 'cell2'):
+            assert cell in listed
+        assert 'cell1-compute1' in _manage(base, 'cell_v2', 'list_hosts')
+        _manage(base, 'db', 'version')
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert os.path.dirname(config) == str(state_dir)
+    assert 'cell2' in _manage(command)
+    assert 'cell2-compute2' in _manage(base, 'cell_v2', 'list_hosts')

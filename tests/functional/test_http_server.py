@@ -358,8 +358,14 @@ def test_a_missing_config_file_is_one_line_on_stderr():
 
 
 def test_a_service_that_cannot_start_says_why_on_stderr(tmp_path):
+    # Databases with no schema: the scheduler finds no cell mappings.
     config = tmp_path / 'scheduler.conf'
-    config.write_text('[DEFAULT]\nlog_file = %s\n' % (tmp_path / 'log'))
+    config.write_text('[DEFAULT]\nlog_file = %s\n'
+                      'transport_url = memory:///api\n'
+                      '[api_database]\nconnection = sqlite:///%s\n'
+                      '[scheduler_database]\nconnection = sqlite:///%s\n'
+                      % (tmp_path / 'log', tmp_path / 'api.db',
+                         tmp_path / 'scheduler.db'))
     done = _script('scheduler-split-scheduler', '--config-file',
                    str(config))
     assert done.returncode == 1

@@ -48,6 +48,38 @@ def test_every_console_script_answers_help(venv):
     assert not failures, '\n\n'.join(failures)
 
 
+def test_every_console_script_prints_its_name_and_version_alike(venv):
+    version = venv.python('import importlib.metadata; print('
+                          'importlib.metadata.version("scheduler-split"))')
+    printed = {}
+    for script in venv.console_scripts():
+        result = venv.run(script, '--version')
+        printed[script] = (result.returncode, result.stdout.strip())
+    assert printed == {script: (0, '%s %s' % (script, version.strip()))
+                       for script in printed}
+
+
+def test_a_daemon_with_no_config_says_so_in_one_line_at_once(venv):
+    """Started from a home with no scheduler-split.conf and no
+    --config-file: it names where it looked and what it misses, and
+    exits, rather than waiting for a broker on localhost."""
+    for script in ('scheduler-split-compute', 'scheduler-split-scheduler',
+                   'scheduler-split-conductor', 'scheduler-split-api'):
+        try:
+            result = venv.run(script, timeout=20)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError('%s was still running after 20 s: %s' % (
+                script, exc.stderr)) from None
+        lines = result.stderr.splitlines()
+        assert result.returncode == 1, (script, result.stderr)
+        assert len(lines) == 1, (script, result.stderr)
+        assert lines[0].startswith(script + ': no configuration file'), \
+            lines
+        assert 'scheduler-split.conf' in lines[0]
+        assert 'connection' in lines[0] or 'transport_url' in lines[0]
+        assert 'Traceback' not in result.stdout + result.stderr
+
+
 def _subcommands(help_text):
     """The choices of the first group of subcommands in a usage text."""
     found = re.search(r'\{([\w,-]+)\}', help_text)

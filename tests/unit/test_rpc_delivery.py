@@ -7,6 +7,7 @@ the sender retries until ``[DEFAULT] rpc_delivery_timeout``. The broker
 itself is raced in tests/integration/test_broker_restart.py.
 """
 
+import logging
 import time
 
 import oslo_messaging as messaging
@@ -100,3 +101,26 @@ def test_every_client_publishes_mandatory():
             .at_least_once is True
     finally:
         transport.cleanup()
+
+
+def test_a_consumer_not_started_yet_is_waited_for_without_a_warning(
+        override, caplog):
+    """Services start in any order: a compute's first reports find no
+    scheduler queue until the scheduler has started. That is no broker
+    restart, and says nothing above DEBUG; once a queue took a message
+    for the topic, a refusal is one again."""
+    override('rpc_delivery_timeout', 30)
+    caplog.set_level(logging.DEBUG, logger='scheduler_split.rpc')
+    first = Refusing(refusals=2, topic='scheduler-starting')
+
+    rpc._Patient(first).cast({}, 'update_resource_stats', host='h1')
+
+    assert [r.levelname for r in caplog.records] == ['DEBUG']
+    caplog.clear()
+    # The broker restarted: the queue is gone until its consumer is back.
+    later = Refusing(refusals=1, topic='scheduler-starting')
+
+    rpc._Patient(later).cast({}, 'update_resource_stats', host='h1')
+
+    assert [r.levelname for r in caplog.records] == ['WARNING']
+    assert 'broker restart' in caplog.records[0].getMessage()
