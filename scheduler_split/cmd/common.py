@@ -175,23 +175,18 @@ def run(build):
     """
     stop = threading.Event()
     hup = threading.Event()
-    # When the first signal came (monotonic), and whether the service
-    # is still starting: a start may wait for ever for a broker or a
-    # database that is away, so a signal then interrupts it.
+    # When the first signal came (monotonic).
     signalled = []
-    starting = threading.Event()
-    starting.set()
 
     def _stop(signum, frame):
+        # Flags only: the start and a reload run beside the main thread,
+        # which notices them within a fraction of a second.
         LOG.info('Caught signal %s, stopping', signum)
         if not signalled:
             signalled.append(time.monotonic())
         stop.set()
         # A database outage is no longer waited out.
         outage.give_up()
-        if starting.is_set():
-            starting.clear()
-            raise _StopWhileStarting()
 
     def _hup(signum, frame):
         hup.set()
@@ -199,45 +194,92 @@ def run(build):
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGHUP, _hup)
-    svc = None
     # A start waits for a bus or a database that is away: the operator
     # reads which one on standard error meanwhile.
     watch = preflight.StartWatch(os.path.basename(sys.argv[0]), _needs)
+    starting = _Start(build)
+    watch.start()
     try:
-        # Within the try: a SIGTERM as soon as its line is out stops
-        # the start like any other.
-        watch.start()
-        svc = build()
-        svc.start(serve_metrics=True)
-        starting.clear()
-    except _StopWhileStarting:
-        return _stop_within_deadline(svc, signalled[0], while_starting=True)
-    except cfg.Error as exc:
-        # An option the start read is wrong: the operator's to fix, the
-        # code's traceback helps nobody.
-        LOG.error('Could not start: %s', exc)
-        return fail_to_start(exc)
-    except Exception as exc:
-        LOG.exception('Could not start')
-        return fail_to_start(exc)
+        # The start runs in a thread of its own, since it may wait for
+        # ever; the main thread only waits for it or for a signal.
+        starting.begin()
+        while not (starting.done.wait(0.2) or stop.is_set()):
+            pass
     finally:
         watch.done()
+    if stop.is_set():
+        return _stop_within_deadline(starting.service, signalled[0],
+                                     while_starting=not starting.ok)
+    if starting.error is not None:
+        exc = starting.error
+        if isinstance(exc, CONFIG_ERRORS):
+            # An option the start read is wrong: the operator's to fix,
+            # the code's traceback helps nobody.
+            LOG.error('Could not start: %s', exc)
+        else:
+            LOG.error('Could not start', exc_info=exc)
+        return fail_to_start(exc)
+    svc = starting.service
+    reloading = threading.Lock()
     while not stop.is_set():
         stop.wait(1)
         if hup.is_set():
             hup.clear()
-            LOG.info('Caught SIGHUP, reloading')
-            CONF.mutate_config_files()
-            # [upgrade_levels] auto looks at the service records again.
-            rpc.reset_auto_caps()
-            svc.reload()
+            # Beside the main thread, as the start: a reload may wait
+            # for the bus of a new cell, and a SIGTERM must still stop.
+            threading.Thread(target=_reload, args=(svc, reloading),
+                             name='reload', daemon=True).start()
     return _stop_within_deadline(svc, signalled[0])
 
 
-class _StopWhileStarting(BaseException):
-    """SIGTERM or SIGINT came while the service was starting. Not an
-    Exception: what a start waits in (kombu's reconnection loop, say)
-    must not take it for a failure and try again."""
+# Configuration errors an operator makes (a value that does not parse, a
+# required option not set, a file that cannot be read), as against the
+# code's own mistakes with options (an option it never registered).
+CONFIG_ERRORS = (cfg.ConfigFileValueError, cfg.RequiredOptError,
+                 cfg.ConfigFileParseError, cfg.ConfigFilesNotFoundError,
+                 cfg.ConfigFilesPermissionDeniedError)
+
+
+class _Start:
+    """``build()`` and the start of what it built, in a daemon thread."""
+
+    def __init__(self, build):
+        self._build = build
+        self.done = threading.Event()
+        self.service = None
+        self.error = None
+
+    @property
+    def ok(self):
+        return self.done.is_set() and self.error is None
+
+    def begin(self):
+        threading.Thread(target=self._run, name='start',
+                         daemon=True).start()
+
+    def _run(self):
+        try:
+            self.service = self._build()
+            self.service.start(serve_metrics=True)
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+def _reload(svc, reloading):
+    """SIGHUP: re-read the mutable options of the config files (log
+    levels, say), forget the RPC version caps ``[upgrade_levels] auto``
+    resolved (it looks at the service records again), and do whatever
+    the service itself reloads (the scheduler: new cells)."""
+    with reloading:
+        LOG.info('Caught SIGHUP, reloading')
+        try:
+            CONF.mutate_config_files()
+            rpc.reset_auto_caps()
+            svc.reload()
+        except Exception:
+            LOG.exception('Reloading failed; running on as before')
 
 
 def _stop_within_deadline(svc, since, while_starting=False):
@@ -278,9 +320,9 @@ def _stop_within_deadline(svc, since, while_starting=False):
     if while_starting:
         left.insert(0, 'its start')
     LOG.warning('Stopped after %.1f seconds ([DEFAULT] '
-                'graceful_shutdown_timeout), abandoning what still waits '
-                'for a broker or a database: %s',
-                time.monotonic() - since, '; '.join(left))
+                'graceful_shutdown_timeout), abandoning what still runs '
+                '(on a broker or a database that is away, or past the '
+                'deadline): %s', time.monotonic() - since, '; '.join(left))
     _exit_now(0)
 
 

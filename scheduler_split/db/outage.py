@@ -146,11 +146,6 @@ def give_up():
     _stopping.set()
 
 
-def stopping():
-    """Whether the process stops (:func:`give_up`)."""
-    return _stopping.is_set()
-
-
 def pause(seconds):
     """Sleep ``seconds``, or less if the process stops meanwhile; False
     if it stops."""
