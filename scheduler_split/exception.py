@@ -10,26 +10,42 @@ def describe(exc):
     return str(exc) or type(exc).__name__
 
 
+def _own_class(exc):
+    """The class of this module ``exc`` is, also when it crossed the bus
+    (oslo.messaging raises a subclass made for the remote error)."""
+    return next((cls for cls in type(exc).__mro__
+                 if cls.__module__ == __name__), None)
+
+
+def is_overtaken(exc):
+    """Whether ``exc`` says someone else acted first (:data:`OVERTAKEN`,
+    or the plain ``Conflict`` of a guarded save that found its record
+    moved on; its subclasses name other conflicts)."""
+    return isinstance(exc, OVERTAKEN) or _own_class(exc) is Conflict
+
+
 def is_expected(exc):
     """Whether ``exc`` is an outcome the code expects and handles by name
-    (:data:`EXPECTED_OUTCOMES`) rather than a bug."""
-    return isinstance(exc, EXPECTED_OUTCOMES)
+    (:func:`is_overtaken`, :data:`EXPECTED_OUTCOMES`) rather than a
+    bug."""
+    return is_overtaken(exc) or isinstance(exc, EXPECTED_OUTCOMES)
 
 
 def log_failure(log, exc, msg, *args, **kwargs):
     """Log on ``log`` that ``msg % args`` failed with ``exc``.
 
     An expected outcome is one line without a traceback that ends with
-    its reason: INFO when someone else acted first (:data:`OVERTAKEN`),
-    WARNING otherwise. Anything else is a bug: ERROR with its traceback.
-    ``kwargs`` go to the logger (``extra``, say).
+    its reason: INFO when someone else acted first
+    (:func:`is_overtaken`), WARNING otherwise. Anything else is a bug:
+    ERROR with its traceback. ``kwargs`` go to the logger (``extra``,
+    say).
     """
     # The record names the caller's line, not this one.
     kwargs.setdefault('stacklevel', 2)
     if not is_expected(exc):
         log.error(msg, *args, exc_info=exc, **kwargs)
         return
-    level = logging.INFO if isinstance(exc, OVERTAKEN) else logging.WARNING
+    level = logging.INFO if is_overtaken(exc) else logging.WARNING
     log.log(level, msg + ': %s', *args, describe(exc), **kwargs)
 
 
@@ -370,17 +386,20 @@ class ComputeTooOld(Conflict):
                "upgraded")
 
 
-# Someone else acted first: what the work was on was deleted (a user's
-# delete of a server or its build request) or moved on (a guarded save
-# found it in another state).
-OVERTAKEN = (NotFound, Conflict)
+# Someone else acted first: what the work was on was deleted meanwhile (a
+# user's delete of a server, its build request or its migration) or is
+# in another state now. Other things not found (a flavor, a cell, a
+# host) are no such race: their traceback is kept.
+OVERTAKEN = (InstanceNotFound, InstanceMappingNotFound, BuildRequestNotFound,
+             MigrationNotFound, InstanceInvalidState)
 
-# Outcomes the code expects and settles by name: a request no host can
-# take (or none is left for: ``MaxRetriesExceeded``), a claim another
-# claim beat or a host refused, work overtaken, and the failures the
-# services raise themselves with their reason. Their log is one line; a
-# traceback is kept for everything else.
-EXPECTED_OUTCOMES = OVERTAKEN + (
+# Outcomes the code expects and settles by name besides being overtaken:
+# a request no host can take (or none is left for:
+# ``MaxRetriesExceeded``), a claim another claim beat or a host refused,
+# services too old for a request, and the failures the services raise
+# themselves with their reason. Their log is one line; a traceback is
+# kept for everything else.
+EXPECTED_OUTCOMES = (
     NoValidHost, ClaimConflict, ClaimCapacityExceeded, ComputeHostDisabled,
     ClaimGroupPolicyViolation, RescheduledException, BuildAbortException,
-    MoveLost, TaskLost)
+    MoveLost, TaskLost, ServicesTooOld, ServicesTooOldToMove, ComputeTooOld)

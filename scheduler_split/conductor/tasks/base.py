@@ -92,7 +92,20 @@ def run_cast(task):
             return
         if not exception.is_expected(exc):
             raise
-        uuid = getattr(task, 'uuid', None)
+        uuids = _instances_of(task)
         exception.log_failure(
             LOG, exc, '%s of instance %s stopped', type(task).__name__,
-            uuid, extra={'instance_uuid': uuid} if uuid else {})
+            ', '.join(uuids) or '(none)',
+            extra={'instance_uuid': uuids[0]} if len(uuids) == 1 else {})
+
+
+def _instances_of(task):
+    """The uuids of the instances ``task`` works on: a move names its
+    instance by uuid, a build or reschedule holds the instance or the
+    build requests."""
+    if getattr(task, 'uuid', None):
+        return [task.uuid]
+    instance = getattr(task, 'instance', None)
+    if instance is not None:
+        return [instance.uuid]
+    return [br.instance_uuid for br in getattr(task, 'build_requests', ())]
