@@ -134,13 +134,18 @@ class BuildRequest(base.SchedulerSplitObject):
 
     @classmethod
     def get_older_than(cls, ctx, seconds):
-        """Build requests created more than ``seconds`` ago."""
+        """Build requests nothing touched for more than ``seconds``: not
+        created, taken, given back after a failed scheduling or re-driven
+        since. A boot a super-conductor gave back for a re-drive (its
+        scheduler could not be reached during a broker outage, say) is
+        still being worked on, however old it is."""
         cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
             seconds=seconds)
+        touched = sa.func.coalesce(models.BuildRequest.updated_at,
+                                   models.BuildRequest.created_at)
         with engines.reader(CONF.api_database.connection) as session:
             return [cls._from_row(row) for row in session.scalars(
-                sa.select(models.BuildRequest).where(
-                    models.BuildRequest.created_at < cutoff))]
+                sa.select(models.BuildRequest).where(touched < cutoff))]
 
     @classmethod
     def get_all(cls, ctx, project_id=None):

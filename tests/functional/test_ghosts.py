@@ -5,6 +5,7 @@ something the super-conductor's sweeps finish; meanwhile the API lists
 each server once, from where GET and DELETE find it.
 """
 
+import datetime
 import threading
 import time
 
@@ -409,3 +410,32 @@ def test_reconciliation_stops_quietly_while_no_scheduler_answers(
     CONF.set_override('heal_allocations_grace', 0, group='conductor')
     assert periodic.SuperConductorPeriodics().heal_allocations() == []
     assert set(system.allocations()) == {keep}
+
+
+def test_a_boot_given_back_for_a_re_drive_is_not_taken_for_lost(
+        start_system):
+    """The lost-build sweep buries a build request nothing touched for
+    ``lost_build_timeout``: one a super-conductor gave back after its
+    scheduler could not be reached (a broker outage longer than the
+    timeout) is still being worked on, however long ago it was made."""
+    start_system(cells=1, hosts_per_cell=1)
+    ctx = ss_context.get_admin_context()
+    long_ago = objects.base.naive_utc(objects.base.utcnow()) - \
+        datetime.timedelta(seconds=120)
+    rows = sa.table('build_requests', sa.column('instance_uuid'),
+                    sa.column('project_id'), sa.column('instance'),
+                    sa.column('created_at'), sa.column('updated_at'))
+    with engines.writer(CONF.api_database.connection) as session:
+        session.execute(sa.insert(rows), [
+            {'instance_uuid': uuid, 'project_id': 'p',
+             'instance': objects.Instance(uuid=uuid).to_json(),
+             'created_at': long_ago, 'updated_at': None}
+            for uuid in (UNTOUCHED, GIVEN_BACK)])
+    objects.BuildRequest(instance_uuid=GIVEN_BACK).give_back(ctx)
+
+    assert [br.instance_uuid for br in objects.BuildRequest.get_older_than(
+        ctx, 60)] == [UNTOUCHED]
+
+
+UNTOUCHED = '0a0b5d44-52a5-4bd4-9a52-0d7c2f3a0001'
+GIVEN_BACK = '0a0b5d44-52a5-4bd4-9a52-0d7c2f3a0002'
