@@ -66,6 +66,10 @@ def _value(need):
     # for it for ever.
     if CONF.get_location(name, group).location == cfg.Locations.opt_default:
         return None
+    # The location oslo.config reports can outlive an override it reset:
+    # the default's value is no setting either.
+    if value == CONF._get_opt_info(name, group)['opt'].default:
+        return None
     return value
 
 

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from scheduler_split.cmd import all_in_one
+from scheduler_split import conf
 from tests.functional import fixtures
 from tests.packaging import installs
 
@@ -26,6 +27,10 @@ def system(tmp_path):
                              hosts_per_cell=2).start()
     yield system
     system.stop()
+    # As the functional tests leave it: no override of the all-in-one's
+    # (its bus, its databases) and no parsed command line stay behind for
+    # the tests that run later in this process.
+    conf.CONF.reset()
 
 
 def test_the_client_extra_lists_servers_and_resource_providers(

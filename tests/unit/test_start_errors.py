@@ -20,6 +20,7 @@ from scheduler_split.cmd import common
 from scheduler_split.cmd import compute
 from scheduler_split.cmd import conductor
 from scheduler_split.cmd import manage
+from scheduler_split.cmd import preflight
 from scheduler_split.cmd import scheduler
 from scheduler_split import conf
 
@@ -48,6 +49,14 @@ def script(monkeypatch, tmp_path, capsys):
         raise AssertionError('the service was started')
 
     monkeypatch.setattr(common, 'run', _started)
+    # As in a fresh process: what a test before this one ran in this
+    # process (an all-in-one's bus and databases) is no configuration.
+    for group, name in (preflight.TRANSPORT_URL, preflight.API_DATABASE,
+                        preflight.SCHEDULER_DATABASE,
+                        preflight.CELL_DATABASE):
+        group = None if group == 'DEFAULT' else group
+        common.CONF.clear_override(name, group=group)
+        common.CONF.clear_default(name, group=group)
     monkeypatch.setattr(common, '_needs', [], raising=False)
 
     def _script(prog, *args):
