@@ -125,14 +125,20 @@ def test_every_kind_of_service_stops_quickly_while_rabbitmq_is_down(
     _assert_quick_and_clean(_sigterm_all(broker_down, EVERY_KIND))
 
 
+def _start_waiting(dep, names, text):
+    """Start ``names`` again (their earlier processes are gone) and wait
+    until each logs ``text``: its start waits for what is away."""
+    for name in names:
+        dep.procs.pop(name, None)
+    since = {name: dep.log_size(name) for name in names}
+    dep.start(*names)
+    for name in names:
+        dep.wait_for_log(name, text, since[name])
+
+
 def test_a_service_starting_while_rabbitmq_is_down_stops_quickly(
         broker_down):
-    for name in STARTING:
-        broker_down.procs.pop(name, None)
-    since = {name: broker_down.log_size(name) for name in STARTING}
-    broker_down.start(*STARTING)
-    for name in STARTING:
-        broker_down.wait_for_log(name, 'Connection failed', since[name])
+    _start_waiting(broker_down, STARTING, 'Connection failed')
 
     _assert_quick_and_clean(_sigterm_all(broker_down, STARTING))
 
@@ -149,11 +155,6 @@ def test_every_kind_of_service_stops_quickly_while_postgresql_is_down(
 def test_a_service_starting_while_postgresql_is_down_stops_quickly(
         database_down):
     names = ('super-conductor', 'scheduler', 'conductor-cell1')
-    for name in names:
-        database_down.procs.pop(name, None)
-    since = {name: database_down.log_size(name) for name in names}
-    database_down.start(*names)
-    for name in names:
-        database_down.wait_for_log(name, 'refuses connections', since[name])
+    _start_waiting(database_down, names, 'refuses connections')
 
     _assert_quick_and_clean(_sigterm_all(database_down, names))
