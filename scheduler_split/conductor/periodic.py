@@ -111,7 +111,10 @@ class SuperConductorPeriodics:
             return []
 
     def fail_lost_builds(self):
-        """Build requests nothing scheduled end in cell0.
+        """Build requests nothing scheduled end in cell0: untouched for
+        ``[conductor] lost_build_timeout`` seconds, and, if no
+        super-conductor took them, re-driven ``build_redrive_limit``
+        times already (the last re-drive starts the timeout again).
 
         Like every placement of an instance, this one only counts if it
         is the first to give the instance mapping its cell, so a late
@@ -119,7 +122,8 @@ class SuperConductorPeriodics:
         """
         ctx = ss_context.get_admin_context()
         for build_request in objects.BuildRequest.get_older_than(
-                ctx, CONF.conductor.lost_build_timeout):
+                ctx, CONF.conductor.lost_build_timeout,
+                redrive_limit=CONF.conductor.build_redrive_limit):
             uuid = build_request.instance_uuid
             if not build.still_pending(ctx, build_request):
                 continue

@@ -76,10 +76,10 @@ conductor_opts = [
                     'many times a cell conductor casts one build again to '
                     'the host holding its claim before it goes on to its '
                     'next alternate (see build_redrive_interval); 0 never. '
-                    'A boot still taken '
-                    'by nobody after lost_build_timeout ends in ERROR in '
-                    'cell0, so keep build_redrive_limit * '
-                    'build_redrive_interval below lost_build_timeout.'),
+                    'A boot still taken by nobody lost_build_timeout '
+                    'after its last re-drive (or, with 0, after it was '
+                    'made) ends in ERROR in cell0: a broker outage that '
+                    'holds the re-drives up does not fail it.'),
     cfg.FloatOpt('schedule_batch_window',
                  default=0.005, min=0.0, max=1.0,
                  help='Seconds a boot may wait at the super-conductor for '

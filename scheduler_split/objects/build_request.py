@@ -133,19 +133,26 @@ class BuildRequest(base.SchedulerSplitObject):
             return cls._from_row(row)
 
     @classmethod
-    def get_older_than(cls, ctx, seconds):
+    def get_older_than(cls, ctx, seconds, redrive_limit=0):
         """Build requests nothing touched for more than ``seconds``: not
         created, taken, given back after a failed scheduling or re-driven
         since. A boot a super-conductor gave back for a re-drive (its
         scheduler could not be reached during a broker outage, say) is
-        still being worked on, however old it is."""
+        still being worked on, however old it is. So is one no
+        super-conductor took that was re-driven fewer than
+        ``redrive_limit`` times: its re-drives are still to come (a
+        broker outage longer than ``seconds`` holds them up)."""
         cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
             seconds=seconds)
         touched = sa.func.coalesce(models.BuildRequest.updated_at,
                                    models.BuildRequest.created_at)
+        query = sa.select(models.BuildRequest).where(touched < cutoff)
+        if redrive_limit:
+            query = query.where(sa.or_(
+                models.BuildRequest.taken_at.is_not(None),
+                models.BuildRequest.redrives >= redrive_limit))
         with engines.reader(CONF.api_database.connection) as session:
-            return [cls._from_row(row) for row in session.scalars(
-                sa.select(models.BuildRequest).where(touched < cutoff))]
+            return [cls._from_row(row) for row in session.scalars(query)]
 
     @classmethod
     def get_all(cls, ctx, project_id=None):

@@ -439,3 +439,38 @@ def test_a_boot_given_back_for_a_re_drive_is_not_taken_for_lost(
 
 UNTOUCHED = '0a0b5d44-52a5-4bd4-9a52-0d7c2f3a0001'
 GIVEN_BACK = '0a0b5d44-52a5-4bd4-9a52-0d7c2f3a0002'
+
+
+def test_a_boot_whose_re_drives_the_bus_held_up_is_not_taken_for_lost(
+        start_system):
+    """A boot no super-conductor took is cast again up to
+    ``build_redrive_limit`` times; a broker outage longer than
+    ``lost_build_timeout`` holds those casts up. The lost-build sweep
+    leaves the boot to its re-drives until they are spent, and buries it
+    only then."""
+    start_system(cells=1, hosts_per_cell=1)
+    ctx = ss_context.get_admin_context()
+    long_ago = objects.base.naive_utc(objects.base.utcnow()) - \
+        datetime.timedelta(seconds=120)
+    rows = sa.table('build_requests', sa.column('instance_uuid'),
+                    sa.column('project_id'), sa.column('instance'),
+                    sa.column('created_at'), sa.column('updated_at'),
+                    sa.column('redrives'))
+    with engines.writer(CONF.api_database.connection) as session:
+        session.execute(sa.insert(rows), [
+            {'instance_uuid': uuid, 'project_id': 'p',
+             'instance': objects.Instance(uuid=uuid).to_json(),
+             'created_at': long_ago, 'updated_at': None,
+             'redrives': redrives}
+            for uuid, redrives in ((UNTOUCHED, 0), (GIVEN_BACK, 1),
+                                   (SPENT, 3))])
+
+    older = objects.BuildRequest.get_older_than(ctx, 60, redrive_limit=3)
+    assert [br.instance_uuid for br in older] == [SPENT]
+    # With re-drives off, the time alone counts.
+    older = objects.BuildRequest.get_older_than(ctx, 60, redrive_limit=0)
+    assert sorted(br.instance_uuid for br in older) == sorted(
+        [UNTOUCHED, GIVEN_BACK, SPENT])
+
+
+SPENT = '0a0b5d44-52a5-4bd4-9a52-0d7c2f3a0003'
