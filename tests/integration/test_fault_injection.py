@@ -146,7 +146,8 @@ def _kill_and_bring_back(dep, victim):
         dep.wait_for_log(name, ' started', since)
 
 
-@pytest.mark.parametrize('system,victim', ROUNDS, indirect=['system'])
+@pytest.mark.parametrize('system,victim', ROUNDS, indirect=['system'],
+                         scope='module')
 def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
         system, victim, capsys):
     client = faults.Client(system.base_url)
