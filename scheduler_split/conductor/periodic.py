@@ -121,6 +121,9 @@ class SuperConductorPeriodics:
         delivery of the original boot and this sweep never both win.
         """
         ctx = ss_context.get_admin_context()
+        # This process's own placements in flight are not lost, however
+        # long they take; nor do other super-conductors take them for it.
+        objects.BuildRequest.renew(ctx, build.HELD.uuids(), CONF.host)
         for build_request in objects.BuildRequest.get_older_than(
                 ctx, CONF.conductor.lost_build_timeout,
                 redrive_limit=CONF.conductor.build_redrive_limit):

@@ -227,6 +227,21 @@ class BuildRequest(base.SchedulerSplitObject):
                 taken_by=CONF.host))
         return result.rowcount == 1
 
+    @classmethod
+    def renew(cls, ctx, instance_uuids, taken_by):
+        """Mark the build requests ``taken_by`` took, of those named, as
+        worked on now: its placements are still under way (see
+        ``get_older_than``)."""
+        if not instance_uuids:
+            return 0
+        with engines.writer(CONF.api_database.connection) as session:
+            result = session.execute(sa.update(models.BuildRequest).where(
+                models.BuildRequest.instance_uuid.in_(instance_uuids),
+                models.BuildRequest.taken_by == taken_by,
+                models.BuildRequest.taken_at.is_not(None)).values(
+                updated_at=base.naive_utc(base.utcnow())))
+        return result.rowcount
+
     def give_back(self, ctx, taken_by=None):
         """Undo ``take``: scheduling it failed before any cell held the
         instance and claimed nothing, so a re-drive may try again. With

@@ -275,6 +275,35 @@ def test_a_scheduler_call_the_bus_lost_is_tried_again(
                                          'DISK_GB': 1}}
 
 
+def test_a_placement_held_up_past_the_lost_build_timeout_goes_on(
+        start_system, sweeps, monkeypatch):
+    """A super-conductor whose call to the schedulers waits out a broker
+    outage longer than ``lost_build_timeout`` is still placing the boot:
+    no sweep buries it meanwhile, and the server becomes ACTIVE."""
+    system = start_system(cells=1, hosts_per_cell=1)
+    select = scheduler_client.SchedulerClient.select_destinations
+    asked = threading.Event()
+    answer = threading.Event()
+
+    def held_up(self, *args, **kwargs):
+        asked.set()
+        assert answer.wait(60)
+        return select(self, *args, **kwargs)
+
+    monkeypatch.setattr(scheduler_client.SchedulerClient,
+                        'select_destinations', held_up)
+    server_id = system.api.boot(name='held-up')
+    assert asked.wait(10)
+    # Longer than lost_build_timeout (10 s), the sweeps running every
+    # second meanwhile.
+    time.sleep(13)
+    assert server_id in _build_requests()
+    answer.set()
+    server = system.api.wait_for(server_id, timeout=30)
+    assert server['status'] == 'ACTIVE'
+    assert build_task.HELD.uuids() == []
+
+
 def test_racing_deliveries_of_one_boot_build_it_once(
         start_system, monkeypatch):
     system = start_system(cells=2, hosts_per_cell=2)

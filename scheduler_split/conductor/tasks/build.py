@@ -19,6 +19,7 @@ boot in the cells the scheduler chose.
    fails where it is: ERROR in its cell.
 """
 
+import collections
 import functools
 import logging
 import threading
@@ -83,6 +84,40 @@ class CellMappings:
             with self._lock:
                 self._cells[cell_uuid] = cell
         return cell
+
+
+class HeldBuilds:
+    """The build requests this process took and is placing.
+
+    The lost-build sweep renews them before it looks for lost ones
+    (``SuperConductorPeriodics.fail_lost_builds``): a placement held up
+    for longer than ``[conductor] lost_build_timeout`` (its call to the
+    schedulers waiting out a broker outage, say) is still being worked
+    on, and no super-conductor's sweep takes it for lost. One whose
+    process died is renewed by nobody.
+    """
+
+    def __init__(self):
+        self._uuids = collections.Counter()
+        self._lock = threading.Lock()
+
+    def add(self, uuids):
+        with self._lock:
+            self._uuids.update(uuids)
+
+    def discard(self, uuids):
+        with self._lock:
+            self._uuids.subtract(uuids)
+            for uuid in uuids:
+                if self._uuids[uuid] <= 0:
+                    del self._uuids[uuid]
+
+    def uuids(self):
+        with self._lock:
+            return sorted(self._uuids)
+
+
+HELD = HeldBuilds()
 
 
 def still_pending(ctx, build_request):
@@ -184,8 +219,15 @@ class ScheduleAndBuildTask(base.ConductorTask):
             return
         self.build_requests = [br for br, _ in pending]
         self.request_specs = [spec for _, spec in pending]
-        spec_obj = self.request_specs[0]
         uuids = [br.instance_uuid for br in self.build_requests]
+        HELD.add(uuids)
+        try:
+            self._place(ctx, uuids)
+        finally:
+            HELD.discard(uuids)
+
+    def _place(self, ctx, uuids):
+        spec_obj = self.request_specs[0]
         num_alternates = CONF.conductor.build_max_attempts - 1
 
         def payload():
