@@ -4,9 +4,10 @@ A key is ``namespace:name``. The namespaces below are this cloud's (and
 Nova's): from microversion 2.86 a key in one of them must be a known key
 with a valid value. A key in any other namespace, or with none, is the
 operator's own and is stored as given, as Nova does. A value this cloud
-knows but cannot honour (``hw:cpu_policy=dedicated``: the scheduler has no
-dedicated CPUs to hand out) is refused at every microversion, so that no
-server is booted that silently ignores it.
+knows but cannot honour is refused at every microversion, so that no
+server is booted that silently ignores it. ``hw:cpu_policy=dedicated``
+asks PCPU of the scheduler, ``mixed`` PCPU and VCPU
+(:mod:`scheduler_split.objects.resource_request`).
 """
 
 import re
@@ -124,13 +125,7 @@ _OPEN = {
 }
 
 # Values this cloud understands but cannot honour.
-_UNSUPPORTED = {
-    'hw:cpu_policy': {
-        'dedicated': 'this cloud has no dedicated CPUs; only shared CPU '
-                     'policy is supported',
-        'mixed': 'this cloud has no dedicated CPUs; only shared CPU '
-                 'policy is supported'},
-}
+_UNSUPPORTED = {}
 
 
 def _checker(key):

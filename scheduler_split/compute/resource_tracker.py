@@ -46,6 +46,10 @@ def report(resources, host_ip, disabled=False, service_status=None,
         'cpu_info': resources.get('cpu_info'),
         'failed_builds': failed_builds,
         'num_io_ops': num_io_ops,
+        # What the driver has beyond VCPU, MEMORY_MB and DISK_GB
+        # ({class: total}) and the traits it reports.
+        'resources': dict(resources.get('resources') or {}),
+        'traits': sorted(resources.get('traits') or ()),
     }
 
 

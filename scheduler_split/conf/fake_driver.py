@@ -2,6 +2,8 @@ import platform
 
 from oslo_config import cfg
 
+from scheduler_split import provider_model
+
 # platform.machine() spellings of the architectures Nova names otherwise.
 _ARCH_ALIASES = {'amd64': 'x86_64', 'x64': 'x86_64', 'arm64': 'aarch64',
                  'i386': 'i686', 'i486': 'i686', 'i586': 'i686',
@@ -11,6 +13,28 @@ _ARCH_ALIASES = {'amd64': 'x86_64', 'x64': 'x86_64', 'arm64': 'aarch64',
 def _machine_arch():
     machine = platform.machine().lower()
     return _ARCH_ALIASES.get(machine, machine) or 'x86_64'
+
+
+class _HostLines(cfg.types.String):
+    """A ``HOSTS=VALUE`` line whose VALUE ``parse`` reads: a wrong one is
+    an error as the option is read (at start-up), not at every report."""
+
+    def __init__(self, parse):
+        super().__init__(type_name='HOSTS=VALUE')
+        self._parse = parse
+
+    def __call__(self, value):
+        if isinstance(value, list):
+            return [self(line) for line in value]
+        value = super().__call__(value)
+        pattern, sep, rest = value.partition('=')
+        if not sep or not pattern.strip():
+            raise ValueError('%r: expected HOSTS=VALUE' % value)
+        try:
+            self._parse(rest)
+        except provider_model.BadName as exc:
+            raise ValueError(str(exc))
+        return value
 
 
 fake_driver_group = cfg.OptGroup(
@@ -40,6 +64,32 @@ fake_driver_opts = [
                help='CPU architecture each fake host reports (the '
                     'scheduler\'s ImagePropertiesFilter matches images\' '
                     'hw_architecture against it).'),
+    cfg.MultiOpt('traits', default=[],
+                 item_type=_HostLines(provider_model.parse_traits),
+                 help='Traits fake hosts report, one line per group of '
+                      'hosts: HOSTS=TRAIT[,TRAIT...], HOSTS a host name '
+                      'or a shell pattern (* for every host). A trait '
+                      'is a standard one of the os-traits library '
+                      '(HW_CPU_X86_AVX512F, COMPUTE_TRUSTED_CERTS) or '
+                      'CUSTOM_ and upper-case letters, digits and _. '
+                      'Flavors ask for them with trait:NAME=required '
+                      'or forbidden, images with trait:NAME=required. '
+                      'A trait an operator sets on a host stays; only '
+                      'those reported here come and go with the '
+                      'reports. Example: cell1-compute2=HW_CPU_X86_'
+                      'AVX512F,CUSTOM_GOLD'),
+    cfg.MultiOpt('resources', default=[],
+                 item_type=_HostLines(provider_model.parse_inventory),
+                 help='Inventory fake hosts report beyond their vcpus, '
+                      'memory_mb and local_gb, one line per group of '
+                      'hosts: HOSTS=CLASS:TOTAL[,CLASS:TOTAL...], HOSTS '
+                      'as for traits. A class is a standard one of the '
+                      'os-resource-classes library (PCPU for dedicated '
+                      'CPUs, VGPU, PCI_DEVICE, SRIOV_NET_VF, ...) or '
+                      'CUSTOM_ and upper-case letters, digits and _. '
+                      'Flavors ask for them with resources:CLASS=AMOUNT '
+                      '(hw:cpu_policy=dedicated asks PCPU). Example: '
+                      'cell2-compute1=VGPU:4,PCPU:4'),
     cfg.IntOpt('hypervisor_version', default=1000, min=0,
                help='Hypervisor version each fake host reports, as an '
                     'integer (os-hypervisors hypervisor_version).'),

@@ -507,6 +507,46 @@ class Inventory(_Timestamps, SchedulerBase):
     total = sa.Column(sa.Integer, nullable=False)
     reserved = sa.Column(sa.Integer, nullable=False, default=0)
     allocation_ratio = sa.Column(sa.Float, nullable=False, default=1.0)
+    # What one allocation may take: at least min_unit, at most max_unit
+    # (None: the total), a multiple of step_size.
+    min_unit = sa.Column(sa.Integer, nullable=False, default=1,
+                         server_default='1')
+    max_unit = sa.Column(sa.Integer, nullable=True)
+    step_size = sa.Column(sa.Integer, nullable=False, default=1,
+                          server_default='1')
+
+
+class Trait(_Timestamps, SchedulerBase):
+    """A trait any provider may have: a standard one (os-traits) or an
+    operator's ``CUSTOM_*``, recorded the first time it is used."""
+    __tablename__ = 'traits'
+    __table_args__ = (sa.UniqueConstraint('name', name='uniq_traits0name'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    name = sa.Column(sa.String(255), nullable=False)
+
+
+class ResourceProviderTrait(_Timestamps, SchedulerBase):
+    """A trait a provider has. ``reported``: its compute reported it, and
+    its next report may take it away; an operator's stays."""
+    __tablename__ = 'resource_provider_traits'
+    __table_args__ = (sa.Index('resource_provider_traits_trait_id_idx',
+                               'trait_id'),)
+    resource_provider_id = sa.Column(
+        sa.Integer, sa.ForeignKey('resource_providers.id'), primary_key=True)
+    trait_id = sa.Column(sa.Integer, sa.ForeignKey('traits.id'),
+                         primary_key=True)
+    reported = sa.Column(sa.Boolean, nullable=False, default=False,
+                         server_default=sa.false())
+
+
+class ResourceClass(_Timestamps, SchedulerBase):
+    """A custom resource class (``CUSTOM_*``); the standard ones come
+    from the os-resource-classes library."""
+    __tablename__ = 'resource_classes'
+    __table_args__ = (sa.UniqueConstraint('name',
+                                          name='uniq_resource_classes0name'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    name = sa.Column(sa.String(255), nullable=False)
 
 
 class Allocation(_Timestamps, SchedulerBase):

@@ -6,6 +6,7 @@ from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
+from scheduler_split.objects import resource_request
 
 CONF = conf.CONF
 
@@ -68,11 +69,20 @@ class RequestSpec(base.SchedulerSplitObject):
             primitive.pop('instance_group', None)
 
     @property
+    def resource_request(self):
+        """The request groups of one instance: its resources and traits
+        as the flavor's extra specs and the image's properties ask them
+        (``resource_request.ResourceRequest``); ``InvalidRequest`` when
+        they ask the impossible."""
+        image = self.image_properties if self.obj_attr_is_set(
+            'image_properties') else None
+        return resource_request.ResourceRequest.of(self.flavor, image)
+
+    @property
     def resources(self):
-        """The resource amounts one instance of this request claims."""
-        return {'VCPU': self.flavor.vcpus,
-                'MEMORY_MB': self.flavor.memory_mb,
-                'DISK_GB': self.flavor.disk_gb}
+        """The resource amounts one instance of this request claims:
+        every class of every request group, zeros left out."""
+        return self.resource_request.totals()
 
     @classmethod
     def get_by_instance_uuid(cls, ctx, instance_uuid):

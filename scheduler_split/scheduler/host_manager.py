@@ -789,6 +789,7 @@ class HostManager:
                 state.host_ip = stats.get('host_ip', state.host_ip)
                 state.last_report_at = report.time
                 state.inventory = reports_mod.inventory_of(stats)
+                state.report_traits(reports_mod.traits_of(stats))
                 state.report_digest = report.digest
             if new_ids and self._complete:
                 # Registered here: no select needs to load them, unless

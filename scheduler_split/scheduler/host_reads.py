@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from scheduler_split.db import models
 from scheduler_split.scheduler import host_state
+from scheduler_split.scheduler import traits as traits_mod
 
 _RP = models.ResourceProvider.__table__
 _INV = models.Inventory.__table__
@@ -82,6 +83,11 @@ def read_states(conn, providers, related, page=None):
         state = by_id.get(rp_id)
         if state is not None:
             state.set_usage(used)
+    for rp_id, traits in traits_mod.of_providers(conn, related).items():
+        state = by_id.get(rp_id)
+        if state is not None:
+            state.set_traits(traits, [name for name, reported
+                                      in traits.items() if reported])
     for rp_id, consumer in conn.execute(
             _CONSUMERS.where(related(_ALLOC.c.resource_provider_id))):
         state = by_id.get(rp_id)

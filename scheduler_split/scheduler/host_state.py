@@ -56,6 +56,9 @@ _INVENTORIES = _Shared(_resources)
 _PROFILES = _Shared()
 # (operator disabled, reason, forced down)
 _STATUSES = _Shared()
+# Sets of traits (frozensets).
+_TRAITS = _Shared()
+_NO_TRAITS = _TRAITS.get(frozenset())
 
 # The fields of a profile, in order.
 _PROFILE = ('cell_uuid', 'reported_availability_zone', 'hypervisor_type',
@@ -98,7 +101,8 @@ class HostState:
         'uuid', 'host', 'nodename', '_profile', 'availability_zone',
         'aggregates', 'disabled', 'reported_disabled', '_status',
         'last_report_at', 'host_ip', '_resources', 'used', 'instances',
-        'failed_builds', 'num_io_ops', 'report_digest')
+        'failed_builds', 'num_io_ops', 'report_digest', 'traits',
+        'reported_traits')
 
     def __init__(self, uuid, host, nodename, cell_uuid):
         self.uuid = uuid
@@ -138,6 +142,10 @@ class HostState:
         # that carries nothing new is not written again (see
         # ReportWriter.record).
         self.report_digest = None
+        # Its traits (a shared frozenset), and of those the ones its
+        # compute reports (the others an operator set).
+        self.traits = _NO_TRAITS
+        self.reported_traits = _NO_TRAITS
 
     cell_uuid = _profile_field(0)
     reported_availability_zone = _profile_field(1)
@@ -168,6 +176,23 @@ class HostState:
         # change only with the inventory. Hosts of one kind share one
         # copy of both (neither is changed in place).
         self._resources = _INVENTORIES.get(tuple(sorted(inventory.items())))
+
+    def set_traits(self, traits, reported):
+        """Every trait of the host, and those its compute reports."""
+        self.traits = _TRAITS.get(frozenset(traits))
+        self.reported_traits = _TRAITS.get(frozenset(reported))
+
+    def report_traits(self, reported):
+        """A report's traits replace those of the last report; an
+        operator's stay."""
+        reported = frozenset(reported)
+        if reported != self.reported_traits:
+            self.set_traits((self.traits - self.reported_traits) | reported,
+                            reported)
+
+    def has_traits(self, required, forbidden):
+        traits = self.traits
+        return required <= traits and not (forbidden & traits)
 
     def add_instance(self, consumer):
         if self.instances is _NO_INSTANCES:

@@ -19,6 +19,7 @@ from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import objects
+from scheduler_split.objects import resource_request
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler import host_manager as host_manager_mod
@@ -43,6 +44,48 @@ MIN_FILTER_BATCH = 32
 # request's server group.
 GROUP_FILTERS = ('ServerGroupAntiAffinityFilter',
                  'ServerGroupAffinityFilter')
+
+
+# The labels of what a request asks of the Placement model (traits,
+# classes beyond the filters' VCPU, MEMORY_MB and DISK_GB, isolated
+# groups) start so: a request no host has them for says which.
+MODEL = 'no host has '
+
+
+def _model_constraints(request):
+    """``(label, test of a host)`` of what ``request`` (a
+    ``ResourceRequest``) asks of a host beyond the filters: its traits,
+    the resource classes the resource filters do not check, and numbered
+    groups ``group_policy=isolate`` puts on providers of their own (a
+    host is one provider)."""
+    required = request.required_traits()
+    forbidden = request.forbidden_traits()
+    if required:
+        yield (MODEL + 'the traits %s' % ', '.join(sorted(required)),
+               lambda h: required <= h.traits)
+    if forbidden:
+        yield (MODEL + 'none of the traits %s' % ', '.join(
+            sorted(forbidden)), lambda h: not (forbidden & h.traits))
+    beyond = {rc: amount for rc, amount in request.totals().items()
+              if rc not in resource_request.STANDARD_BASE}
+    if beyond:
+        yield (MODEL + 'room for %s' % ', '.join(
+            '%s=%d' % item for item in sorted(beyond.items())),
+            lambda h: h.fits(beyond))
+    isolated = request.isolated_groups()
+    if isolated > 1:
+        yield (MODEL + 'a provider of its own for each of %d request '
+               'groups (group_policy=isolate)' % isolated,
+               lambda h: False)
+
+
+def _resources_of(spec_obj):
+    """The request's resources; NoValidHost that says why when its
+    flavor or image asks what no host could give."""
+    try:
+        return spec_obj.resources
+    except resource_request.InvalidRequest as exc:
+        raise exception.NoValidHost(reason=str(exc))
 
 
 def _rotated(hosts, start, offset, size):
@@ -100,6 +143,7 @@ class SchedulerManager:
         if ignored:
             yield 'ignored hosts %s' % ignored, \
                 lambda h: h.host not in ignored
+        yield from _model_constraints(spec_obj.resource_request)
 
     def _candidates(self, host_states, spec_obj, every_host=False):
         """Hosts that pass every enabled filter, best first; whether
@@ -139,6 +183,18 @@ class SchedulerManager:
         metrics.SCORED_HOSTS.observe(len(record.passed))
         ranked = weights.weigh(self.weighers, record.passed, spec_obj)
         return [h for _, h in ranked], complete, record
+
+    @staticmethod
+    def _no_host_reason(record):
+        """The fault of a request that found no host: as Nova's, and
+        which part of what it asks of the Placement model no host had,
+        if one did."""
+        reason = 'There are not enough hosts available.'
+        emptied = next((label for label, left in record.constraints
+                        if not left), '')
+        if emptied.startswith(MODEL):
+            reason += ' No host has %s.' % emptied[len(MODEL):]
+        return reason
 
     def _why_no_host(self, record, spec_obj):
         """What the request and each filter left of the hosts, for the
@@ -267,7 +323,7 @@ class SchedulerManager:
         first. If any instance finds no host, every claim made for this
         request is released and ``NoValidHost`` is raised.
         """
-        resources = spec_obj.resources
+        resources = _resources_of(spec_obj)
         num_alternates = num_alternates if return_alternates else 0
         host_states = self.host_manager.host_states()
         hinted = filters.hinted_instances(spec_obj)
@@ -308,7 +364,7 @@ class SchedulerManager:
                              self._why_no_host(record, spec_obj),
                              extra={'instance_uuid': instance_uuid})
                     raise exception.NoValidHost(
-                        reason='There are not enough hosts available.')
+                        reason=self._no_host_reason(record))
                 claimed.append(instance_uuid)
                 if group is not None:
                     # Later instances of the request see this one placed.
@@ -386,6 +442,13 @@ class SchedulerManager:
                     reason='The host %s of the server does not pass %s '
                            'for the new image.'
                            % (host, type(host_filter).__name__))
+        request = spec_obj.resource_request
+        traits = (request.required_traits(), request.forbidden_traits())
+        if not state.has_traits(*traits):
+            raise exception.NoValidHost(
+                reason='The host %s of the server does not have the traits '
+                       'the new image requires (%s).' % (
+                           host, ', '.join(sorted(traits[0]))))
         if claim:
             group = spec_obj.get('instance_group')
             try:

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import traits as traits_mod
 
 # The most providers one call answers with; also the size of every IN
 # list (databases bound it).
@@ -104,11 +105,14 @@ def _conditions(filters):
 
 
 def _details(conn, rows):
-    """``{provider id: {inventories, capacity, usages, aggregates}}`` of
-    the providers ``rows``."""
+    """``{provider id: {inventories, capacity, usages, aggregates,
+    traits}}`` of the providers ``rows``."""
     ids = [row.id for row in rows]
     found = {row.id: {'inventories': {}, 'capacity': {}, 'usages': {},
-                      'aggregates': []} for row in rows}
+                      'aggregates': [], 'traits': []} for row in rows}
+    for rp_id, names in traits_mod.of_providers(
+            conn, lambda column: column.in_(ids)).items():
+        found[rp_id]['traits'] = sorted(names)
     for rp_id, rc, total, reserved, ratio in conn.execute(
             sa.select(_INV.c.resource_provider_id, _INV.c.resource_class,
                       _INV.c.total, _INV.c.reserved,

@@ -37,6 +37,7 @@ from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_state
+from scheduler_split.scheduler import traits as traits_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -92,15 +93,35 @@ def status_time(value):
 
 def inventory_of(stats):
     """``{resource class: (total, reserved, allocation_ratio)}`` of a
-    report."""
-    return {
+    report: VCPU, MEMORY_MB and DISK_GB, and the other classes its
+    ``resources`` name (``{class: total}``)."""
+    inventory = {
+        rc: (total, 0, 1.0)
+        for rc, total in (stats.get('resources') or {}).items()}
+    inventory.update({
         'VCPU': (stats['vcpus'], stats.get('reserved_vcpus', 0),
                  stats.get('cpu_allocation_ratio', 1.0)),
         'MEMORY_MB': (stats['memory_mb'], stats.get('reserved_memory_mb', 0),
                       stats.get('ram_allocation_ratio', 1.0)),
         'DISK_GB': (stats['local_gb'], stats.get('reserved_disk_gb', 0),
                     stats.get('disk_allocation_ratio', 1.0)),
-    }
+    })
+    return inventory
+
+
+def traits_of(stats):
+    """The traits a report says its node has."""
+    return frozenset(stats.get('traits') or ())
+
+
+def _frozen(value):
+    """A hashable copy of a report's value (its traits are a list, its
+    other resources a dict)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
 
 
 def _report_digest(cell_uuid, stats):
@@ -109,7 +130,7 @@ def _report_digest(cell_uuid, stats):
     some value does not hash (the report is then always written)."""
     try:
         return hash((cell_uuid,) + tuple(sorted(
-            (key, value) for key, value in stats.items()
+            (key, _frozen(value)) for key, value in stats.items()
             if key != 'service_status')))
     except TypeError:
         return None
@@ -137,6 +158,20 @@ def status_values(held_at, status, updated_at):
             'disabled_reason': status.get('disabled_reason'),
             'forced_down': bool(status.get('forced_down')),
             'status_updated_at': updated_at}
+
+
+def _unused(conn, pairs):
+    """Of ``[(provider id, resource class)]``, those nothing is allocated
+    of: an inventory still in use stays until its consumers go."""
+    if not pairs:
+        return []
+    alloc = models.Allocation.__table__
+    used = set()
+    for rp_id in {rp_id for rp_id, _ in pairs}:
+        used.update((rp_id, rc) for (rc,) in conn.execute(
+            sa.select(alloc.c.resource_class).where(
+                alloc.c.resource_provider_id == rp_id).distinct()))
+    return [pair for pair in pairs if pair not in used]
 
 
 def _chunks(values):
@@ -379,6 +414,9 @@ class ReportWriter:
         self._store_inventories(conn, reports, results,
                                 {values['p_id'] for values in updates},
                                 stamp)
+        traits_mod.store_reported(conn, {
+            result[1]: traits_of(reports[name][1])
+            for name, result in results.items()})
         return [Written(name, uuid, provider_id, cell_uuid,
                         reports[name][1], reports[name][2],
                         reports[name][3], status)
@@ -413,6 +451,20 @@ class ReportWriter:
                         'reserved': reserved, 'allocation_ratio': ratio})
                 if provider_id in known:
                     changed.add(provider_id)
+        gone = []
+        for name, result in results.items():
+            provider_id = result[1]
+            if provider_id not in known:
+                continue
+            reported = inventory_of(reports[name][1])
+            gone += [(provider_id, rc) for (rp_id, rc) in current
+                     if rp_id == provider_id and rc not in reported]
+        gone = _unused(conn, gone)
+        for provider_id, rc in gone:
+            conn.execute(_INV.delete().where(
+                _INV.c.resource_provider_id == provider_id,
+                _INV.c.resource_class == rc))
+            changed.add(provider_id)
         if updates:
             conn.execute(_UPDATE_INVENTORY, updates)
         if inserts:

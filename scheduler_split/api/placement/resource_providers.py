@@ -141,8 +141,8 @@ def aggregates(req, ctx, version, uuid):
 def traits(req, ctx, version, uuid):
     if version < (1, 6):
         raise errors.not_found()
-    provider = _provider(req, ctx, uuid, detail=False)
-    return {'traits': [],
+    provider = _provider(req, ctx, uuid)
+    return {'traits': provider['traits'],
             'resource_provider_generation': provider['generation']}
 
 

@@ -8,6 +8,7 @@ import time
 
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split import provider_model
 
 CONF = conf.CONF
 
@@ -57,7 +58,13 @@ class FakeDriver:
 
     def get_available_resource(self):
         opts = CONF.fake_driver
-        return {'vcpus': opts.vcpus, 'memory_mb': opts.memory_mb,
+        return {'traits': sorted(provider_model.for_host(
+                    opts.traits, self.host, provider_model.parse_traits,
+                    'traits')),
+                'resources': provider_model.for_host(
+                    opts.resources, self.host,
+                    provider_model.parse_inventory, 'resources'),
+                'vcpus': opts.vcpus, 'memory_mb': opts.memory_mb,
                 'local_gb': opts.local_gb, 'hypervisor_type': 'fake',
                 'hypervisor_version': opts.hypervisor_version,
                 'cpu_arch': opts.cpu_arch,

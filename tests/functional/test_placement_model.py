@@ -1,0 +1,142 @@
+"""Servers land only where their flavor's and image's traits, resource
+classes and CPU policy fit, on the all-in-one; and end in ERROR with a
+fault that says what no host had when none fits."""
+
+import pytest
+
+pytestmark = pytest.mark.functional
+
+HOSTS_TRAITS = ['cell1-compute1=HW_CPU_X86_AVX512F,CUSTOM_GOLD']
+HOSTS_RESOURCES = ['cell1-compute2=VGPU:2,PCPU:4',
+                   'cell1-compute3=CUSTOM_BAREMETAL_GOLD:1']
+
+
+@pytest.fixture
+def system(start_system, fake_driver):
+    fake_driver('traits', HOSTS_TRAITS)
+    fake_driver('resources', HOSTS_RESOURCES)
+    return start_system(cells=1, hosts_per_cell=3)
+
+
+def _flavor(api, name, extra_specs, vcpus=1, ram=512, disk=1):
+    resp = api.post('/v2.1/flavors', {'flavor': {
+        'name': name, 'vcpus': vcpus, 'ram': ram, 'disk': disk}})
+    assert resp.status_code == 200, resp.text
+    flavor_id = resp.json()['flavor']['id']
+    resp = api.post('/v2.1/flavors/%s/os-extra_specs' % flavor_id,
+                    {'extra_specs': extra_specs})
+    assert resp.status_code == 200, resp.text
+    return flavor_id
+
+
+def _boot(system, flavor_id, **kwargs):
+    api = system.api
+    return api.wait_for(api.boot(name='vm', flavor=flavor_id, **kwargs))
+
+
+def _no_valid_host(server):
+    assert server['status'] == 'ERROR', server
+    message = server['fault']['message']
+    assert message.startswith('No valid host was found.'), message
+    return message
+
+
+def test_required_and_forbidden_traits(system):
+    avx = _flavor(system.api, 'avx',
+                  {'trait:HW_CPU_X86_AVX512F': 'required'})
+    plain = _flavor(system.api, 'not-gold',
+                    {'trait:CUSTOM_GOLD': 'forbidden'})
+    sgx = _flavor(system.api, 'sgx', {'trait:HW_CPU_X86_SGX': 'required'})
+
+    for _ in range(3):
+        assert _boot(system, avx)['OS-EXT-SRV-ATTR:host'] == 'cell1-compute1'
+    for _ in range(4):
+        server = _boot(system, plain)
+        assert server['status'] == 'ACTIVE'
+        assert server['OS-EXT-SRV-ATTR:host'] != 'cell1-compute1'
+    message = _no_valid_host(_boot(system, sgx))
+    assert 'No host has the traits HW_CPU_X86_SGX.' in message
+
+
+def test_vgpu_custom_class_and_dedicated_cpus(system):
+    vgpu = _flavor(system.api, 'vgpu', {'resources:VGPU': '1'})
+    gold = _flavor(system.api, 'gold', {
+        'resources:CUSTOM_BAREMETAL_GOLD': '1', 'resources:VCPU': '0',
+        'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0'})
+    pinned = _flavor(system.api, 'pinned', {'hw:cpu_policy': 'dedicated'},
+                     vcpus=2)
+
+    vgpus = [_boot(system, vgpu) for _ in range(2)]
+    assert {s['OS-EXT-SRV-ATTR:host'] for s in vgpus} == {'cell1-compute2'}
+    # Two VGPUs, both handed out.
+    message = _no_valid_host(_boot(system, vgpu))
+    assert 'No host has room for VGPU=1.' in message
+
+    metal = _boot(system, gold)
+    assert metal['OS-EXT-SRV-ATTR:host'] == 'cell1-compute3'
+    _no_valid_host(_boot(system, gold))
+
+    dedicated = [_boot(system, pinned) for _ in range(2)]
+    assert {s['OS-EXT-SRV-ATTR:host'] for s in dedicated} == {
+        'cell1-compute2'}
+    message = _no_valid_host(_boot(system, pinned))
+    assert 'PCPU=2' in message
+
+    allocations = system.allocations()
+    for server in vgpus:
+        assert allocations[server['id']] == {'cell1-compute2': {
+            'VGPU': 1, 'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}}
+    assert allocations[metal['id']] == {
+        'cell1-compute3': {'CUSTOM_BAREMETAL_GOLD': 1}}
+    for server in dedicated:
+        assert allocations[server['id']] == {'cell1-compute2': {
+            'PCPU': 2, 'MEMORY_MB': 512, 'DISK_GB': 1}}
+
+    # Deleting a VGPU server gives its unit back.
+    system.api.delete('/v2.1/servers/%s' % vgpus[0]['id'])
+    system.api.wait_gone(vgpus[0]['id'])
+    assert _boot(system, vgpu)['OS-EXT-SRV-ATTR:host'] == 'cell1-compute2'
+
+
+def test_an_image_with_a_required_trait(system):
+    api = system.api
+    resp = api.post('/image/v2/images', {
+        'name': 'gold-only', 'disk_format': 'raw',
+        'container_format': 'bare', 'trait:CUSTOM_GOLD': 'required'})
+    assert resp.status_code == 201, resp.text
+    image_id = resp.json()['id']
+    resp = api.request('PUT', '/image/v2/images/%s/file' % image_id,
+                       data=b'*' * 1024,
+                       headers={'Content-Type': 'application/octet-stream'})
+    assert resp.status_code == 204, resp.text
+    resp = api.post('/v2.1/servers', {'server': {
+        'name': 'gold', 'flavorRef': '1', 'imageRef': image_id,
+        'networks': 'none'}})
+    assert resp.status_code == 202, resp.text
+    for server_id in [resp.json()['server']['id']]:
+        server = api.wait_for(server_id)
+        assert server['OS-EXT-SRV-ATTR:host'] == 'cell1-compute1'
+
+
+def test_placement_shows_the_reported_traits_and_inventories(system):
+    api = system.api
+    headers = {'OpenStack-API-Version': 'placement 1.39'}
+
+    def provider(name):
+        resp = api.get('/placement/resource_providers', params={
+            'name': name}, headers=headers)
+        assert resp.status_code == 200, resp.text
+        return resp.json()['resource_providers'][0]['uuid']
+
+    resp = api.get('/placement/resource_providers/%s/traits'
+                   % provider('cell1-compute1'), headers=headers)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()['traits'] == ['CUSTOM_GOLD', 'HW_CPU_X86_AVX512F']
+    resp = api.get('/placement/resource_providers/%s/inventories'
+                   % provider('cell1-compute2'), headers=headers)
+    inventories = resp.json()['inventories']
+    assert (inventories['VGPU']['total'], inventories['PCPU']['total']) == (
+        2, 4)
+    resp = api.get('/placement/resource_providers/%s/traits'
+                   % provider('cell1-compute3'), headers=headers)
+    assert resp.json()['traits'] == []
