@@ -403,3 +403,34 @@ EXPECTED_OUTCOMES = (
     NoValidHost, ClaimConflict, ClaimCapacityExceeded, ComputeHostDisabled,
     ClaimGroupPolicyViolation, RescheduledException, BuildAbortException,
     MoveLost, TaskLost, ServicesTooOld, ServicesTooOldToMove, ComputeTooOld)
+
+
+# --- the Placement model's writes -------------------------------------------
+# ``placement_code``: the error code Placement answers the same failure
+# with (from its microversion 1.23).
+
+class ResourceProviderNotFound(NotFound):
+    msg_fmt = 'No resource provider with uuid %(uuid)s found'
+
+
+class ResourceProviderConcurrentUpdate(Conflict):
+    msg_fmt = ('resource provider generation conflict: the resource '
+               'provider %(uuid)s changed since generation %(generation)s '
+               'was read; read it again and retry')
+    placement_code = 'placement.concurrent_update'
+
+
+class TraitNotFound(NotFound):
+    msg_fmt = 'No such trait(s): %(names)s.'
+
+
+class TraitsUnknown(Invalid):
+    msg_fmt = 'No such trait(s): %(names)s.'
+
+
+class TraitInUse(Conflict):
+    msg_fmt = 'The trait %(name)s is in use by a resource provider.'
+
+
+class TraitCannotDeleteStandard(Invalid):
+    msg_fmt = 'Cannot delete standard trait %(name)s.'

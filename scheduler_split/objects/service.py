@@ -15,7 +15,7 @@ from scheduler_split import servicegroup
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 16
+SERVICE_VERSION = 17
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -87,6 +87,11 @@ SERVICE_VERSION_HISTORY = (
     #     unshelve reschedule: conductor 1.12; the scheduler answers the
     #     Placement API's reads: scheduler 1.9.
     {'compute_rpc': '1.7', 'conductor_rpc': '1.12', 'scheduler_rpc': '1.9'},
+    # 17: schedules on traits and any resource class; the Placement API
+    #     writes the trait catalog and a provider's traits through the
+    #     scheduler: scheduler 1.10.
+    {'compute_rpc': '1.7', 'conductor_rpc': '1.12',
+     'scheduler_rpc': '1.10'},
 )
 
 # The binary names services record themselves under.

@@ -3,8 +3,8 @@ providers, their inventories, usages and allocations, every project's
 usage and every consumer's allocations are an operator's to see, as in
 Placement, whose every rule is for admins by default.
 
-One rule guards every read; the version document (``GET /placement``)
-answers without a token, and the writes are refused whoever asks.
+One rule guards every read, another the writes served so far (traits);
+the version document (``GET /placement``) answers without a token.
 """
 
 from oslo_policy import policy
@@ -39,6 +39,18 @@ rules = [
             {'method': 'GET', 'path': '/placement/traits'},
             {'method': 'GET', 'path': '/placement/traits/{name}'},
             {'method': 'GET', 'path': '/placement/allocation_candidates'},
+        ],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name='placement:write', check_str=base.ADMIN,
+        description='Write through the Placement API: make and remove '
+                    'custom traits, and set or clear the traits of a '
+                    'resource provider.',
+        operations=[
+            {'method': 'PUT', 'path': '/placement/traits/{name}'},
+            {'method': 'DELETE', 'path': '/placement/traits/{name}'},
+            {'method': 'PUT', 'path': _PROVIDER + '/traits'},
+            {'method': 'DELETE', 'path': _PROVIDER + '/traits'},
         ],
         scope_types=['project']),
 ]

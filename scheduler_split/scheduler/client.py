@@ -300,6 +300,29 @@ class SchedulerClient:
         and how many of them hold anything."""
         return self._api.get_usages(ctx, list(consumer_uuids))
 
+    # --- what the Placement API writes of traits (scheduler RPC 1.10) -----
+
+    def traits(self, ctx, names=None, prefix=None, associated=None):
+        """The names of the traits, standard and custom: those of
+        ``names``, starting with ``prefix``, some provider has
+        (``associated`` True) or none has (False)."""
+        return self._api.get_traits(ctx, names, prefix, associated)
+
+    def create_trait(self, ctx, name):
+        """Make a custom trait: whether it is new."""
+        return self._api.create_trait(ctx, name)
+
+    def delete_trait(self, ctx, name):
+        """Remove a custom trait no provider has."""
+        return self._api.delete_trait(ctx, name)
+
+    def set_provider_traits(self, ctx, provider_uuid, traits, generation):
+        """Make ``traits`` a provider's, if it is still at
+        ``generation`` (None: whatever it is): ``{'traits': [...],
+        'generation': new generation}``."""
+        return self._api.set_provider_traits(ctx, provider_uuid,
+                                             list(traits), generation)
+
     def try_release_resources(self, ctx, instance_uuid):
         """``release_resources`` for failure paths: an error is logged and
         False returned, so that the caller can still settle the instance.

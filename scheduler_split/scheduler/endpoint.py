@@ -32,11 +32,12 @@ from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_manager as host_manager_mod
 from scheduler_split.scheduler import manager as manager_mod
 from scheduler_split.scheduler import placement_reads
+from scheduler_split.scheduler import placement_writes
 from scheduler_split.scheduler import rpcapi
 
 CONF = conf.CONF
 
-RPC_VERSION = '1.9'
+RPC_VERSION = '1.10'
 
 
 class Scheduler:
@@ -173,6 +174,27 @@ class Scheduler:
 
     def get_usages(self, ctx, consumer_uuids):
         return placement_reads.usages(self.db_url, consumer_uuids)
+
+    # --- what the Placement API writes (placement_writes) ------------------
+
+    def get_traits(self, ctx, names=None, prefix=None, associated=None):
+        return placement_writes.list_traits(self.db_url, names, prefix,
+                                            associated)
+
+    def create_trait(self, ctx, name):
+        return placement_writes.create_trait(self.db_url, name)
+
+    def delete_trait(self, ctx, name):
+        placement_writes.delete_trait(self.db_url, name)
+
+    def set_provider_traits(self, ctx, provider_uuid, traits, generation):
+        traits, generation = placement_writes.set_provider_traits(
+            self.db_url, provider_uuid, traits, generation,
+            self.host_manager.stamp())
+        # This process's memory at once; the others' at their next
+        # reload, which reads the provider the write changed.
+        self.host_manager.refresh_host(provider_uuid)
+        return {'traits': traits, 'generation': generation}
 
 
 class SchedulerEndpoint:
@@ -412,6 +434,33 @@ class SchedulerEndpoint:
         consumers (a project's instances and migrations) holds, summed
         by resource class, and how many of them hold anything."""
         return self.scheduler.get_usages(ctx, consumer_uuids)
+
+    # Calls (1.10) from the API's Placement API: writes of traits.
+
+    @messaging.expose
+    def get_traits(self, ctx, names=None, prefix=None, associated=None):
+        """Call (1.10): the trait catalog (GET /traits)."""
+        return self.scheduler.get_traits(ctx, names, prefix, associated)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def create_trait(self, ctx, name):
+        """Call (1.10): make a custom trait (PUT /traits/{name})."""
+        return self.scheduler.create_trait(ctx, name)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def delete_trait(self, ctx, name):
+        """Call (1.10): remove a custom trait (DELETE /traits/{name})."""
+        return self.scheduler.delete_trait(ctx, name)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def set_provider_traits(self, ctx, provider_uuid, traits, generation):
+        """Call (1.10): a provider's traits (PUT and DELETE
+        /resource_providers/{uuid}/traits)."""
+        return self.scheduler.set_provider_traits(ctx, provider_uuid,
+                                                  traits, generation)
 
     @messaging.expose
     def get_minimum_service_version(self, ctx):

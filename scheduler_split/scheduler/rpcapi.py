@@ -36,6 +36,9 @@ Version history:
           API reads (resource providers, their inventories, usages,
           aggregates and allocations, a consumer's allocations, the usage
           of a set of consumers); calls, plain dicts only
+    1.10 - get_traits, create_trait, delete_trait, set_provider_traits:
+          what the API's Placement API writes of traits (the catalog, a
+          provider's, guarded by its generation); calls, plain dicts only
 """
 
 import logging
@@ -75,6 +78,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.9': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.10': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+             'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -82,7 +87,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.9'
+    VERSION = '1.10'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -251,6 +256,27 @@ class SchedulerAPI:
     def get_usages(self, ctx, consumer_uuids):
         return self._call_19(ctx, 'get_usages',
                              consumer_uuids=consumer_uuids)
+
+    # --- 1.10: what the Placement API writes of traits --------------------
+
+    def _call_110(self, ctx, method, **kwargs):
+        cctxt, _ = self.client.prepare('1.10')
+        return cctxt.call(ctx, method, **kwargs)
+
+    def get_traits(self, ctx, names, prefix, associated):
+        return self._call_110(ctx, 'get_traits', names=names, prefix=prefix,
+                              associated=associated)
+
+    def create_trait(self, ctx, name):
+        return self._call_110(ctx, 'create_trait', name=name)
+
+    def delete_trait(self, ctx, name):
+        return self._call_110(ctx, 'delete_trait', name=name)
+
+    def set_provider_traits(self, ctx, provider_uuid, traits, generation):
+        return self._call_110(ctx, 'set_provider_traits',
+                              provider_uuid=provider_uuid, traits=traits,
+                              generation=generation)
 
     def get_minimum_service_version(self):
         """The lowest service version of the running schedulers, as the

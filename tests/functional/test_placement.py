@@ -294,7 +294,11 @@ def test_providers_are_filtered_as_placement_filters_them(start_system):
             'generation']}
     assert placement.read('/resource_providers/%s/traits' % first,
                           '1.6')['traits'] == []
-    assert placement.read('/traits', '1.6') == {'traits': []}
+    # The catalog: every standard trait, none a provider has here.
+    catalog = placement.read('/traits', '1.6')['traits']
+    assert 'HW_CPU_X86_AVX512F' in catalog and catalog == sorted(catalog)
+    assert placement.read('/traits?associated=true', '1.6') == {
+        'traits': []}
     assert [c['name'] for c in placement.read(
         '/resource_classes', '1.2')['resource_classes']] == [
         'VCPU', 'MEMORY_MB', 'DISK_GB']
@@ -325,7 +329,8 @@ def test_providers_are_filtered_as_placement_filters_them(start_system):
                                   % first, '1.0'), 404)
 
 
-def test_only_an_admin_reads_and_every_write_is_refused(start_system):
+def test_only_an_admin_reads_or_writes_and_other_writes_are_refused(
+        start_system):
     system = start_system(cells=1, hosts_per_cell=1)
     admin = Placement(system.base_url)
     member = Placement(system.base_url, token='demo:demo')
@@ -348,16 +353,22 @@ def test_only_an_admin_reads_and_every_write_is_refused(start_system):
                 ('DELETE', '/resource_providers/%s/inventories/VCPU'
                  % uuid),
                 ('PUT', '/resource_providers/%s/aggregates' % uuid),
-                ('PUT', '/resource_providers/%s/traits' % uuid),
                 ('POST', '/allocations'),
                 ('PUT', '/allocations/%s' % uuid),
                 ('DELETE', '/allocations/%s' % uuid),
                 ('PUT', '/resource_classes/CUSTOM_GOLD'),
-                ('PUT', '/traits/CUSTOM_GOLD'),
                 ('POST', '/reshaper'),
                 ('PATCH', '/resource_providers')):
             resp = user.request(method, path, NEWEST, json={})
             assert 'read-only' in placement_error(resp, 405, NEWEST)
+    # The trait writes are served, for admins.
+    for method, path in (('PUT', '/resource_providers/%s/traits' % uuid),
+                         ('DELETE', '/resource_providers/%s/traits' % uuid),
+                         ('PUT', '/traits/CUSTOM_GOLD'),
+                         ('DELETE', '/traits/CUSTOM_GOLD')):
+        assert placement_error(member.request(method, path, NEWEST,
+                                              json={}), 403, NEWEST) == (
+            "Policy doesn't allow placement:write to be performed.")
     resp = admin.get('/allocations', NEWEST)
     placement_error(resp, 405, NEWEST)
     assert resp.headers['Allow'] == ''

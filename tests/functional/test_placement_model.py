@@ -2,7 +2,11 @@
 classes and CPU policy fit, on the all-in-one; and end in ERROR with a
 fault that says what no host had when none fits."""
 
+import json
+
 import pytest
+
+from tests.functional.test_clients import openstack_cli  # noqa: F401
 
 pytestmark = pytest.mark.functional
 
@@ -140,3 +144,77 @@ def test_placement_shows_the_reported_traits_and_inventories(system):
     resp = api.get('/placement/resource_providers/%s/traits'
                    % provider('cell1-compute3'), headers=headers)
     assert resp.json()['traits'] == []
+
+
+def test_a_trait_the_operator_sets_with_the_cli_steers_a_flavor(
+        system, openstack_cli):  # noqa: F811
+    """The unmodified osc-placement commands make a custom trait and set
+    it on one host; a flavor requiring it then lands there only, and the
+    host keeps it across its compute's reports."""
+    cli = openstack_cli(system)
+    api = system.api
+    listed = json.loads(cli('resource', 'provider', 'list', '-f', 'json'))
+    target = {p['name']: p['uuid'] for p in listed}['cell1-compute3']
+    fast = _flavor(api, 'fast', {'trait:CUSTOM_FAST': 'required'})
+    message = _no_valid_host(_boot(system, fast))
+    assert 'No host has the traits CUSTOM_FAST.' in message
+
+    cli('--os-placement-api-version', '1.6', 'trait', 'create',
+        'CUSTOM_FAST')
+    set_to = json.loads(cli(
+        '--os-placement-api-version', '1.6', 'resource', 'provider',
+        'trait', 'set', '--trait', 'CUSTOM_FAST', '--trait', 'HW_CPU_X86_AVX2',
+        target, '-f', 'json'))
+    assert sorted(t['name'] for t in set_to) == ['CUSTOM_FAST',
+                                                 'HW_CPU_X86_AVX2']
+    for _ in range(3):
+        assert _boot(system, fast)['OS-EXT-SRV-ATTR:host'] == \
+            'cell1-compute3'
+    # The compute's next reports keep what the operator set.
+    system.aio.computes['cell1-compute3'].manager.report()
+    shown = json.loads(cli('--os-placement-api-version', '1.6', 'resource',
+                           'provider', 'trait', 'list', target, '-f',
+                           'json'))
+    assert sorted(t['name'] for t in shown) == ['CUSTOM_FAST',
+                                                'HW_CPU_X86_AVX2']
+    assert 'CUSTOM_FAST' in [t['name'] for t in json.loads(cli(
+        '--os-placement-api-version', '1.6', 'trait', 'list', '-f',
+        'json'))]
+    # In use: not deleted; cleared from the host, it is.
+    assert api.delete('/placement/traits/CUSTOM_FAST', headers={
+        'OpenStack-API-Version': 'placement 1.6'}).status_code == 409
+    cli('--os-placement-api-version', '1.6', 'resource', 'provider',
+        'trait', 'delete', target)
+    cli('--os-placement-api-version', '1.6', 'trait', 'delete',
+        'CUSTOM_FAST')
+    message = _no_valid_host(_boot(system, fast))
+    assert 'CUSTOM_FAST' in message
+
+
+def test_a_trait_write_at_a_stale_generation_is_a_conflict(system):
+    api = system.api
+    headers = {'OpenStack-API-Version': 'placement 1.39'}
+    resp = api.get('/placement/resource_providers', params={
+        'name': 'cell1-compute1'}, headers=headers)
+    provider = resp.json()['resource_providers'][0]
+    path = '/placement/resource_providers/%s/traits' % provider['uuid']
+    body = {'traits': ['CUSTOM_GOLD', 'HW_CPU_X86_AVX512F', 'CUSTOM_NEW'],
+            'resource_provider_generation': provider['generation']}
+    resp = api.put(path, body, headers=headers)
+    assert resp.status_code == 400, resp.text
+    assert 'CUSTOM_NEW' in resp.json()['errors'][0]['detail']
+    assert api.put('/placement/traits/CUSTOM_NEW',
+                   headers=headers).status_code == 201
+    assert api.put('/placement/traits/CUSTOM_NEW',
+                   headers=headers).status_code == 204
+    assert api.put('/placement/traits/NOT_CUSTOM',
+                   headers=headers).status_code == 400
+    resp = api.put(path, body, headers=headers)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()['resource_provider_generation'] == \
+        provider['generation'] + 1
+    resp = api.put(path, body, headers=headers)
+    assert resp.status_code == 409
+    assert resp.json()['errors'][0]['code'] == 'placement.concurrent_update'
+    assert api.delete('/placement/traits/HW_CPU_X86_AVX512F',
+                      headers=headers).status_code == 400

@@ -186,6 +186,7 @@ EXPECTED = {
     'os_compute_api:os-server-password:clear': MEMBERS,
     'scheduler_split:metrics': ADMINS,
     'placement:read': ADMINS,
+    'placement:write': ADMINS,
     'context_is_admin': ADMINS,
     'admin_api': ADMINS,
     'project_member_api': {'member'},
@@ -308,7 +309,8 @@ DOCUMENTED = [r for r in policies.list_rules()
               if isinstance(r, oslo_policy.DocumentedRuleDefault)]
 
 # Rules of paths outside the compute API's /v2.1, documented as served.
-OUTSIDE_THE_COMPUTE_API = {'scheduler_split:metrics', 'placement:read'}
+OUTSIDE_THE_COMPUTE_API = {'scheduler_split:metrics', 'placement:read',
+                           'placement:write'}
 
 
 @pytest.mark.parametrize('rule', DOCUMENTED, ids=lambda r: r.name)

@@ -1,4 +1,4 @@
-"""The Placement API, read-only, served under ``/placement`` by the API
+"""The Placement API, served under ``/placement`` by the API
 process: what the scheduler's database holds, in Placement's shapes and
 microversions (1.0 to 1.39, :mod:`microversion`), so that an operator
 debugs placement with the unmodified ``osc-placement`` plugin
@@ -10,9 +10,10 @@ Everything is read through the scheduler's client library (scheduler RPC
 1.9), the API's only way to the scheduler's data; a consumer's project
 and user through the API's own records (:mod:`consumers`). The version
 document answers without a token; every other read is for admins
-(policy ``placement:read``); every write (and every method but GET) is
-a 405, as providers, inventories and allocations are the scheduler's
-own to write. Errors are in Placement's shape (:mod:`errors`).
+(policy ``placement:read``). The trait catalog and a provider's traits
+are written through the scheduler too (scheduler RPC 1.10, policy
+``placement:write``); every other write is a 405 so far. Errors are in
+Placement's shape (:mod:`errors`).
 
 ``ROUTES`` are rows of the API's one route table (``api/wsgi.py``).
 """
@@ -37,6 +38,18 @@ def _read_only(get=None):
     return row
 
 
+def _row(get=None, **writes):
+    """A path's row: ``get`` answers GET, ``writes`` (method: handler)
+    the writes the API serves; any other method is refused in
+    Placement's shape, naming those the path allows."""
+    allow = (('GET',) if get else ()) + tuple(sorted(writes))
+    refuse = handler.refusal(allow=allow)
+    row = {method: refuse for method in handler.REFUSED}
+    row['GET'] = get or refuse
+    row.update(writes)
+    return row
+
+
 _PROVIDER = '/placement/resource_providers/{uuid}'
 
 ROUTES = {
@@ -49,7 +62,9 @@ ROUTES = {
         resource_providers.inventory),
     _PROVIDER + '/usages': _read_only(resource_providers.usages),
     _PROVIDER + '/aggregates': _read_only(resource_providers.aggregates),
-    _PROVIDER + '/traits': _read_only(resource_providers.traits),
+    _PROVIDER + '/traits': _row(resource_providers.traits,
+                                PUT=resource_providers.update_traits,
+                                DELETE=resource_providers.delete_traits),
     _PROVIDER + '/allocations': _read_only(resource_providers.allocations),
     '/placement/allocations': _read_only(),
     '/placement/allocations/{consumer_uuid}': _read_only(allocations.show),
@@ -57,7 +72,8 @@ ROUTES = {
     '/placement/resource_classes': _read_only(resource_classes.index),
     '/placement/resource_classes/{name}': _read_only(resource_classes.show),
     '/placement/traits': _read_only(traits.index),
-    '/placement/traits/{name}': _read_only(traits.show),
+    '/placement/traits/{name}': _row(traits.show, PUT=traits.update,
+                                     DELETE=traits.delete),
     '/placement/allocation_candidates': _read_only(
         allocation_candidates.index),
     '/placement/reshaper': _read_only(),

@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 
+import jsonschema
 import oslo_messaging as messaging
 import webob
 
@@ -30,6 +31,9 @@ LOG = logging.getLogger(__name__)
 
 # The one rule every read of the Placement API asks.
 RULE = 'placement:read'
+# What guards the writes the API serves (the trait catalog, a provider's
+# traits).
+WRITE_RULE = 'placement:write'
 
 # The methods refused on every path of the Placement API (GET is the only
 # one served); the first four write.
@@ -55,6 +59,21 @@ def scheduler(req):
     return req.compute_api.scheduler
 
 
+def body(req, schema):
+    """The request's JSON body, checked against ``schema``: a 400 in
+    Placement's words for one that does not parse or does not fit."""
+    try:
+        value = json.loads(req.body or b'null')
+    except ValueError as exc:
+        raise errors.bad_request('Malformed JSON: %s' % exc)
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        raise errors.bad_request('JSON does not validate: %s'
+                                 % exc.message)
+    return value
+
+
 def _accepts_json(req):
     # As Placement: no Accept header, or one that takes JSON.
     return not req.accept or bool(
@@ -74,7 +93,7 @@ def _unavailable(detail, request_id, version):
     return response
 
 
-def _answer(fn, req, ctx, args, public, request_id):
+def _answer(fn, req, ctx, args, public, request_id, rule=RULE):
     """``(response, version)`` of one request."""
     version = None
     try:
@@ -83,7 +102,7 @@ def _answer(fn, req, ctx, args, public, request_id):
             raise errors.PlacementError(
                 406, 'Only application/json is provided')
         if not public:
-            policy.authorize(ctx, RULE, target={})
+            policy.authorize(ctx, rule, target={})
         result = fn(req, ctx, version, **args)
         if not isinstance(result, webob.Response):
             result = _json(result)
@@ -114,8 +133,12 @@ def _answer(fn, req, ctx, args, public, request_id):
             return _unavailable(exc.format_message(), request_id,
                                 version), version
         if exc.code < 500:
+            extra = {}
+            code = getattr(exc, 'placement_code', None)
+            if code and version is not None and version >= errors.CODE_SINCE:
+                extra['code'] = code
             return errors.fault(exc.code, exc.format_message(), request_id,
-                                version), version
+                                version, **extra), version
         LOG.exception('Request %s failed', request_id)
     except UnicodeDecodeError:
         return errors.fault(400, 'The request URL or query is not valid '
@@ -127,16 +150,16 @@ def _answer(fn, req, ctx, args, public, request_id):
                         version), version
 
 
-def serve(public=False):
-    """Make ``fn`` a row of the route table. ``public`` handlers answer
-    without a policy check (and, for the paths of ``PUBLIC``, without a
-    token)."""
+def serve(public=False, rule=RULE):
+    """Make ``fn`` a row of the route table, guarded by the policy
+    ``rule``. ``public`` handlers answer without a policy check (and,
+    for the paths of ``PUBLIC``, without a token)."""
     def decorate(fn):
         @functools.wraps(fn)
         def served(req, ctx, compute_version, **args):
             request_id = req.environ.get('openstack.request_id')
             response, version = _answer(fn, req, ctx, args, public,
-                                        request_id)
+                                        request_id, rule)
             # The compute API's router sees this header and leaves the
             # compute API's version headers out.
             response.headers['OpenStack-API-Version'] = (

@@ -1,10 +1,10 @@
 """The query parameters of the Placement API's lists, read as Placement
 reads them, with its 400s for what does not read.
 
-No provider has a trait here, and the trait catalog is empty (``GET
-/traits``), so a trait named in ``required`` (or ``root_required``) is
-an unknown trait: a 400, as Placement answers for a trait it does not
-know.
+The lists do not filter on traits yet: a trait named in ``required``
+(or ``root_required``) of ``GET /resource_providers`` or ``GET
+/allocation_candidates`` is answered with a 400 that names it, rather
+than with a list that ignores it.
 """
 
 import re

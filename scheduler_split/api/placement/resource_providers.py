@@ -9,6 +9,8 @@ its aggregates the host aggregates of its host (same uuids), and it has
 no traits.
 """
 
+import webob
+
 from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import handler
 from scheduler_split.api.placement import params
@@ -135,6 +137,42 @@ def aggregates(req, ctx, version, uuid):
     if version >= (1, 19):
         body['resource_provider_generation'] = provider['generation']
     return body
+
+
+_TRAITS = {
+    'type': 'object',
+    'properties': {
+        'traits': {'type': 'array', 'uniqueItems': True,
+                   'items': {'type': 'string', 'minLength': 1,
+                             'maxLength': 255}},
+        'resource_provider_generation': {'type': 'integer'},
+    },
+    'required': ['traits', 'resource_provider_generation'],
+    'additionalProperties': False,
+}
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def update_traits(req, ctx, version, uuid):
+    """``PUT /resource_providers/{uuid}/traits``: the provider's traits
+    become those named, if it is still at the generation named."""
+    if version < (1, 6):
+        raise errors.not_found()
+    body = handler.body(req, _TRAITS)
+    written = handler.scheduler(req).set_provider_traits(
+        ctx, uuid, body['traits'], body['resource_provider_generation'])
+    return {'traits': written['traits'],
+            'resource_provider_generation': written['generation']}
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def delete_traits(req, ctx, version, uuid):
+    """``DELETE /resource_providers/{uuid}/traits``: the provider has no
+    trait any more (until its compute reports its own again)."""
+    if version < (1, 6):
+        raise errors.not_found()
+    handler.scheduler(req).set_provider_traits(ctx, uuid, [], None)
+    return webob.Response(status=204)
 
 
 @handler.serve()

@@ -1,22 +1,75 @@
-"""``GET /placement/traits`` (from 1.6): the trait catalog, which is
-empty: no provider here has a trait (a provider's traits are always an
-empty list, see :mod:`resource_providers`)."""
+"""The trait catalog (from 1.6): ``GET /placement/traits`` lists the
+standard traits (the os-traits library) and the custom ones made;
+``PUT /placement/traits/CUSTOM_<NAME>`` makes one (201, or 204 when it
+exists), ``DELETE`` removes one no provider has. Written through the
+scheduler (scheduler RPC 1.10)."""
+
+import webob
 
 from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import handler
 from scheduler_split.api.placement import params
+from scheduler_split import provider_model
+
+INVALID_CUSTOM = (
+    'The trait is invalid. A valid trait must be no longer than 255 '
+    'characters, start with the prefix "CUSTOM_" and use following '
+    'characters: "A"-"Z", "0"-"9" and "_"')
+
+
+def _since_16(version):
+    if version < (1, 6):
+        raise errors.not_found()
 
 
 @handler.serve()
 def index(req, ctx, version):
-    if version < (1, 6):
-        raise errors.not_found()
+    _since_16(version)
     params.check_names(req, {'name', 'associated'})
-    return {'traits': []}
+    names = prefix = associated = None
+    name = req.GET.get('name')
+    if name is not None:
+        if name.startswith('in:'):
+            names = [n.strip() for n in name[3:].split(',') if n.strip()]
+        elif name.startswith('startswith:'):
+            prefix = name[len('startswith:'):]
+        else:
+            raise errors.bad_request(
+                "Badly formatted name parameter. Expected name query "
+                "string parameter in form: ?name=[in|startswith]:[name1,"
+                "name2|prefix]. Got: \"%s\"" % name)
+    value = req.GET.get('associated')
+    if value is not None:
+        if value.lower() not in ('true', 'false'):
+            raise errors.bad_request(
+                'The query parameter "associated" only accepts "true" or '
+                '"false"')
+        associated = value.lower() == 'true'
+    return {'traits': handler.scheduler(req).traits(
+        ctx, names=names, prefix=prefix, associated=associated)}
 
 
 @handler.serve()
 def show(req, ctx, version, name):
-    if version < (1, 6):
-        raise errors.not_found()
-    raise errors.not_found('No such trait(s): %s.' % name)
+    _since_16(version)
+    if not handler.scheduler(req).traits(ctx, names=[name]):
+        raise errors.not_found('No such trait(s): %s.' % name)
+    return webob.Response(status=204)
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def update(req, ctx, version, name):
+    _since_16(version)
+    if len(name) > 255 or not provider_model.is_custom(name):
+        raise errors.bad_request(INVALID_CUSTOM)
+    created = handler.scheduler(req).create_trait(ctx, name)
+    response = webob.Response(status=201 if created else 204)
+    response.location = '%s/placement/traits/%s' % (req.script_name, name)
+    return response
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def delete(req, ctx, version, name):
+    _since_16(version)
+    handler.scheduler(req).delete_trait(ctx, name)
+    return webob.Response(status=204)

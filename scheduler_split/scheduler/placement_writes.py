@@ -1,0 +1,141 @@
+"""What the Placement API writes into the scheduler database, through
+the scheduler (scheduler RPC 1.10): the trait catalog and the traits of
+a provider.
+
+A provider's write is guarded by its generation, as every claim is: it
+names the generation it read, and the write bumps it with ``... WHERE
+generation = :seen``; a provider another writer changed meanwhile (a
+claim, a report, another operator) answers
+``ResourceProviderConcurrentUpdate`` and nothing is written. The traits
+an operator sets stay across the compute's reports, which replace only
+the traits the compute itself reports (:func:`traits.store_reported`).
+"""
+
+import sqlalchemy as sa
+
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split.objects import base as obj_base
+from scheduler_split import provider_model
+from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import traits as traits_mod
+
+_RP = models.ResourceProvider.__table__
+_TRAIT = models.Trait.__table__
+_RPT = models.ResourceProviderTrait.__table__
+
+
+def list_traits(url, names=None, prefix=None, associated=None):
+    """The names of the traits: every standard one and each custom one
+    made, narrowed to ``names``, to those starting with ``prefix``, and
+    to those some provider has (``associated`` True) or none has
+    (False)."""
+    with engines.reader(url) as session:
+        known = set(session.scalars(sa.select(_TRAIT.c.name)))
+        used = set(session.scalars(sa.select(_TRAIT.c.name).join(
+            _RPT, _RPT.c.trait_id == _TRAIT.c.id).distinct()))
+    found = known | provider_model.STANDARD_TRAITS
+    if names is not None:
+        found &= set(names)
+    if prefix:
+        found = {name for name in found if name.startswith(prefix)}
+    if associated is True:
+        found &= used
+    elif associated is False:
+        found -= used
+    return sorted(found)
+
+
+def create_trait(url, name):
+    """Make the custom trait ``name``: True if it is new, False if it
+    was there already (a standard trait always is)."""
+    provider_model.check_trait(name)
+    if not provider_model.is_custom(name):
+        return False
+    with engines.writer(url) as session:
+        conn = session.connection()
+        before = traits_mod.ids_of(conn, [name], create=False)
+        if before:
+            return False
+        traits_mod.ids_of(conn, [name])
+    return True
+
+
+def delete_trait(url, name):
+    """Remove the custom trait ``name``, which no provider may have."""
+    if name in provider_model.STANDARD_TRAITS:
+        raise exception.TraitCannotDeleteStandard(name=name)
+    with engines.writer(url) as session:
+        conn = session.connection()
+        trait_id = conn.execute(sa.select(_TRAIT.c.id).where(
+            _TRAIT.c.name == name)).scalar()
+        if trait_id is None:
+            raise exception.TraitNotFound(names=name)
+        if conn.execute(sa.select(_RPT.c.trait_id).where(
+                _RPT.c.trait_id == trait_id).limit(1)).first():
+            raise exception.TraitInUse(name=name)
+        conn.execute(_TRAIT.delete().where(_TRAIT.c.id == trait_id))
+
+
+def _provider(conn, uuid):
+    row = conn.execute(sa.select(_RP.c.id, _RP.c.generation).where(
+        _RP.c.uuid == uuid)).first()
+    if row is None:
+        raise exception.ResourceProviderNotFound(uuid=uuid)
+    return row
+
+
+def _bump(conn, uuid, provider_id, seen, stamp):
+    """The guarded generation bump of a provider's write: the new
+    generation, or ``ResourceProviderConcurrentUpdate``."""
+    now = obj_base.naive_utc(obj_base.utcnow())
+    result = conn.execute(sa.update(_RP).where(
+        _RP.c.id == provider_id, _RP.c.generation == seen).values(
+        generation=seen + 1, changed_by=claims.CHANGED_BY, changed_at=now,
+        updated_at=now), stamp)
+    if result.rowcount != 1:
+        raise exception.ResourceProviderConcurrentUpdate(uuid=uuid,
+                                                         generation=seen)
+    return seen + 1
+
+
+def set_provider_traits(url, uuid, names, generation, stamp):
+    """Make ``names`` the traits of the provider ``uuid``, read at
+    ``generation`` (None: whatever it is now, as a DELETE of every
+    trait of a provider is): ``(traits, new generation)``. Every name
+    must be a trait that exists (a standard one, or a custom one made);
+    those the compute reports and the provider keeps stay its
+    compute's."""
+    names = set(names)
+    with engines.writer(url) as session:
+        conn = session.connection()
+        provider = _provider(conn, uuid)
+        if generation is None:
+            generation = provider.generation
+        if provider.generation != generation:
+            raise exception.ResourceProviderConcurrentUpdate(
+                uuid=uuid, generation=generation)
+        known = traits_mod.ids_of(conn, names, create=False)
+        missing = sorted(name for name in names - set(known)
+                         if name not in provider_model.STANDARD_TRAITS)
+        if missing:
+            raise exception.TraitsUnknown(names=', '.join(missing))
+        ids = traits_mod.ids_of(conn, names)
+        have = traits_mod.of_providers(
+            conn, lambda column: column == provider.id).get(provider.id, {})
+        gone = [name for name in have if name not in names]
+        if gone:
+            gone_ids = list(traits_mod.ids_of(conn, gone,
+                                              create=False).values())
+            conn.execute(_RPT.delete().where(
+                _RPT.c.resource_provider_id == provider.id,
+                _RPT.c.trait_id.in_(gone_ids)))
+        new = sorted(names - set(have))
+        if new:
+            now = obj_base.naive_utc(obj_base.utcnow())
+            conn.execute(_RPT.insert(), [
+                {'resource_provider_id': provider.id, 'trait_id': ids[name],
+                 'reported': False, 'created_at': now} for name in new])
+        generation = _bump(conn, uuid, provider.id, generation, stamp)
+    return sorted(names), generation
