@@ -434,3 +434,22 @@ class TraitInUse(Conflict):
 
 class TraitCannotDeleteStandard(Invalid):
     msg_fmt = 'Cannot delete standard trait %(name)s.'
+
+
+class ResourceClassNotFound(NotFound):
+    msg_fmt = 'No such resource class %(name)s.'
+
+
+class ResourceClassExists(Conflict):
+    msg_fmt = 'Resource class %(name)s already exists.'
+    placement_code = 'placement.duplicate_name'
+
+
+class ResourceClassInUse(Conflict):
+    msg_fmt = ('Unable to delete resource class %(name)s. Delete all '
+               'inventory and allocations of this resource class before '
+               'deleting it.')
+
+
+class ResourceClassCannotDeleteStandard(Invalid):
+    msg_fmt = 'Cannot delete standard resource class %(name)s.'

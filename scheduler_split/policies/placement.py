@@ -3,7 +3,8 @@ providers, their inventories, usages and allocations, every project's
 usage and every consumer's allocations are an operator's to see, as in
 Placement, whose every rule is for admins by default.
 
-One rule guards every read, another the writes served so far (traits);
+One rule guards every read, another the writes served so far (traits
+and resource classes);
 the version document (``GET /placement``) answers without a token.
 """
 
@@ -44,13 +45,17 @@ rules = [
     policy.DocumentedRuleDefault(
         name='placement:write', check_str=base.ADMIN,
         description='Write through the Placement API: make and remove '
-                    'custom traits, and set or clear the traits of a '
-                    'resource provider.',
+                    'custom traits and custom resource classes, and set '
+                    'or clear the traits of a resource provider.',
         operations=[
             {'method': 'PUT', 'path': '/placement/traits/{name}'},
             {'method': 'DELETE', 'path': '/placement/traits/{name}'},
             {'method': 'PUT', 'path': _PROVIDER + '/traits'},
             {'method': 'DELETE', 'path': _PROVIDER + '/traits'},
+            {'method': 'POST', 'path': '/placement/resource_classes'},
+            {'method': 'PUT', 'path': '/placement/resource_classes/{name}'},
+            {'method': 'DELETE',
+             'path': '/placement/resource_classes/{name}'},
         ],
         scope_types=['project']),
 ]

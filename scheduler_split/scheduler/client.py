@@ -300,7 +300,7 @@ class SchedulerClient:
         and how many of them hold anything."""
         return self._api.get_usages(ctx, list(consumer_uuids))
 
-    # --- what the Placement API writes of traits (scheduler RPC 1.10) -----
+    # --- what the Placement API writes (scheduler RPC 1.10) ---------------
 
     def traits(self, ctx, names=None, prefix=None, associated=None):
         """The names of the traits, standard and custom: those of
@@ -322,6 +322,18 @@ class SchedulerClient:
         'generation': new generation}``."""
         return self._api.set_provider_traits(ctx, provider_uuid,
                                              list(traits), generation)
+
+    def resource_classes(self, ctx):
+        """Every standard resource class, then the custom ones."""
+        return self._api.get_resource_classes(ctx)
+
+    def create_resource_class(self, ctx, name, exists_ok=True):
+        """Make a custom resource class: whether it is new."""
+        return self._api.create_resource_class(ctx, name, exists_ok)
+
+    def delete_resource_class(self, ctx, name):
+        """Remove a custom resource class nothing uses."""
+        return self._api.delete_resource_class(ctx, name)
 
     def try_release_resources(self, ctx, instance_uuid):
         """``release_resources`` for failure paths: an error is logged and

@@ -196,6 +196,16 @@ class Scheduler:
         self.host_manager.refresh_host(provider_uuid)
         return {'traits': traits, 'generation': generation}
 
+    def get_resource_classes(self, ctx):
+        return placement_writes.list_resource_classes(self.db_url)
+
+    def create_resource_class(self, ctx, name, exists_ok=True):
+        return placement_writes.create_resource_class(self.db_url, name,
+                                                      exists_ok)
+
+    def delete_resource_class(self, ctx, name):
+        placement_writes.delete_resource_class(self.db_url, name)
+
 
 class SchedulerEndpoint:
     """The scheduler's RPC methods as one bus sees them (topic scheduler).
@@ -435,7 +445,8 @@ class SchedulerEndpoint:
         by resource class, and how many of them hold anything."""
         return self.scheduler.get_usages(ctx, consumer_uuids)
 
-    # Calls (1.10) from the API's Placement API: writes of traits.
+    # Calls (1.10) from the API's Placement API: traits and resource
+    # classes.
 
     @messaging.expose
     def get_traits(self, ctx, names=None, prefix=None, associated=None):
@@ -461,6 +472,25 @@ class SchedulerEndpoint:
         /resource_providers/{uuid}/traits)."""
         return self.scheduler.set_provider_traits(ctx, provider_uuid,
                                                   traits, generation)
+
+    @messaging.expose
+    def get_resource_classes(self, ctx):
+        """Call (1.10): the resource classes (GET /resource_classes)."""
+        return self.scheduler.get_resource_classes(ctx)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def create_resource_class(self, ctx, name, exists_ok=True):
+        """Call (1.10): make a custom resource class (POST
+        /resource_classes, PUT /resource_classes/{name})."""
+        return self.scheduler.create_resource_class(ctx, name, exists_ok)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def delete_resource_class(self, ctx, name):
+        """Call (1.10): remove a custom resource class (DELETE
+        /resource_classes/{name})."""
+        return self.scheduler.delete_resource_class(ctx, name)
 
     @messaging.expose
     def get_minimum_service_version(self, ctx):

@@ -1,6 +1,6 @@
 """What the Placement API writes into the scheduler database, through
-the scheduler (scheduler RPC 1.10): the trait catalog and the traits of
-a provider.
+the scheduler (scheduler RPC 1.10): the trait catalog, the traits of a
+provider and the custom resource classes.
 
 A provider's write is guarded by its generation, as every claim is: it
 names the generation it read, and the write bumps it with ``... WHERE
@@ -24,6 +24,9 @@ from scheduler_split.scheduler import traits as traits_mod
 _RP = models.ResourceProvider.__table__
 _TRAIT = models.Trait.__table__
 _RPT = models.ResourceProviderTrait.__table__
+_RC = models.ResourceClass.__table__
+_INV = models.Inventory.__table__
+_ALLOC = models.Allocation.__table__
 
 
 def list_traits(url, names=None, prefix=None, associated=None):
@@ -139,3 +142,50 @@ def set_provider_traits(url, uuid, names, generation, stamp):
                  'reported': False, 'created_at': now} for name in new])
         generation = _bump(conn, uuid, provider.id, generation, stamp)
     return sorted(names), generation
+
+
+def list_resource_classes(url):
+    """Every standard resource class, then the custom ones made, by
+    name, and those a provider's inventory has (a compute reported)."""
+    with engines.reader(url) as session:
+        custom = set(session.scalars(sa.select(_RC.c.name)))
+        custom |= set(session.scalars(sa.select(
+            _INV.c.resource_class).distinct()))
+    custom -= set(provider_model.STANDARD_RESOURCE_CLASSES)
+    return list(provider_model.STANDARD_RESOURCE_CLASSES) + sorted(custom)
+
+
+def create_resource_class(url, name, exists_ok=True):
+    """Make the custom class ``name``: True if it is new. Unless
+    ``exists_ok``, one that exists is ``ResourceClassExists``."""
+    provider_model.check_resource_class(name)
+    if name in list_resource_classes(url):
+        if exists_ok:
+            return False
+        raise exception.ResourceClassExists(name=name)
+    now = obj_base.naive_utc(obj_base.utcnow())
+    try:
+        with engines.writer(url) as session:
+            session.connection().execute(_RC.insert(), {
+                'name': name, 'created_at': now})
+    except sa.exc.IntegrityError:
+        if not exists_ok:
+            raise exception.ResourceClassExists(name=name)
+        return False
+    return True
+
+
+def delete_resource_class(url, name):
+    """Remove the custom class ``name``, which no inventory and no
+    allocation may use."""
+    if name in provider_model.STANDARD_RESOURCE_CLASSES:
+        raise exception.ResourceClassCannotDeleteStandard(name=name)
+    with engines.writer(url) as session:
+        conn = session.connection()
+        for table in (_INV, _ALLOC):
+            if conn.execute(sa.select(table.c.id).where(
+                    table.c.resource_class == name).limit(1)).first():
+                raise exception.ResourceClassInUse(name=name)
+        if conn.execute(_RC.delete().where(
+                _RC.c.name == name)).rowcount != 1:
+            raise exception.ResourceClassNotFound(name=name)

@@ -36,9 +36,11 @@ Version history:
           API reads (resource providers, their inventories, usages,
           aggregates and allocations, a consumer's allocations, the usage
           of a set of consumers); calls, plain dicts only
-    1.10 - get_traits, create_trait, delete_trait, set_provider_traits:
-          what the API's Placement API writes of traits (the catalog, a
-          provider's, guarded by its generation); calls, plain dicts only
+    1.10 - get_traits, create_trait, delete_trait, set_provider_traits,
+          get_resource_classes, create_resource_class,
+          delete_resource_class: what the API's Placement API writes of
+          traits (the catalog, a provider's, guarded by its generation)
+          and of custom resource classes; calls, plain dicts only
 """
 
 import logging
@@ -277,6 +279,16 @@ class SchedulerAPI:
         return self._call_110(ctx, 'set_provider_traits',
                               provider_uuid=provider_uuid, traits=traits,
                               generation=generation)
+
+    def get_resource_classes(self, ctx):
+        return self._call_110(ctx, 'get_resource_classes')
+
+    def create_resource_class(self, ctx, name, exists_ok):
+        return self._call_110(ctx, 'create_resource_class', name=name,
+                              exists_ok=exists_ok)
+
+    def delete_resource_class(self, ctx, name):
+        return self._call_110(ctx, 'delete_resource_class', name=name)
 
     def get_minimum_service_version(self):
         """The lowest service version of the running schedulers, as the

@@ -218,3 +218,39 @@ def test_a_trait_write_at_a_stale_generation_is_a_conflict(system):
     assert resp.json()['errors'][0]['code'] == 'placement.concurrent_update'
     assert api.delete('/placement/traits/HW_CPU_X86_AVX512F',
                       headers=headers).status_code == 400
+
+
+def test_custom_resource_classes_with_the_cli(system, openstack_cli):  # noqa
+    """``openstack resource class create/list/delete``: the reported
+    custom class is listed, a new one made and removed; one in use is
+    not removed."""
+    cli = openstack_cli(system)
+    listed = [c['name'] for c in json.loads(cli(
+        '--os-placement-api-version', '1.7', 'resource', 'class', 'list',
+        '-f', 'json'))]
+    assert listed[:3] == ['VCPU', 'MEMORY_MB', 'DISK_GB']
+    assert 'CUSTOM_BAREMETAL_GOLD' in listed and 'VGPU' in listed
+    cli('--os-placement-api-version', '1.7', 'resource', 'class', 'create',
+        'CUSTOM_FPGA')
+    assert 'CUSTOM_FPGA' in cli('--os-placement-api-version', '1.7',
+                                'resource', 'class', 'list')
+    cli('--os-placement-api-version', '1.7', 'resource', 'class', 'delete',
+        'CUSTOM_FPGA')
+    api = system.api
+    headers = {'OpenStack-API-Version': 'placement 1.23'}
+    assert api.get('/placement/resource_classes/CUSTOM_FPGA',
+                   headers=headers).status_code == 404
+    resp = api.delete('/placement/resource_classes/CUSTOM_BAREMETAL_GOLD',
+                      headers=headers)
+    assert resp.status_code == 409, resp.text
+    assert api.delete('/placement/resource_classes/VGPU',
+                      headers=headers).status_code == 400
+    resp = api.post('/placement/resource_classes', {'name': 'CUSTOM_X'},
+                    headers=headers)
+    assert resp.status_code == 201, resp.text
+    resp = api.post('/placement/resource_classes', {'name': 'CUSTOM_X'},
+                    headers=headers)
+    assert resp.status_code == 409
+    assert resp.json()['errors'][0]['code'] == 'placement.duplicate_name'
+    assert api.post('/placement/resource_classes', {'name': 'GOLD'},
+                    headers=headers).status_code == 400

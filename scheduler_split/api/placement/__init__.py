@@ -10,9 +10,10 @@ Everything is read through the scheduler's client library (scheduler RPC
 1.9), the API's only way to the scheduler's data; a consumer's project
 and user through the API's own records (:mod:`consumers`). The version
 document answers without a token; every other read is for admins
-(policy ``placement:read``). The trait catalog and a provider's traits
-are written through the scheduler too (scheduler RPC 1.10, policy
-``placement:write``); every other write is a 405 so far. Errors are in
+(policy ``placement:read``). The trait catalog, a provider's traits
+and the custom resource classes are written through the scheduler too
+(scheduler RPC 1.10, policy ``placement:write``); every other write is a
+405 so far. Errors are in
 Placement's shape (:mod:`errors`).
 
 ``ROUTES`` are rows of the API's one route table (``api/wsgi.py``).
@@ -69,8 +70,11 @@ ROUTES = {
     '/placement/allocations': _read_only(),
     '/placement/allocations/{consumer_uuid}': _read_only(allocations.show),
     '/placement/usages': _read_only(usages.index),
-    '/placement/resource_classes': _read_only(resource_classes.index),
-    '/placement/resource_classes/{name}': _read_only(resource_classes.show),
+    '/placement/resource_classes': _row(
+        resource_classes.index, POST=resource_classes.create),
+    '/placement/resource_classes/{name}': _row(
+        resource_classes.show, PUT=resource_classes.update,
+        DELETE=resource_classes.delete),
     '/placement/traits': _read_only(traits.index),
     '/placement/traits/{name}': _row(traits.show, PUT=traits.update,
                                      DELETE=traits.delete),

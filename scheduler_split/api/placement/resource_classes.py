@@ -1,31 +1,92 @@
-"""``GET /placement/resource_classes`` (from 1.2): the resource classes
-the scheduler accounts (``VCPU``, ``MEMORY_MB``, ``DISK_GB``); there are
-no custom ones."""
+"""The resource classes (from 1.2): ``GET /placement/resource_classes``
+lists the standard ones (the os-resource-classes library) and the custom
+ones; ``POST`` (1.2) and ``PUT /resource_classes/CUSTOM_<NAME>`` (1.7)
+make one, ``DELETE`` removes one no inventory or allocation uses.
+Written through the scheduler (scheduler RPC 1.10)."""
+
+import webob
 
 from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import handler
 from scheduler_split.api.placement import resource_providers
-from scheduler_split.scheduler import client as scheduler_client
+from scheduler_split import provider_model
+
+INVALID_CUSTOM = (
+    'JSON does not validate: the resource class name must start with the '
+    'prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and '
+    '"_", at most 255 of them')
+_CREATE = {
+    'type': 'object',
+    'properties': {'name': {'type': 'string', 'maxLength': 255}},
+    'required': ['name'],
+    'additionalProperties': False,
+}
+
+
+def _href(req, name):
+    return '%s%s/resource_classes/%s' % (req.script_name,
+                                         resource_providers.PREFIX, name)
 
 
 def _view(req, name):
-    return {'name': name, 'links': [{
-        'rel': 'self', 'href': '%s%s/resource_classes/%s' % (
-            req.script_name, resource_providers.PREFIX, name)}]}
+    return {'name': name, 'links': [{'rel': 'self',
+                                     'href': _href(req, name)}]}
+
+
+def _since_12(version):
+    if version < (1, 2):
+        raise errors.not_found()
+
+
+def _custom(name):
+    if len(name) > 255 or not provider_model.is_custom(name):
+        raise errors.bad_request(INVALID_CUSTOM)
 
 
 @handler.serve()
 def index(req, ctx, version):
-    if version < (1, 2):
-        raise errors.not_found()
+    _since_12(version)
     return {'resource_classes': [
-        _view(req, name) for name in scheduler_client.RESOURCE_CLASSES]}
+        _view(req, name)
+        for name in handler.scheduler(req).resource_classes(ctx)]}
 
 
 @handler.serve()
 def show(req, ctx, version, name):
-    if version < (1, 2):
-        raise errors.not_found()
-    if name not in scheduler_client.RESOURCE_CLASSES:
+    _since_12(version)
+    if name not in handler.scheduler(req).resource_classes(ctx):
         raise errors.not_found('No such resource class %s.' % name)
     return _view(req, name)
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def create(req, ctx, version):
+    _since_12(version)
+    name = handler.body(req, _CREATE)['name']
+    _custom(name)
+    handler.scheduler(req).create_resource_class(ctx, name, exists_ok=False)
+    response = webob.Response(status=201)
+    response.location = _href(req, name)
+    return response
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def update(req, ctx, version, name):
+    if version < (1, 7):
+        # Before 1.7 a PUT renamed a custom class, which nothing here
+        # allows: what a server's flavor asks must keep its name.
+        raise errors.PlacementError(
+            400, 'Renaming a resource class is not supported; from '
+                 'microversion 1.7 PUT makes one.')
+    _custom(name)
+    created = handler.scheduler(req).create_resource_class(ctx, name)
+    response = webob.Response(status=201 if created else 204)
+    response.location = _href(req, name)
+    return response
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def delete(req, ctx, version, name):
+    _since_12(version)
+    handler.scheduler(req).delete_resource_class(ctx, name)
+    return webob.Response(status=204)
