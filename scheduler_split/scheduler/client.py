@@ -261,14 +261,16 @@ class SchedulerClient:
         in one of each list); ``forbidden_aggregates``, aggregate uuids
         it must be in none of; ``resources``, ``{resource class:
         amount}`` it must have free (within its capacity, ``(total -
-        reserved) * allocation_ratio``, less what is allocated).
+        reserved) * allocation_ratio``, less what is allocated);
+        ``required`` and ``forbidden``, traits it must have and must not;
+        ``any_of``, lists of traits it must have one of each.
 
         Each provider is a dict: ``uuid``, ``name``, ``generation``,
         ``updated_at`` (ISO 8601); with ``detail`` also ``inventories``
         (``{rc: {total, reserved, allocation_ratio, min_unit, max_unit,
         step_size}}``), ``capacity`` (``{rc: amount}``), ``usages``
         (``{rc: amount allocated}``, every class of the inventory) and
-        ``aggregates`` (uuids)."""
+        ``aggregates`` (uuids) and ``traits``."""
         found = []
         marker = None
         while limit is None or len(found) < limit:

@@ -101,7 +101,23 @@ def _conditions(filters):
             _hosts_in(filters['forbidden_aggregates'])))
     for rc, amount in sorted((filters.get('resources') or {}).items()):
         found.append(_has_room(rc, amount))
+    for name in filters.get('required') or ():
+        found.append(_has_trait([name]))
+    for name in filters.get('forbidden') or ():
+        found.append(sa.not_(_has_trait([name])))
+    for names in filters.get('any_of') or ():
+        found.append(_has_trait(names))
     return found
+
+
+def _has_trait(names):
+    """The provider of the enclosing query has one of the traits
+    ``names``."""
+    rpt = models.ResourceProviderTrait.__table__
+    trait = models.Trait.__table__
+    return sa.exists().where(
+        rpt.c.resource_provider_id == _RP.c.id,
+        rpt.c.trait_id == trait.c.id, trait.c.name.in_(sorted(names)))
 
 
 def _details(conn, rows):

@@ -243,7 +243,7 @@ def test_allocation_candidates_are_the_providers_with_room(start_system):
             ('resources=CUSTOM_GOLD:1', NEWEST),
             ('resources=VCPU:0', NEWEST),
             ('resources=VCPU', NEWEST),
-            ('resources=VCPU:1&required=HW_CPU_X86_AVX', NEWEST),
+            ('resources=VCPU:1&required=CUSTOM_UNKNOWN', NEWEST),
             ('resources=VCPU:1&limit=0', NEWEST),
             ('resources=VCPU:1&limit=1', '1.15'),
             ('resources=VCPU:1&member_of=nope', NEWEST),
@@ -311,11 +311,17 @@ def test_providers_are_filtered_as_placement_filters_them(start_system):
                             '1.23'),
                            ('?member_of=%s,%s' % (fast, slow), NEWEST),
                            ('?uuid=nope', NEWEST),
-                           ('?required=COMPUTE_STATUS_DISABLED', NEWEST),
+                           ('?required=CUSTOM_UNKNOWN', NEWEST),
                            ('?required=!COMPUTE_STATUS_DISABLED', '1.21'),
                            ('?color=blue', NEWEST)):
         placement_error(placement.get('/resource_providers' + query,
                                       version), 400, version)
+    # A standard trait no provider has: nothing to list.
+    assert placement.read('/resource_providers?required=HW_CPU_X86_AVX',
+                          NEWEST) == {'resource_providers': []}
+    assert len(placement.read(
+        '/resource_providers?required=!HW_CPU_X86_AVX', NEWEST)[
+        'resource_providers']) == 3
     unknown = '00000000-0000-0000-0000-000000000000'
     for path in ('', '/inventories', '/usages', '/aggregates', '/traits',
                  '/allocations'):

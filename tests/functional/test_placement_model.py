@@ -254,3 +254,36 @@ def test_custom_resource_classes_with_the_cli(system, openstack_cli):  # noqa
     assert resp.json()['errors'][0]['code'] == 'placement.duplicate_name'
     assert api.post('/placement/resource_classes', {'name': 'GOLD'},
                     headers=headers).status_code == 400
+
+
+def test_placement_lists_filter_on_traits_and_any_class(system):
+    api = system.api
+
+    def read(path, version='1.39', status=200):
+        resp = api.get('/placement' + path, headers={
+            'OpenStack-API-Version': 'placement %s' % version})
+        assert resp.status_code == status, resp.text
+        return resp.json()
+
+    def names(path, version='1.39'):
+        return sorted(p['name'] for p in read(path, version)[
+            'resource_providers'])
+
+    assert names('/resource_providers?required=CUSTOM_GOLD') == [
+        'cell1-compute1']
+    assert names('/resource_providers?required=!CUSTOM_GOLD') == [
+        'cell1-compute2', 'cell1-compute3']
+    assert names('/resource_providers?required=in:CUSTOM_GOLD,'
+                 'HW_CPU_X86_AVX512F') == ['cell1-compute1']
+    assert names('/resource_providers?resources=VGPU:2') == [
+        'cell1-compute2']
+    assert 'No such trait(s): CUSTOM_NOPE' in read(
+        '/resource_providers?required=CUSTOM_NOPE', status=400)[
+        'errors'][0]['detail']
+    candidates = read('/allocation_candidates?resources=VCPU:1'
+                      '&required=HW_CPU_X86_AVX512F')
+    [(uuid, summary)] = candidates['provider_summaries'].items()
+    assert summary['traits'] == ['CUSTOM_GOLD', 'HW_CPU_X86_AVX512F']
+    candidates = read('/allocation_candidates?resources=CUSTOM_BAREMETAL_'
+                      'GOLD:1&root_required=!CUSTOM_GOLD')
+    assert len(candidates['allocation_requests']) == 1

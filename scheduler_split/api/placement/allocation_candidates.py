@@ -24,7 +24,6 @@ import re
 from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import handler
 from scheduler_split.api.placement import params
-from scheduler_split.scheduler import client as scheduler_client
 
 _GROUPED = ('resources', 'required', 'member_of', 'in_tree')
 _POLICIES = ('none', 'isolate')
@@ -51,7 +50,7 @@ def _check_names(req, version):
     return grouped
 
 
-def _groups(req, version):
+def _groups(req, ctx, version):
     """``{suffix: group}`` of the request groups: each ``resources``,
     ``member_of`` (lists of aggregate uuids), ``forbidden`` (aggregate
     uuids) and ``in_tree`` (provider uuids)."""
@@ -62,6 +61,17 @@ def _groups(req, version):
             if re.fullmatch(kind + _suffix(version), name):
                 suffixes.add(name[len(kind):])
     groups = {}
+    scheduler = handler.scheduler(req)
+    classes = []
+
+    def known_classes():
+        if not classes:
+            classes.extend(scheduler.resource_classes(ctx))
+        return classes
+
+    def catalog(ctx, names):
+        return scheduler.traits(ctx, names=names)
+
     for suffix in sorted(suffixes):
         names = {kind: kind + suffix for kind in _GROUPED}
         if not any(name in req.GET for name in names.values()):
@@ -70,8 +80,9 @@ def _groups(req, version):
             raise errors.bad_request(
                 'All request groups must specify resources.')
         group = {'resources': params.resources(
-            req.GET[names['resources']], scheduler_client.RESOURCE_CLASSES),
-            'member_of': [], 'forbidden': set(), 'in_tree': []}
+            req.GET[names['resources']], known_classes()),
+            'member_of': [], 'forbidden': set(), 'in_tree': [],
+            'traits': (set(), set(), [])}
         if names['member_of'] in req.GET:
             group['member_of'], group['forbidden'] = params.member_of(
                 req, names['member_of'], version)
@@ -79,7 +90,8 @@ def _groups(req, version):
             group['in_tree'] = [params.provider_uuid(
                 req.GET[names['in_tree']], names['in_tree'])]
         if names['required'] in req.GET:
-            params.refuse_traits(req, names['required'], version)
+            group['traits'] = params.traits(req, ctx, names['required'],
+                                            version, catalog)
         groups[suffix] = group
     if not groups:
         raise errors.bad_request(
@@ -125,6 +137,7 @@ def _filters(groups):
         filters['member_of'].extend(group['member_of'])
         filters['forbidden_aggregates'] |= group['forbidden']
         filters['in_tree'].extend(group['in_tree'])
+        params.add_traits(filters, group['traits'])
     filters['forbidden_aggregates'] = sorted(filters['forbidden_aggregates'])
     filters['resources'] = resources
     return filters
@@ -146,7 +159,7 @@ def _summary(version, provider, requested):
         for rc, capacity in provider['capacity'].items()
         if version >= (1, 27) or rc in requested}}
     if version >= (1, 17):
-        summary['traits'] = []
+        summary['traits'] = provider.get('traits', [])
     if version >= (1, 29):
         summary['parent_provider_uuid'] = None
         summary['root_provider_uuid'] = provider['uuid']
@@ -157,14 +170,18 @@ def _summary(version, provider, requested):
 def index(req, ctx, version):
     if version < (1, 10):
         raise errors.not_found()
-    groups = _groups(req, version)
+    groups = _groups(req, ctx, version)
     policy = _policy(req, groups) if version >= (1, 25) else None
     if 'same_subtree' in req.GET:
         _check_same_subtree(req, groups)
-    if 'root_required' in req.GET:
-        params.refuse_traits(req, 'root_required', version)
     limit = params.limit(req.GET['limit']) if 'limit' in req.GET else None
     filters = _filters(groups)
+    if 'root_required' in req.GET:
+        # Every provider is the root of its own tree.
+        params.add_traits(filters, params.traits(
+            req, ctx, 'root_required', version,
+            lambda ctx, names: handler.scheduler(req).traits(
+                ctx, names=names)))
     if policy == 'isolate' and len([s for s in groups if s]) > 1:
         found = []
     else:

@@ -1,10 +1,9 @@
 """The query parameters of the Placement API's lists, read as Placement
 reads them, with its 400s for what does not read.
 
-The lists do not filter on traits yet: a trait named in ``required``
-(or ``root_required``) of ``GET /resource_providers`` or ``GET
-/allocation_candidates`` is answered with a 400 that names it, rather
-than with a list that ignores it.
+A trait named in ``required`` (or ``root_required``) must be in the
+trait catalog, a resource class in ``resources`` among the resource
+classes, as Placement checks them.
 """
 
 import re
@@ -95,12 +94,16 @@ def member_of(req, name, version):
     return required, forbidden
 
 
-def refuse_traits(req, name, version):
-    """400 for any trait a ``required``-like parameter names (none
-    exists); a malformed value is a 400 too."""
+def traits(req, ctx, name, version, catalog):
+    """``(required, forbidden, any_of)`` of the ``required``-like
+    parameter ``name``: the traits a provider must have, those it must
+    not, and lists of which it must have one (``in:`` from 1.39); a 400
+    for a malformed value or a trait the catalog (``catalog(ctx,
+    names)``, the known ones of those names) does not know."""
     values = req.GET.getall(name)
     if version < (1, 39):
         values = values[-1:]
+    required, forbidden, any_of = set(), set(), []
     for value in values:
         if value.startswith('in:'):
             if version < (1, 39):
@@ -108,23 +111,55 @@ def refuse_traits(req, name, version):
                     "Invalid query string parameters: The format "
                     "'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported "
                     "since microversion 1.39. Got: %s" % value)
-            traits = [t.strip() for t in value[3:].split(',')]
-        else:
-            traits = [t.strip() for t in value.split(',')]
-            if version < (1, 22) and any(t.startswith('!') for t in traits):
+            names = [t.strip() for t in value[3:].split(',')]
+            if not all(names) or any(t.startswith('!') for t in names):
                 raise errors.bad_request(
                     "Invalid query string parameters: Expected '%s' "
-                    "parameter value of the form: "
-                    "HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s" % (name, value))
-            traits = [t.lstrip('!') for t in traits]
-        if not all(traits):
+                    "parameter value of the form: in:HW_CPU_X86_VMX,"
+                    "CUSTOM_MAGIC. Got: %s" % (name, value))
+            any_of.append(set(names))
+            continue
+        names = [t.strip() for t in value.split(',')]
+        if version < (1, 22) and any(t.startswith('!') for t in names):
+            raise errors.bad_request(
+                "Invalid query string parameters: Expected '%s' "
+                "parameter value of the form: "
+                "HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s" % (name, value))
+        if not all(t.lstrip('!') for t in names):
             raise errors.bad_request(
                 "Invalid query string parameters: Expected '%s' parameter "
                 "value of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC. Got an "
                 "empty trait in: %s" % (name, value))
+        for trait in names:
+            if trait.startswith('!'):
+                forbidden.add(trait[1:])
+            else:
+                required.add(trait)
+    named = required | forbidden | set().union(*any_of)
+    unknown = named - set(catalog(ctx, sorted(named))) if named else set()
+    if unknown:
         raise errors.bad_request(
             'Invalid trait(s) in "%s" parameter: No such trait(s): %s'
-            % (name, ', '.join(sorted(set(traits)))))
+            % (name, ', '.join(sorted(unknown))))
+    conflict = required & forbidden
+    if conflict:
+        raise errors.bad_request(
+            'Conflicting required and forbidden traits found in the '
+            'following traits keys: %s: (%s)'
+            % (name, ', '.join(sorted(conflict))))
+    return required, forbidden, any_of
+
+
+def add_traits(filters, found):
+    """Fold ``(required, forbidden, any_of)`` into a provider query's
+    ``filters``."""
+    required, forbidden, any_of = found
+    filters['required'] = sorted(set(filters.get('required', ())) |
+                                 required)
+    filters['forbidden'] = sorted(set(filters.get('forbidden', ())) |
+                                  forbidden)
+    filters['any_of'] = list(filters.get('any_of', ())) + [
+        sorted(names) for names in any_of]
 
 
 def provider_uuid(value, name):

@@ -14,7 +14,6 @@ import webob
 from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import handler
 from scheduler_split.api.placement import params
-from scheduler_split.scheduler import client as scheduler_client
 
 PREFIX = '/placement'
 
@@ -55,11 +54,12 @@ def _index_params(version):
     return allowed
 
 
-def filters_of(req, version, allowed):
+def filters_of(req, ctx, version, allowed):
     """The scheduler's filters of the query parameters ``allowed`` that
     ``req`` holds (``member_of``, ``resources``, ``in_tree``, ``required``
     and ``uuid``, ``name``)."""
     query = req.GET
+    scheduler = handler.scheduler(req)
     found = {}
     if 'uuid' in allowed and 'uuid' in query:
         found['uuid'] = params.provider_uuid(query['uuid'], 'uuid')
@@ -71,12 +71,14 @@ def filters_of(req, version, allowed):
         found['forbidden_aggregates'] = sorted(forbidden)
     if 'resources' in allowed and 'resources' in query:
         found['resources'] = params.resources(
-            query['resources'], scheduler_client.RESOURCE_CLASSES)
+            query['resources'], scheduler.resource_classes(ctx))
     if 'in_tree' in allowed and 'in_tree' in query:
         found['in_tree'] = [params.provider_uuid(query['in_tree'],
                                                  'in_tree')]
     if 'required' in allowed and 'required' in query:
-        params.refuse_traits(req, 'required', version)
+        params.add_traits(found, params.traits(
+            req, ctx, 'required', version,
+            lambda ctx, names: scheduler.traits(ctx, names=names)))
     return found
 
 
@@ -85,7 +87,7 @@ def index(req, ctx, version):
     """``GET /resource_providers``: the providers the filters select."""
     allowed = _index_params(version)
     params.check_names(req, allowed)
-    filters = filters_of(req, version, allowed)
+    filters = filters_of(req, ctx, version, allowed)
     found = handler.scheduler(req).providers(ctx, filters)
     return {'resource_providers': [view(req, version, p) for p in found]}
 
