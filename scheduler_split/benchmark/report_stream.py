@@ -58,7 +58,8 @@ def changed_stats(stats, index, turn):
     return changed
 
 
-def _feed(pipe, config_files, debug, run_dir, cpus, hosts, rate, stop):
+def _feed(pipe, config_files, debug, run_dir, cpus, hosts, rate, stop,
+          device_every=0):
     """The feeder process: cast reports of ``hosts`` (``[(host, cell
     transport URL)]``) at ``rate`` a second until ``stop`` is set; send
     over ``pipe`` lists of messages, then ``('sent', count)``. It runs on
@@ -80,7 +81,8 @@ def _feed(pipe, config_files, debug, run_dir, cpus, hosts, rate, stop):
         if url not in clients:
             clients[url] = scheduler_client.SchedulerClient(
                 rpc.get_transport(url))
-    first = [scheduler_only.synthetic_stats(i) for i in range(len(hosts))]
+    first = [scheduler_only.synthetic_stats(i, device_every)
+             for i in range(len(hosts))]
     outbox = _outbox
     sent = 0
     started = time.monotonic()
@@ -108,13 +110,15 @@ class ReportStream:
     """The feeder process and, in this process, the relay into the
     scheduler's buses."""
 
-    def __init__(self, config_files, debug, run_dir, cpus, hosts, rate):
+    def __init__(self, config_files, debug, run_dir, cpus, hosts, rate,
+                 device_every=0):
         self.config_files = config_files
         self.debug = debug
         self.run_dir = run_dir
         self.cpus = cpus
         self.hosts = hosts
         self.rate = rate
+        self.device_every = device_every
         self.sent = None
         self.relayed = 0
         self._process = None
@@ -130,7 +134,8 @@ class ReportStream:
         self._process = spawn.Process(
             target=_feed, name='report-stream', daemon=True,
             args=(theirs, self.config_files, self.debug, self.run_dir,
-                  self.cpus, self.hosts, self.rate, self._stop))
+                  self.cpus, self.hosts, self.rate, self._stop,
+                  self.device_every))
         self._process.start()
         theirs.close()
         if not self._pipe.poll(START_TIMEOUT):

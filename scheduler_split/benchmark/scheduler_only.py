@@ -105,12 +105,24 @@ def synthetic_hosts(count, num_cells):
     return hosts
 
 
-def synthetic_stats(index):
+# What a host with devices (see --device-hosts) has beyond the others,
+# and what the device selects ask of it.
+DEVICE_RESOURCES = {'VGPU': 4}
+DEVICE_TRAITS = ['CUSTOM_GPU', 'HW_GPU_API_VULKAN']
+DEVICE_EXTRA_SPECS = {'resources:VGPU': '1',
+                      'trait:CUSTOM_GPU': 'required'}
+
+
+def synthetic_stats(index, device_every=0):
     """What a compute's resource tracker reports (see
     ``compute/resource_tracker.py``), for a host bigger than the fake
-    driver's default."""
+    driver's default; every ``device_every``-th host (none if 0) also
+    has VGPUs and the traits of its GPU."""
     arch = CONF.fake_driver.cpu_arch
+    devices = bool(device_every) and index % device_every == 0
     return resource_tracker.report({
+        'resources': dict(DEVICE_RESOURCES) if devices else {},
+        'traits': list(DEVICE_TRAITS) if devices else [],
         'vcpus': SYNTHETIC_VCPUS,
         'memory_mb': SYNTHETIC_MEMORY_MB,
         'local_gb': SYNTHETIC_LOCAL_GB,
@@ -191,7 +203,8 @@ class SchedulerBenchmark:
 
     def __init__(self, state_dir, num_hosts, num_cells, selects, timeout,
                  progress=None, report_rate=DEFAULT_REPORT_RATE,
-                 stream_seconds=DEFAULT_STREAM_SECONDS, stream_setup=None):
+                 stream_seconds=DEFAULT_STREAM_SECONDS, stream_setup=None,
+                 device_every=0):
         self.state_dir = state_dir
         self.num_hosts = num_hosts
         self.num_cells = num_cells
@@ -203,6 +216,11 @@ class SchedulerBenchmark:
         # (config files, debug, run directory, CPUs) of the feeder
         # process.
         self.stream_setup = stream_setup or ([], False, state_dir, None)
+        # Every device_every-th host has VGPUs and GPU traits, and every
+        # other select asks for one (0: none).
+        self.device_every = device_every
+        self._selected = 0
+        self._device_spec = None
         self.ctx = ss_context.get_admin_context()
         self.api = None
         self.scheduler = None
@@ -238,7 +256,8 @@ class SchedulerBenchmark:
             rpc.get_transport(cell.transport_url)) for cell in cells}
         urls = {cell.name: cell.transport_url for cell in cells}
         hosts = synthetic_hosts(self.num_hosts, self.num_cells)
-        first = [synthetic_stats(i) for i in range(len(hosts))]
+        first = [synthetic_stats(i, self.device_every)
+                 for i in range(len(hosts))]
         rss_before = rss_bytes(trim=True)
         rss_before_untrimmed = rss_bytes()
 
@@ -364,10 +383,33 @@ class SchedulerBenchmark:
                 image_properties=dict(properties))
         return self._spec
 
+    def _device_request_spec(self):
+        """The RequestSpec of a server asking a VGPU of a host with the
+        GPU's trait."""
+        if self._device_spec is None:
+            spec = self._request_spec()
+            flavor = objects.Flavor(**{
+                name: getattr(spec.flavor, name)
+                for name in spec.flavor.fields
+                if spec.flavor.obj_attr_is_set(name)})
+            flavor.extra_specs = dict(spec.flavor.extra_specs,
+                                      **DEVICE_EXTRA_SPECS)
+            self._device_spec = objects.RequestSpec(
+                instance_uuid=spec.instance_uuid, project_id='bench',
+                user_id='bench', flavor=flavor, image_ref=spec.image_ref,
+                num_instances=1, availability_zone=None, force_hosts=None,
+                scheduler_hints={}, instance_group=None,
+                image_properties=dict(spec.image_properties))
+        return self._device_spec
+
     def _select(self):
         """One select of one instance; ``(seconds, whether it found a
-        host)``."""
-        spec = self._request_spec()
+        host)``. With hosts with devices, every other select asks for
+        one."""
+        self._selected += 1
+        spec = (self._device_request_spec()
+                if self.device_every and self._selected % 2 == 0
+                else self._request_spec())
         uuid = uuidutils.generate_uuid()
         spec.instance_uuid = uuid
         started = time.monotonic()
@@ -405,7 +447,8 @@ class SchedulerBenchmark:
         from the feeder process; the figures of that phase."""
         stream = report_stream.ReportStream(*self.stream_setup,
                                             hosts=hosts,
-                                            rate=self.report_rate)
+                                            rate=self.report_rate,
+                                            device_every=self.device_every)
         since = _reports_counted()
         reloads = _reloads()
         inside = None

@@ -185,6 +185,17 @@ def parse_args(argv):
                         help='With --scheduler-only, how long selects are '
                              'timed under the stream of reports (default: '
                              '%d).' % scheduler_only.DEFAULT_STREAM_SECONDS)
+    parser.add_argument('--device-hosts', type=float, metavar='FRACTION',
+                        help='With --scheduler-only, the fraction of the '
+                             'hosts that have VGPUs (%s) and GPU traits '
+                             '(%s); every other select then asks one '
+                             '(%s). Default: 0, none.' % (
+                                 ', '.join('%s:%d' % item for item in sorted(
+                                     scheduler_only.DEVICE_RESOURCES.items())),
+                                 ', '.join(scheduler_only.DEVICE_TRAITS),
+                                 ', '.join('%s=%s' % item for item in sorted(
+                                     scheduler_only.DEVICE_EXTRA_SPECS
+                                     .items()))))
     parser.add_argument('--list-servers', action='store_true',
                         help='Time the server list: boot --servers through '
                              'the API of the all-in-one the bench starts '
@@ -262,7 +273,7 @@ def parse_args(argv):
     for name in ('repeats', 'limit'):
         if getattr(args, name) and not args.list_servers:
             parser.error('--%s is for --list-servers' % name)
-    for name in ('report_rate', 'stream_seconds'):
+    for name in ('report_rate', 'stream_seconds', 'device_hosts'):
         if getattr(args, name) is not None and not args.scheduler_only:
             parser.error('--%s is for --scheduler-only'
                          % name.replace('_', '-'))
@@ -270,6 +281,11 @@ def parse_args(argv):
         parser.error('--report-rate must be 0 or more')
     if args.stream_seconds is not None and args.stream_seconds <= 0:
         parser.error('--stream-seconds must be more than 0')
+    if args.device_hosts is not None and not 0 <= args.device_hosts <= 1:
+        parser.error('--device-hosts must be between 0 and 1')
+    # Every device_every-th host has devices.
+    args.device_every = (round(1 / args.device_hosts)
+                         if args.device_hosts else 0)
     args.servers = args.servers or (DEFAULT_LIST_SERVERS if args.list_servers
                                     else DEFAULT_SERVERS)
     args.repeats = args.repeats or DEFAULT_REPEATS
@@ -381,7 +397,7 @@ def run_boot(args, run_dir, progress):
 
 def _measure_scheduler(config_files, debug, run_dir, state_dir, hosts,
                        num_cells, selects, timeout, report_rate,
-                       stream_seconds):
+                       stream_seconds, device_every=0):
     """One size, in a process of its own: fresh buses, transports and
     engines, and an RSS that holds nothing of the sizes before. It keeps
     to the CPUs of ``[DEFAULT] cpu_affinity``, as a scheduler would."""
@@ -396,7 +412,8 @@ def _measure_scheduler(config_files, debug, run_dir, state_dir, hosts,
         return scheduler_only.SchedulerBenchmark(
             state_dir, hosts, num_cells, selects, timeout,
             report_rate=report_rate, stream_seconds=stream_seconds,
-            stream_setup=(config_files, debug, run_dir, cpus)).run()
+            stream_setup=(config_files, debug, run_dir, cpus),
+            device_every=device_every).run()
     finally:
         rpc.cleanup()
         engines.dispose_all()
@@ -413,10 +430,11 @@ def run_scheduler_only(args, run_dir):
                 _measure_scheduler, args.config_file, args.debug, run_dir,
                 os.path.join(run_dir, 'hosts-%d' % hosts), hosts,
                 args.cells, args.servers, args.timeout, args.report_rate,
-                args.stream_seconds).result())
+                args.stream_seconds, args.device_every).result())
     return {'mode': 'scheduler-only', 'cells': args.cells,
             'selects': args.servers, 'flavor': scheduler_only.SELECT_FLAVOR,
             'num_alternates': scheduler_only.SELECT_ALTERNATES,
+            'device_hosts': args.device_hosts or 0,
             'report_rate': args.report_rate,
             'stream_seconds': args.stream_seconds,
             'select_pause_ms': int(scheduler_only.SELECT_PAUSE * 1000),
