@@ -411,22 +411,27 @@ class ReportWriter:
             for result in results.values():
                 if result[1] is None:
                     result[1] = ids[result[0]]
-        self._store_inventories(conn, reports, results,
-                                {values['p_id'] for values in updates},
-                                stamp)
+        kept = self._store_inventories(
+            conn, reports, results, {values['p_id'] for values in updates},
+            stamp)
         traits_mod.store_reported(conn, {
             result[1]: traits_of(reports[name][1])
             for name, result in results.items()})
+        # A provider that keeps an inventory its report left out (still
+        # in use) has its next report written again, digest or not.
         return [Written(name, uuid, provider_id, cell_uuid,
                         reports[name][1], reports[name][2],
-                        reports[name][3], status)
+                        None if provider_id in kept else reports[name][3],
+                        status)
                 for name, (uuid, provider_id, cell_uuid, status)
                 in results.items()]
 
     def _store_inventories(self, conn, reports, results, known, stamp):
         """Write the inventories the reports carry where they differ
-        from the database's; bump the generation of the providers whose
-        inventory changed."""
+        from the database's, and drop those they no longer carry that
+        nothing is allocated of; bump the generation of the providers
+        whose inventory changed. Returns the ids of the providers that
+        keep an inventory their report left out, as it is in use."""
         current = {}
         for ids in _chunks(sorted(known)):
             for rp_id, rc, total, reserved, ratio in conn.execute(
@@ -459,8 +464,9 @@ class ReportWriter:
             reported = inventory_of(reports[name][1])
             gone += [(provider_id, rc) for (rp_id, rc) in current
                      if rp_id == provider_id and rc not in reported]
-        gone = _unused(conn, gone)
-        for provider_id, rc in gone:
+        unused = _unused(conn, gone)
+        kept = {provider_id for provider_id, _ in set(gone) - set(unused)}
+        for provider_id, rc in unused:
             conn.execute(_INV.delete().where(
                 _INV.c.resource_provider_id == provider_id,
                 _INV.c.resource_class == rc))
@@ -477,3 +483,4 @@ class ReportWriter:
                 conn.execute(sa.update(_RP).where(_RP.c.id.in_(ids)).values(
                     generation=_RP.c.generation + 1,
                     changed_by=claims.CHANGED_BY), stamp)
+        return kept

@@ -287,3 +287,53 @@ def test_placement_lists_filter_on_traits_and_any_class(system):
     candidates = read('/allocation_candidates?resources=CUSTOM_BAREMETAL_'
                       'GOLD:1&root_required=!CUSTOM_GOLD')
     assert len(candidates['allocation_requests']) == 1
+
+
+def test_a_report_replaces_what_the_compute_reported_only(system,
+                                                          fake_driver):
+    """A host that stops reporting a trait or a class loses it; an
+    operator's trait stays, and an inventory stays while it is in use."""
+    api = system.api
+    headers = {'OpenStack-API-Version': 'placement 1.39'}
+
+    def provider(name):
+        return api.get('/placement/resource_providers', params={
+            'name': name}, headers=headers).json()['resource_providers'][0]
+
+    def traits(name):
+        return api.get('/placement/resource_providers/%s/traits'
+                       % provider(name)['uuid'], headers=headers).json()[
+            'traits']
+
+    def inventory(name):
+        return sorted(api.get('/placement/resource_providers/%s/inventories'
+                              % provider(name)['uuid'],
+                              headers=headers).json()['inventories'])
+
+    first = provider('cell1-compute1')
+    assert api.put('/placement/traits/CUSTOM_MINE',
+                   headers=headers).status_code == 201
+    resp = api.put('/placement/resource_providers/%s/traits' % first['uuid'],
+                   {'traits': ['CUSTOM_GOLD', 'HW_CPU_X86_AVX512F',
+                               'CUSTOM_MINE'],
+                    'resource_provider_generation': first['generation']},
+                   headers=headers)
+    assert resp.status_code == 200, resp.text
+    vgpu = _flavor(api, 'vgpu', {'resources:VGPU': '1'})
+    server = _boot(system, vgpu)
+    assert server['OS-EXT-SRV-ATTR:host'] == 'cell1-compute2'
+
+    fake_driver('traits', ['cell1-compute1=CUSTOM_GOLD'])
+    fake_driver('resources', [])
+    for host in ('cell1-compute1', 'cell1-compute2', 'cell1-compute3'):
+        system.aio.computes[host].manager.report()
+    assert traits('cell1-compute1') == ['CUSTOM_GOLD', 'CUSTOM_MINE']
+    # VGPU is in use: it stays until the server goes; PCPU goes now.
+    assert inventory('cell1-compute2') == ['DISK_GB', 'MEMORY_MB', 'VCPU',
+                                           'VGPU']
+    assert inventory('cell1-compute3') == ['DISK_GB', 'MEMORY_MB', 'VCPU']
+    api.delete('/v2.1/servers/%s' % server['id'])
+    api.wait_gone(server['id'])
+    system.aio.computes['cell1-compute2'].manager.report()
+    assert inventory('cell1-compute2') == ['DISK_GB', 'MEMORY_MB', 'VCPU']
+    _no_valid_host(_boot(system, vgpu))
