@@ -181,7 +181,7 @@ ROUTES = {
     '/v2.1/os-instance_usage_audit_log/{before_timestamp}': {
         'GET': instance_usage_audit_log.show},
     '/metrics': {'GET': metrics_api.show},
-    # The read-only Placement API, in Placement's shapes (api/placement).
+    # The Placement API, in Placement's shapes (api/placement).
     **placement.ROUTES,
 }
 

@@ -1,11 +1,11 @@
-"""The rule of the read-only Placement API (``/placement``): resource
+"""The rules of the Placement API (``/placement``): resource
 providers, their inventories, usages and allocations, every project's
 usage and every consumer's allocations are an operator's to see, as in
 Placement, whose every rule is for admins by default.
 
 One rule guards every read, another the writes served so far (traits
-and resource classes);
-the version document (``GET /placement``) answers without a token.
+and resource classes); the version document (``GET /placement``)
+answers without a token.
 """
 
 from oslo_policy import policy

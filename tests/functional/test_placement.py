@@ -366,7 +366,8 @@ def test_only_an_admin_reads_or_writes_and_other_writes_are_refused(
                 ('POST', '/reshaper'),
                 ('PATCH', '/resource_providers')):
             resp = user.request(method, path, NEWEST, json={})
-            assert 'read-only' in placement_error(resp, 405, NEWEST)
+            assert 'written by the scheduler alone' in placement_error(
+                resp, 405, NEWEST)
     # The writes of traits and resource classes are served, for admins.
     for method, path in (('PUT', '/resource_providers/%s/traits' % uuid),
                          ('DELETE', '/resource_providers/%s/traits' % uuid),

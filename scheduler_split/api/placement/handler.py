@@ -39,10 +39,11 @@ WRITE_RULE = 'placement:write'
 # one served); the first four write.
 REFUSED = ('POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS')
 WRITES = REFUSED[:4]
-READ_ONLY = ('The Placement API of this cloud is read-only: resource '
-             'providers, inventories and allocations are written by the '
-             'scheduler alone, from what computes report and as it claims '
-             'hosts for servers (through the compute API).')
+READ_ONLY = ('This write is not served: resource providers, their '
+             'inventories and aggregates, and allocations are written by '
+             'the scheduler alone, from what computes report and as it '
+             'claims hosts for servers (through the compute API). Traits '
+             'and resource classes are written here.')
 
 # Why the scheduler did not answer, as the detail of a 503.
 SCHEDULER_TOO_OLD = ('The Placement API needs schedulers that serve '
