@@ -338,6 +338,8 @@ def test_a_report_replaces_what_the_compute_reported_only(system,
                 ['DISK_GB', 'MEMORY_MB', 'VCPU', 'VGPU'])
     api.delete('/v2.1/servers/%s' % server['id'])
     api.wait_gone(server['id'])
+    # The claim goes just after the server does.
+    _eventually(lambda: server['id'] in system.allocations(), False)
     system.aio.computes['cell1-compute2'].manager.report()
     _eventually(lambda: inventory('cell1-compute2'),
                 ['DISK_GB', 'MEMORY_MB', 'VCPU'])
