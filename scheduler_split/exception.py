@@ -453,3 +453,83 @@ class ResourceClassInUse(Conflict):
 
 class ResourceClassCannotDeleteStandard(Invalid):
     msg_fmt = 'Cannot delete standard resource class %(name)s.'
+
+
+class ResourceProviderExists(Conflict):
+    msg_fmt = 'Conflicting resource provider %(what)s already exists.'
+    placement_code = 'placement.duplicate_name'
+
+
+class ResourceProviderInvalid(Invalid):
+    msg_fmt = '%(detail)s'
+
+
+class ResourceProviderInUse(Conflict):
+    msg_fmt = ('Unable to delete resource provider %(uuid)s: Resource '
+               'provider has allocations.')
+    placement_code = 'placement.resource_provider.inuse'
+
+
+class ResourceProviderHasChildren(Conflict):
+    msg_fmt = ('Unable to delete parent resource provider %(uuid)s: It '
+               'has child resource providers.')
+    placement_code = 'placement.resource_provider.cannot_delete_parent'
+
+
+class InventoryClassUnknown(Invalid):
+    msg_fmt = 'No such resource class %(name)s.'
+
+
+class InventoryInUse(Conflict):
+    msg_fmt = ("Inventory for '%(classes)s' on resource provider "
+               "'%(uuid)s' in use.")
+    placement_code = 'placement.inventory.inuse'
+
+
+class InventoryExists(Conflict):
+    msg_fmt = ('Update conflict: Inventory for %(name)s on resource '
+               'provider %(uuid)s already exists.')
+    placement_code = 'placement.concurrent_update'
+
+
+class InventoryNotFound(NotFound):
+    msg_fmt = 'No inventory of class %(name)s found.'
+
+
+class AllocationsRaced(Conflict):
+    msg_fmt = ('Inventory and/or allocations changed while attempting to '
+               'allocate: Another thread concurrently updated the data. '
+               'Please retry your update')
+    placement_code = 'placement.concurrent_update'
+
+
+class ConsumerGenerationConflict(Conflict):
+    msg_fmt = ('consumer generation conflict - expected %(expected)s but '
+               'got %(got)s')
+    placement_code = 'placement.concurrent_update'
+
+
+class AllocationProviderNotFound(Invalid):
+    msg_fmt = ("Allocation for resource provider '%(uuid)s' that does not "
+               "exist.")
+
+
+class AllocationNoInventory(Conflict):
+    msg_fmt = ("Unable to allocate inventory: Inventory for '%(rc)s' on "
+               "resource provider '%(uuid)s' invalid.")
+
+
+class AllocationConstraintsViolated(Conflict):
+    msg_fmt = ("Unable to allocate inventory: Unable to create allocation "
+               "for '%(rc)s' on resource provider '%(uuid)s'. The requested "
+               "amount would violate inventory constraints.")
+
+
+class AllocationCapacityExceeded(Conflict):
+    msg_fmt = ("Unable to allocate inventory: Unable to create allocation "
+               "for '%(rc)s' on resource provider '%(uuid)s'. The requested "
+               "amount would exceed the capacity.")
+
+
+class ConsumerAllocationsNotFound(NotFound):
+    msg_fmt = "No allocations for consumer '%(uuid)s'"

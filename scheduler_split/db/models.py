@@ -431,7 +431,9 @@ class Migration(_Timestamps, CellBase):
 # --- scheduler database -----------------------------------------------------
 
 class ResourceProvider(_Timestamps, SchedulerBase):
-    """A compute node, as the scheduler claims against it."""
+    """A resource provider: a compute node, as the scheduler claims
+    against it, or one made through the Placement API (no ``host``),
+    either a root or a child in the tree of ``root_provider_id``."""
     __tablename__ = 'resource_providers'
     __table_args__ = (
         sa.UniqueConstraint('host', 'name'),
@@ -440,11 +442,25 @@ class ResourceProvider(_Timestamps, SchedulerBase):
                  'service_disabled'),
         sa.Index('resource_providers_forced_down_idx', 'forced_down'),
         # What the periodic reload of every scheduler reads (host_manager).
-        sa.Index('resource_providers_changed_at_idx', 'changed_at'))
+        sa.Index('resource_providers_changed_at_idx', 'changed_at'),
+        sa.Index('resource_providers_parent_provider_id_idx',
+                 'parent_provider_id'),
+        sa.Index('resource_providers_root_provider_id_idx',
+                 'root_provider_id'),
+        sa.Index('resource_providers_name_idx', 'name'))
     id = sa.Column(sa.Integer, primary_key=True)
     uuid = sa.Column(sa.String(36), nullable=False, unique=True)
-    host = sa.Column(sa.String(255), nullable=False)
+    # The compute host; None for a provider made through the Placement
+    # API, which no compute reports and no server is placed on.
+    host = sa.Column(sa.String(255), nullable=True)
     name = sa.Column(sa.String(255), nullable=False)
+    # The tree: the parent (None for a root) and the root (None: the
+    # provider is its own root).
+    parent_provider_id = sa.Column(
+        sa.Integer, sa.ForeignKey(
+            'resource_providers.id',
+            name='resource_providers_parent_provider_id_fkey'))
+    root_provider_id = sa.Column(sa.Integer)
     cell_uuid = sa.Column(sa.String(36))
     availability_zone = sa.Column(sa.String(255))
     # Bumped by every claim and release; a claim that saw an older value
@@ -539,6 +555,18 @@ class ResourceProviderTrait(_Timestamps, SchedulerBase):
                          server_default=sa.false())
 
 
+class ResourceProviderAggregate(_Timestamps, SchedulerBase):
+    """An aggregate a provider was put in through the Placement API (its
+    host's host aggregates count on top)."""
+    __tablename__ = 'resource_provider_aggregates'
+    __table_args__ = (sa.Index(
+        'resource_provider_aggregates_aggregate_uuid_idx',
+        'aggregate_uuid'),)
+    resource_provider_id = sa.Column(
+        sa.Integer, sa.ForeignKey('resource_providers.id'), primary_key=True)
+    aggregate_uuid = sa.Column(sa.String(36), primary_key=True)
+
+
 class ResourceClass(_Timestamps, SchedulerBase):
     """A custom resource class (``CUSTOM_*``); the standard ones come
     from the os-resource-classes library."""
@@ -562,6 +590,24 @@ class Allocation(_Timestamps, SchedulerBase):
     consumer_id = sa.Column(sa.String(36), nullable=False)
     resource_class = sa.Column(sa.String(255), nullable=False)
     used = sa.Column(sa.Integer, nullable=False)
+
+
+class Consumer(_Timestamps, SchedulerBase):
+    """A consumer whose allocations were written through the Placement
+    API, with its owner, type and generation. The consumers of the
+    scheduler's claims (servers, moves) have none."""
+    __tablename__ = 'consumers'
+    __table_args__ = (
+        sa.UniqueConstraint('uuid', name='uniq_consumers0uuid'),
+        sa.Index('consumers_project_id_user_id_idx', 'project_id',
+                 'user_id'))
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255), nullable=False)
+    consumer_type = sa.Column(sa.String(255))
+    generation = sa.Column(sa.Integer, nullable=False, default=0,
+                           server_default='0')
 
 
 class ConsumerGroup(_Timestamps, SchedulerBase):

@@ -15,7 +15,7 @@ from scheduler_split import servicegroup
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 17
+SERVICE_VERSION = 18
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -92,6 +92,11 @@ SERVICE_VERSION_HISTORY = (
     #     scheduler: scheduler 1.10.
     {'compute_rpc': '1.7', 'conductor_rpc': '1.12',
      'scheduler_rpc': '1.10'},
+    # 18: the Placement API writes resource providers (made, renamed,
+    #     re-parented, deleted), their inventories and aggregates through
+    #     the scheduler: scheduler 1.11.
+    {'compute_rpc': '1.7', 'conductor_rpc': '1.12',
+     'scheduler_rpc': '1.11'},
 )
 
 # The binary names services record themselves under.

@@ -44,10 +44,28 @@ rules = [
         scope_types=['project']),
     policy.DocumentedRuleDefault(
         name='placement:write', check_str=base.ADMIN,
-        description='Write through the Placement API: make and remove '
-                    'custom traits and custom resource classes, and set '
-                    'or clear the traits of a resource provider.',
+        description='Write through the Placement API: make, rename, '
+                    're-parent and delete resource providers, write their '
+                    'inventories, aggregates and traits, write the '
+                    'allocations of consumers that are not servers, and '
+                    'make and remove custom traits and custom resource '
+                    'classes.',
         operations=[
+            {'method': 'POST', 'path': '/placement/allocations'},
+            {'method': 'PUT', 'path': '/placement/allocations/{consumer}'},
+            {'method': 'DELETE',
+             'path': '/placement/allocations/{consumer}'},
+            {'method': 'POST', 'path': '/placement/resource_providers'},
+            {'method': 'PUT', 'path': _PROVIDER},
+            {'method': 'DELETE', 'path': _PROVIDER},
+            {'method': 'PUT', 'path': _PROVIDER + '/inventories'},
+            {'method': 'POST', 'path': _PROVIDER + '/inventories'},
+            {'method': 'DELETE', 'path': _PROVIDER + '/inventories'},
+            {'method': 'PUT',
+             'path': _PROVIDER + '/inventories/{resource_class}'},
+            {'method': 'DELETE',
+             'path': _PROVIDER + '/inventories/{resource_class}'},
+            {'method': 'PUT', 'path': _PROVIDER + '/aggregates'},
             {'method': 'PUT', 'path': '/placement/traits/{name}'},
             {'method': 'DELETE', 'path': '/placement/traits/{name}'},
             {'method': 'PUT', 'path': _PROVIDER + '/traits'},

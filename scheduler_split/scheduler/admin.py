@@ -23,6 +23,7 @@ from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_state
+from scheduler_split.scheduler import placement_providers
 from scheduler_split.scheduler import reports
 
 CONF = conf.CONF
@@ -93,9 +94,8 @@ class SchedulerAdmin:
                     raise exception.Conflict(
                         reason='host %s still holds %d allocations' % (
                             host, held))
-                session.execute(sa.delete(models.Inventory).where(
-                    models.Inventory.resource_provider_id.in_(list(ids))))
-                session.execute(sa.delete(rp).where(rp.id.in_(list(ids))))
+                placement_providers.delete_rows(session.connection(),
+                                                list(ids))
         uuids = sorted(ids.values())
         self.host_manager.forget(uuids)
         LOG.info('Deleted the compute nodes %s of host %s', uuids, host)

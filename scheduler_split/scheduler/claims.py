@@ -360,13 +360,18 @@ def _move(url, from_consumer, to_consumer, stamp):
 
 
 def consumers_older_than(url, seconds, marker=None, limit=None):
-    """Consumers holding an allocation made more than ``seconds`` ago, in
-    uuid order: those after ``marker``, at most ``limit`` of them."""
+    """Consumers of the scheduler's claims holding an allocation made
+    more than ``seconds`` ago, in uuid order: those after ``marker``, at
+    most ``limit`` of them."""
     cutoff = datetime.datetime.now(datetime.timezone.utc).replace(
         tzinfo=None) - datetime.timedelta(seconds=seconds)
     consumer = models.Allocation.consumer_id
+    # Those written through the Placement API (a port's, a node's) are no
+    # server's or move's: nothing reconciles them away.
     query = sa.select(consumer).where(
-        models.Allocation.created_at < cutoff).distinct().order_by(consumer)
+        models.Allocation.created_at < cutoff,
+        consumer.not_in(sa.select(models.Consumer.uuid))).distinct(
+    ).order_by(consumer)
     if marker is not None:
         query = query.where(consumer > marker)
     if limit is not None:

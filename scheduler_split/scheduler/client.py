@@ -337,6 +337,68 @@ class SchedulerClient:
         """Remove a custom resource class nothing uses."""
         return self._api.delete_resource_class(ctx, name)
 
+    # --- providers, inventories, aggregates (scheduler RPC 1.11) ---------
+
+    def create_provider(self, ctx, name, uuid=None, parent_uuid=None):
+        """Make a resource provider without a compute host (a root, or
+        the child of ``parent_uuid``): its uuid."""
+        return self._api.create_provider(ctx, name, uuid, parent_uuid)
+
+    def update_provider(self, ctx, provider_uuid, name, parent=None,
+                        allow_reparenting=False):
+        """Rename a provider; ``parent`` (``{'uuid': uuid or None}``)
+        moves it under another provider or makes it a root."""
+        return self._api.update_provider(ctx, provider_uuid, name, parent,
+                                         allow_reparenting)
+
+    def delete_provider(self, ctx, provider_uuid):
+        """Delete a provider without allocations or children."""
+        return self._api.delete_provider(ctx, provider_uuid)
+
+    def set_inventories(self, ctx, provider_uuid, inventories, generation):
+        """Make ``{class: fields}`` (None: nothing) a provider's whole
+        inventory, if it is still at ``generation`` (None: whatever it
+        is): the new generation."""
+        return self._api.set_inventories(ctx, provider_uuid, inventories,
+                                         generation)
+
+    def put_inventory(self, ctx, provider_uuid, resource_class, fields,
+                      generation, create=False):
+        """Write one class of a provider's inventory, a new one with
+        ``create``: the new generation."""
+        return self._api.put_inventory(ctx, provider_uuid, resource_class,
+                                       fields, generation, create)
+
+    def delete_inventory(self, ctx, provider_uuid, resource_class):
+        """Delete one class of a provider's inventory: the new
+        generation."""
+        return self._api.delete_inventory(ctx, provider_uuid,
+                                          resource_class)
+
+    def write_allocations(self, ctx, consumers):
+        """Make ``{consumer uuid: {'allocations': {provider uuid: {class:
+        amount}}, 'project_id', 'user_id', 'consumer_type',
+        'generation'}}`` what those consumers hold, all or none."""
+        return self._api.write_allocations(ctx, consumers)
+
+    def delete_allocations(self, ctx, consumer_uuid):
+        """Delete what a consumer holds and its record."""
+        return self._api.delete_allocations(ctx, consumer_uuid)
+
+    def consumer(self, ctx, consumer_uuid):
+        """The record of a consumer written through the Placement API
+        (``project_id``, ``user_id``, ``consumer_type``,
+        ``generation``), or None."""
+        return self._api.get_consumer(ctx, consumer_uuid)
+
+    def set_provider_aggregates(self, ctx, provider_uuid, aggregates,
+                                generation):
+        """Make ``aggregates`` those a provider was put in through the
+        Placement API: the new generation."""
+        return self._api.set_provider_aggregates(ctx, provider_uuid,
+                                                 list(aggregates),
+                                                 generation)
+
     def try_release_resources(self, ctx, instance_uuid):
         """``release_resources`` for failure paths: an error is logged and
         False returned, so that the caller can still settle the instance.

@@ -31,13 +31,15 @@ from scheduler_split.scheduler import admin as admin_mod
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_manager as host_manager_mod
 from scheduler_split.scheduler import manager as manager_mod
+from scheduler_split.scheduler import placement_allocations
+from scheduler_split.scheduler import placement_providers
 from scheduler_split.scheduler import placement_reads
 from scheduler_split.scheduler import placement_writes
 from scheduler_split.scheduler import rpcapi
 
 CONF = conf.CONF
 
-RPC_VERSION = '1.10'
+RPC_VERSION = '1.11'
 
 
 class Scheduler:
@@ -205,6 +207,69 @@ class Scheduler:
 
     def delete_resource_class(self, ctx, name):
         placement_writes.delete_resource_class(self.db_url, name)
+
+    # --- providers, inventories, aggregates (placement_providers) ---------
+
+    def _written(self, provider_uuid, generation=None):
+        # This process's memory at once; the others' at their next
+        # reload, which reads the provider the write changed.
+        self.host_manager.refresh_host(provider_uuid)
+        return generation
+
+    def create_provider(self, ctx, name, uuid=None, parent_uuid=None):
+        return placement_providers.create_provider(self.db_url, name, uuid,
+                                                   parent_uuid)
+
+    def update_provider(self, ctx, provider_uuid, name, parent=None,
+                        allow_reparenting=False):
+        parent_uuid = placement_providers.UNCHANGED
+        if parent is not None:
+            parent_uuid = parent.get('uuid')
+        placement_providers.update_provider(
+            self.db_url, provider_uuid, name, parent_uuid, allow_reparenting,
+            self.host_manager.stamp())
+        self._written(provider_uuid)
+
+    def delete_provider(self, ctx, provider_uuid):
+        placement_providers.delete_provider(self.db_url, provider_uuid)
+        self._written(provider_uuid)
+
+    def set_inventories(self, ctx, provider_uuid, inventories, generation):
+        generation = placement_providers.set_inventories(
+            self.db_url, provider_uuid, inventories, generation,
+            self.host_manager.stamp())
+        return self._written(provider_uuid, generation)
+
+    def put_inventory(self, ctx, provider_uuid, resource_class, fields,
+                      generation, create=False):
+        return self._written(provider_uuid, placement_providers.put_inventory(
+            self.db_url, provider_uuid, resource_class, fields, generation,
+            create, self.host_manager.stamp()))
+
+    def delete_inventory(self, ctx, provider_uuid, resource_class):
+        return self._written(provider_uuid,
+                             placement_providers.delete_inventory(
+                                 self.db_url, provider_uuid, resource_class,
+                                 self.host_manager.stamp()))
+
+    def write_allocations(self, ctx, consumers):
+        for uuid in placement_allocations.write(self.db_url, consumers,
+                                                self.host_manager.stamp()):
+            self._written(uuid)
+
+    def delete_allocations(self, ctx, consumer_uuid):
+        for uuid in placement_allocations.delete(self.db_url, consumer_uuid,
+                                                 self.host_manager.stamp()):
+            self._written(uuid)
+
+    def get_consumer(self, ctx, consumer_uuid):
+        return placement_allocations.consumer(self.db_url, consumer_uuid)
+
+    def set_provider_aggregates(self, ctx, provider_uuid, aggregates,
+                                generation):
+        return self._written(provider_uuid, placement_providers.set_aggregates(
+            self.db_url, provider_uuid, aggregates, generation,
+            self.host_manager.stamp()))
 
 
 class SchedulerEndpoint:
@@ -491,6 +556,88 @@ class SchedulerEndpoint:
         """Call (1.10): remove a custom resource class (DELETE
         /resource_classes/{name})."""
         return self.scheduler.delete_resource_class(ctx, name)
+
+    # Calls (1.11) from the API's Placement API: providers, their
+    # inventories and aggregates.
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def create_provider(self, ctx, name, uuid=None, parent_uuid=None):
+        """Call (1.11): make a provider (POST /resource_providers): its
+        uuid."""
+        return self.scheduler.create_provider(ctx, name, uuid, parent_uuid)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def update_provider(self, ctx, provider_uuid, name, parent=None,
+                        allow_reparenting=False):
+        """Call (1.11): rename or re-parent a provider (PUT
+        /resource_providers/{uuid}); ``parent`` None leaves the parent,
+        ``{'uuid': None}`` makes it a root."""
+        return self.scheduler.update_provider(ctx, provider_uuid, name,
+                                              parent, allow_reparenting)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def delete_provider(self, ctx, provider_uuid):
+        """Call (1.11): delete a provider (DELETE
+        /resource_providers/{uuid})."""
+        return self.scheduler.delete_provider(ctx, provider_uuid)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def set_inventories(self, ctx, provider_uuid, inventories, generation):
+        """Call (1.11): a provider's whole inventory (PUT and DELETE
+        /resource_providers/{uuid}/inventories): the new generation."""
+        return self.scheduler.set_inventories(ctx, provider_uuid,
+                                              inventories, generation)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def put_inventory(self, ctx, provider_uuid, resource_class, fields,
+                      generation, create=False):
+        """Call (1.11): one class of a provider's inventory (POST
+        /inventories, PUT /inventories/{class}): the new generation."""
+        return self.scheduler.put_inventory(ctx, provider_uuid,
+                                            resource_class, fields,
+                                            generation, create)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def delete_inventory(self, ctx, provider_uuid, resource_class):
+        """Call (1.11): delete one class of a provider's inventory
+        (DELETE /inventories/{class}): the new generation."""
+        return self.scheduler.delete_inventory(ctx, provider_uuid,
+                                               resource_class)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def set_provider_aggregates(self, ctx, provider_uuid, aggregates,
+                                generation):
+        """Call (1.11): a provider's aggregates (PUT
+        /resource_providers/{uuid}/aggregates): the new generation."""
+        return self.scheduler.set_provider_aggregates(
+            ctx, provider_uuid, aggregates, generation)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def write_allocations(self, ctx, consumers):
+        """Call (1.11): the allocations of consumers that are not the
+        scheduler's servers (PUT /allocations/{consumer}, POST
+        /allocations), all or none."""
+        return self.scheduler.write_allocations(ctx, consumers)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def delete_allocations(self, ctx, consumer_uuid):
+        """Call (1.11): DELETE /allocations/{consumer}."""
+        return self.scheduler.delete_allocations(ctx, consumer_uuid)
+
+    @messaging.expose
+    def get_consumer(self, ctx, consumer_uuid):
+        """Call (1.11): the record of a consumer written through the
+        Placement API (its owner, type and generation), or None."""
+        return self.scheduler.get_consumer(ctx, consumer_uuid)
 
     @messaging.expose
     def get_minimum_service_version(self, ctx):

@@ -434,7 +434,9 @@ class HostManager:
                 states, _ = self._read_states(conn, changed,
                                               host_reads.those(changed))
                 count, newest = conn.execute(sa.select(
-                    sa.func.count(_RP.c.id), sa.func.max(_RP.c.id))).one()
+                    sa.func.coalesce(sa.func.sum(
+                        sa.case((host_reads.HOSTS, 1), else_=0)), 0),
+                    sa.func.max(_RP.c.id))).one()
                 seen = conn.execute(times).all()
                 signature = aggregates_mod.signature(conn)
             if signature != self._aggregates_seen:
@@ -476,7 +478,8 @@ class HostManager:
         """Memory holds another number of hosts than the database: forget
         those deleted, load those missing."""
         with engines.connection(self.db_url) as conn:
-            present = set(conn.execute(sa.select(_RP.c.uuid)).scalars())
+            present = set(conn.execute(sa.select(_RP.c.uuid).where(
+                host_reads.HOSTS)).scalars())
         with self._lock:
             gone = [uuid for uuid in self._hosts if uuid not in present]
             missing = [uuid for uuid in present if uuid not in self._hosts]
@@ -485,7 +488,7 @@ class HostManager:
             with engines.connection(self.db_url) as conn:
                 # Those written since the read above are not gone.
                 back = set(conn.execute(sa.select(_RP.c.uuid).where(
-                    _RP.c.uuid.in_(chunk))).scalars())
+                    _RP.c.uuid.in_(chunk), host_reads.HOSTS)).scalars())
             with self._lock:
                 for uuid in chunk:
                     if uuid not in back:
@@ -609,7 +612,8 @@ class HostManager:
         """The hosts whose compute has reported, from the database."""
         rp = models.ResourceProvider
         with engines.reader(self.db_url) as session:
-            return set(session.scalars(sa.select(rp.host).distinct()))
+            return set(session.scalars(sa.select(rp.host).where(
+                rp.host.is_not(None)).distinct()))
 
     def zones(self):
         """``{zone: [host state, ...]}`` of every known host."""

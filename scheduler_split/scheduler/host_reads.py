@@ -28,6 +28,9 @@ _USAGE = sa.select(
     _ALLOC.c.resource_provider_id, _ALLOC.c.resource_class,
     sa.func.sum(_ALLOC.c.used)).group_by(_ALLOC.c.resource_provider_id,
                                          _ALLOC.c.resource_class)
+# The providers that are hosts: the compute nodes, roots with a host.
+# Those made through the Placement API and children are not placed on.
+HOSTS = sa.and_(_RP.c.host.is_not(None), _RP.c.parent_provider_id.is_(None))
 _CONSUMERS = sa.select(_ALLOC.c.resource_provider_id,
                        _ALLOC.c.consumer_id).distinct()
 
@@ -54,7 +57,7 @@ def read_states(conn, providers, related, page=None):
     ``resource_provider_id`` column. With ``page``, only the first
     ``page`` of them in id order: ``related`` is then a function of the
     last id read that gives that condition."""
-    query = _PROVIDER.where(providers)
+    query = _PROVIDER.where(providers, HOSTS)
     if page is not None:
         query = query.order_by(_RP.c.id).limit(page)
     by_id = {}

@@ -3,13 +3,12 @@
 the allocations held on a provider or by a consumer, and what a set of
 consumers uses.
 
-In Placement's terms, every compute node is a resource provider that is
-the root of its own tree (no nested and no sharing providers), with an
-inventory of ``VCPU``, ``MEMORY_MB`` and ``DISK_GB`` as its compute
-reports it; a host aggregate is a provider aggregate of the same uuid
-holding the providers of its hosts, as Nova mirrors its aggregates into
-Placement. Nothing here writes: providers, inventories and allocations
-change only through reports and claims.
+In Placement's terms, every compute node is a resource provider, the
+root of its tree, with the inventory its compute reports; a provider
+made through the Placement API (``placement_providers``) is a root or a
+child in a tree. A provider's aggregates are those written through the
+Placement API and the host aggregates of its host (same uuids), as Nova
+mirrors its aggregates into Placement. Nothing here writes.
 
 Each read is one read-only transaction of a few statements. A list of
 providers is filtered, ordered by provider id and paged by the database,
@@ -34,10 +33,20 @@ _INV = models.Inventory.__table__
 _ALLOC = models.Allocation.__table__
 _AGG = models.Aggregate.__table__
 _AGG_HOST = models.AggregateHost.__table__
+_RPA = models.ResourceProviderAggregate.__table__
+_PARENT = _RP.alias('parent')
+_ROOT = _RP.alias('root')
+# A provider's root: itself when it has none recorded.
+ROOT_ID = sa.func.coalesce(_RP.c.root_provider_id, _RP.c.id)
 
-_PROVIDERS = sa.select(_RP.c.id, _RP.c.uuid, _RP.c.name, _RP.c.host,
-                       _RP.c.generation, _RP.c.created_at,
-                       _RP.c.updated_at).order_by(_RP.c.id)
+_PROVIDERS = sa.select(
+    _RP.c.id, _RP.c.uuid, _RP.c.name, _RP.c.host, _RP.c.generation,
+    _RP.c.created_at, _RP.c.updated_at,
+    _PARENT.c.uuid.label('parent_uuid'),
+    _ROOT.c.uuid.label('root_uuid')).select_from(
+    _RP.outerjoin(_PARENT, _PARENT.c.id == _RP.c.parent_provider_id)
+    .outerjoin(_ROOT, _ROOT.c.id == _RP.c.root_provider_id)).order_by(
+    _RP.c.id)
 # What the other consumers use of the inventory row of the enclosing
 # query (correlated).
 _USED = sa.select(sa.func.coalesce(sa.func.sum(_ALLOC.c.used), 0)).where(
@@ -49,31 +58,33 @@ def _iso(value):
     return value.isoformat() if value is not None else None
 
 
-def inventory_record(total, reserved, allocation_ratio):
-    """An inventory as Placement shows it. A claim takes any amount that
-    the free capacity holds, in steps of one: ``min_unit`` and
-    ``step_size`` are 1 and ``max_unit`` is the whole capacity (at least
-    1, Placement's smallest; a provider without room refuses every
-    amount by its capacity anyway)."""
+def inventory_record(total, reserved, allocation_ratio, min_unit=1,
+                     max_unit=None, step_size=1):
+    """An inventory as Placement shows it. One a compute reported
+    without a ``max_unit`` takes up to its whole capacity in one
+    allocation (at least 1, Placement's smallest)."""
+    if max_unit is None:
+        max_unit = max(1, claims.capacity(total, reserved,
+                                          allocation_ratio))
     return {'total': total, 'reserved': reserved,
-            'allocation_ratio': allocation_ratio, 'min_unit': 1,
-            'max_unit': max(1, claims.capacity(total, reserved,
-                                               allocation_ratio)),
-            'step_size': 1}
+            'allocation_ratio': allocation_ratio, 'min_unit': min_unit,
+            'max_unit': max_unit, 'step_size': step_size}
 
 
 def _has_room(resource_class, amount):
     """The provider of the enclosing query has ``amount`` of
-    ``resource_class`` free: (total - reserved) * allocation_ratio less
-    what is allocated, as a claim counts it (``claims.capacity``). As
-    ``max_unit`` is the capacity and ``min_unit`` and ``step_size`` are 1
-    (:func:`inventory_record`), any amount of at least 1 that fits the
-    free capacity passes the units as well."""
+    ``resource_class`` free ((total - reserved) * allocation_ratio less
+    what is allocated, as a claim counts it, ``claims.capacity``), and
+    one allocation of ``amount`` fits its units: at least ``min_unit``,
+    at most ``max_unit``, a multiple of ``step_size``."""
     return sa.exists().where(
         _INV.c.resource_provider_id == _RP.c.id,
         _INV.c.resource_class == resource_class,
         (_INV.c.total - _INV.c.reserved) * _INV.c.allocation_ratio >=
-        _USED + amount)
+        _USED + amount,
+        _INV.c.min_unit <= amount,
+        sa.or_(_INV.c.max_unit.is_(None), _INV.c.max_unit >= amount),
+        sa.literal(amount) % _INV.c.step_size == 0)
 
 
 def _hosts_in(aggregate_uuids):
@@ -83,6 +94,16 @@ def _hosts_in(aggregate_uuids):
         _AGG.c.uuid.in_(sorted(aggregate_uuids)), _AGG.c.deleted == 0)
 
 
+def _in_aggregates(uuids):
+    """The provider of the enclosing query is in one of the aggregates
+    ``uuids``: put there through the Placement API, or its host in the
+    host aggregate."""
+    return sa.or_(
+        _RP.c.host.in_(_hosts_in(uuids)),
+        _RP.c.id.in_(sa.select(_RPA.c.resource_provider_id).where(
+            _RPA.c.aggregate_uuid.in_(sorted(uuids)))))
+
+
 def _conditions(filters):
     """The WHERE clauses of ``filters`` (see :func:`providers`)."""
     found = []
@@ -90,15 +111,16 @@ def _conditions(filters):
         found.append(_RP.c.uuid == filters['uuid'])
     if filters.get('name') is not None:
         found.append(_RP.c.name == filters['name'])
-    # Every provider is the root of its own tree: the tree of a provider
-    # is that provider.
-    for root in filters.get('in_tree') or ():
-        found.append(_RP.c.uuid == root)
+    for member in filters.get('in_tree') or ():
+        other = _RP.alias('tree')
+        found.append(ROOT_ID == sa.select(sa.func.coalesce(
+            other.c.root_provider_id, other.c.id)).where(
+            other.c.uuid == member).scalar_subquery())
     for any_of in filters.get('member_of') or ():
-        found.append(_RP.c.host.in_(_hosts_in(any_of)))
+        found.append(_in_aggregates(any_of))
     if filters.get('forbidden_aggregates'):
-        found.append(_RP.c.host.not_in(
-            _hosts_in(filters['forbidden_aggregates'])))
+        found.append(sa.not_(_in_aggregates(
+            filters['forbidden_aggregates'])))
     for rc, amount in sorted((filters.get('resources') or {}).items()):
         found.append(_has_room(rc, amount))
     for name in filters.get('required') or ():
@@ -129,13 +151,15 @@ def _details(conn, rows):
     for rp_id, names in traits_mod.of_providers(
             conn, lambda column: column.in_(ids)).items():
         found[rp_id]['traits'] = sorted(names)
-    for rp_id, rc, total, reserved, ratio in conn.execute(
+    for (rp_id, rc, total, reserved, ratio, min_unit, max_unit,
+         step_size) in conn.execute(
             sa.select(_INV.c.resource_provider_id, _INV.c.resource_class,
                       _INV.c.total, _INV.c.reserved,
-                      _INV.c.allocation_ratio).where(
+                      _INV.c.allocation_ratio, _INV.c.min_unit,
+                      _INV.c.max_unit, _INV.c.step_size).where(
                 _INV.c.resource_provider_id.in_(ids))):
-        found[rp_id]['inventories'][rc] = inventory_record(total, reserved,
-                                                           ratio)
+        found[rp_id]['inventories'][rc] = inventory_record(
+            total, reserved, ratio, min_unit, max_unit, step_size)
         found[rp_id]['capacity'][rc] = claims.capacity(total, reserved,
                                                        ratio)
         # As Placement counts them: every class of the inventory, used
@@ -149,7 +173,8 @@ def _details(conn, rows):
         found[rp_id]['usages'][rc] = int(used)
     by_host = {}
     for row in rows:
-        by_host.setdefault(row.host, []).append(row.id)
+        if row.host is not None:
+            by_host.setdefault(row.host, []).append(row.id)
     for host, uuid in conn.execute(
             sa.select(_AGG_HOST.c.host, _AGG.c.uuid).join(
                 _AGG, _AGG.c.id == _AGG_HOST.c.aggregate_id).where(
@@ -157,8 +182,12 @@ def _details(conn, rows):
                 _AGG.c.deleted == 0)):
         for rp_id in by_host[host]:
             found[rp_id]['aggregates'].append(uuid)
+    for rp_id, uuid in conn.execute(sa.select(
+            _RPA.c.resource_provider_id, _RPA.c.aggregate_uuid).where(
+            _RPA.c.resource_provider_id.in_(ids))):
+        found[rp_id]['aggregates'].append(uuid)
     for details in found.values():
-        details['aggregates'].sort()
+        details['aggregates'] = sorted(set(details['aggregates']))
     return found
 
 
@@ -194,6 +223,8 @@ def providers(url, filters=None, marker=None, limit=MAX_PAGE,
     for row in rows:
         provider = {'id': row.id, 'uuid': row.uuid, 'name': row.name,
                     'generation': row.generation,
+                    'parent_provider_uuid': row.parent_uuid,
+                    'root_provider_uuid': row.root_uuid or row.uuid,
                     'updated_at': _iso(row.updated_at or row.created_at)}
         provider.update(details.get(row.id, {}))
         found.append(provider)

@@ -89,14 +89,14 @@ def _provider(conn, uuid):
     return row
 
 
-def _bump(conn, uuid, provider_id, seen, stamp):
+def bump(conn, uuid, provider_id, seen, stamp=None):
     """The guarded generation bump of a provider's write: the new
     generation, or ``ResourceProviderConcurrentUpdate``."""
     now = obj_base.naive_utc(obj_base.utcnow())
     result = conn.execute(sa.update(_RP).where(
         _RP.c.id == provider_id, _RP.c.generation == seen).values(
         generation=seen + 1, changed_by=claims.CHANGED_BY, changed_at=now,
-        updated_at=now), stamp)
+        updated_at=now), stamp or claims.NO_STAMP)
     if result.rowcount != 1:
         raise exception.ResourceProviderConcurrentUpdate(uuid=uuid,
                                                          generation=seen)
@@ -140,7 +140,7 @@ def set_provider_traits(url, uuid, names, generation, stamp):
             conn.execute(_RPT.insert(), [
                 {'resource_provider_id': provider.id, 'trait_id': ids[name],
                  'reported': False, 'created_at': now} for name in new])
-        generation = _bump(conn, uuid, provider.id, generation, stamp)
+        generation = bump(conn, uuid, provider.id, generation, stamp)
     return sorted(names), generation
 
 

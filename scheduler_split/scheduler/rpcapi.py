@@ -41,6 +41,14 @@ Version history:
           delete_resource_class: what the API's Placement API writes of
           traits (the catalog, a provider's, guarded by its generation)
           and of custom resource classes; calls, plain dicts only
+    1.11 - create_provider, update_provider, delete_provider,
+          set_inventories, put_inventory, delete_inventory,
+          set_provider_aggregates, write_allocations, delete_allocations,
+          get_consumer: what the API's Placement API writes of resource
+          providers, their inventories and aggregates, and of the
+          allocations of consumers that are not the scheduler's servers
+          (each guarded by the providers' generations); calls, plain
+          dicts only
 """
 
 import logging
@@ -82,6 +90,8 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1'},
     '1.10': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
              'SchedulerRetries': '1.0', 'Selection': '1.1'},
+    '1.11': {'RequestSpec': '1.3', 'Flavor': '1.0', 'InstanceGroup': '1.0',
+             'SchedulerRetries': '1.0', 'Selection': '1.1'},
 }
 
 # How long a client waits for a scheduler to say what it understands.
@@ -89,7 +99,7 @@ SERVICE_VERSION_TIMEOUT = 10
 
 
 class SchedulerAPI:
-    VERSION = '1.10'
+    VERSION = '1.11'
 
     def __init__(self, transport, cache_key=None):
         self.transport = transport
@@ -289,6 +299,61 @@ class SchedulerAPI:
 
     def delete_resource_class(self, ctx, name):
         return self._call_110(ctx, 'delete_resource_class', name=name)
+
+    # --- 1.11: what the Placement API writes of providers -----------------
+
+    def _call_111(self, ctx, method, **kwargs):
+        cctxt, _ = self.client.prepare('1.11')
+        return cctxt.call(ctx, method, **kwargs)
+
+    def create_provider(self, ctx, name, uuid, parent_uuid):
+        return self._call_111(ctx, 'create_provider', name=name, uuid=uuid,
+                              parent_uuid=parent_uuid)
+
+    def update_provider(self, ctx, provider_uuid, name, parent,
+                        allow_reparenting):
+        return self._call_111(ctx, 'update_provider',
+                              provider_uuid=provider_uuid, name=name,
+                              parent=parent,
+                              allow_reparenting=allow_reparenting)
+
+    def delete_provider(self, ctx, provider_uuid):
+        return self._call_111(ctx, 'delete_provider',
+                              provider_uuid=provider_uuid)
+
+    def set_inventories(self, ctx, provider_uuid, inventories, generation):
+        return self._call_111(ctx, 'set_inventories',
+                              provider_uuid=provider_uuid,
+                              inventories=inventories, generation=generation)
+
+    def put_inventory(self, ctx, provider_uuid, resource_class, fields,
+                      generation, create):
+        return self._call_111(ctx, 'put_inventory',
+                              provider_uuid=provider_uuid,
+                              resource_class=resource_class, fields=fields,
+                              generation=generation, create=create)
+
+    def delete_inventory(self, ctx, provider_uuid, resource_class):
+        return self._call_111(ctx, 'delete_inventory',
+                              provider_uuid=provider_uuid,
+                              resource_class=resource_class)
+
+    def write_allocations(self, ctx, consumers):
+        return self._call_111(ctx, 'write_allocations', consumers=consumers)
+
+    def delete_allocations(self, ctx, consumer_uuid):
+        return self._call_111(ctx, 'delete_allocations',
+                              consumer_uuid=consumer_uuid)
+
+    def get_consumer(self, ctx, consumer_uuid):
+        return self._call_111(ctx, 'get_consumer',
+                              consumer_uuid=consumer_uuid)
+
+    def set_provider_aggregates(self, ctx, provider_uuid, aggregates,
+                                generation):
+        return self._call_111(ctx, 'set_provider_aggregates',
+                              provider_uuid=provider_uuid,
+                              aggregates=aggregates, generation=generation)
 
     def get_minimum_service_version(self):
         """The lowest service version of the running schedulers, as the

@@ -353,23 +353,30 @@ def test_only_an_admin_reads_or_writes_and_other_writes_are_refused(
 
     for user in (admin, member):
         for method, path in (
-                ('POST', '/resource_providers'),
-                ('PUT', '/resource_providers/%s' % uuid),
-                ('DELETE', '/resource_providers/%s' % uuid),
-                ('PUT', '/resource_providers/%s/inventories' % uuid),
-                ('DELETE', '/resource_providers/%s/inventories/VCPU'
-                 % uuid),
-                ('PUT', '/resource_providers/%s/aggregates' % uuid),
-                ('POST', '/allocations'),
-                ('PUT', '/allocations/%s' % uuid),
-                ('DELETE', '/allocations/%s' % uuid),
                 ('POST', '/reshaper'),
                 ('PATCH', '/resource_providers')):
             resp = user.request(method, path, NEWEST, json={})
             assert 'written by the scheduler alone' in placement_error(
                 resp, 405, NEWEST)
-    # The writes of traits and resource classes are served, for admins.
-    for method, path in (('PUT', '/resource_providers/%s/traits' % uuid),
+    # The writes of providers, inventories, aggregates, allocations,
+    # traits and resource classes are served, for admins.
+    for method, path in (('POST', '/allocations'),
+                         ('PUT', '/allocations/%s' % uuid),
+                         ('DELETE', '/allocations/%s' % uuid),
+                         ('POST', '/resource_providers'),
+                         ('PUT', '/resource_providers/%s' % uuid),
+                         ('DELETE', '/resource_providers/%s' % uuid),
+                         ('PUT', '/resource_providers/%s/inventories' % uuid),
+                         ('POST', '/resource_providers/%s/inventories'
+                          % uuid),
+                         ('DELETE', '/resource_providers/%s/inventories'
+                          % uuid),
+                         ('PUT', '/resource_providers/%s/inventories/VCPU'
+                          % uuid),
+                         ('DELETE', '/resource_providers/%s/inventories/VCPU'
+                          % uuid),
+                         ('PUT', '/resource_providers/%s/aggregates' % uuid),
+                         ('PUT', '/resource_providers/%s/traits' % uuid),
                          ('DELETE', '/resource_providers/%s/traits' % uuid),
                          ('PUT', '/traits/CUSTOM_GOLD'),
                          ('DELETE', '/traits/CUSTOM_GOLD'),
@@ -381,9 +388,9 @@ def test_only_an_admin_reads_or_writes_and_other_writes_are_refused(
             "Policy doesn't allow placement:write to be performed.")
     resp = admin.get('/allocations', NEWEST)
     placement_error(resp, 405, NEWEST)
-    assert resp.headers['Allow'] == ''
-    resp = admin.request('POST', '/resource_providers', NEWEST, json={})
-    assert resp.headers['Allow'] == 'GET'
+    assert resp.headers['Allow'] == 'POST'
+    resp = admin.request('PATCH', '/resource_providers', NEWEST, json={})
+    assert resp.headers['Allow'] == 'GET, POST'
 
 
 def test_a_scheduler_older_than_the_reads_makes_them_503(start_system):

@@ -6,7 +6,7 @@ same environment variables (``$ENVIRON['RP_UUID']``, ``CN1_UUID``, ...)
 for the same things: providers, their inventories, aggregates and traits,
 resource classes and allocations. It makes them only through the
 Placement API, as an admin, with the requests Placement documents
-(``POST /resource_providers``, ``PUT .../inventories/{rc}``, ``PUT
+(``POST /resource_providers``, ``POST .../inventories``, ``PUT
 .../aggregates``, ``PUT .../traits``, ``PUT /allocations/{consumer}``,
 ``PUT /resource_classes/{name}``, ``PUT /traits/{name}``), never in a
 database. A write the API refuses is noted in ``REPORT`` (and the writes
@@ -259,12 +259,10 @@ class APIFixture(fixture.GabbiFixture):
         self.resource_class(rc)
         if not self._needs(rp_uuid):
             return
-        body = dict(fields, total=total)
+        body = dict(fields, total=total, resource_class=rc)
         body.setdefault('max_unit', total)
-        body['resource_provider_generation'] = self.client.generation(
-            rp_uuid)
-        self._write('PUT', '/resource_providers/%s/inventories/%s'
-                    % (rp_uuid, _quote(rc)), body)
+        self._write('POST', '/resource_providers/%s/inventories' % rp_uuid,
+                    body)
 
     def traits(self, rp_uuid, *names):
         """Set the provider's traits, making the custom ones first."""

@@ -12,9 +12,11 @@ and user through the API's own records (:mod:`consumers`). The version
 document answers without a token; every other read is for admins
 (policy ``placement:read``). The trait catalog, a provider's traits
 and the custom resource classes are written through the scheduler too
-(scheduler RPC 1.10, policy ``placement:write``); every other write is a
-405 so far. Errors are in
-Placement's shape (:mod:`errors`).
+(scheduler RPC 1.10, policy ``placement:write``), and so are resource
+providers, their inventories and aggregates, and the allocations of
+consumers that are not the scheduler's servers (scheduler RPC 1.11);
+the reshaper is not served yet (a 405). Errors are in Placement's shape
+(:mod:`errors`).
 
 ``ROUTES`` are rows of the API's one route table (``api/wsgi.py``).
 """
@@ -22,6 +24,7 @@ Placement's shape (:mod:`errors`).
 from scheduler_split.api.placement import allocation_candidates
 from scheduler_split.api.placement import allocations
 from scheduler_split.api.placement import handler
+from scheduler_split.api.placement import inventories
 from scheduler_split.api.placement import resource_classes
 from scheduler_split.api.placement import resource_providers
 from scheduler_split.api.placement import root
@@ -56,19 +59,28 @@ _PROVIDER = '/placement/resource_providers/{uuid}'
 ROUTES = {
     '/placement': _read_only(root.home),
     '/placement/': _read_only(root.home),
-    '/placement/resource_providers': _read_only(resource_providers.index),
-    _PROVIDER: _read_only(resource_providers.show),
-    _PROVIDER + '/inventories': _read_only(resource_providers.inventories),
-    _PROVIDER + '/inventories/{resource_class}': _read_only(
-        resource_providers.inventory),
+    '/placement/resource_providers': _row(
+        resource_providers.index, POST=resource_providers.create),
+    _PROVIDER: _row(resource_providers.show, PUT=resource_providers.update,
+                    DELETE=resource_providers.delete),
+    _PROVIDER + '/inventories': _row(
+        resource_providers.inventories, PUT=inventories.replace,
+        POST=inventories.create, DELETE=inventories.delete_all),
+    _PROVIDER + '/inventories/{resource_class}': _row(
+        resource_providers.inventory, PUT=inventories.update,
+        DELETE=inventories.delete),
     _PROVIDER + '/usages': _read_only(resource_providers.usages),
-    _PROVIDER + '/aggregates': _read_only(resource_providers.aggregates),
+    _PROVIDER + '/aggregates': _row(
+        resource_providers.aggregates,
+        PUT=resource_providers.update_aggregates),
     _PROVIDER + '/traits': _row(resource_providers.traits,
                                 PUT=resource_providers.update_traits,
                                 DELETE=resource_providers.delete_traits),
     _PROVIDER + '/allocations': _read_only(resource_providers.allocations),
-    '/placement/allocations': _read_only(),
-    '/placement/allocations/{consumer_uuid}': _read_only(allocations.show),
+    '/placement/allocations': _row(POST=allocations.create),
+    '/placement/allocations/{consumer_uuid}': _row(
+        allocations.show, PUT=allocations.update,
+        DELETE=allocations.delete),
     '/placement/usages': _read_only(usages.index),
     '/placement/resource_classes': _row(
         resource_classes.index, POST=resource_classes.create),

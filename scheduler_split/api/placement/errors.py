@@ -40,6 +40,14 @@ def not_found(detail='The resource could not be found.'):
     return PlacementError(404, detail)
 
 
+def coded(status, detail, code, version):
+    """An error that says Placement's ``code`` from the microversion
+    whose errors carry one."""
+    if version is not None and version >= CODE_SINCE:
+        return PlacementError(status, detail, code=code)
+    return PlacementError(status, detail)
+
+
 def title_of(status):
     known = webob.exc.status_map.get(status)
     return known.title if known is not None else 'Error'

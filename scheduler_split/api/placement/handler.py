@@ -14,6 +14,7 @@ import datetime
 import functools
 import json
 import logging
+import uuid
 
 import jsonschema
 import oslo_messaging as messaging
@@ -39,11 +40,11 @@ WRITE_RULE = 'placement:write'
 # one served); the first four write.
 REFUSED = ('POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS')
 WRITES = REFUSED[:4]
-READ_ONLY = ('This write is not served: resource providers, their '
-             'inventories and aggregates, and allocations are written by '
-             'the scheduler alone, from what computes report and as it '
-             'claims hosts for servers (through the compute API). Traits '
-             'and resource classes are written here.')
+READ_ONLY = ('This write is not served: allocations are written by the '
+             'scheduler alone, as it claims hosts for servers (through the '
+             'compute API). Resource providers, their inventories, '
+             'aggregates and traits, and resource classes are written '
+             'here.')
 
 # Why the scheduler did not answer, as the detail of a 503.
 SCHEDULER_TOO_OLD = ('The Placement API needs schedulers that serve '
@@ -60,19 +61,52 @@ def scheduler(req):
     return req.compute_api.scheduler
 
 
+# What a body's ``"format": "uuid"`` accepts: a uuid with or without
+# its dashes, as Placement takes them.
+FORMATS = jsonschema.FormatChecker(())
+
+
+@FORMATS.checks('uuid', raises=ValueError)
+def _is_uuid(value):
+    if not isinstance(value, str):
+        return True
+    uuid.UUID(value)
+    return True
+
+
 def body(req, schema):
-    """The request's JSON body, checked against ``schema``: a 400 in
-    Placement's words for one that does not parse or does not fit."""
+    """The request's JSON body, checked against ``schema``: a 415 for a
+    body that does not say it is JSON, a 400 in Placement's words for
+    one that does not parse or does not fit."""
+    if req.content_type != 'application/json':
+        raise errors.PlacementError(
+            415, 'The media type %s is not supported, use '
+            'application/json' % (req.content_type or None))
     try:
         value = json.loads(req.body or b'null')
     except ValueError as exc:
         raise errors.bad_request('Malformed JSON: %s' % exc)
     try:
-        jsonschema.validate(value, schema)
+        jsonschema.validate(value, schema, format_checker=FORMATS)
     except jsonschema.ValidationError as exc:
-        raise errors.bad_request('JSON does not validate: %s'
-                                 % exc.message)
+        raise errors.bad_request('JSON does not validate: %s' % exc)
     return value
+
+
+def not_allowed(req, version, allow):
+    """The 405 of a method a path serves from a later microversion."""
+    response = errors.fault(
+        405, 'The method %s is not allowed for this resource.' % req.method,
+        req.environ.get('openstack.request_id'), version)
+    response.headers['Allow'] = ', '.join(allow)
+    return response
+
+
+def no_content(status=204):
+    """An answer without a body, and so without a content type."""
+    response = webob.Response(status=status)
+    del response.content_type
+    return response
 
 
 def _accepts_json(req):

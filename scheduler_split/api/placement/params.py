@@ -120,7 +120,8 @@ def traits(req, ctx, name, version, catalog):
             any_of.append(set(names))
             continue
         names = [t.strip() for t in value.split(',')]
-        if version < (1, 22) and any(t.startswith('!') for t in names):
+        if version < (1, 22) and (any(t.startswith('!') for t in names)
+                                  or not all(names)):
             raise errors.bad_request(
                 "Invalid query string parameters: Expected '%s' "
                 "parameter value of the form: "
@@ -139,7 +140,7 @@ def traits(req, ctx, name, version, catalog):
     unknown = named - set(catalog(ctx, sorted(named))) if named else set()
     if unknown:
         raise errors.bad_request(
-            'Invalid trait(s) in "%s" parameter: No such trait(s): %s'
+            'Invalid trait(s) in "%s" parameter: No such trait(s): %s.'
             % (name, ', '.join(sorted(unknown))))
     conflict = required & forbidden
     if conflict:

@@ -1,19 +1,26 @@
 """``/placement/resource_providers`` and what a provider has: its
 inventories, usages, aggregates, traits and allocations.
 
-Every compute node is a resource provider and the root of its own tree
-(no parent); its name is its hypervisor hostname and its generation the
-one every claim and release bumps. Its inventory is what its compute
-reports, its usages and allocations what the scheduler's claims hold,
-its aggregates the host aggregates of its host (same uuids), and it has
-no traits.
+Every compute node is a resource provider and the root of its tree; its
+name is its hypervisor hostname and its generation the one every claim
+and release bumps. Its inventory is what its compute reports, its usages
+and allocations what the scheduler's claims hold. Providers made here
+(``POST``) have no compute host: roots of their own trees or children
+of another provider. A provider's aggregates are those written here and
+the host aggregates of its host (same uuids).
 """
+
+import copy
+import datetime
+import json
+import uuid as uuidlib
 
 import webob
 
 from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import handler
 from scheduler_split.api.placement import params
+from scheduler_split import exception
 
 PREFIX = '/placement'
 
@@ -40,8 +47,9 @@ def view(req, version, provider):
             'generation': provider['generation'],
             'links': _links(req, version, provider['uuid'])}
     if version >= (1, 14):
-        body['parent_provider_uuid'] = None
-        body['root_provider_uuid'] = provider['uuid']
+        body['parent_provider_uuid'] = provider.get('parent_provider_uuid')
+        body['root_provider_uuid'] = provider.get('root_provider_uuid',
+                                                  provider['uuid'])
     return body
 
 
@@ -90,6 +98,126 @@ def index(req, ctx, version):
     filters = filters_of(req, ctx, version, allowed)
     found = handler.scheduler(req).providers(ctx, filters)
     return {'resource_providers': [view(req, version, p) for p in found]}
+
+
+_CREATE = {
+    'type': 'object',
+    'properties': {
+        'name': {'type': 'string', 'maxLength': 200},
+        'uuid': {'type': 'string', 'format': 'uuid'},
+    },
+    'required': ['name'],
+    'additionalProperties': False,
+}
+_PARENT = {'anyOf': [{'type': 'string', 'format': 'uuid'},
+                     {'type': 'null'}]}
+
+
+def _schema(version, create):
+    schema = copy.deepcopy(_CREATE)
+    if not create:
+        del schema['properties']['uuid']
+    if version >= (1, 14):
+        schema['properties']['parent_provider_uuid'] = _PARENT
+    return schema
+
+
+def _uuid(value):
+    return str(uuidlib.UUID(value)) if value is not None else None
+
+
+def _answer(req, ctx, version, uuid, status=200):
+    response = webob.Response(status=status)
+    if req.method == 'POST':
+        response.location = url_of(req, uuid)
+    if status == 201:
+        del response.content_type
+    else:
+        provider = _provider(req, ctx, uuid, detail=False)
+        response.content_type = 'application/json'
+        response.charset = 'UTF-8'
+        response.text = json.dumps(view(req, version, provider))
+        if version >= (1, 15):
+            response.cache_control = 'no-cache'
+            response.last_modified = datetime.datetime.now(
+                datetime.timezone.utc)
+    return response
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def create(req, ctx, version):
+    """``POST /resource_providers``: a provider without a compute host,
+    a root or a child of ``parent_provider_uuid``. From 1.20 the answer
+    is the provider (200), before an empty 201; both say where it is."""
+    body = handler.body(req, _schema(version, create=True))
+    uuid = handler.scheduler(req).create_provider(
+        ctx, body['name'], _uuid(body.get('uuid')),
+        _uuid(body.get('parent_provider_uuid')))
+    return _answer(req, ctx, version, uuid,
+                   status=200 if version >= (1, 20) else 201)
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def update(req, ctx, version, uuid):
+    """``PUT /resource_providers/{uuid}``: its name and (1.14) its
+    parent; from 1.37 a child may move to another parent or become a
+    root."""
+    _provider(req, ctx, uuid, detail=False)
+    body = handler.body(req, _schema(version, create=False))
+    parent = None
+    if 'parent_provider_uuid' in body:
+        parent = {'uuid': _uuid(body['parent_provider_uuid'])}
+    handler.scheduler(req).update_provider(
+        ctx, uuid, body['name'], parent,
+        allow_reparenting=version >= (1, 37))
+    return _answer(req, ctx, version, uuid)
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def delete(req, ctx, version, uuid):
+    """``DELETE /resource_providers/{uuid}``: a provider no consumer
+    holds anything of and without children."""
+    try:
+        handler.scheduler(req).delete_provider(ctx, uuid)
+    except exception.ResourceProviderNotFound:
+        raise errors.not_found('No resource provider with uuid %s found '
+                               'for delete' % uuid)
+    return handler.no_content()
+
+
+_AGGREGATE_LIST = {'type': 'array', 'uniqueItems': True,
+                   'items': {'type': 'string', 'format': 'uuid'}}
+_AGGREGATES = {
+    'type': 'object',
+    'properties': {
+        'aggregates': _AGGREGATE_LIST,
+        'resource_provider_generation': {'type': 'integer'},
+    },
+    'required': ['aggregates', 'resource_provider_generation'],
+    'additionalProperties': False,
+}
+
+
+@handler.serve(rule=handler.WRITE_RULE)
+def update_aggregates(req, ctx, version, uuid):
+    """``PUT /resource_providers/{uuid}/aggregates``: the aggregates the
+    provider is in (1.1); from 1.19 with the generation read."""
+    if version < (1, 1):
+        raise errors.not_found()
+    provider = _provider(req, ctx, uuid, detail=False)
+    if version >= (1, 19):
+        body = handler.body(req, _AGGREGATES)
+        if body['resource_provider_generation'] != provider['generation']:
+            raise errors.coded(
+                409, "Resource provider's generation already changed. "
+                "Please update the generation and try again.",
+                'placement.concurrent_update', version)
+        wanted, generation = body['aggregates'], provider['generation']
+    else:
+        wanted, generation = handler.body(req, _AGGREGATE_LIST), None
+    handler.scheduler(req).set_provider_aggregates(ctx, uuid, wanted,
+                                                   generation)
+    return aggregates.__wrapped__(req, ctx, version, uuid)
 
 
 def _provider(req, ctx, uuid, detail=True):

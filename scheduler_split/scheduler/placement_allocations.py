@@ -1,0 +1,253 @@
+"""Allocations written through the Placement API (scheduler RPC 1.11):
+what a consumer that is not one of the scheduler's servers holds (a
+Neutron port's bandwidth, an Ironic node, an operator's reservation),
+written, replaced and deleted as Placement does.
+
+Every write is one transaction that checks each amount against the
+provider's inventory (the class there, ``min_unit`` to ``max_unit`` in
+steps of ``step_size``, room left beside every other consumer's
+allocations, a server's claims included) and bumps the generation of
+every provider whose allocations it changes with the same guarded
+update as a claim (``... WHERE generation = :read``): a claim or another
+write that changed a provider meanwhile makes this one start again (up
+to ``RETRIES`` times), so no unit is ever handed out twice. The
+consumer's own generation, which the caller names from Placement's
+microversion 1.28, is checked and bumped in the same transaction.
+
+What is written here is honoured by every claim (a claim counts every
+allocation of a provider) and is never taken back by the claims'
+reconciliation, which releases only consumers without a record here.
+"""
+
+import sqlalchemy as sa
+
+from scheduler_split.db import engines
+from scheduler_split.db import models
+from scheduler_split import exception
+from scheduler_split.objects import base as obj_base
+from scheduler_split import provider_model
+from scheduler_split.scheduler import claims
+
+RETRIES = 10
+
+_RP = models.ResourceProvider.__table__
+_INV = models.Inventory.__table__
+_ALLOC = models.Allocation.__table__
+_CONSUMER = models.Consumer.__table__
+_RC = models.ResourceClass.__table__
+# Left out of a write: its consumer's generation is not checked.
+UNCHECKED = 'unchecked'
+
+
+class _Raced(Exception):
+    """A provider or the consumer changed while the write read them."""
+
+
+def _now():
+    return obj_base.naive_utc(obj_base.utcnow())
+
+
+def write(url, consumers, stamp=None):
+    """Make ``consumers`` (``{consumer uuid: {'allocations': {provider
+    uuid: {class: amount}}, 'project_id', 'user_id', 'consumer_type',
+    'generation'}}``, ``generation`` the consumer's as the caller read
+    it, None for a new one, absent when not checked) hold exactly those
+    allocations, every consumer or none. Empty allocations delete the
+    consumer's. Returns the uuids of the providers whose allocations
+    changed."""
+    for _ in range(RETRIES):
+        try:
+            return _write(url, consumers, stamp)
+        except _Raced:
+            continue
+    raise exception.AllocationsRaced()
+
+
+def _providers(conn, uuids):
+    rows = {}
+    uuids = sorted(uuids)
+    for start in range(0, len(uuids), 500):
+        for row in conn.execute(sa.select(
+                _RP.c.id, _RP.c.uuid, _RP.c.generation).where(
+                _RP.c.uuid.in_(uuids[start:start + 500]))):
+            rows[row.uuid] = row
+    return rows
+
+
+def _check_consumer(row, spec, uuid):
+    if 'generation' not in spec:
+        return
+    expected = spec['generation']
+    got = row.generation if row is not None else None
+    if expected != got:
+        raise exception.ConsumerGenerationConflict(
+            expected='null' if expected is None else expected,
+            got=got, uuid=uuid)
+
+
+def _classes_known(conn, classes):
+    custom = sorted(name for name in classes
+                    if name not in provider_model.STANDARD_RESOURCE_CLASSES)
+    if not custom:
+        return
+    made = set(conn.execute(sa.select(_RC.c.name).where(
+        _RC.c.name.in_(custom))).scalars())
+    made |= set(conn.execute(sa.select(_INV.c.resource_class).where(
+        _INV.c.resource_class.in_(custom)).distinct()).scalars())
+    for name in custom:
+        if name not in made:
+            raise exception.InventoryClassUnknown(name=name)
+
+
+def _check_amount(conn, provider, rc, amount, consumers):
+    inventory = conn.execute(sa.select(
+        _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
+        _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size).where(
+        _INV.c.resource_provider_id == provider.id,
+        _INV.c.resource_class == rc)).first()
+    if inventory is None:
+        raise exception.AllocationNoInventory(rc=rc, uuid=provider.uuid)
+    max_unit = inventory.max_unit
+    if (amount < inventory.min_unit or
+            (max_unit is not None and amount > max_unit) or
+            amount % inventory.step_size):
+        raise exception.AllocationConstraintsViolated(rc=rc,
+                                                      uuid=provider.uuid)
+    used = conn.execute(sa.select(sa.func.coalesce(
+        sa.func.sum(_ALLOC.c.used), 0)).where(
+        _ALLOC.c.resource_provider_id == provider.id,
+        _ALLOC.c.resource_class == rc,
+        _ALLOC.c.consumer_id.not_in(consumers))).scalar()
+    capacity = claims.capacity(inventory.total, inventory.reserved,
+                               inventory.allocation_ratio)
+    if int(used) + amount > capacity:
+        raise exception.AllocationCapacityExceeded(rc=rc,
+                                                   uuid=provider.uuid)
+
+
+def _write(url, consumers, stamp):
+    named = set()
+    for spec in consumers.values():
+        named.update(spec['allocations'])
+    touched = {}
+    with engines.writer(url) as session:
+        conn = session.connection()
+        providers = _providers(conn, named)
+        for uuid in sorted(named - set(providers)):
+            raise exception.AllocationProviderNotFound(uuid=uuid)
+        _classes_known(conn, {rc for spec in consumers.values()
+                              for resources in spec['allocations'].values()
+                              for rc in resources})
+        uuids = sorted(consumers)
+        rows = {row.uuid: row for row in conn.execute(sa.select(
+            _CONSUMER).where(_CONSUMER.c.uuid.in_(uuids)))}
+        held = {}
+        for consumer, rp_id, rp_uuid, rp_generation in conn.execute(
+                sa.select(_ALLOC.c.consumer_id, _RP.c.id, _RP.c.uuid,
+                          _RP.c.generation).join(
+                    _RP, _RP.c.id == _ALLOC.c.resource_provider_id).where(
+                    _ALLOC.c.consumer_id.in_(uuids))):
+            held.setdefault(consumer, set()).add(rp_uuid)
+            touched[rp_uuid] = (rp_id, rp_generation)
+        for uuid in uuids:
+            _check_consumer(rows.get(uuid), consumers[uuid], uuid)
+        for uuid in uuids:
+            for rp_uuid, resources in sorted(
+                    consumers[uuid]['allocations'].items()):
+                provider = providers[rp_uuid]
+                touched[rp_uuid] = (provider.id, provider.generation)
+                for rc, amount in sorted(resources.items()):
+                    _check_amount(conn, provider, rc, amount, uuids)
+        now = _now()
+        conn.execute(_ALLOC.delete().where(_ALLOC.c.consumer_id.in_(uuids)))
+        inserts = [
+            {'resource_provider_id': providers[rp_uuid].id,
+             'consumer_id': uuid, 'resource_class': rc, 'used': amount,
+             'created_at': now}
+            for uuid in uuids
+            for rp_uuid, resources in consumers[uuid]['allocations'].items()
+            for rc, amount in resources.items()]
+        if inserts:
+            conn.execute(_ALLOC.insert(), inserts)
+        for rp_uuid, (rp_id, generation) in sorted(touched.items()):
+            result = conn.execute(sa.update(_RP).where(
+                _RP.c.id == rp_id, _RP.c.generation == generation).values(
+                generation=generation + 1, changed_by=claims.CHANGED_BY,
+                changed_at=now), stamp or claims.NO_STAMP)
+            if result.rowcount != 1:
+                raise _Raced()
+        for uuid in uuids:
+            _save_consumer(conn, rows.get(uuid), uuid, consumers[uuid], now)
+    return sorted(touched)
+
+
+def _save_consumer(conn, row, uuid, spec, now):
+    if not spec['allocations']:
+        if row is not None:
+            conn.execute(_CONSUMER.delete().where(_CONSUMER.c.id == row.id))
+        return
+    values = {'project_id': spec['project_id'], 'user_id': spec['user_id'],
+              'consumer_type': spec.get('consumer_type') or (
+                  row.consumer_type if row is not None else None)}
+    if row is None:
+        try:
+            with conn.begin_nested():
+                conn.execute(_CONSUMER.insert(), dict(
+                    values, uuid=uuid, generation=1, created_at=now))
+        except sa.exc.IntegrityError:
+            raise _Raced()
+        return
+    result = conn.execute(sa.update(_CONSUMER).where(
+        _CONSUMER.c.id == row.id,
+        _CONSUMER.c.generation == row.generation).values(
+        generation=row.generation + 1, updated_at=now, **values))
+    if result.rowcount != 1:
+        raise _Raced()
+
+
+def delete(url, consumer_uuid, stamp=None):
+    """Delete every allocation of ``consumer_uuid`` and its record: the
+    uuids of the providers it held (``ConsumerAllocationsNotFound`` if
+    none)."""
+    for _ in range(RETRIES):
+        try:
+            return _delete(url, consumer_uuid, stamp)
+        except _Raced:
+            continue
+    raise exception.AllocationsRaced()
+
+
+def _delete(url, consumer_uuid, stamp):
+    with engines.writer(url) as session:
+        conn = session.connection()
+        rows = conn.execute(sa.select(_RP.c.id, _RP.c.uuid,
+                                      _RP.c.generation).join(
+            _ALLOC, _ALLOC.c.resource_provider_id == _RP.c.id).where(
+            _ALLOC.c.consumer_id == consumer_uuid).distinct()).all()
+        if not rows:
+            raise exception.ConsumerAllocationsNotFound(uuid=consumer_uuid)
+        conn.execute(_ALLOC.delete().where(
+            _ALLOC.c.consumer_id == consumer_uuid))
+        conn.execute(_CONSUMER.delete().where(
+            _CONSUMER.c.uuid == consumer_uuid))
+        now = _now()
+        for row in rows:
+            result = conn.execute(sa.update(_RP).where(
+                _RP.c.id == row.id, _RP.c.generation == row.generation
+            ).values(generation=row.generation + 1,
+                     changed_by=claims.CHANGED_BY, changed_at=now),
+                stamp or claims.NO_STAMP)
+            if result.rowcount != 1:
+                raise _Raced()
+    return sorted(row.uuid for row in rows)
+
+
+def consumer(url, consumer_uuid):
+    """``{'project_id', 'user_id', 'consumer_type', 'generation'}`` of
+    a consumer written through the Placement API, or None."""
+    with engines.reader(url) as session:
+        row = session.execute(sa.select(
+            _CONSUMER.c.project_id, _CONSUMER.c.user_id,
+            _CONSUMER.c.consumer_type, _CONSUMER.c.generation).where(
+            _CONSUMER.c.uuid == consumer_uuid)).first()
+    return dict(row._mapping) if row is not None else None
