@@ -533,3 +533,13 @@ class AllocationCapacityExceeded(Conflict):
 
 class ConsumerAllocationsNotFound(NotFound):
     msg_fmt = "No allocations for consumer '%(uuid)s'"
+
+
+class ResourceClassCannotUpdateStandard(Invalid):
+    msg_fmt = 'Cannot update standard resource class %(name)s'
+
+
+class ReshapeGenerationConflict(Conflict):
+    msg_fmt = ('resource provider generation conflict for provider '
+               '%(uuid)s: actual: %(actual)s, given: %(given)s')
+    placement_code = 'placement.concurrent_update'

@@ -308,6 +308,9 @@ class Router:
             match = self.mapper.match(environ=req.environ)
             if match is None:
                 req.environ['scheduler_split.route'] = metrics_api.UNMATCHED
+                if req.path_info.startswith('/placement/'):
+                    return self._finish(placement.unmatched(req),
+                                        request_id, version)
                 raise errors.not_found('The resource could not be found.')
             req.environ['scheduler_split.route'] = match['route'] or '/'
             handlers = self.routes[match['route']]

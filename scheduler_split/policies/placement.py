@@ -47,14 +47,17 @@ rules = [
         description='Write through the Placement API: make, rename, '
                     're-parent and delete resource providers, write their '
                     'inventories, aggregates and traits, write the '
-                    'allocations of consumers that are not servers, and '
-                    'make and remove custom traits and custom resource '
-                    'classes.',
+                    'allocations of consumers that are not servers, move '
+                    'inventories and allocations with the reshaper, and '
+                    'make, rename and remove custom traits and custom '
+                    'resource classes.',
         operations=[
+            {'method': 'POST', 'path': '/placement/reshaper'},
             {'method': 'POST', 'path': '/placement/allocations'},
-            {'method': 'PUT', 'path': '/placement/allocations/{consumer}'},
+            {'method': 'PUT',
+             'path': '/placement/allocations/{consumer_uuid}'},
             {'method': 'DELETE',
-             'path': '/placement/allocations/{consumer}'},
+             'path': '/placement/allocations/{consumer_uuid}'},
             {'method': 'POST', 'path': '/placement/resource_providers'},
             {'method': 'PUT', 'path': _PROVIDER},
             {'method': 'DELETE', 'path': _PROVIDER},

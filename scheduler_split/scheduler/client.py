@@ -391,6 +391,22 @@ class SchedulerClient:
         ``generation``), or None."""
         return self._api.get_consumer(ctx, consumer_uuid)
 
+    def reshape(self, ctx, inventories, consumers):
+        """Placement's reshaper: ``{provider uuid: {'generation': g,
+        'inventories': {class: fields}}}`` and consumers' allocations (as
+        :meth:`write_allocations` takes them), in one transaction."""
+        return self._api.reshape(ctx, inventories, consumers)
+
+    def rename_resource_class(self, ctx, name, new_name):
+        """Rename a custom resource class, where inventories and
+        allocations use it too."""
+        return self._api.rename_resource_class(ctx, name, new_name)
+
+    def project_consumers(self, ctx, project_id, user_id=None):
+        """``{consumer type: [uuid, ...]}`` of the consumers written
+        through the Placement API for a project (and user)."""
+        return self._api.get_project_consumers(ctx, project_id, user_id)
+
     def set_provider_aggregates(self, ctx, provider_uuid, aggregates,
                                 generation):
         """Make ``aggregates`` those a provider was put in through the

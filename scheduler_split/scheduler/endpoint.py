@@ -265,6 +265,20 @@ class Scheduler:
     def get_consumer(self, ctx, consumer_uuid):
         return placement_allocations.consumer(self.db_url, consumer_uuid)
 
+    def reshape(self, ctx, inventories, consumers):
+        for uuid in placement_allocations.reshape(
+                self.db_url, inventories, consumers,
+                self.host_manager.stamp()):
+            self._written(uuid)
+
+    def rename_resource_class(self, ctx, name, new_name):
+        placement_writes.rename_resource_class(self.db_url, name, new_name,
+                                               self.host_manager.stamp())
+
+    def get_project_consumers(self, ctx, project_id, user_id=None):
+        return placement_allocations.of_project(self.db_url, project_id,
+                                                user_id)
+
     def set_provider_aggregates(self, ctx, provider_uuid, aggregates,
                                 generation):
         return self._written(provider_uuid, placement_providers.set_aggregates(
@@ -638,6 +652,27 @@ class SchedulerEndpoint:
         """Call (1.11): the record of a consumer written through the
         Placement API (its owner, type and generation), or None."""
         return self.scheduler.get_consumer(ctx, consumer_uuid)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def reshape(self, ctx, inventories, consumers):
+        """Call (1.11): POST /reshaper, inventories and allocations moved
+        in one transaction."""
+        return self.scheduler.reshape(ctx, inventories, consumers)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.SchedulerSplitException)
+    def rename_resource_class(self, ctx, name, new_name):
+        """Call (1.11): rename a custom resource class (PUT
+        /resource_classes/{name} before 1.7)."""
+        return self.scheduler.rename_resource_class(ctx, name, new_name)
+
+    @messaging.expose
+    def get_project_consumers(self, ctx, project_id, user_id=None):
+        """Call (1.11): the consumers written through the Placement API
+        for a project (and user), by consumer type."""
+        return self.scheduler.get_project_consumers(ctx, project_id,
+                                                    user_id)
 
     @messaging.expose
     def get_minimum_service_version(self, ctx):

@@ -27,6 +27,7 @@ from scheduler_split import exception
 from scheduler_split.objects import base as obj_base
 from scheduler_split import provider_model
 from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import placement_providers
 
 RETRIES = 10
 
@@ -45,6 +46,22 @@ class _Raced(Exception):
 
 def _now():
     return obj_base.naive_utc(obj_base.utcnow())
+
+
+def reshape(url, inventories, consumers, stamp=None):
+    """Placement's reshaper: make ``inventories`` (``{provider uuid:
+    {'generation': g, 'inventories': {class: fields}}}``) the whole
+    inventory of each provider named, and ``consumers`` (as
+    :func:`write` takes them) what each consumer named holds, in one
+    transaction: what moves from a provider to its new child is never
+    seen half moved, and an inventory taken away is in use only if what
+    is left after the move still holds it."""
+    for _ in range(RETRIES):
+        try:
+            return _write(url, consumers, stamp, inventories)
+        except _Raced:
+            continue
+    raise exception.AllocationsRaced()
 
 
 def write(url, consumers, stamp=None):
@@ -77,12 +94,13 @@ def _providers(conn, uuids):
 def _check_consumer(row, spec, uuid):
     if 'generation' not in spec:
         return
-    expected = spec['generation']
-    got = row.generation if row is not None else None
-    if expected != got:
+    sent = spec['generation']
+    have = row.generation if row is not None else None
+    if sent != have:
+        # Placement's words: what it has, then what it was sent.
         raise exception.ConsumerGenerationConflict(
-            expected='null' if expected is None else expected,
-            got=got, uuid=uuid)
+            expected='null' if have is None else have,
+            got='null' if sent is None else sent, uuid=uuid)
 
 
 def _classes_known(conn, classes):
@@ -125,14 +143,26 @@ def _check_amount(conn, provider, rc, amount, consumers):
                                                    uuid=provider.uuid)
 
 
-def _write(url, consumers, stamp):
+def _write(url, consumers, stamp, inventories=None):
+    inventories = inventories or {}
     named = set()
     for spec in consumers.values():
         named.update(spec['allocations'])
     touched = {}
     with engines.writer(url) as session:
         conn = session.connection()
-        providers = _providers(conn, named)
+        providers = _providers(conn, named | set(inventories))
+        for uuid in sorted(set(inventories) - set(providers)):
+            raise exception.ResourceProviderNotFound(uuid=uuid)
+        # As Placement counts a reshape: one bump for the inventory
+        # written, one for the allocations.
+        bumps = dict.fromkeys(inventories, 1)
+        for uuid, wanted in sorted(inventories.items()):
+            if providers[uuid].generation != wanted['generation']:
+                raise exception.ReshapeGenerationConflict(
+                    uuid=uuid, actual=providers[uuid].generation,
+                    given=wanted['generation'])
+            touched[uuid] = (providers[uuid].id, providers[uuid].generation)
         for uuid in sorted(named - set(providers)):
             raise exception.AllocationProviderNotFound(uuid=uuid)
         _classes_known(conn, {rc for spec in consumers.values()
@@ -141,16 +171,20 @@ def _write(url, consumers, stamp):
         uuids = sorted(consumers)
         rows = {row.uuid: row for row in conn.execute(sa.select(
             _CONSUMER).where(_CONSUMER.c.uuid.in_(uuids)))}
-        held = {}
         for consumer, rp_id, rp_uuid, rp_generation in conn.execute(
                 sa.select(_ALLOC.c.consumer_id, _RP.c.id, _RP.c.uuid,
                           _RP.c.generation).join(
                     _RP, _RP.c.id == _ALLOC.c.resource_provider_id).where(
                     _ALLOC.c.consumer_id.in_(uuids))):
-            held.setdefault(consumer, set()).add(rp_uuid)
             touched[rp_uuid] = (rp_id, rp_generation)
         for uuid in uuids:
             _check_consumer(rows.get(uuid), consumers[uuid], uuid)
+        if inventories:
+            conn.execute(_ALLOC.delete().where(
+                _ALLOC.c.consumer_id.in_(uuids)))
+            for uuid, wanted in sorted(inventories.items()):
+                placement_providers.write_inventories(
+                    conn, providers[uuid], wanted['inventories'])
         for uuid in uuids:
             for rp_uuid, resources in sorted(
                     consumers[uuid]['allocations'].items()):
@@ -169,11 +203,20 @@ def _write(url, consumers, stamp):
             for rc, amount in resources.items()]
         if inserts:
             conn.execute(_ALLOC.insert(), inserts)
+        # As Placement counts them: one bump of a provider per consumer
+        # given an allocation of it. A provider that only gave back is
+        # not bumped (nothing can be taken twice from it) but read again.
+        for uuid in uuids:
+            for rp_uuid in consumers[uuid]['allocations']:
+                bumps[rp_uuid] = bumps.get(rp_uuid, 0) + 1
         for rp_uuid, (rp_id, generation) in sorted(touched.items()):
-            result = conn.execute(sa.update(_RP).where(
-                _RP.c.id == rp_id, _RP.c.generation == generation).values(
-                generation=generation + 1, changed_by=claims.CHANGED_BY,
-                changed_at=now), stamp or claims.NO_STAMP)
+            where = [_RP.c.id == rp_id]
+            values = {'changed_by': claims.CHANGED_BY, 'changed_at': now}
+            if bumps.get(rp_uuid):
+                where.append(_RP.c.generation == generation)
+                values['generation'] = generation + bumps[rp_uuid]
+            result = conn.execute(sa.update(_RP).where(*where).values(
+                **values), stamp or claims.NO_STAMP)
             if result.rowcount != 1:
                 raise _Raced()
         for uuid in uuids:
@@ -209,19 +252,13 @@ def delete(url, consumer_uuid, stamp=None):
     """Delete every allocation of ``consumer_uuid`` and its record: the
     uuids of the providers it held (``ConsumerAllocationsNotFound`` if
     none)."""
-    for _ in range(RETRIES):
-        try:
-            return _delete(url, consumer_uuid, stamp)
-        except _Raced:
-            continue
-    raise exception.AllocationsRaced()
+    return _delete(url, consumer_uuid, stamp)
 
 
 def _delete(url, consumer_uuid, stamp):
     with engines.writer(url) as session:
         conn = session.connection()
-        rows = conn.execute(sa.select(_RP.c.id, _RP.c.uuid,
-                                      _RP.c.generation).join(
+        rows = conn.execute(sa.select(_RP.c.id, _RP.c.uuid).join(
             _ALLOC, _ALLOC.c.resource_provider_id == _RP.c.id).where(
             _ALLOC.c.consumer_id == consumer_uuid).distinct()).all()
         if not rows:
@@ -230,15 +267,13 @@ def _delete(url, consumer_uuid, stamp):
             _ALLOC.c.consumer_id == consumer_uuid))
         conn.execute(_CONSUMER.delete().where(
             _CONSUMER.c.uuid == consumer_uuid))
-        now = _now()
-        for row in rows:
-            result = conn.execute(sa.update(_RP).where(
-                _RP.c.id == row.id, _RP.c.generation == row.generation
-            ).values(generation=row.generation + 1,
-                     changed_by=claims.CHANGED_BY, changed_at=now),
-                stamp or claims.NO_STAMP)
-            if result.rowcount != 1:
-                raise _Raced()
+        # What is given back makes no claim take too much: as in
+        # Placement, the generations stay, and every scheduler reads the
+        # providers again.
+        conn.execute(sa.update(_RP).where(
+            _RP.c.id.in_([row.id for row in rows])).values(
+            changed_by=claims.CHANGED_BY, changed_at=_now()),
+            stamp or claims.NO_STAMP)
     return sorted(row.uuid for row in rows)
 
 
@@ -251,3 +286,18 @@ def consumer(url, consumer_uuid):
             _CONSUMER.c.consumer_type, _CONSUMER.c.generation).where(
             _CONSUMER.c.uuid == consumer_uuid)).first()
     return dict(row._mapping) if row is not None else None
+
+
+def of_project(url, project_id, user_id=None):
+    """``{consumer type: [uuid, ...]}`` of the consumers written through
+    the Placement API for a project (and user); those of no type under
+    ``unknown``."""
+    query = sa.select(_CONSUMER.c.uuid, _CONSUMER.c.consumer_type).where(
+        _CONSUMER.c.project_id == project_id)
+    if user_id is not None:
+        query = query.where(_CONSUMER.c.user_id == user_id)
+    found = {}
+    with engines.reader(url) as session:
+        for uuid, kind in session.execute(query):
+            found.setdefault(kind or 'unknown', []).append(uuid)
+    return found

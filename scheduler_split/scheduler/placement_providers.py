@@ -220,9 +220,18 @@ def _held(conn, provider_id, classes):
     """The classes of ``classes`` some consumer holds of the provider."""
     if not classes:
         return []
-    return sorted(set(conn.execute(sa.select(_ALLOC.c.resource_class).where(
+    return class_order(conn.execute(sa.select(_ALLOC.c.resource_class).where(
         _ALLOC.c.resource_provider_id == provider_id,
-        _ALLOC.c.resource_class.in_(sorted(classes)))).scalars()))
+        _ALLOC.c.resource_class.in_(sorted(classes)))).scalars())
+
+
+def class_order(names):
+    """``names`` in Placement's order: the standard classes as
+    os-resource-classes lists them, then the custom ones by name."""
+    standard = provider_model.STANDARD_RESOURCE_CLASSES
+    return sorted(set(names), key=lambda name: (
+        (0, standard.index(name), '') if name in standard else
+        (1, 0, name)))
 
 
 def _record(values):
@@ -233,7 +242,7 @@ def _record(values):
     return record
 
 
-def _write_inventories(conn, row, inventories, replace):
+def write_inventories(conn, row, inventories, replace=True):
     """Write ``{class: fields}`` on the provider ``row``; with
     ``replace``, drop the classes it leaves out."""
     current = set(conn.execute(sa.select(_INV.c.resource_class).where(
@@ -274,7 +283,7 @@ def set_inventories(url, uuid, inventories, generation, stamp=None):
         if row.generation != seen:
             raise exception.ResourceProviderConcurrentUpdate(
                 uuid=uuid, generation=seen)
-        _write_inventories(conn, row, inventories or {}, replace=True)
+        write_inventories(conn, row, inventories or {}, replace=True)
         return placement_writes.bump(conn, uuid, row.id, seen, stamp)
 
 
@@ -299,8 +308,8 @@ def put_inventory(url, uuid, resource_class, fields, generation,
         if not create and not there:
             raise exception.InventoryNotFound(name=resource_class,
                                               uuid=uuid)
-        _write_inventories(conn, row, {resource_class: fields},
-                           replace=False)
+        write_inventories(conn, row, {resource_class: fields},
+                          replace=False)
         return placement_writes.bump(conn, uuid, row.id, seen, stamp)
 
 

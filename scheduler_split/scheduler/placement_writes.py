@@ -189,3 +189,35 @@ def delete_resource_class(url, name):
         if conn.execute(_RC.delete().where(
                 _RC.c.name == name)).rowcount != 1:
             raise exception.ResourceClassNotFound(name=name)
+
+
+def rename_resource_class(url, name, new_name, stamp=None):
+    """Rename the custom class ``name`` (Placement's PUT before 1.7),
+    in the inventories and allocations that use it too; every provider
+    that has it is read again by every scheduler."""
+    provider_model.check_resource_class(new_name)
+    if name in provider_model.STANDARD_RESOURCE_CLASSES:
+        raise exception.ResourceClassCannotUpdateStandard(name=name)
+    if name not in list_resource_classes(url):
+        raise exception.ResourceClassNotFound(name=name)
+    if new_name == name:
+        return
+    if new_name in list_resource_classes(url):
+        raise exception.ResourceClassExists(name=new_name)
+    now = obj_base.naive_utc(obj_base.utcnow())
+    with engines.writer(url) as session:
+        conn = session.connection()
+        if conn.execute(sa.update(_RC).where(_RC.c.name == name).values(
+                name=new_name, updated_at=now)).rowcount != 1:
+            conn.execute(_RC.insert(), {'name': new_name, 'created_at': now})
+        ids = set(conn.execute(sa.select(_INV.c.resource_provider_id).where(
+            _INV.c.resource_class == name)).scalars())
+        for table in (_INV, _ALLOC):
+            conn.execute(sa.update(table).where(
+                table.c.resource_class == name).values(
+                resource_class=new_name))
+        if ids:
+            conn.execute(sa.update(_RP).where(
+                _RP.c.id.in_(sorted(ids))).values(
+                changed_by=claims.CHANGED_BY, changed_at=now),
+                stamp or claims.NO_STAMP)

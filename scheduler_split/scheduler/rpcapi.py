@@ -44,10 +44,13 @@ Version history:
     1.11 - create_provider, update_provider, delete_provider,
           set_inventories, put_inventory, delete_inventory,
           set_provider_aggregates, write_allocations, delete_allocations,
-          get_consumer: what the API's Placement API writes of resource
-          providers, their inventories and aggregates, and of the
-          allocations of consumers that are not the scheduler's servers
-          (each guarded by the providers' generations); calls, plain
+          get_consumer, get_project_consumers, rename_resource_class,
+          reshape:
+          what the API's Placement
+          API writes of resource providers, their inventories and
+          aggregates, and of the allocations of consumers that are not
+          the scheduler's servers (each guarded by the providers'
+          generations), and reads of those consumers; calls, plain
           dicts only
 """
 
@@ -348,6 +351,18 @@ class SchedulerAPI:
     def get_consumer(self, ctx, consumer_uuid):
         return self._call_111(ctx, 'get_consumer',
                               consumer_uuid=consumer_uuid)
+
+    def reshape(self, ctx, inventories, consumers):
+        return self._call_111(ctx, 'reshape', inventories=inventories,
+                              consumers=consumers)
+
+    def rename_resource_class(self, ctx, name, new_name):
+        return self._call_111(ctx, 'rename_resource_class', name=name,
+                              new_name=new_name)
+
+    def get_project_consumers(self, ctx, project_id, user_id):
+        return self._call_111(ctx, 'get_project_consumers',
+                              project_id=project_id, user_id=user_id)
 
     def set_provider_aggregates(self, ctx, provider_uuid, aggregates,
                                 generation):

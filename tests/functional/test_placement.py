@@ -352,15 +352,13 @@ def test_only_an_admin_reads_or_writes_and_other_writes_are_refused(
     assert member.read('', NEWEST)['versions'][0]['max_version'] == NEWEST
 
     for user in (admin, member):
-        for method, path in (
-                ('POST', '/reshaper'),
-                ('PATCH', '/resource_providers')):
-            resp = user.request(method, path, NEWEST, json={})
-            assert 'written by the scheduler alone' in placement_error(
-                resp, 405, NEWEST)
-    # The writes of providers, inventories, aggregates, allocations,
-    # traits and resource classes are served, for admins.
+        resp = user.request('PATCH', '/resource_providers', NEWEST, json={})
+        assert placement_error(resp, 405, NEWEST) == (
+            'The method PATCH is not allowed for this resource.')
+    # The writes of providers, inventories, aggregates, allocations (and
+    # the reshaper), traits and resource classes are served, for admins.
     for method, path in (('POST', '/allocations'),
+                         ('POST', '/reshaper'),
                          ('PUT', '/allocations/%s' % uuid),
                          ('DELETE', '/allocations/%s' % uuid),
                          ('POST', '/resource_providers'),

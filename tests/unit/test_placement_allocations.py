@@ -138,3 +138,34 @@ def _claim(url, provider):
     except exception.SchedulerSplitException:
         return None
     return None
+
+
+def test_the_reshaper_moves_inventory_and_allocations_at_once(
+        scheduler, ctx, scheduler_db):
+    from scheduler_split.scheduler import placement_providers
+    root = _host(scheduler)
+    child = placement_providers.create_provider(scheduler_db, 'vgpus',
+                                                parent_uuid=root)
+    scheduler.write_allocations(ctx, {PORT: _spec({root: {'VCPU': 2}},
+                                                  None)})
+    generation = scheduler.get_provider_allocations(ctx, root)['generation']
+    inventory = {'total': 4, 'reserved': 0, 'min_unit': 1, 'max_unit': 4,
+                 'step_size': 1, 'allocation_ratio': 1.0}
+    # VCPU leaves the root while the port holds 2 of it there: refused,
+    # unless the port's allocation moves in the same reshape.
+    keep = {'MEMORY_MB': dict(inventory, total=4096, max_unit=4096),
+            'DISK_GB': dict(inventory, total=40, max_unit=40)}
+    with pytest.raises(exception.InventoryInUse):
+        placement_allocations.reshape(scheduler_db, {
+            root: {'generation': generation, 'inventories': keep}}, {})
+    scheduler.reshape(ctx, {
+        root: {'generation': generation, 'inventories': keep},
+        child: {'generation': 0, 'inventories': {'VCPU': inventory}}},
+        {PORT: _spec({child: {'VCPU': 2}}, 1)})
+    assert scheduler.get_consumer_allocations(ctx, PORT) == {
+        child: {'generation': 2, 'resources': {'VCPU': 2}}}
+    assert 'VCPU' not in scheduler.host_manager.get(root).inventory
+    # A stale generation moves nothing.
+    with pytest.raises(exception.ReshapeGenerationConflict):
+        placement_allocations.reshape(scheduler_db, {
+            child: {'generation': 0, 'inventories': {}}}, {})

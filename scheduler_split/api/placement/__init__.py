@@ -14,8 +14,8 @@ document answers without a token; every other read is for admins
 and the custom resource classes are written through the scheduler too
 (scheduler RPC 1.10, policy ``placement:write``), and so are resource
 providers, their inventories and aggregates, and the allocations of
-consumers that are not the scheduler's servers (scheduler RPC 1.11);
-the reshaper is not served yet (a 405). Errors are in Placement's shape
+consumers that are not the scheduler's servers, and the reshaper's
+moves (scheduler RPC 1.11). Errors are in Placement's shape
 (:mod:`errors`).
 
 ``ROUTES`` are rows of the API's one route table (``api/wsgi.py``).
@@ -23,8 +23,11 @@ the reshaper is not served yet (a 405). Errors are in Placement's shape
 
 from scheduler_split.api.placement import allocation_candidates
 from scheduler_split.api.placement import allocations
+from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import handler
 from scheduler_split.api.placement import inventories
+from scheduler_split.api.placement import microversion
+from scheduler_split.api.placement import reshaper
 from scheduler_split.api.placement import resource_classes
 from scheduler_split.api.placement import resource_providers
 from scheduler_split.api.placement import root
@@ -92,8 +95,24 @@ ROUTES = {
                                      DELETE=traits.delete),
     '/placement/allocation_candidates': _read_only(
         allocation_candidates.index),
-    '/placement/reshaper': _read_only(),
+    '/placement/reshaper': _row(POST=reshaper.reshape),
 }
+
+
+def unmatched(req):
+    """What a path under ``/placement`` that names nothing answers,
+    whatever the request accepts: a 404 in Placement's shape."""
+    try:
+        version = microversion.parse(req)
+    except errors.PlacementError:
+        version = microversion.MIN
+    response = errors.fault(404, 'The resource could not be found.',
+                            req.environ.get('openstack.request_id'),
+                            version)
+    response.headers['OpenStack-API-Version'] = (
+        'placement ' + microversion.to_str(version))
+    return response
+
 
 # Version discovery answers without a token.
 PUBLIC = {'/placement', '/placement/'}

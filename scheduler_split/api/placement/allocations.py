@@ -83,6 +83,9 @@ def schema(version, post=False):
         found['properties']['consumer_generation'] = {
             'type': ['integer', 'null']}
         found['required'].append('consumer_generation')
+    if version >= (1, 34):
+        # Which request group each provider answered: taken, not kept.
+        found['properties']['mappings'] = {'type': 'object'}
     if version >= (1, 38):
         found['properties']['consumer_type'] = {
             'type': 'string', 'pattern': CLASS, 'minLength': 1,
@@ -91,7 +94,7 @@ def schema(version, post=False):
     return found
 
 
-def _spec(data, version):
+def spec(data, version):
     """What the scheduler writes of one consumer's body."""
     if version < (1, 12):
         allocations = {}
@@ -127,7 +130,7 @@ def _write(req, ctx, version, wanted, single):
     return handler.no_content()
 
 
-def _consumer_uuid(value):
+def normal_uuid(value):
     try:
         return str(uuidlib.UUID(value))
     except ValueError:
@@ -138,9 +141,9 @@ def _consumer_uuid(value):
 def update(req, ctx, version, consumer_uuid):
     """``PUT /allocations/{consumer}``: what the consumer holds now,
     replacing what it held (nothing, from 1.28, deletes it all)."""
-    consumer_uuid = _consumer_uuid(consumer_uuid)
+    consumer_uuid = normal_uuid(consumer_uuid)
     data = handler.body(req, schema(version))
-    return _write(req, ctx, version, {consumer_uuid: _spec(data, version)},
+    return _write(req, ctx, version, {consumer_uuid: spec(data, version)},
                   consumer_uuid)
 
 
@@ -154,7 +157,7 @@ def create(req, ctx, version):
     data = handler.body(req, {'type': 'object', 'minProperties': 1,
                               'patternProperties': {UUID: one},
                               'additionalProperties': False})
-    wanted = {_consumer_uuid(uuid): _spec(value, version)
+    wanted = {normal_uuid(uuid): spec(value, version)
               for uuid, value in data.items()}
     return _write(req, ctx, version, wanted, None)
 

@@ -32,19 +32,11 @@ LOG = logging.getLogger(__name__)
 
 # The one rule every read of the Placement API asks.
 RULE = 'placement:read'
-# What guards the writes the API serves (the trait catalog, a provider's
-# traits).
+# What guards every write the API serves.
 WRITE_RULE = 'placement:write'
 
-# The methods refused on every path of the Placement API (GET is the only
-# one served); the first four write.
+# The methods a path refuses unless its row serves them.
 REFUSED = ('POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS')
-WRITES = REFUSED[:4]
-READ_ONLY = ('This write is not served: allocations are written by the '
-             'scheduler alone, as it claims hosts for servers (through the '
-             'compute API). Resource providers, their inventories, '
-             'aggregates and traits, and resource classes are written '
-             'here.')
 
 # Why the scheduler did not answer, as the detail of a 503.
 SCHEDULER_TOO_OLD = ('The Placement API needs schedulers that serve '
@@ -78,6 +70,8 @@ def body(req, schema):
     """The request's JSON body, checked against ``schema``: a 415 for a
     body that does not say it is JSON, a 400 in Placement's words for
     one that does not parse or does not fit."""
+    if not req.content_type and req.body:
+        raise errors.bad_request('content-type header required')
     if req.content_type != 'application/json':
         raise errors.PlacementError(
             415, 'The media type %s is not supported, use '
@@ -133,7 +127,7 @@ def _answer(fn, req, ctx, args, public, request_id, rule=RULE):
     version = None
     try:
         version = microversion.parse(req)
-        if not _accepts_json(req):
+        if req.method == 'GET' and not _accepts_json(req):
             raise errors.PlacementError(
                 406, 'Only application/json is provided')
         if not public:
@@ -141,10 +135,12 @@ def _answer(fn, req, ctx, args, public, request_id, rule=RULE):
         result = fn(req, ctx, version, **args)
         if not isinstance(result, webob.Response):
             result = _json(result)
-            if version >= (1, 15):
-                result.cache_control = 'no-cache'
-                result.last_modified = datetime.datetime.now(
-                    datetime.timezone.utc)
+        if (version >= (1, 15) and req.method in ('GET', 'PUT') and
+                result.status_code in (200, 204) and
+                'Cache-Control' not in result.headers):
+            result.cache_control = 'no-cache'
+            result.last_modified = datetime.datetime.now(
+                datetime.timezone.utc)
         return result, version
     except errors.PlacementError as exc:
         return errors.fault(exc.status, exc.detail, request_id, version,
@@ -207,15 +203,12 @@ def serve(public=False, rule=RULE):
 
 
 def refusal(allow=('GET',)):
-    """The handler of every method a path refuses: a 405 that says the
-    API is read-only (for a write) and which methods the path allows."""
+    """The handler of every method a path refuses: a 405 that says
+    which methods the path allows."""
     @serve(public=True)
     def refuse(req, ctx, version, **args):
-        if req.method in WRITES:
-            detail = READ_ONLY
-        else:
-            detail = ('The method %s is not allowed for this resource.'
-                      % req.method)
+        detail = ('The method %s is not allowed for this resource.'
+                  % req.method)
         response = errors.fault(405, detail,
                                 req.environ.get('openstack.request_id'),
                                 version)

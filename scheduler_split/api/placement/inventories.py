@@ -46,7 +46,7 @@ _POST['properties']['resource_class'] = {'type': 'string',
 _POST['required'] = ['total', 'resource_class']
 _IN_PUT = copy.deepcopy(_RECORD)
 _IN_PUT['required'] = ['total']
-_PUT = {
+PUT_SCHEMA = {
     'type': 'object',
     'properties': {
         'resource_provider_generation': {'type': 'integer'},
@@ -63,13 +63,13 @@ DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': MAX_INT,
             'step_size': 1, 'allocation_ratio': 1.0}
 
 
-def _fields(values):
+def fields(values):
     record = dict(DEFAULTS)
     record.update({key: values[key] for key in FIELDS if key in values})
     return record
 
 
-def _check_capacity(version, uuid, resource_class, record, verb):
+def check_capacity(version, uuid, resource_class, record, verb):
     """Placement's rule: from 1.26 the whole total may be reserved (a
     capacity of 0), before not."""
     capacity = int((record['total'] - record['reserved']) *
@@ -128,12 +128,12 @@ def _conflict(exc, version, prefix):
 def replace(req, ctx, version, uuid):
     """``PUT .../inventories``: the provider's whole inventory."""
     _provider(req, ctx, uuid)
-    body = handler.body(req, _PUT)
+    body = handler.body(req, PUT_SCHEMA)
     wanted = {}
     for resource_class, values in body['inventories'].items():
-        wanted[resource_class] = _fields(values)
-        _check_capacity(version, uuid, resource_class,
-                        wanted[resource_class], 'update')
+        wanted[resource_class] = fields(values)
+        check_capacity(version, uuid, resource_class,
+                       wanted[resource_class], 'update')
     try:
         handler.scheduler(req).set_inventories(
             ctx, uuid, wanted, body['resource_provider_generation'])
@@ -157,8 +157,8 @@ def create(req, ctx, version, uuid):
     _provider(req, ctx, uuid)
     body = handler.body(req, _POST)
     resource_class = body['resource_class']
-    record = _fields(body)
-    _check_capacity(version, uuid, resource_class, record, 'create')
+    record = fields(body)
+    check_capacity(version, uuid, resource_class, record, 'create')
     try:
         handler.scheduler(req).put_inventory(ctx, uuid, resource_class,
                                              record, None, create=True)
@@ -196,8 +196,8 @@ def update(req, ctx, version, uuid, resource_class):
     """``PUT .../inventories/{class}``: one class the provider has."""
     _provider(req, ctx, uuid)
     body = handler.body(req, _RECORD)
-    record = _fields(body)
-    _check_capacity(version, uuid, resource_class, record, 'update')
+    record = fields(body)
+    check_capacity(version, uuid, resource_class, record, 'update')
     try:
         handler.scheduler(req).put_inventory(
             ctx, uuid, resource_class, record,

@@ -1,14 +1,15 @@
 """The resource classes (from 1.2): ``GET /placement/resource_classes``
 lists the standard ones (the os-resource-classes library) and the custom
 ones; ``POST`` (1.2) and ``PUT /resource_classes/CUSTOM_<NAME>`` (1.7)
-make one, ``DELETE`` removes one no inventory or allocation uses.
-Written through the scheduler (scheduler RPC 1.10)."""
+make one (before 1.7 ``PUT`` renames one), ``DELETE`` removes one no
+inventory or allocation uses. Written through the scheduler (scheduler
+RPC 1.10 and 1.11)."""
 
-import webob
 
 from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import handler
 from scheduler_split.api.placement import resource_providers
+from scheduler_split import exception
 from scheduler_split import provider_model
 
 INVALID_CUSTOM = (
@@ -18,6 +19,15 @@ INVALID_CUSTOM = (
 _CREATE = {
     'type': 'object',
     'properties': {'name': {'type': 'string', 'maxLength': 255}},
+    'required': ['name'],
+    'additionalProperties': False,
+}
+
+
+_RENAME = {
+    'type': 'object',
+    'properties': {'name': {'type': 'string', 'maxLength': 255,
+                            'pattern': '^CUSTOM_[A-Z0-9_]+$'}},
     'required': ['name'],
     'additionalProperties': False,
 }
@@ -64,23 +74,35 @@ def create(req, ctx, version):
     _since_12(version)
     name = handler.body(req, _CREATE)['name']
     _custom(name)
-    handler.scheduler(req).create_resource_class(ctx, name, exists_ok=False)
-    response = webob.Response(status=201)
+    try:
+        handler.scheduler(req).create_resource_class(ctx, name,
+                                                     exists_ok=False)
+    except exception.ResourceClassExists:
+        raise errors.coded(409, 'Conflicting resource class already '
+                           'exists: %s' % name, 'placement.duplicate_name',
+                           version)
+    response = handler.no_content(201)
     response.location = _href(req, name)
     return response
 
 
 @handler.serve(rule=handler.WRITE_RULE)
 def update(req, ctx, version, name):
+    _since_12(version)
     if version < (1, 7):
-        # Before 1.7 a PUT renamed a custom class, which nothing here
-        # allows: what a server's flavor asks must keep its name.
-        raise errors.PlacementError(
-            400, 'Renaming a resource class is not supported; from '
-                 'microversion 1.7 PUT makes one.')
+        # Before 1.7 a PUT renamed a custom class (a flavor that asks
+        # for it by its old name then finds no host).
+        new_name = handler.body(req, _RENAME)['name']
+        try:
+            handler.scheduler(req).rename_resource_class(ctx, name,
+                                                         new_name)
+        except exception.ResourceClassExists:
+            raise errors.PlacementError(
+                409, 'Resource class already exists: %s' % new_name)
+        return _view(req, new_name)
     _custom(name)
     created = handler.scheduler(req).create_resource_class(ctx, name)
-    response = webob.Response(status=201 if created else 204)
+    response = handler.no_content(201 if created else 204)
     response.location = _href(req, name)
     return response
 
@@ -89,4 +111,4 @@ def update(req, ctx, version, name):
 def delete(req, ctx, version, name):
     _since_12(version)
     handler.scheduler(req).delete_resource_class(ctx, name)
-    return webob.Response(status=204)
+    return handler.no_content()

@@ -162,8 +162,8 @@ def update(req, ctx, version, uuid):
     """``PUT /resource_providers/{uuid}``: its name and (1.14) its
     parent; from 1.37 a child may move to another parent or become a
     root."""
-    _provider(req, ctx, uuid, detail=False)
     body = handler.body(req, _schema(version, create=False))
+    _provider(req, ctx, uuid, detail=False)
     parent = None
     if 'parent_provider_uuid' in body:
         parent = {'uuid': _uuid(body['parent_provider_uuid'])}
@@ -289,8 +289,14 @@ def update_traits(req, ctx, version, uuid):
     if version < (1, 6):
         raise errors.not_found()
     body = handler.body(req, _TRAITS)
-    written = handler.scheduler(req).set_provider_traits(
-        ctx, uuid, body['traits'], body['resource_provider_generation'])
+    try:
+        written = handler.scheduler(req).set_provider_traits(
+            ctx, uuid, body['traits'], body['resource_provider_generation'])
+    except exception.ResourceProviderConcurrentUpdate:
+        raise errors.coded(
+            409, "Resource provider's generation already changed. Please "
+            "update the generation and try again.",
+            'placement.concurrent_update', version)
     return {'traits': written['traits'],
             'resource_provider_generation': written['generation']}
 
@@ -302,7 +308,7 @@ def delete_traits(req, ctx, version, uuid):
     if version < (1, 6):
         raise errors.not_found()
     handler.scheduler(req).set_provider_traits(ctx, uuid, [], None)
-    return webob.Response(status=204)
+    return handler.no_content()
 
 
 @handler.serve()

@@ -4,7 +4,6 @@ standard traits (the os-traits library) and the custom ones made;
 exists), ``DELETE`` removes one no provider has. Written through the
 scheduler (scheduler RPC 1.10)."""
 
-import webob
 
 from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import handler
@@ -54,7 +53,7 @@ def show(req, ctx, version, name):
     _since_16(version)
     if not handler.scheduler(req).traits(ctx, names=[name]):
         raise errors.not_found('No such trait(s): %s.' % name)
-    return webob.Response(status=204)
+    return handler.no_content()
 
 
 @handler.serve(rule=handler.WRITE_RULE)
@@ -63,7 +62,7 @@ def update(req, ctx, version, name):
     if len(name) > 255 or not provider_model.is_custom(name):
         raise errors.bad_request(INVALID_CUSTOM)
     created = handler.scheduler(req).create_trait(ctx, name)
-    response = webob.Response(status=201 if created else 204)
+    response = handler.no_content(201 if created else 204)
     response.location = '%s/placement/traits/%s' % (req.script_name, name)
     return response
 
@@ -72,4 +71,4 @@ def update(req, ctx, version, name):
 def delete(req, ctx, version, name):
     _since_16(version)
     handler.scheduler(req).delete_trait(ctx, name)
-    return webob.Response(status=204)
+    return handler.no_content()

@@ -1,7 +1,8 @@
 """``GET /placement/usages?project_id=...[&user_id=...]`` (from 1.9):
 what a project (and user) holds, summed by resource class over every
 provider: its servers' allocations and those of its moves under way
-(:mod:`consumers`). From 1.38 grouped by consumer type, each group with
+(:mod:`consumers`), and the consumers written through the Placement API
+for it. From 1.38 grouped by consumer type, each group with
 its ``consumer_count``, and filtered with ``consumer_type`` (a type,
 ``all`` or ``unknown``).
 """
@@ -22,8 +23,12 @@ def _required_text(req, name, required=False):
         raise errors.bad_request("Invalid query string parameters: '%s' is "
                                  "a required property" % name)
     if value is not None and not 0 < len(value) <= 255:
-        raise errors.bad_request("Invalid query string parameters: '%s' "
-                                 "must be 1 to 255 characters long" % name)
+        # In the words of the JSON schema check Placement makes.
+        raise errors.bad_request(
+            "Invalid query string parameters: %r is too %s Failed "
+            "validating '%s' in schema['properties']['%s']"
+            % (value, 'short' if not value else 'long',
+               'minLength' if not value else 'maxLength', name))
     return value
 
 
@@ -45,17 +50,18 @@ def index(req, ctx, version):
             % (consumer_type, _CONSUMER_TYPE))
     held = consumers.of_project(ctx, project_id, user_id)
     scheduler = handler.scheduler(req)
+    for kind, uuids in scheduler.project_consumers(ctx, project_id,
+                                                   user_id).items():
+        held.setdefault(kind, []).extend(uuids)
+    every = [uuid for uuids in held.values() for uuid in uuids]
     if version < (1, 38):
-        every = held[consumers.INSTANCE] + held[consumers.MIGRATION]
         return {'usages': scheduler.usages(ctx, every)['usages']
                 if every else {}}
     if consumer_type is None:
         groups = held
     elif consumer_type == 'all':
-        groups = {'all': held[consumers.INSTANCE] +
-                  held[consumers.MIGRATION]}
+        groups = {'all': every}
     else:
-        # Every consumer here has a type: none is "unknown".
         groups = {consumer_type: held.get(consumer_type, [])}
     body = {}
     for name, uuids in groups.items():
