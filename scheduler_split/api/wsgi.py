@@ -8,7 +8,6 @@ dict (200), a ``(status, body)`` pair, or a ``webob.Response``.
 
 import json
 import logging
-import re
 
 from oslo_utils import uuidutils
 import routes
@@ -19,6 +18,7 @@ import webob.request
 from scheduler_split.api import aggregates
 from scheduler_split.api import auth
 from scheduler_split.api import availability_zones
+from scheduler_split.api import bodies
 from scheduler_split.api import errors
 from scheduler_split.api import extension_info
 from scheduler_split.api import flavor_access
@@ -208,8 +208,7 @@ class Request(webob.Request):
         try:
             body = json.loads(raw or b'null')
         except RecursionError:
-            raise errors.bad_request('Malformed request body: nested more '
-                                     'than %d levels deep' % MAX_BODY_DEPTH)
+            raise errors.bad_request(bodies.TOO_DEEP)
         except ValueError:
             raise errors.bad_request('Malformed request body')
         if not isinstance(body, dict):
@@ -219,43 +218,13 @@ class Request(webob.Request):
         return body
 
 
-# No request body of the API nests anywhere near this deep; refusing deeper
-# ones keeps every recursive walk of a body (validation, rendering) far
-# from the interpreter's recursion limit.
-MAX_BODY_DEPTH = 32
-
-
-# Control characters and lone surrogates (which JSON can spell but no
-# database can store) are refused anywhere in a body.
-_BAD_CHARACTERS = re.compile('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f'
-                             '\ud800-\udfff]')
-
-
 def _check_strings(body):
     """400 for a body nested too deep or holding a string no database can
-    store; iterative, so that no body can exhaust the stack."""
-    pending = [(body, 'body', 1)]
-    while pending:
-        value, where, depth = pending.pop()
-        if isinstance(value, str):
-            if _BAD_CHARACTERS.search(value):
-                raise errors.bad_request(
-                    'Invalid input for field/attribute %s: control '
-                    'characters and unpaired surrogates are not allowed.'
-                    % where)
-            continue
-        if not isinstance(value, (dict, list)):
-            continue
-        if depth > MAX_BODY_DEPTH:
-            raise errors.bad_request('Malformed request body: nested more '
-                                     'than %d levels deep' % MAX_BODY_DEPTH)
-        if isinstance(value, dict):
-            for key, item in value.items():
-                pending.append((key, where, depth))
-                pending.append((item, '%s/%s' % (where, key)
-                                if where != 'body' else key, depth + 1))
-        else:
-            pending.extend((item, where, depth + 1) for item in value)
+    store (:func:`bodies.check`)."""
+    try:
+        bodies.check(body)
+    except bodies.BadBody as exc:
+        raise errors.bad_request(str(exc))
 
 
 # What the compute API reads a body as (as Nova, its own vendor type too).

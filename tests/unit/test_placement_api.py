@@ -114,3 +114,29 @@ def test_a_version_that_does_not_read_or_is_not_served_is_refused(
 def test_the_history_says_every_version_up_to_the_newest():
     assert [v for v, _ in microversion.VERSIONS] == [
         '1.%d' % minor for minor in range(microversion.MAX[1] + 1)]
+
+
+@pytest.mark.parametrize('body,content_length,detail', [
+    (b'[' * 5000 + b']' * 5000, None, 'nested more than'),
+    (b'{"name": "\\ud800"}', None, 'unpaired surrogates'),
+    (b'{"name": "x", "uuid": NaN}', None, 'NaN is not a JSON number'),
+    (b'{"name": "x"}', '99999', 'shorter than its Content-Length'),
+])
+def test_a_body_no_database_could_take_is_a_400(configured, body,
+                                                content_length, detail):
+    """Bodies of the writes: too deep, unstorable, not JSON numbers or
+    cut short are refused before anything reads them further."""
+    router = wsgi.Router(_ComputeAPI(AssertionError('not reached')))
+    req = webob.Request.blank('/placement/resource_providers', method='POST',
+                              headers={
+                                  'OpenStack-API-Version': 'placement 1.39',
+                                  'Content-Type': 'application/json'})
+    req.body = body
+    if content_length is not None:
+        req.environ['CONTENT_LENGTH'] = content_length
+        req.environ.pop('webob.is_body_seekable', None)
+    req.environ['scheduler_split.context'] = context.get_admin_context()
+    resp = req.get_response(router)
+    assert resp.status_int == 400, resp.body
+    [error] = json.loads(resp.body)['errors']
+    assert detail in error['detail']

@@ -19,7 +19,9 @@ import uuid
 import jsonschema
 import oslo_messaging as messaging
 import webob
+import webob.request
 
+from scheduler_split.api import bodies
 from scheduler_split.api.placement import errors
 from scheduler_split.api.placement import microversion
 from scheduler_split import conf
@@ -66,20 +68,37 @@ def _is_uuid(value):
     return True
 
 
+def _no_constant(name):
+    # NaN and the infinities are no JSON numbers, though Python reads
+    # them: no amount or ratio of Placement is one.
+    raise ValueError('%s is not a JSON number' % name)
+
+
 def body(req, schema):
     """The request's JSON body, checked against ``schema``: a 415 for a
     body that does not say it is JSON, a 400 in Placement's words for
     one that does not parse or does not fit."""
-    if not req.content_type and req.body:
+    try:
+        raw = req.body
+    except webob.request.DisconnectionError:
+        raise errors.bad_request('The request body is shorter than its '
+                                 'Content-Length.')
+    if not req.content_type and raw:
         raise errors.bad_request('content-type header required')
     if req.content_type != 'application/json':
         raise errors.PlacementError(
             415, 'The media type %s is not supported, use '
             'application/json' % (req.content_type or None))
     try:
-        value = json.loads(req.body or b'null')
+        value = json.loads(raw or b'null', parse_constant=_no_constant)
+    except RecursionError:
+        raise errors.bad_request(bodies.TOO_DEEP)
     except ValueError as exc:
         raise errors.bad_request('Malformed JSON: %s' % exc)
+    try:
+        bodies.check(value)
+    except bodies.BadBody as exc:
+        raise errors.bad_request(str(exc))
     try:
         jsonschema.validate(value, schema, format_checker=FORMATS)
     except jsonschema.ValidationError as exc:
