@@ -391,6 +391,16 @@ class SchedulerClient:
         ``generation``), or None."""
         return self._api.get_consumer(ctx, consumer_uuid)
 
+    def allocation_candidates(self, ctx, groups, policy=None,
+                              root_traits=None, same_subtree=(),
+                              limit=None, nested=True):
+        """``{'candidates': [{'allocations', 'mappings'}], 'providers':
+        {uuid: summary}}``: Placement's allocation candidates of the
+        request groups ``{suffix: group}``."""
+        return self._api.get_allocation_candidates(
+            ctx, groups, policy, root_traits, list(same_subtree), limit,
+            nested)
+
     def reshape(self, ctx, inventories, consumers):
         """Placement's reshaper: ``{provider uuid: {'generation': g,
         'inventories': {class: fields}}}`` and consumers' allocations (as

@@ -28,6 +28,7 @@ from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.objects import base as obj_base
 from scheduler_split.scheduler import admin as admin_mod
+from scheduler_split.scheduler import candidates
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_manager as host_manager_mod
 from scheduler_split.scheduler import manager as manager_mod
@@ -264,6 +265,12 @@ class Scheduler:
 
     def get_consumer(self, ctx, consumer_uuid):
         return placement_allocations.consumer(self.db_url, consumer_uuid)
+
+    def get_allocation_candidates(self, ctx, groups, policy=None,
+                                  root_traits=None, same_subtree=(),
+                                  limit=None, nested=True):
+        return candidates.find(self.db_url, groups, policy, root_traits,
+                               same_subtree, limit, nested)
 
     def reshape(self, ctx, inventories, consumers):
         for uuid in placement_allocations.reshape(
@@ -652,6 +659,15 @@ class SchedulerEndpoint:
         """Call (1.11): the record of a consumer written through the
         Placement API (its owner, type and generation), or None."""
         return self.scheduler.get_consumer(ctx, consumer_uuid)
+
+    @messaging.expose
+    def get_allocation_candidates(self, ctx, groups, policy=None,
+                                  root_traits=None, same_subtree=(),
+                                  limit=None, nested=True):
+        """Call (1.11): GET /allocation_candidates over provider trees
+        and sharing providers."""
+        return self.scheduler.get_allocation_candidates(
+            ctx, groups, policy, root_traits, same_subtree, limit, nested)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.SchedulerSplitException)

@@ -39,7 +39,7 @@ _ROOT = _RP.alias('root')
 # A provider's root: itself when it has none recorded.
 ROOT_ID = sa.func.coalesce(_RP.c.root_provider_id, _RP.c.id)
 
-_PROVIDERS = sa.select(
+PROVIDERS = sa.select(
     _RP.c.id, _RP.c.uuid, _RP.c.name, _RP.c.host, _RP.c.generation,
     _RP.c.created_at, _RP.c.updated_at,
     _PARENT.c.uuid.label('parent_uuid'),
@@ -142,7 +142,7 @@ def _has_trait(names):
         rpt.c.trait_id == trait.c.id, trait.c.name.in_(sorted(names)))
 
 
-def _details(conn, rows):
+def details(conn, rows):
     """``{provider id: {inventories, capacity, usages, aggregates,
     traits}}`` of the providers ``rows``."""
     ids = [row.id for row in rows]
@@ -211,14 +211,14 @@ def providers(url, filters=None, marker=None, limit=MAX_PAGE,
     provider is left.
     """
     limit = max(1, min(limit or MAX_PAGE, MAX_PAGE))
-    query = _PROVIDERS.where(*_conditions(filters or {})).limit(limit + 1)
+    query = PROVIDERS.where(*_conditions(filters or {})).limit(limit + 1)
     if marker is not None:
         query = query.where(_RP.c.id > marker)
     with engines.snapshot(url) as conn:
         rows = conn.execute(query).all()
         more = len(rows) > limit
         rows = rows[:limit]
-        details = _details(conn, rows) if detail and rows else {}
+        extra = details(conn, rows) if detail and rows else {}
     found = []
     for row in rows:
         provider = {'id': row.id, 'uuid': row.uuid, 'name': row.name,
@@ -226,7 +226,7 @@ def providers(url, filters=None, marker=None, limit=MAX_PAGE,
                     'parent_provider_uuid': row.parent_uuid,
                     'root_provider_uuid': row.root_uuid or row.uuid,
                     'updated_at': _iso(row.updated_at or row.created_at)}
-        provider.update(details.get(row.id, {}))
+        provider.update(extra.get(row.id, {}))
         found.append(provider)
     return {'providers': found, 'next': rows[-1].id if more else None}
 

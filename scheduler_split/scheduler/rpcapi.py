@@ -45,7 +45,7 @@ Version history:
           set_inventories, put_inventory, delete_inventory,
           set_provider_aggregates, write_allocations, delete_allocations,
           get_consumer, get_project_consumers, rename_resource_class,
-          reshape:
+          reshape, get_allocation_candidates (over provider trees):
           what the API's Placement
           API writes of resource providers, their inventories and
           aggregates, and of the allocations of consumers that are not
@@ -351,6 +351,14 @@ class SchedulerAPI:
     def get_consumer(self, ctx, consumer_uuid):
         return self._call_111(ctx, 'get_consumer',
                               consumer_uuid=consumer_uuid)
+
+    def get_allocation_candidates(self, ctx, groups, policy, root_traits,
+                                  same_subtree, limit, nested):
+        return self._call_111(ctx, 'get_allocation_candidates',
+                              groups=groups, policy=policy,
+                              root_traits=root_traits,
+                              same_subtree=same_subtree, limit=limit,
+                              nested=nested)
 
     def reshape(self, ctx, inventories, consumers):
         return self._call_111(ctx, 'reshape', inventories=inventories,

@@ -284,7 +284,8 @@ def test_placement_lists_filter_on_traits_and_any_class(system):
     candidates = read('/allocation_candidates?resources=VCPU:1'
                       '&required=HW_CPU_X86_AVX512F')
     [(uuid, summary)] = candidates['provider_summaries'].items()
-    assert summary['traits'] == ['CUSTOM_GOLD', 'HW_CPU_X86_AVX512F']
+    # Standard traits first, then the custom ones, as Placement lists them.
+    assert summary['traits'] == ['HW_CPU_X86_AVX512F', 'CUSTOM_GOLD']
     candidates = read('/allocation_candidates?resources=CUSTOM_BAREMETAL_'
                       'GOLD:1&root_required=!CUSTOM_GOLD')
     assert len(candidates['allocation_requests']) == 1

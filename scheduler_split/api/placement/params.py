@@ -19,6 +19,12 @@ def check_names(req, allowed, patterns=()):
     for name in req.GET:
         if name in allowed or any(re.fullmatch(p, name) for p in patterns):
             continue
+        if patterns:
+            # In the words of Placement's JSON schema of such a query.
+            raise errors.bad_request(
+                "Invalid query string parameters: '%s' does not match any "
+                "of the regexes: %s" % (name, ', '.join(
+                    "'^%s$'" % p for p in patterns)))
         raise errors.bad_request(
             "Invalid query string parameters: Additional properties are "
             "not allowed ('%s' was unexpected)" % name)
@@ -79,8 +85,9 @@ def member_of(req, name, version):
             uuids = value[3:].split(',')
         elif ',' in value:
             raise errors.bad_request(
-                'Multiple values for \'%s\' must be prefixed with the '
-                '"in:" keyword. Got: %s' % (name, value))
+                "Multiple values for 'member_of' must be prefixed with the "
+                "'in:' or '!in:' keyword using the valid microversion. "
+                "Got: %s" % value)
         else:
             uuids = [value]
         if not all(uuidutils.is_uuid_like(u) for u in uuids):
@@ -143,6 +150,10 @@ def traits(req, ctx, name, version, catalog):
             'Invalid trait(s) in "%s" parameter: No such trait(s): %s.'
             % (name, ', '.join(sorted(unknown))))
     conflict = required & forbidden
+    if conflict and name == 'root_required':
+        raise errors.bad_request(
+            'Conflicting required and forbidden traits found in '
+            'root_required: %s' % ', '.join(sorted(conflict)))
     if conflict:
         raise errors.bad_request(
             'Conflicting required and forbidden traits found in the '
@@ -167,7 +178,7 @@ def provider_uuid(value, name):
     if not uuidutils.is_uuid_like(value):
         raise errors.bad_request(
             "Invalid query string parameters: Expected '%s' parameter to "
-            "be a valid UUID. Got: %s" % (name, value))
+            "be a format of uuid. Got: %s" % (name, value))
     return value
 
 
@@ -176,5 +187,6 @@ def limit(value):
     if not re.fullmatch('[1-9][0-9]{0,17}', value):
         raise errors.bad_request(
             "Invalid query string parameters: '%s' does not match "
-            "'^[1-9][0-9]*$'" % value)
+            "'^[1-9][0-9]*$' Failed validating 'pattern' in "
+            "schema['properties']['limit']" % value)
     return int(value)
