@@ -134,6 +134,10 @@ def update_provider(url, uuid, name, parent_uuid=UNCHANGED,
         values = {'name': name}
         new_root = None
         if parent_uuid is not UNCHANGED:
+            if parent_uuid is not None and row.host is not None:
+                # Servers are placed on roots with a host: a compute node
+                # moved under another provider would stop taking them.
+                raise refused('a compute node is the root of its tree.')
             if parent_uuid is not None:
                 try:
                     parent = _row(conn, parent_uuid)

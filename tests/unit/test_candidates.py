@@ -86,3 +86,20 @@ def test_the_search_is_bounded(cloud, scheduler_db, monkeypatch):
     found = candidates.find(scheduler_db, {'': _group({'VCPU': 1})},
                             limit=1)
     assert len(found['candidates']) == 1
+
+
+def test_a_compute_node_stays_the_root_of_its_tree(scheduler_db):
+    from scheduler_split import exception
+    from tests.unit import helpers
+    from scheduler_split.scheduler import endpoint
+    scheduler = endpoint.Scheduler(scheduler_db)
+    node = scheduler.host_manager.update_from_stats(
+        '6f1d9c8e-1b4a-4a57-9d0e-3c2b1a0f9e01', 'h1', 'h1',
+        helpers.host_stats(vcpus=4, memory_mb=4096, local_gb=40))
+    other = providers.create_provider(scheduler_db, 'pool')
+    with pytest.raises(exception.ResourceProviderInvalid) as raised:
+        providers.update_provider(scheduler_db, node, 'h1', other, True)
+    assert 'a compute node is the root of its tree' in str(raised.value)
+    # Renamed, it stays a host the scheduler places on.
+    providers.update_provider(scheduler_db, node, 'h1-renamed')
+    assert scheduler.host_manager.refresh_host(node) is not None
