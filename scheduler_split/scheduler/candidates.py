@@ -45,16 +45,16 @@ class _Provider:
     __slots__ = ('id', 'uuid', 'parent', 'root', 'traits', 'aggregates',
                  'inventory', 'capacity', 'usages')
 
-    def fits(self, rc, amount, also=0):
+    def fits(self, rc, amount):
         """Whether one allocation of ``amount`` fits the provider's
-        units and, with ``also`` more of it taken, its room."""
+        units and its room."""
         record = self.inventory.get(rc)
         if record is None:
             return False
         if amount < record['min_unit'] or amount > record['max_unit'] or \
                 amount % record['step_size']:
             return False
-        return self.usages.get(rc, 0) + also + amount <= \
+        return self.usages.get(rc, 0) + amount <= \
             self.capacity.get(rc, 0)
 
 
@@ -219,7 +219,7 @@ def find(url, groups, policy=None, root_traits=None, same_subtree=(),
             set(part) if index < 2 else [set(names) for names in part]
             for index, part in enumerate(group['traits']))
     found, seen = [], set()
-    state = {'tried': 0, 'has_trees': False}
+    state = {'tried': 0}
     with engines.snapshot(url) as conn:
         for group in groups.values():
             group['in_tree_roots'] = _in_tree_roots(
@@ -236,16 +236,10 @@ def find(url, groups, policy=None, root_traits=None, same_subtree=(),
             page = []
             _search(providers, groups, policy, root_traits, same_subtree,
                     limit - len(found), page, seen, state)
-            summaries.update(_summaries(providers, page, nested, state))
+            summaries.update(_summaries(providers, page, nested))
             found += page
             if len(found) >= limit or state['tried'] > MAX_COMBINATIONS:
                 break
-    if not nested and state['has_trees']:
-        kept = set()
-        for candidate in found:
-            kept.update(candidate['allocations'])
-        summaries = {uuid: summary for uuid, summary in summaries.items()
-                     if uuid in kept}
     return {'candidates': found, 'providers': summaries}
 
 
@@ -256,8 +250,6 @@ def _search(providers, groups, policy, root_traits, same_subtree, limit,
     trees = {}
     for provider in providers.values():
         trees.setdefault(provider.root, []).append(provider)
-        if provider.parent:
-            state['has_trees'] = True
     sharing = [p for p in providers.values() if SHARES in p.traits]
     for root_uuid in sorted((u for u in trees if u in by_uuid),
                             key=lambda u: by_uuid[u].id):
@@ -322,15 +314,16 @@ def _search(providers, groups, policy, root_traits, same_subtree, limit,
                           'root': root_uuid})
 
 
-def _summaries(providers, found, nested, state):
+def _summaries(providers, found, nested):
     """The summaries of the providers of the trees ``found`` takes from
     (without ``nested``, of the providers it takes from); each candidate
-    of a tree that takes twice from it is dropped then."""
+    that takes from two providers of one tree is dropped then (only a
+    tree with children can give one)."""
     by_uuid = {p.uuid: p for p in providers.values()}
     trees = {}
     for provider in providers.values():
         trees.setdefault(provider.root, []).append(provider)
-    if not nested and state['has_trees']:
+    if not nested:
         found[:] = [c for c in found if len(c['allocations']) == len(
             {by_uuid[uuid].root for uuid in c['allocations']})]
     summaries = {}

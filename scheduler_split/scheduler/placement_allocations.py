@@ -25,7 +25,6 @@ from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base as obj_base
-from scheduler_split import provider_model
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import placement_providers
 
@@ -35,7 +34,6 @@ _RP = models.ResourceProvider.__table__
 _INV = models.Inventory.__table__
 _ALLOC = models.Allocation.__table__
 _CONSUMER = models.Consumer.__table__
-_RC = models.ResourceClass.__table__
 # Left out of a write: its consumer's generation is not checked.
 UNCHECKED = 'unchecked'
 
@@ -103,20 +101,6 @@ def _check_consumer(row, spec, uuid):
             got='null' if sent is None else sent, uuid=uuid)
 
 
-def _classes_known(conn, classes):
-    custom = sorted(name for name in classes
-                    if name not in provider_model.STANDARD_RESOURCE_CLASSES)
-    if not custom:
-        return
-    made = set(conn.execute(sa.select(_RC.c.name).where(
-        _RC.c.name.in_(custom))).scalars())
-    made |= set(conn.execute(sa.select(_INV.c.resource_class).where(
-        _INV.c.resource_class.in_(custom)).distinct()).scalars())
-    for name in custom:
-        if name not in made:
-            raise exception.InventoryClassUnknown(name=name)
-
-
 def _check_amount(conn, provider, rc, amount, consumers):
     inventory = conn.execute(sa.select(
         _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
@@ -165,9 +149,10 @@ def _write(url, consumers, stamp, inventories=None):
             touched[uuid] = (providers[uuid].id, providers[uuid].generation)
         for uuid in sorted(named - set(providers)):
             raise exception.AllocationProviderNotFound(uuid=uuid)
-        _classes_known(conn, {rc for spec in consumers.values()
-                              for resources in spec['allocations'].values()
-                              for rc in resources})
+        placement_providers.known_classes(conn, {
+            rc for spec in consumers.values()
+            for resources in spec['allocations'].values()
+            for rc in resources})
         uuids = sorted(consumers)
         rows = {row.uuid: row for row in conn.execute(sa.select(
             _CONSUMER).where(_CONSUMER.c.uuid.in_(uuids)))}

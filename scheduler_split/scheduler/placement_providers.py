@@ -57,6 +57,16 @@ def _row(conn, uuid):
     return row
 
 
+def _at(row, generation):
+    """The generation a write of the provider ``row`` names (None: the
+    one it has); ``ResourceProviderConcurrentUpdate`` if it changed."""
+    seen = row.generation if generation is None else generation
+    if row.generation != seen:
+        raise exception.ResourceProviderConcurrentUpdate(
+            uuid=row.uuid, generation=seen)
+    return seen
+
+
 def _root_id(row):
     return row.root_provider_id or row.id
 
@@ -206,7 +216,9 @@ def delete_rows(conn, ids):
 
 # --- inventories ------------------------------------------------------------
 
-def _known_classes(conn, classes):
+def known_classes(conn, classes):
+    """``InventoryClassUnknown`` for a class of ``classes`` that is
+    neither standard nor a custom one made (or that an inventory has)."""
     custom = [name for name in classes
               if name not in provider_model.STANDARD_RESOURCE_CLASSES]
     if not custom:
@@ -251,7 +263,7 @@ def write_inventories(conn, row, inventories, replace=True):
     ``replace``, drop the classes it leaves out."""
     current = set(conn.execute(sa.select(_INV.c.resource_class).where(
         _INV.c.resource_provider_id == row.id)).scalars())
-    _known_classes(conn, inventories)
+    known_classes(conn, inventories)
     if replace:
         gone = current - set(inventories)
         held = _held(conn, row.id, gone)
@@ -283,10 +295,7 @@ def set_inventories(url, uuid, inventories, generation, stamp=None):
     with engines.writer(url) as session:
         conn = session.connection()
         row = _row(conn, uuid)
-        seen = row.generation if generation is None else generation
-        if row.generation != seen:
-            raise exception.ResourceProviderConcurrentUpdate(
-                uuid=uuid, generation=seen)
+        seen = _at(row, generation)
         write_inventories(conn, row, inventories or {}, replace=True)
         return placement_writes.bump(conn, uuid, row.id, seen, stamp)
 
@@ -300,10 +309,7 @@ def put_inventory(url, uuid, resource_class, fields, generation,
     with engines.writer(url) as session:
         conn = session.connection()
         row = _row(conn, uuid)
-        seen = row.generation if generation is None else generation
-        if row.generation != seen:
-            raise exception.ResourceProviderConcurrentUpdate(
-                uuid=uuid, generation=seen)
+        seen = _at(row, generation)
         there = conn.execute(sa.select(_INV.c.id).where(
             _INV.c.resource_provider_id == row.id,
             _INV.c.resource_class == resource_class)).first() is not None
@@ -346,10 +352,7 @@ def set_aggregates(url, uuid, aggregates, generation, stamp=None):
     with engines.writer(url) as session:
         conn = session.connection()
         row = _row(conn, uuid)
-        seen = row.generation if generation is None else generation
-        if row.generation != seen:
-            raise exception.ResourceProviderConcurrentUpdate(
-                uuid=uuid, generation=seen)
+        seen = _at(row, generation)
         have = set(conn.execute(sa.select(_RPA.c.aggregate_uuid).where(
             _RPA.c.resource_provider_id == row.id)).scalars())
         gone = have - aggregates

@@ -88,15 +88,6 @@ def check_capacity(version, uuid, resource_class, record, verb):
         "is %s." % (verb, uuid, resource_class, uuid, what))
 
 
-def _provider(req, ctx, uuid):
-    found = handler.scheduler(req).providers(ctx, {'uuid': uuid}, limit=1,
-                                             detail=True)
-    if not found:
-        raise errors.not_found('No resource provider with uuid %s found'
-                               % uuid)
-    return found[0]
-
-
 def _json(body, status=200, version=None):
     response = webob.Response(status=status, content_type='application/json',
                               charset='UTF-8')
@@ -109,7 +100,7 @@ def _json(body, status=200, version=None):
 
 
 def _one(req, ctx, version, uuid, resource_class, status=200):
-    provider = _provider(req, ctx, uuid)
+    provider = resource_providers.find_provider(req, ctx, uuid)
     record = dict(provider['inventories'][resource_class],
                   resource_provider_generation=provider['generation'])
     response = _json(record, status, version)
@@ -127,7 +118,7 @@ def _conflict(exc, version, prefix):
 @handler.serve(rule=handler.WRITE_RULE)
 def replace(req, ctx, version, uuid):
     """``PUT .../inventories``: the provider's whole inventory."""
-    _provider(req, ctx, uuid)
+    resource_providers.find_provider(req, ctx, uuid)
     body = handler.body(req, PUT_SCHEMA)
     wanted = {}
     for resource_class, values in body['inventories'].items():
@@ -145,7 +136,7 @@ def replace(req, ctx, version, uuid):
         raise errors.bad_request(
             'Unknown resource class in inventory for resource provider '
             '%s: %s' % (uuid, exc.format_message()))
-    provider = _provider(req, ctx, uuid)
+    provider = resource_providers.find_provider(req, ctx, uuid)
     return _json({'resource_provider_generation': provider['generation'],
                   'inventories': provider['inventories']}, 200, version)
 
@@ -154,7 +145,7 @@ def replace(req, ctx, version, uuid):
 def create(req, ctx, version, uuid):
     """``POST .../inventories``: one class the provider does not have
     yet (201, where it is)."""
-    _provider(req, ctx, uuid)
+    resource_providers.find_provider(req, ctx, uuid)
     body = handler.body(req, _POST)
     resource_class = body['resource_class']
     record = fields(body)
@@ -178,7 +169,7 @@ def delete_all(req, ctx, version, uuid):
     left; refused while a consumer holds any of it."""
     if version < (1, 5):
         return handler.not_allowed(req, version, ('GET', 'POST', 'PUT'))
-    _provider(req, ctx, uuid)
+    resource_providers.find_provider(req, ctx, uuid)
     try:
         handler.scheduler(req).set_inventories(ctx, uuid, None, None)
     except exception.InventoryInUse as exc:
@@ -194,7 +185,7 @@ def delete_all(req, ctx, version, uuid):
 @handler.serve(rule=handler.WRITE_RULE)
 def update(req, ctx, version, uuid, resource_class):
     """``PUT .../inventories/{class}``: one class the provider has."""
-    _provider(req, ctx, uuid)
+    resource_providers.find_provider(req, ctx, uuid)
     body = handler.body(req, _RECORD)
     record = fields(body)
     check_capacity(version, uuid, resource_class, record, 'update')
@@ -215,7 +206,7 @@ def update(req, ctx, version, uuid, resource_class):
 def delete(req, ctx, version, uuid, resource_class):
     """``DELETE .../inventories/{class}``: refused while a consumer
     holds any of it."""
-    _provider(req, ctx, uuid)
+    resource_providers.find_provider(req, ctx, uuid)
     try:
         handler.scheduler(req).delete_inventory(ctx, uuid, resource_class)
     except exception.InventoryInUse as exc:

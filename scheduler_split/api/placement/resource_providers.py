@@ -133,7 +133,7 @@ def _answer(req, ctx, version, uuid, status=200):
     if status == 201:
         del response.content_type
     else:
-        provider = _provider(req, ctx, uuid, detail=False)
+        provider = find_provider(req, ctx, uuid, detail=False)
         response.content_type = 'application/json'
         response.charset = 'UTF-8'
         response.text = json.dumps(view(req, version, provider))
@@ -163,7 +163,7 @@ def update(req, ctx, version, uuid):
     parent; from 1.37 a child may move to another parent or become a
     root."""
     body = handler.body(req, _schema(version, create=False))
-    _provider(req, ctx, uuid, detail=False)
+    find_provider(req, ctx, uuid, detail=False)
     parent = None
     if 'parent_provider_uuid' in body:
         parent = {'uuid': _uuid(body['parent_provider_uuid'])}
@@ -204,7 +204,7 @@ def update_aggregates(req, ctx, version, uuid):
     provider is in (1.1); from 1.19 with the generation read."""
     if version < (1, 1):
         raise errors.not_found()
-    provider = _provider(req, ctx, uuid, detail=False)
+    provider = find_provider(req, ctx, uuid, detail=False)
     if version >= (1, 19):
         body = handler.body(req, _AGGREGATES)
         if body['resource_provider_generation'] != provider['generation']:
@@ -220,7 +220,9 @@ def update_aggregates(req, ctx, version, uuid):
     return aggregates.__wrapped__(req, ctx, version, uuid)
 
 
-def _provider(req, ctx, uuid, detail=True):
+def find_provider(req, ctx, uuid, detail=True):
+    """The provider ``uuid`` as the scheduler reads it; a 404 if there
+    is none."""
     found = handler.scheduler(req).providers(ctx, {'uuid': uuid}, limit=1,
                                              detail=detail)
     if not found:
@@ -231,19 +233,19 @@ def _provider(req, ctx, uuid, detail=True):
 
 @handler.serve()
 def show(req, ctx, version, uuid):
-    return view(req, version, _provider(req, ctx, uuid, detail=False))
+    return view(req, version, find_provider(req, ctx, uuid, detail=False))
 
 
 @handler.serve()
 def inventories(req, ctx, version, uuid):
-    provider = _provider(req, ctx, uuid)
+    provider = find_provider(req, ctx, uuid)
     return {'inventories': provider['inventories'],
             'resource_provider_generation': provider['generation']}
 
 
 @handler.serve()
 def inventory(req, ctx, version, uuid, resource_class):
-    provider = _provider(req, ctx, uuid)
+    provider = find_provider(req, ctx, uuid)
     record = provider['inventories'].get(resource_class)
     if record is None:
         raise errors.not_found('No inventory of class %s for %s'
@@ -253,7 +255,7 @@ def inventory(req, ctx, version, uuid, resource_class):
 
 @handler.serve()
 def usages(req, ctx, version, uuid):
-    provider = _provider(req, ctx, uuid)
+    provider = find_provider(req, ctx, uuid)
     return {'resource_provider_generation': provider['generation'],
             'usages': provider['usages']}
 
@@ -262,7 +264,7 @@ def usages(req, ctx, version, uuid):
 def aggregates(req, ctx, version, uuid):
     if version < (1, 1):
         raise errors.not_found()
-    provider = _provider(req, ctx, uuid)
+    provider = find_provider(req, ctx, uuid)
     body = {'aggregates': provider['aggregates']}
     if version >= (1, 19):
         body['resource_provider_generation'] = provider['generation']
@@ -315,7 +317,7 @@ def delete_traits(req, ctx, version, uuid):
 def traits(req, ctx, version, uuid):
     if version < (1, 6):
         raise errors.not_found()
-    provider = _provider(req, ctx, uuid)
+    provider = find_provider(req, ctx, uuid)
     return {'traits': provider['traits'],
             'resource_provider_generation': provider['generation']}
 
