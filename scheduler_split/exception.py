@@ -258,6 +258,13 @@ class ClaimCapacityExceeded(SchedulerSplitException):
     code = 409
 
 
+class ClaimTreeRefused(ClaimCapacityExceeded):
+    """The host's providers have room for each amount, but no way of
+    spreading the request over them meets its groups and traits."""
+    msg_fmt = ('Host %(host)s has no providers that together fit '
+               '%(request)s.')
+
+
 class ComputeHostDisabled(SchedulerSplitException):
     """The host's compute service is disabled: no new claims there."""
     msg_fmt = 'Compute host %(host)s is disabled.'

@@ -72,6 +72,44 @@ def parse_inventory(text):
     return inventory
 
 
+_CHILD_NAME = re.compile(r'^[A-Za-z0-9_.-]+$')
+
+
+def parse_children(text):
+    """``[{name, parent, resources, traits}]`` of the providers below a
+    compute node, ``;``-separated, each
+    ``NAME[@PARENT]|CLASS:TOTAL[,...][|TRAIT[,...]]``: PARENT is another
+    of them (the compute node if left out)."""
+    children = []
+    names = set()
+    for item in text.split(';'):
+        item = item.strip()
+        if not item:
+            continue
+        parts = [part.strip() for part in item.split('|')]
+        if len(parts) > 3:
+            raise BadName('%r: expected NAME[@PARENT]|CLASS:TOTAL[,...]'
+                          '[|TRAIT[,...]]' % item)
+        name, _, parent = parts[0].partition('@')
+        if not _CHILD_NAME.match(name) or (
+                parent and not _CHILD_NAME.match(parent)):
+            raise BadName('%r: a provider name is letters, digits and '
+                          '_ . -' % item)
+        if name in names:
+            raise BadName('%r: %s is named twice' % (item, name))
+        if parent and parent not in names:
+            raise BadName('%r: its parent %s is not named before it'
+                          % (item, parent))
+        names.add(name)
+        children.append({
+            'name': name, 'parent': parent or None,
+            'resources': parse_inventory(parts[1] if len(parts) > 1
+                                         else ''),
+            'traits': sorted(parse_traits(parts[2] if len(parts) > 2
+                                          else ''))})
+    return children
+
+
 def for_host(lines, host, parse, option):
     """What the lines ``HOSTS=VALUE`` of ``option`` give ``host``: the
     union of the values of every line whose HOSTS (a name or a shell
@@ -90,6 +128,8 @@ def for_host(lines, host, parse, option):
             raise BadName('[fake_driver] %s: %s' % (option, exc))
         if result is None:
             result = parsed
+        elif isinstance(result, list):
+            result.extend(parsed)
         else:
             result.update(parsed)
     if result is None:

@@ -21,6 +21,11 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
+# What a compute node's provider has while its service is disabled, by
+# the compute or the operator, as Nova's computes report it.
+DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
+
+
 def report(resources, host_ip, disabled=False, service_status=None,
            failed_builds=0, num_io_ops=0):
     """The stats dict ``update_resource_stats`` carries for a host whose
@@ -49,7 +54,13 @@ def report(resources, host_ip, disabled=False, service_status=None,
         # What the driver has beyond VCPU, MEMORY_MB and DISK_GB
         # ({class: total}) and the traits it reports.
         'resources': dict(resources.get('resources') or {}),
-        'traits': sorted(resources.get('traits') or ()),
+        'traits': sorted(set(resources.get('traits') or ()) | (
+            {DISABLED_TRAIT} if disabled or (service_status or {}).get(
+                'disabled') else set())),
+        # The providers below the compute node: [{name, parent (a name,
+        # None for the compute node), resources, traits}], parents first.
+        'providers': [dict(child) for child in
+                      resources.get('providers') or ()],
     }
 
 

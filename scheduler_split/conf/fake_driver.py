@@ -90,6 +90,24 @@ fake_driver_opts = [
                       'Flavors ask for them with resources:CLASS=AMOUNT '
                       '(hw:cpu_policy=dedicated asks PCPU). Example: '
                       'cell2-compute1=VGPU:4,PCPU:4'),
+    cfg.MultiOpt('providers', default=[],
+                 item_type=_HostLines(provider_model.parse_children),
+                 help='Providers below fake compute nodes, as a real '
+                      'driver reports a GPU\'s VGPUs, a PCI device or a '
+                      'NIC\'s bandwidth: one line per group of hosts, '
+                      'HOSTS=NAME[@PARENT]|CLASS:TOTAL[,CLASS:TOTAL...]'
+                      '[|TRAIT[,TRAIT...]], several providers separated '
+                      'by ;. Each is named <node>_NAME and hangs below '
+                      'the compute node, or below the provider PARENT '
+                      'named before it on the line. Classes and traits '
+                      'are as for resources and traits. A flavor\'s '
+                      'resources:VGPU=1 takes a VGPU from whichever '
+                      'provider of the host has one; resources1:VGPU=1 '
+                      'with trait1:CUSTOM_GPU_A=required takes it from a '
+                      'provider that has the trait. A provider a report '
+                      'no longer names is deleted once nothing is '
+                      'allocated of it. Example: cell1-compute2=pgpu0|'
+                      'VGPU:4|CUSTOM_GPU_A;pgpu1|VGPU:4|CUSTOM_GPU_B'),
     cfg.IntOpt('hypervisor_version', default=1000, min=0,
                help='Hypervisor version each fake host reports, as an '
                     'integer (os-hypervisors hypervisor_version).'),

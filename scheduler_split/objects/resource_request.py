@@ -112,6 +112,40 @@ class ResourceRequest:
             parts.append('group_policy=%s' % self.group_policy)
         return '; '.join(parts)
 
+    def placed_by_groups(self):
+        """Whether where each amount comes from depends on more than one
+        provider's room: numbered groups or traits (a claim then carries
+        the groups, see :meth:`to_primitive`)."""
+        return len(self.groups) > 1 or bool(
+            self.unnumbered.required or self.unnumbered.forbidden)
+
+    def to_primitive(self):
+        """The groups and the policy, as JSON carries them."""
+        return {'groups': [
+            {'suffix': g.suffix, 'resources': dict(g.resources),
+             'required': sorted(g.required),
+             'forbidden': sorted(g.forbidden)}
+            for _, g in sorted(self.groups.items())],
+            'group_policy': self.group_policy}
+
+    @classmethod
+    def from_primitive(cls, primitive):
+        request = cls()
+        for item in primitive.get('groups') or ():
+            group = request.group(item.get('suffix') or '')
+            group.resources.update(item.get('resources') or {})
+            group.required.update(item.get('required') or ())
+            group.forbidden.update(item.get('forbidden') or ())
+        request.group_policy = primitive.get('group_policy')
+        return request
+
+    @classmethod
+    def of_resources(cls, resources):
+        """A request of one unnumbered group asking ``resources``."""
+        request = cls()
+        request.unnumbered.resources.update(resources)
+        return request
+
     @classmethod
     def of(cls, flavor, image_properties=None):
         """The request of an instance of ``flavor`` booted from an image

@@ -3,6 +3,7 @@ from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from scheduler_split.objects import base
+from scheduler_split.objects import resource_request
 
 
 @base.ObjectRegistry.register
@@ -13,8 +14,10 @@ class Selection(base.SchedulerSplitObject):
     host of a list is already claimed, an alternate is claimed by the cell
     conductor when it is tried. Version ``1.0`` is the resources
     (``{"VCPU": 1, ...}``); version ``1.1`` is ``{"resources": {...},
-    "group": {"uuid", "policy", "max_per_host"}}`` for a member of a server
-    group whose policy the claim must enforce.
+    "group": {"uuid", "policy", "max_per_host"}, "request": {...}}`` for
+    a member of a server group whose policy the claim must enforce, or a
+    request whose groups and traits say how its amounts spread over the
+    host's provider tree (``ResourceRequest.to_primitive``).
 
     ``availability_zone`` is the zone the host reported to the scheduler;
     a conductor gives it to an instance whose user asked for no zone.
@@ -41,11 +44,14 @@ class Selection(base.SchedulerSplitObject):
             primitive.pop('availability_zone', None)
 
     @classmethod
-    def for_claim(cls, resources, group=None, **kwargs):
+    def for_claim(cls, resources, group=None, request=None, **kwargs):
         """A Selection whose allocation request claims ``resources`` (as a
-        member of ``group`` if given)."""
-        if group:
-            request = {'resources': resources, 'group': group}
+        member of ``group`` if given; spread as ``request``, a
+        ``ResourceRequest``, says if given)."""
+        if group or request is not None:
+            request = {'resources': resources, 'group': group,
+                       'request': request.to_primitive()
+                       if request is not None else None}
             version = '1.1'
         else:
             request, version = resources, '1.0'
@@ -61,6 +67,15 @@ class Selection(base.SchedulerSplitObject):
     @property
     def resources(self):
         return self._request()['resources']
+
+    @property
+    def request(self):
+        """The ``ResourceRequest`` the claim spreads over the tree, or
+        None (the resources all from the compute node)."""
+        primitive = self._request().get('request')
+        if not primitive:
+            return None
+        return resource_request.ResourceRequest.from_primitive(primitive)
 
     @property
     def group(self):

@@ -29,6 +29,9 @@ from scheduler_split.db import models
 from scheduler_split.db import types
 from scheduler_split import exception
 from scheduler_split.objects import instance_group
+from scheduler_split.objects import resource_request
+from scheduler_split.scheduler import traits as traits_mod
+from scheduler_split.scheduler import tree_fit
 
 LOG = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ def capacity(total, reserved, allocation_ratio):
 
 
 def claim(url, provider_uuid, consumer_id, resources, group=None,
-          stamp=None):
+          stamp=None, request=None):
     """Allocate ``resources`` of the provider to ``consumer_id``.
 
     The consumer's allocations become exactly this claim: any it held on
@@ -56,14 +59,27 @@ def claim(url, provider_uuid, consumer_id, resources, group=None,
 
     ``stamp`` (here and in :func:`release` and :func:`move`) says who
     writes, for the providers' ``changed_by`` (:data:`CHANGED_BY`).
+
+    ``request`` (a ``ResourceRequest``) says how the amounts spread over
+    the provider's tree (see :mod:`tree_fit`): without it, or with a
+    request of one group and no traits on a provider with no children,
+    they all come from the provider itself.
     """
+    return claim_allocation(url, provider_uuid, consumer_id, resources,
+                            group, stamp, request)[0]
+
+
+def claim_allocation(url, provider_uuid, consumer_id, resources,
+                     group=None, stamp=None, request=None):
+    """:func:`claim`, returning ``(the provider's new generation,
+    {provider uuid: resources} written over its tree)``."""
     if group and group['policy'] not in instance_group.HARD_POLICIES:
         group = None
     if group:
         _ensure_group(url, group)
     try:
         return _claim(url, provider_uuid, consumer_id, resources, group,
-                      stamp or NO_STAMP)
+                      stamp or NO_STAMP, request)
     except sa_exc.DBAPIError as exc:
         # Two claims that move consumers between the same providers in
         # opposite directions can each hold a row the other updates; the
@@ -80,6 +96,7 @@ _RP = models.ResourceProvider.__table__
 _INV = models.Inventory.__table__
 _ALLOC = models.Allocation.__table__
 
+_CLAIMED = _RP.alias('claimed')
 # The provider, with a row per resource class of its inventory and what
 # the other consumers use of it, in one statement.
 _USED = sa.select(sa.func.sum(_ALLOC.c.used)).where(
@@ -87,12 +104,15 @@ _USED = sa.select(sa.func.sum(_ALLOC.c.used)).where(
     _ALLOC.c.resource_class == _INV.c.resource_class,
     _ALLOC.c.consumer_id != sa.bindparam('consumer_id')).scalar_subquery()
 _PROVIDER = sa.select(
-    _RP.c.id, _RP.c.host, _RP.c.generation, _RP.c.disabled,
+    _RP.c.id, _RP.c.uuid, _RP.c.host, _RP.c.generation, _RP.c.disabled,
     _RP.c.service_disabled, _RP.c.forced_down, _INV.c.resource_class,
     _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio,
     _USED.label('used')).select_from(_RP.outerjoin(
         _INV, _INV.c.resource_provider_id == _RP.c.id)).where(
-    _RP.c.uuid == sa.bindparam('uuid'))
+    sa.or_(_RP.c.uuid == sa.bindparam('uuid'),
+           _RP.c.root_provider_id == sa.select(_CLAIMED.c.id).where(
+               _CLAIMED.c.uuid == sa.bindparam('uuid')).scalar_subquery())
+).order_by(_RP.c.id)
 # What a write of a provider puts in its changed_by, given a stamp
 # (``HostManager.stamp``): the writing scheduler (``w_me``) if every change
 # of the row since the oldest its next reload reads (``w_floor``) is its
@@ -125,57 +145,111 @@ _BUMP_LEFT = _RP.update().where(
     generation=_RP.c.generation + 1, changed_by=CHANGED_BY)
 
 
-def _claim(url, provider_uuid, consumer_id, resources, group, stamp):
+def _claim(url, provider_uuid, consumer_id, resources, group, stamp,
+           request):
     with engines.writer(url) as session:
         group_row = _lock_group(session, group['uuid']) if group else None
         conn = session.connection()
         rows = conn.execute(_PROVIDER, {'uuid': provider_uuid,
                                         'consumer_id': consumer_id}).all()
-        if not rows:
+        # The provider and those below it, each with its inventory.
+        tree = {}
+        for row in rows:
+            entry = tree.get(row.id)
+            if entry is None:
+                entry = tree[row.id] = (row, {})
+            if row.resource_class is not None:
+                entry[1][row.resource_class] = row
+        provider = next((row for row, _ in tree.values()
+                         if row.uuid == provider_uuid), None)
+        if provider is None:
             raise exception.ComputeHostNotFound(host=provider_uuid)
-        provider = rows[0]
         if (provider.disabled or provider.service_disabled or
                 provider.forced_down):
             # Whatever any scheduler's memory says: the operator's status
             # (os-services) is read in the claim's transaction.
             raise exception.ComputeHostDisabled(host=provider.host)
-        seen = provider.generation
 
-        inventory = {row.resource_class: row for row in rows
-                     if row.resource_class is not None}
-        for rc, amount in resources.items():
-            if not amount:
-                continue
-            inv = inventory.get(rc)
-            free = capacity(inv.total, inv.reserved, inv.allocation_ratio) - \
-                (inv.used or 0) if inv else 0
-            if amount > free:
-                raise exception.ClaimCapacityExceeded(
-                    host=provider.host, amount=amount, resource=rc,
-                    free=free)
+        if len(tree) == 1 and (request is None or
+                               not request.placed_by_groups()):
+            allocation = _flat(provider, tree[provider.id][1], resources)
+        else:
+            allocation = _on_tree(conn, provider, tree, resources, request)
 
         if group_row is not None:
             _check_group(session, group_row, provider, consumer_id)
 
-        # The target's generation is bumped once, by the guarded update
-        # below; only the other providers the consumer leaves get theirs
-        # bumped here.
-        _drop_allocations(conn, consumer_id, guarded=provider.id,
-                          stamp=stamp)
-        rows = [{'resource_provider_id': provider.id,
+        ids = {row.uuid: row.id for row, _ in tree.values()}
+        seen = {row.id: row.generation for row, _ in tree.values()}
+        # Every provider written, and the claimed one always: each
+        # generation is bumped once, by the guarded updates below; only
+        # the other providers the consumer leaves get theirs bumped here.
+        bumped = sorted({ids[uuid] for uuid in allocation} | {provider.id})
+        _drop_allocations(conn, consumer_id, guarded=bumped, stamp=stamp)
+        rows = [{'resource_provider_id': ids[uuid],
                  'consumer_id': consumer_id, 'resource_class': rc,
                  'used': amount}
-                for rc, amount in resources.items() if amount]
+                for uuid, amounts in sorted(allocation.items())
+                for rc, amount in amounts.items() if amount]
         if rows:
             conn.execute(_ALLOC.insert(), rows)
-        result = conn.execute(_BUMP, dict(stamp, provider_id=provider.id,
-                                          seen=seen))
-        if result.rowcount != 1:
-            raise exception.ClaimConflict(provider=provider_uuid,
-                                          generation=seen)
+        # In id order, as every writer of several providers.
+        for provider_id in bumped:
+            result = conn.execute(_BUMP, dict(
+                stamp, provider_id=provider_id, seen=seen[provider_id]))
+            if result.rowcount != 1:
+                raise exception.ClaimConflict(provider=provider_uuid,
+                                              generation=seen[provider_id])
         if group_row is not None:
             _join_group(session, group_row, consumer_id)
-    return seen + 1
+    return provider.generation + 1, allocation
+
+
+def _free(inv):
+    return capacity(inv.total, inv.reserved, inv.allocation_ratio) - \
+        (inv.used or 0)
+
+
+def _flat(provider, inventory, resources):
+    """``resources`` all from ``provider``: ``{its uuid: resources}``,
+    or ``ClaimCapacityExceeded``."""
+    for rc, amount in resources.items():
+        if not amount:
+            continue
+        inv = inventory.get(rc)
+        free = _free(inv) if inv else 0
+        if amount > free:
+            raise exception.ClaimCapacityExceeded(
+                host=provider.host, amount=amount, resource=rc, free=free)
+    return {provider.uuid: {rc: amount for rc, amount in resources.items()
+                            if amount}}
+
+
+def _on_tree(conn, provider, tree, resources, request):
+    """Where ``request`` lands on the tree of ``provider`` as the claim's
+    transaction reads it (:func:`tree_fit.place`)."""
+    if request is None:
+        request = resource_request.ResourceRequest.of_resources(resources)
+    traits = {}
+    if request.required_traits() or request.forbidden_traits():
+        ids = sorted(tree)
+        traits = traits_mod.of_providers(conn, lambda column: column.in_(ids))
+    providers = [tree_fit.Provider(
+        row.uuid, frozenset(traits.get(row.id, ())),
+        {rc: _free(inv) for rc, inv in inventory.items()})
+        for row, inventory in sorted(
+            tree.values(), key=lambda entry: (entry[0].id != provider.id,
+                                              entry[0].id))]
+    allocation = tree_fit.place(providers, request)
+    if allocation is not None:
+        return allocation
+    for rc, amount in sorted(request.totals().items()):
+        free = sum(max(0, p.free.get(rc, 0)) for p in providers)
+        if amount > free:
+            raise exception.ClaimCapacityExceeded(
+                host=provider.host, amount=amount, resource=rc, free=free)
+    raise exception.ClaimTreeRefused(host=provider.host,
+                                     request=request.describe())
 
 
 def _ensure_group(url, group):

@@ -117,7 +117,18 @@ def _name_key(host, nodename):
 def _reported(state):
     """What a host's reports set, as its state holds it."""
     return (state._profile, state.reported_disabled, state._resources,
-            state.host_ip, state.failed_builds, state.num_io_ops)
+            state.host_ip, state.failed_builds, state.num_io_ops,
+            tuple(child.key() for child in state.children))
+
+
+_BASE = frozenset(('VCPU', 'MEMORY_MB', 'DISK_GB'))
+
+
+def _model_keys(state):
+    """The keys of ``HostManager._by_key`` a host is under."""
+    keys = {('trait', name) for name in state.tree_traits()}
+    keys.update(('rc', rc) for rc in state.tree_classes() if rc not in _BASE)
+    return frozenset(keys)
 
 
 class HostManager:
@@ -163,6 +174,17 @@ class HostManager:
         self._held = set()
         # {_name_key(host, node): uuid} of every host in memory.
         self._names = {}
+        # {child provider uuid: its compute node's uuid}.
+        self._child_roots = {}
+        # What the hosts have of the Placement model beyond what every
+        # host has: {('rc', class) or ('trait', name): {uuid, ...}} of
+        # the classes beyond VCPU, MEMORY_MB and DISK_GB that some
+        # provider of the tree has room for, and the traits of the
+        # tree; and {uuid: those keys} of the hosts that have any. A
+        # request asking for them starts from the fewest hosts that
+        # have them all, not from every host.
+        self._by_key = {}
+        self._keys = {}
         # What this scheduler writes to the providers' changed_by: its
         # reloads skip those changes, which its memory holds already.
         self.writer_id = uuidutils.generate_uuid()
@@ -383,6 +405,7 @@ class HostManager:
                         self._names[_name_key(fresh.host,
                                               fresh.nodename)] = uuid
                         self._listed = None
+                        self._set_children(state, fresh.children)
                     else:
                         # Keep the digest of the last report written from
                         # here if the database still holds that report:
@@ -390,7 +413,10 @@ class HostManager:
                         # but its time.
                         if _reported(state) == _reported(fresh):
                             fresh.report_digest = state.report_digest
+                        children = fresh.children
+                        fresh.children = state.children
                         state.copy_from(fresh)
+                        self._set_children(state, children)
                     self._note_status(state)
 
     def reload(self):
@@ -429,6 +455,7 @@ class HostManager:
             _RP.c.last_report_at >= since - CHANGE_OVERLAP,
             sa.or_(_RP.c.reported_by.is_(None),
                    _RP.c.reported_by != self.writer_id))
+        changed = host_reads.with_roots(changed)
         with self._watching() as touched:
             with engines.snapshot(self.db_url) as conn:
                 states, _ = self._read_states(conn, changed,
@@ -560,10 +587,73 @@ class HostManager:
             self._refresh_aggregates()
         return newest or 0
 
+    def _set_children(self, state, children):
+        """Give ``state`` the providers below it (under the lock), and
+        index what it has."""
+        for child in state.children:
+            self._child_roots.pop(child.uuid, None)
+        state.children = tuple(children)
+        for child in state.children:
+            self._child_roots[child.uuid] = state.uuid
+        self._index(state)
+
+    def _index(self, state):
+        """File the host under what it has of the model (under the
+        lock)."""
+        keys = _model_keys(state)
+        old = self._keys.get(state.uuid, frozenset())
+        if keys == old:
+            return
+        for key in old - keys:
+            hosts = self._by_key.get(key)
+            if hosts is not None:
+                hosts.discard(state.uuid)
+                if not hosts:
+                    del self._by_key[key]
+        for key in keys - old:
+            self._by_key.setdefault(key, set()).add(state.uuid)
+        if keys:
+            self._keys[state.uuid] = keys
+        else:
+            self._keys.pop(state.uuid, None)
+
+    def having(self, classes, traits):
+        """The hosts some provider of whose tree has room for each of
+        ``classes`` (beyond VCPU, MEMORY_MB and DISK_GB) and whose tree
+        has every trait of ``traits``; None when neither is asked (every
+        host)."""
+        keys = [('rc', rc) for rc in classes if rc not in _BASE]
+        keys += [('trait', name) for name in traits]
+        if not keys:
+            return None
+        with self._lock:
+            sets = [self._by_key.get(key, ()) for key in keys]
+            sets.sort(key=len)
+            first = sets[0]
+            rest = sets[1:]
+            uuids = [uuid for uuid in first
+                     if all(uuid in other for other in rest)]
+            return [self._hosts[uuid] for uuid in uuids
+                    if uuid in self._hosts]
+
+    def host_of(self, provider_uuid):
+        """The uuid of the compute node of a provider (itself, or the
+        root of its tree)."""
+        with self._lock:
+            return self._child_roots.get(provider_uuid, provider_uuid)
+
     def _forget(self, uuid):
         """Drop a host deleted from the database (under the lock)."""
         state = self._hosts.pop(uuid, None)
         if state is not None:
+            for child in state.children:
+                self._child_roots.pop(child.uuid, None)
+            for key in self._keys.pop(uuid, ()):
+                hosts = self._by_key.get(key)
+                if hosts is not None:
+                    hosts.discard(uuid)
+                    if not hosts:
+                        del self._by_key[key]
             key = _name_key(state.host, state.nodename)
             if self._names.get(key) == uuid:
                 del self._names[key]
@@ -662,12 +752,14 @@ class HostManager:
 
     # --- writing ------------------------------------------------------------
 
-    def note_claim(self, uuid, resources, consumer=None):
+    def note_claim(self, uuid, allocation, consumer=None):
+        """Count a claim of ``allocation`` (``{provider uuid:
+        resources}``, over the tree of the host ``uuid``)."""
         with self._lock:
             state = self._hosts.get(uuid)
             self._touch(uuid)
             if state is not None:
-                state.consume(resources)
+                state.consume_allocation(allocation)
                 if consumer is not None:
                     state.add_instance(consumer)
                 # A build is on its way there, until the compute's next
@@ -679,10 +771,9 @@ class HostManager:
         of ``consumer``."""
         with self._lock:
             for uuid, resources in released.items():
-                state = self._hosts.get(uuid)
-                self._touch(uuid)
+                state, provider = self._provider(uuid)
                 if state is not None:
-                    state.give_back(resources)
+                    provider.give_back(resources)
                     state.drop_instances((consumer,))
 
     def note_move(self, moved, dropped, from_consumer, to_consumer):
@@ -690,17 +781,27 @@ class HostManager:
         ``to_consumer``, which gave up ``dropped``."""
         with self._lock:
             for uuid, resources in dropped.items():
-                state = self._hosts.get(uuid)
-                self._touch(uuid)
+                state, provider = self._provider(uuid)
                 if state is not None:
-                    state.give_back(resources)
+                    provider.give_back(resources)
                     state.drop_instances((to_consumer,))
             for uuid in moved:
-                state = self._hosts.get(uuid)
-                self._touch(uuid)
+                state, _ = self._provider(uuid)
                 if state is not None:
                     state.drop_instances((from_consumer,))
                     state.add_instance(to_consumer)
+
+    def _provider(self, uuid):
+        """``(host state, provider state)`` of a provider of some host's
+        tree (the host's own, or a child's), marked as changed here;
+        ``(None, None)`` if memory has no such host (under the lock)."""
+        host_uuid = self._child_roots.get(uuid, uuid)
+        self._touch(host_uuid)
+        state = self._hosts.get(host_uuid)
+        if state is None:
+            return None, None
+        provider = state if host_uuid == uuid else state.child(uuid)
+        return (state, provider) if provider is not None else (None, None)
 
     def locate_consumers(self, consumers):
         """Make the host states know where ``consumers`` hold
@@ -718,7 +819,7 @@ class HostManager:
                         not state.instances.isdisjoint(consumers):
                     state.drop_instances(consumers)
             for uuid, consumer in rows:
-                state = self._hosts.get(uuid)
+                state = self._hosts.get(self._child_roots.get(uuid, uuid))
                 if state is not None:
                     state.add_instance(consumer)
 
@@ -794,6 +895,16 @@ class HostManager:
                 state.last_report_at = report.time
                 state.inventory = reports_mod.inventory_of(stats)
                 state.report_traits(reports_mod.traits_of(stats))
+                if report.children is not None:
+                    # The usage of each child is memory's: claims and
+                    # releases keep it.
+                    used = {child.uuid: child.used
+                            for child in state.children}
+                    for child in report.children:
+                        child.set_usage(used.get(child.uuid))
+                    self._set_children(state, report.children)
+                else:
+                    self._index(state)
                 state.report_digest = report.digest
             if new_ids and self._complete:
                 # Registered here: no select needs to load them, unless

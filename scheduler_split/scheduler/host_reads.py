@@ -6,6 +6,7 @@ manager's first load, reloads and reads of single hosts all go through
 """
 
 import sqlalchemy as sa
+from sqlalchemy.sql import util as sql_util
 
 from scheduler_split.db import models
 from scheduler_split.scheduler import host_state
@@ -33,6 +34,21 @@ _USAGE = sa.select(
 HOSTS = sa.and_(_RP.c.host.is_not(None), _RP.c.parent_provider_id.is_(None))
 _CONSUMERS = sa.select(_ALLOC.c.resource_provider_id,
                        _ALLOC.c.consumer_id).distinct()
+_CHILDREN = sa.select(_RP.c.id, _RP.c.uuid, _RP.c.name,
+                      _RP.c.parent_provider_id,
+                      _RP.c.root_provider_id).order_by(_RP.c.id)
+
+
+def with_roots(providers):
+    """``providers`` (a condition on the providers' table), and the
+    roots of the children it selects: a change of a child (its usage,
+    its inventory, its traits) is read as a change of its compute node's
+    tree."""
+    child = _RP.alias('changed_child')
+    of_child = sql_util.ClauseAdapter(child).traverse(providers)
+    return sa.or_(providers, _RP.c.id.in_(
+        sa.select(child.c.root_provider_id).where(
+            of_child, child.c.root_provider_id.is_not(None))))
 
 
 def _apply_provider(state, row):
@@ -96,7 +112,53 @@ def read_states(conn, providers, related, page=None):
         state = by_id.get(rp_id)
         if state is not None:
             state.add_instance(consumer)
+    _read_children(conn, by_id, related)
     return {state.uuid: state for state in by_id.values()}, newest
+
+
+def _read_children(conn, by_id, related):
+    """Give the hosts of ``by_id`` the providers below them, each with
+    its inventory, usage and traits."""
+    children, uuids = {}, {}
+    for row in conn.execute(_CHILDREN.where(
+            related(_RP.c.root_provider_id))):
+        host = by_id.get(row.root_provider_id)
+        if host is None:
+            continue
+        child = host_state.ChildState(row.uuid, row.name, None)
+        children[row.id] = (host, child, row.parent_provider_id)
+        uuids[row.id] = row.uuid
+    if not children:
+        return
+    for rp_id, host in by_id.items():
+        uuids[rp_id] = host.uuid
+    ids = sa.select(_RP.c.id).where(related(_RP.c.root_provider_id))
+
+    def of_children(column):
+        return column.in_(ids)
+
+    inventory = {}
+    for rp_id, rc, total, reserved, ratio in conn.execute(
+            _INVENTORY.where(of_children(_INV.c.resource_provider_id))):
+        inventory.setdefault(rp_id, {})[rc] = (total, reserved, ratio)
+    usage = {}
+    for rp_id, rc, used in conn.execute(
+            _USAGE.where(of_children(_ALLOC.c.resource_provider_id))):
+        usage.setdefault(rp_id, {})[rc] = int(used)
+    traits = traits_mod.of_providers(conn, of_children)
+    trees = {}
+    for rp_id, (host, child, parent_id) in children.items():
+        child.parent_uuid = uuids.get(parent_id)
+        child.inventory = inventory.get(rp_id, {})
+        child.set_usage(usage.get(rp_id))
+        child.set_traits(traits.get(rp_id, ()))
+        trees.setdefault(host.uuid, (host, []))[1].append(child)
+    for host, tree in trees.values():
+        host.children = tuple(tree)
+    for rp_id, consumer in conn.execute(
+            _CONSUMERS.where(of_children(_ALLOC.c.resource_provider_id))):
+        host = children[rp_id][0]
+        host.add_instance(consumer)
 
 
 def those(providers):

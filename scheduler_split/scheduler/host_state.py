@@ -18,6 +18,7 @@ import types
 from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates as aggregates_mod
 from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import tree_fit
 
 
 _NO_INSTANCES = frozenset()
@@ -102,7 +103,7 @@ class HostState:
         'aggregates', 'disabled', 'reported_disabled', '_status',
         'last_report_at', 'host_ip', '_resources', 'used', 'instances',
         'failed_builds', 'num_io_ops', 'report_digest', 'traits',
-        'reported_traits')
+        'reported_traits', 'children')
 
     def __init__(self, uuid, host, nodename, cell_uuid):
         self.uuid = uuid
@@ -146,6 +147,9 @@ class HostState:
         # compute reports (the others an operator set).
         self.traits = _NO_TRAITS
         self.reported_traits = _NO_TRAITS
+        # The providers below the compute node (ChildState), in the
+        # order of their ids: most hosts have none.
+        self.children = ()
 
     cell_uuid = _profile_field(0)
     reported_availability_zone = _profile_field(1)
@@ -193,6 +197,57 @@ class HostState:
     def has_traits(self, required, forbidden):
         traits = self.traits
         return required <= traits and not (forbidden & traits)
+
+    def tree_traits(self):
+        """The traits of every provider of the host's tree."""
+        if not self.children:
+            return self.traits
+        return self.traits.union(*(c.traits for c in self.children))
+
+    def tree_classes(self):
+        """The classes some provider of the tree has room for at all."""
+        classes = {rc for rc, cap in self._resources[1].items() if cap > 0}
+        for child in self.children:
+            classes.update(rc for rc, cap in child._resources[1].items()
+                           if cap > 0)
+        return classes
+
+    def tree_room(self, rc):
+        """What is free of ``rc`` over the whole tree."""
+        return self.free(rc) + sum(child.free(rc) for child in self.children)
+
+    def providers(self):
+        """The tree as :func:`tree_fit.place` takes it, the compute node
+        first."""
+        return [tree_fit.Provider(p.uuid, p.traits, p.free_amounts())
+                for p in (self,) + tuple(self.children)]
+
+    def free_amounts(self):
+        used = self.used
+        return {rc: cap - used.get(rc, 0)
+                for rc, cap in self._resources[1].items()}
+
+    def place(self, request):
+        """``{provider uuid: resources}`` of ``request`` (a
+        ``ResourceRequest``) on this host's tree as memory has it, or
+        None if it does not fit."""
+        if not self.children and not request.placed_by_groups():
+            resources = request.totals()
+            return {self.uuid: resources} if self.fits(resources) else None
+        return tree_fit.place(self.providers(), request)
+
+    def child(self, uuid):
+        for child in self.children:
+            if child.uuid == uuid:
+                return child
+        return None
+
+    def consume_allocation(self, allocation):
+        """Count ``{provider uuid: resources}`` of a claim on the tree."""
+        for uuid, resources in allocation.items():
+            provider = self if uuid == self.uuid else self.child(uuid)
+            if provider is not None:
+                provider.consume(resources)
 
     def add_instance(self, consumer):
         if self.instances is _NO_INSTANCES:
@@ -269,6 +324,41 @@ class HostState:
         in place: a request in flight holds this object."""
         for name in self.__slots__:
             setattr(self, name, getattr(other, name))
+
+
+class ChildState:
+    """A provider below a compute node (a GPU's VGPUs, a PCI device, a
+    NIC's bandwidth): what placements of the host's tree read of it."""
+
+    __slots__ = ('uuid', 'name', 'parent_uuid', 'traits', '_resources',
+                 'used')
+
+    def __init__(self, uuid, name, parent_uuid):
+        self.uuid = uuid
+        self.name = name
+        self.parent_uuid = parent_uuid
+        self.traits = _NO_TRAITS
+        self._resources = _INVENTORIES.get(())
+        self.used = _NO_USAGE
+
+    inventory = HostState.inventory
+    free = HostState.free
+    fits = HostState.fits
+    consume = HostState.consume
+    give_back = HostState.give_back
+    set_usage = HostState.set_usage
+    free_amounts = HostState.free_amounts
+
+    def set_traits(self, traits):
+        self.traits = _TRAITS.get(frozenset(traits))
+
+    def key(self):
+        """What a report sets of it, comparable."""
+        return (self.uuid, self.name, self.parent_uuid, self.traits,
+                self._resources)
+
+    def __repr__(self):
+        return '<ChildState %s %s>' % (self.name, self.uuid)
 
 
 # What a compute reports of its hypervisor, kept as it says.

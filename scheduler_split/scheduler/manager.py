@@ -52,17 +52,36 @@ GROUP_FILTERS = ('ServerGroupAntiAffinityFilter',
 MODEL = 'no host has '
 
 
+def model_part(request):
+    """What ``request`` asks of the Placement model beyond the filters:
+    the same request without the unnumbered group's VCPU, MEMORY_MB and
+    DISK_GB (which the resource filters check); None if that is
+    nothing."""
+    beyond = {rc: amount for rc, amount in request.unnumbered.resources.items()
+              if amount and rc not in resource_request.STANDARD_BASE}
+    if not (beyond or request.placed_by_groups()):
+        return None
+    part = resource_request.ResourceRequest.from_primitive(
+        request.to_primitive())
+    part.unnumbered.resources = beyond
+    return part
+
+
 def _model_constraints(request):
     """``(label, test of a host)`` of what ``request`` (a
-    ``ResourceRequest``) asks of a host beyond the filters: its traits,
-    the resource classes the resource filters do not check, and numbered
-    groups ``group_policy=isolate`` puts on providers of their own (a
-    host is one provider)."""
+    ``ResourceRequest``) asks of a host's provider tree beyond the
+    filters: its traits, the resource classes the resource filters do
+    not check, numbered groups ``group_policy=isolate`` puts on
+    providers of their own, and last, all of it together as Placement
+    would place it (:func:`tree_fit.place`)."""
+    part = model_part(request)
+    if part is None:
+        return
     required = request.required_traits()
-    forbidden = request.forbidden_traits()
+    forbidden = request.unnumbered.forbidden
     if required:
         yield (MODEL + 'the traits %s' % ', '.join(sorted(required)),
-               lambda h: required <= h.traits)
+               lambda h: required <= h.tree_traits())
     if forbidden:
         yield (MODEL + 'none of the traits %s' % ', '.join(
             sorted(forbidden)), lambda h: not (forbidden & h.traits))
@@ -71,12 +90,28 @@ def _model_constraints(request):
     if beyond:
         yield (MODEL + 'room for %s' % ', '.join(
             '%s=%d' % item for item in sorted(beyond.items())),
-            lambda h: h.fits(beyond))
+            lambda h: all(h.tree_room(rc) >= amount
+                          for rc, amount in beyond.items()))
     isolated = request.isolated_groups()
     if isolated > 1:
         yield (MODEL + 'a provider of its own for each of %d request '
                'groups (group_policy=isolate)' % isolated,
-               lambda h: False)
+               lambda h: len(h.children) + 1 >= isolated)
+    yield (MODEL + 'providers that together fit %s' % part.describe(),
+           lambda h: h.place(part) is not None)
+
+
+def _indexed(host_manager, request):
+    """The hosts whose trees have every class beyond VCPU, MEMORY_MB
+    and DISK_GB and every trait the request asks (a superset of those
+    that fit it), from the host manager's index; None to look at every
+    host."""
+    having = getattr(host_manager, 'having', None)
+    if having is None:
+        return None
+    classes = [rc for rc in request.totals()
+               if rc not in resource_request.STANDARD_BASE]
+    return having(classes, request.required_traits())
 
 
 def _resources_of(spec_obj):
@@ -161,6 +196,12 @@ class SchedulerManager:
         record = filters.FilterPass(self.filters)
         record.known = len(host_states)
         hosts = host_states
+        indexed = _indexed(self.host_manager, spec_obj.resource_request)
+        if indexed:
+            # A request for devices or traits only some hosts have looks
+            # at those alone. None of them: every host is looked at, so
+            # that the fault says which part of the request emptied it.
+            hosts = indexed
         for label, wanted in self._request_constraints(spec_obj):
             hosts = [h for h in hosts if wanted(h)]
             record.constraints.append((label, len(hosts)))
@@ -225,7 +266,8 @@ class SchedulerManager:
 
     # --- the claim (reserve) phase -----------------------------------------
 
-    def _claim(self, host_uuid, instance_uuid, resources, group=None):
+    def _claim(self, host_uuid, instance_uuid, resources, group=None,
+               request=None):
         """Claim on one host: True, or False once it is really refused.
 
         A lost race (ClaimConflict) says only that someone else changed
@@ -244,10 +286,11 @@ class SchedulerManager:
                     if group:
                         locks.enter_context(self._claim_lock(group['uuid']))
                     locks.enter_context(self._claim_lock(host_uuid))
-                    claims.claim(self.db_url, host_uuid, instance_uuid,
-                                 resources, group=group,
-                                 stamp=self.host_manager.stamp())
-                self.host_manager.note_claim(host_uuid, resources,
+                    _, allocation = claims.claim_allocation(
+                        self.db_url, host_uuid, instance_uuid, resources,
+                        group=group, stamp=self.host_manager.stamp(),
+                        request=request)
+                self.host_manager.note_claim(host_uuid, allocation,
                                              instance_uuid)
                 metrics.CLAIM_WON.inc()
                 return True
@@ -256,7 +299,9 @@ class SchedulerManager:
                 LOG.debug('Claim for instance %s lost a race: %s',
                           instance_uuid, exc.format_message())
                 state = self.host_manager.refresh_host(host_uuid)
-                if state is None or not state.fits(resources):
+                if state is None or state.place(
+                        request or resource_request.ResourceRequest
+                        .of_resources(resources)) is None:
                     return False
             except exception.ClaimGroupPolicyViolation:
                 metrics.CLAIM_REFUSED.inc()
@@ -293,13 +338,14 @@ class SchedulerManager:
         against where the members are now.
         """
         resources = spec_obj.resources
+        request = spec_obj.resource_request
         group = spec_obj.get('instance_group')
         claim_group = group.claim_group if group is not None else None
         while candidates:
             host = candidates.pop(0)
             try:
                 if self._claim(host.uuid, instance_uuid, resources,
-                               group=claim_group):
+                               group=claim_group, request=request):
                     return host
             except exception.ClaimGroupPolicyViolation as exc:
                 LOG.info('Claim for instance %s refused: %s', instance_uuid,
@@ -372,7 +418,11 @@ class SchedulerManager:
                 alternates = [h for h in candidates
                               if h.cell_uuid == chosen.cell_uuid][
                     :num_alternates]
-                result.append([self._selection(h, resources, claim_group)
+                request = spec_obj.resource_request
+                request = request if request.placed_by_groups() or any(
+                    h.children for h in [chosen] + alternates) else None
+                result.append([self._selection(h, resources, claim_group,
+                                               request)
                                for h in [chosen] + alternates])
                 # The instance's action records the same (the boot's
                 # event), where the user and the operator read it.
@@ -443,18 +493,21 @@ class SchedulerManager:
                            'for the new image.'
                            % (host, type(host_filter).__name__))
         request = spec_obj.resource_request
-        traits = (request.required_traits(), request.forbidden_traits())
-        if not state.has_traits(*traits):
+        required = request.required_traits()
+        part = model_part(request)
+        if not required <= state.tree_traits() or (
+                part is not None and state.place(part) is None):
             raise exception.NoValidHost(
                 reason='The host %s of the server does not have the traits '
                        'the new image requires (%s).' % (
-                           host, ', '.join(sorted(traits[0]))))
+                           host, ', '.join(sorted(required))))
         if claim:
             group = spec_obj.get('instance_group')
             try:
                 claimed = self._claim(
                     state.uuid, spec_obj.instance_uuid, spec_obj.resources,
-                    group=group.claim_group if group is not None else None)
+                    group=group.claim_group if group is not None else None,
+                    request=request)
             except exception.ClaimGroupPolicyViolation as exc:
                 raise exception.NoValidHost(reason=exc.format_message())
             if not claimed:
@@ -467,9 +520,10 @@ class SchedulerManager:
         return True
 
     @staticmethod
-    def _selection(host, resources, group=None):
+    def _selection(host, resources, group=None, request=None):
         return objects.Selection.for_claim(
-            resources, group=group, compute_node_uuid=host.uuid,
+            resources, group=group, request=request,
+            compute_node_uuid=host.uuid,
             service_host=host.host, nodename=host.nodename,
             cell_uuid=host.cell_uuid, limits=None,
             availability_zone=host.availability_zone)
@@ -486,7 +540,8 @@ class SchedulerManager:
             return False
         try:
             return self._claim(selection.compute_node_uuid, instance_uuid,
-                               resources, group=selection.group)
+                               resources, group=selection.group,
+                               request=selection.request)
         except exception.ClaimGroupPolicyViolation as exc:
             LOG.info('Alternate refused for instance %s: %s', instance_uuid,
                      exc.format_message(),

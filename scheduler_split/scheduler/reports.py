@@ -81,7 +81,10 @@ _UPDATE_INVENTORY = sa.update(_INV).where(
 # row holds, the report's ``stats``, ``time`` and ``digest``, and the
 # operator's ``status`` the row holds after it.
 Written = collections.namedtuple(
-    'Written', 'name uuid id cell_uuid stats time digest status')
+    'Written', 'name uuid id cell_uuid stats time digest status children')
+# A provider below a compute node: ``(id, uuid, name, parent id)``.
+_CHILDREN = sa.select(_RP.c.id, _RP.c.uuid, _RP.c.name,
+                      _RP.c.parent_provider_id, _RP.c.root_provider_id)
 
 
 def status_time(value):
@@ -417,12 +420,16 @@ class ReportWriter:
         traits_mod.store_reported(conn, {
             result[1]: traits_of(reports[name][1])
             for name, result in results.items()})
+        trees, kept_children = _store_children(
+            conn, {name: (result[1], reports[name][1])
+                   for name, result in results.items()}, stamp, changed_at)
+        kept |= kept_children
         # A provider that keeps an inventory its report left out (still
         # in use) has its next report written again, digest or not.
         return [Written(name, uuid, provider_id, cell_uuid,
                         reports[name][1], reports[name][2],
                         None if provider_id in kept else reports[name][3],
-                        status)
+                        status, trees.get(name))
                 for name, (uuid, provider_id, cell_uuid, status)
                 in results.items()]
 
@@ -484,3 +491,170 @@ class ReportWriter:
                     generation=_RP.c.generation + 1,
                     changed_by=claims.CHANGED_BY), stamp)
         return kept
+
+
+def _child_inventory(child):
+    """``{class: (total, reserved, allocation_ratio)}`` a report gives a
+    provider below its compute node."""
+    return {rc: (total, 0, 1.0)
+            for rc, total in (child.get('resources') or {}).items()}
+
+
+def _store_children(conn, trees, stamp, changed_at):
+    """Make the providers below each reported compute node those its
+    report names (``trees``: ``{name: (root id, stats)}``); a report
+    without ``providers`` (an older compute's) leaves them as they are.
+
+    Each is found by its name: created below its parent the first time,
+    given the inventory and the reported traits the report says (the
+    traits an operator set stay), and deleted once its report no longer
+    names it and nothing is allocated of it. Returns ``({name:
+    [ChildState]}`` of the trees reported, the ids of the roots that keep
+    a child or an inventory their report left out)``; the children's
+    usage is memory's to carry over."""
+    wanted = {name: (root_id, stats['providers'])
+              for name, (root_id, stats) in trees.items()
+              if stats.get('providers') is not None}
+    if not wanted:
+        return {}, set()
+    by_root = {root_id: name for name, (root_id, _) in wanted.items()}
+    existing = {}
+    for ids in _chunks(sorted(by_root)):
+        for row in conn.execute(_CHILDREN.where(
+                _RP.c.root_provider_id.in_(ids)).order_by(_RP.c.id)):
+            existing.setdefault(row.root_provider_id, {})[row.name] = row
+    changed, kept, gone = set(), set(), []
+    trees_out = {}
+    reported_traits = {}
+    inventories = {}
+    for name, (root_id, children) in wanted.items():
+        have = existing.get(root_id, {})
+        ids = {None: root_id}
+        uuids = {root_id: None}
+        for child in children:
+            row = have.get(child['name'])
+            parent_id = ids.get(child['parent'], root_id)
+            if row is None:
+                uuid = uuidutils.generate_uuid()
+                conn.execute(_RP.insert(), {
+                    'uuid': uuid, 'name': child['name'], 'host': None,
+                    'parent_provider_id': parent_id,
+                    'root_provider_id': root_id, 'generation': 0,
+                    'disabled': False, 'changed_at': changed_at,
+                    'changed_by': stamp['w_me'], 'created_at': changed_at,
+                    'updated_at': changed_at})
+                child_id = conn.execute(_IDS, {'uuids': [uuid]}).one()[1]
+            else:
+                uuid, child_id = row.uuid, row.id
+                if row.parent_provider_id != parent_id:
+                    conn.execute(sa.update(_RP).where(
+                        _RP.c.id == child_id).values(
+                        parent_provider_id=parent_id))
+                    changed.add(child_id)
+            ids[child['name']] = child_id
+            uuids[child_id] = uuid
+            reported_traits[child_id] = frozenset(child.get('traits') or ())
+            inventories[child_id] = _child_inventory(child)
+        named = {child['name'] for child in children}
+        gone += [row for child_name, row in have.items()
+                 if child_name not in named]
+        trees_out[name] = (root_id, [(ids[child['name']], child)
+                                     for child in children], uuids)
+    changed |= _write_child_inventories(conn, inventories)
+    changed |= traits_mod.store_reported(conn, reported_traits)
+    # Those no longer named, deepest first: deleted if nothing is
+    # allocated of them and nothing hangs below them any more.
+    alloc = models.Allocation.__table__
+    for row in sorted(gone, key=lambda row: -row.id):
+        in_use = conn.execute(sa.select(alloc.c.id).where(
+            alloc.c.resource_provider_id == row.id).limit(1)).first()
+        below = conn.execute(sa.select(_RP.c.id).where(
+            _RP.c.parent_provider_id == row.id).limit(1)).first()
+        if in_use is not None or below is not None:
+            kept.add(row.root_provider_id)
+            continue
+        conn.execute(_INV.delete().where(
+            _INV.c.resource_provider_id == row.id))
+        conn.execute(traits_mod.PROVIDER_TRAITS_TABLE.delete().where(
+            traits_mod.PROVIDER_TRAITS_TABLE.c.resource_provider_id ==
+            row.id))
+        conn.execute(models.ResourceProviderAggregate.__table__.delete()
+                     .where(models.ResourceProviderAggregate.__table__.c
+                            .resource_provider_id == row.id))
+        conn.execute(_RP.delete().where(_RP.c.id == row.id))
+        changed.add(row.root_provider_id)
+    if changed:
+        for ids in _chunks(sorted(changed)):
+            conn.execute(sa.update(_RP).where(_RP.c.id.in_(ids)).values(
+                generation=_RP.c.generation + 1, changed_at=changed_at,
+                changed_by=claims.CHANGED_BY), stamp)
+    # What memory takes of each tree: every child the database holds
+    # below the root (those kept too), with its traits.
+    states = {}
+    roots = [root_id for root_id, _, _ in trees_out.values()]
+    rows_by_root = {}
+    for ids in _chunks(sorted(roots)):
+        for row in conn.execute(_CHILDREN.where(
+                _RP.c.root_provider_id.in_(ids)).order_by(_RP.c.id)):
+            rows_by_root.setdefault(row.root_provider_id, []).append(row)
+    child_ids = [row.id for rows in rows_by_root.values() for row in rows]
+    traits, inventory = {}, {}
+    for ids in _chunks(child_ids):
+        traits.update(traits_mod.of_providers(
+            conn, lambda column: column.in_(ids)))
+        for rp_id, rc, total, reserved, ratio in conn.execute(
+                _INVENTORIES, {'ids': ids}):
+            inventory.setdefault(rp_id, {})[rc] = (total, reserved, ratio)
+    for name, (root_id, _, _) in trees_out.items():
+        rows = rows_by_root.get(root_id, [])
+        uuid_of = {row.id: row.uuid for row in rows}
+        tree = []
+        for row in rows:
+            child = host_state.ChildState(
+                row.uuid, row.name, uuid_of.get(row.parent_provider_id))
+            child.inventory = inventory.get(row.id, {})
+            child.set_traits(traits.get(row.id, ()))
+            tree.append(child)
+        states[name] = tree
+    return states, kept
+
+
+def _write_child_inventories(conn, inventories):
+    """Make ``{provider id: {class: (total, reserved, ratio)}}`` the
+    inventories of those providers, but for a class still allocated
+    that a report left out. The ids of those changed."""
+    current = {}
+    for ids in _chunks(sorted(inventories)):
+        for rp_id, rc, total, reserved, ratio in conn.execute(
+                _INVENTORIES, {'ids': ids}):
+            current[(rp_id, rc)] = (total, reserved, ratio)
+    changed = set()
+    inserts, updates, gone = [], [], []
+    for rp_id, wanted in inventories.items():
+        for rc, values in wanted.items():
+            old = current.get((rp_id, rc))
+            if old == values:
+                continue
+            total, reserved, ratio = values
+            if old is None:
+                inserts.append({'resource_provider_id': rp_id,
+                                'resource_class': rc, 'total': total,
+                                'reserved': reserved,
+                                'allocation_ratio': ratio})
+            else:
+                updates.append({'p_id': rp_id, 'p_rc': rc, 'total': total,
+                                'reserved': reserved,
+                                'allocation_ratio': ratio})
+            changed.add(rp_id)
+        gone += [(rp_id, rc) for (rp, rc) in current
+                 if rp == rp_id and rc not in wanted]
+    for rp_id, rc in _unused(conn, gone):
+        conn.execute(_INV.delete().where(
+            _INV.c.resource_provider_id == rp_id,
+            _INV.c.resource_class == rc))
+        changed.add(rp_id)
+    if updates:
+        conn.execute(_UPDATE_INVENTORY, updates)
+    if inserts:
+        conn.execute(_INV.insert(), inserts)
+    return changed

@@ -10,6 +10,7 @@ from scheduler_split.objects import base as obj_base
 
 _TRAIT = models.Trait.__table__
 _RPT = models.ResourceProviderTrait.__table__
+PROVIDER_TRAITS_TABLE = _RPT
 _CHUNK = 500
 
 # (provider id, trait name, reported) of some providers.

@@ -64,6 +64,14 @@ class FakeDriver:
                 'resources': provider_model.for_host(
                     opts.resources, self.host,
                     provider_model.parse_inventory, 'resources'),
+                'providers': [
+                    dict(child, name='%s_%s' % (self.nodename(),
+                                                child['name']),
+                         parent=child['parent'] and '%s_%s' % (
+                             self.nodename(), child['parent']))
+                    for child in provider_model.for_host(
+                        opts.providers, self.host,
+                        provider_model.parse_children, 'providers')],
                 'vcpus': opts.vcpus, 'memory_mb': opts.memory_mb,
                 'local_gb': opts.local_gb, 'hypervisor_type': 'fake',
                 'hypervisor_version': opts.hypervisor_version,
