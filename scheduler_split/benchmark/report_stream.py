@@ -81,7 +81,7 @@ def _feed(pipe, config_files, debug, run_dir, cpus, hosts, rate, stop,
         if url not in clients:
             clients[url] = scheduler_client.SchedulerClient(
                 rpc.get_transport(url))
-    first = [scheduler_only.synthetic_stats(i, device_every)
+    first = [scheduler_only.synthetic_stats(i, device_every, hosts[i][0])
              for i in range(len(hosts))]
     outbox = _outbox
     sent = 0

@@ -105,24 +105,34 @@ def synthetic_hosts(count, num_cells):
     return hosts
 
 
-# What a host with devices (see --device-hosts) has beyond the others,
+# What a host with devices (see --device-hosts) has beyond the others:
+# GPUs below its compute node, each with VGPUs and the GPU's traits;
 # and what the device selects ask of it.
-DEVICE_RESOURCES = {'VGPU': 4}
+DEVICE_GPUS = 2
+DEVICE_RESOURCES = {'VGPU': 2}
 DEVICE_TRAITS = ['CUSTOM_GPU', 'HW_GPU_API_VULKAN']
 DEVICE_EXTRA_SPECS = {'resources:VGPU': '1',
                       'trait:CUSTOM_GPU': 'required'}
 
 
-def synthetic_stats(index, device_every=0):
+def device_children(hostname):
+    """The GPUs a host with devices reports below its compute node."""
+    return [{'name': '%s_pgpu%d' % (hostname, gpu), 'parent': None,
+             'resources': dict(DEVICE_RESOURCES),
+             'traits': list(DEVICE_TRAITS)}
+            for gpu in range(DEVICE_GPUS)]
+
+
+def synthetic_stats(index, device_every=0, hostname=None):
     """What a compute's resource tracker reports (see
     ``compute/resource_tracker.py``), for a host bigger than the fake
     driver's default; every ``device_every``-th host (none if 0) also
-    has VGPUs and the traits of its GPU."""
+    has GPUs below it (``device_children`` of ``hostname``)."""
     arch = CONF.fake_driver.cpu_arch
     devices = bool(device_every) and index % device_every == 0
     return resource_tracker.report({
-        'resources': dict(DEVICE_RESOURCES) if devices else {},
-        'traits': list(DEVICE_TRAITS) if devices else [],
+        'providers': device_children(hostname or 'host%d' % index)
+        if devices else [],
         'vcpus': SYNTHETIC_VCPUS,
         'memory_mb': SYNTHETIC_MEMORY_MB,
         'local_gb': SYNTHETIC_LOCAL_GB,
@@ -256,7 +266,7 @@ class SchedulerBenchmark:
             rpc.get_transport(cell.transport_url)) for cell in cells}
         urls = {cell.name: cell.transport_url for cell in cells}
         hosts = synthetic_hosts(self.num_hosts, self.num_cells)
-        first = [synthetic_stats(i, self.device_every)
+        first = [synthetic_stats(i, self.device_every, hosts[i][0])
                  for i in range(len(hosts))]
         rss_before = rss_bytes(trim=True)
         rss_before_untrimmed = rss_bytes()

@@ -187,9 +187,11 @@ def parse_args(argv):
                              '%d).' % scheduler_only.DEFAULT_STREAM_SECONDS)
     parser.add_argument('--device-hosts', type=float, metavar='FRACTION',
                         help='With --scheduler-only, the fraction of the '
-                             'hosts that have VGPUs (%s) and GPU traits '
+                             'hosts that have %d GPUs below the compute '
+                             'node, each with VGPUs (%s) and traits '
                              '(%s); every other select then asks one '
                              '(%s). Default: 0, none.' % (
+                                 scheduler_only.DEVICE_GPUS,
                                  ', '.join('%s:%d' % item for item in sorted(
                                      scheduler_only.DEVICE_RESOURCES.items())),
                                  ', '.join(scheduler_only.DEVICE_TRAITS),

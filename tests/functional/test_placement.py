@@ -343,12 +343,20 @@ def test_only_an_admin_reads_or_writes_and_other_writes_are_refused(
     member = Placement(system.base_url, token='demo:demo')
     [uuid] = [p['uuid'] for p in admin.read(
         '/resource_providers')['resource_providers']]
-    for path in ('/resource_providers', '/resource_providers/%s' % uuid,
-                 '/resource_providers/%s/usages' % uuid,
-                 '/usages?project_id=demo', '/resource_classes',
-                 '/allocation_candidates?resources=VCPU:1'):
+    for path, rule in (
+            ('/resource_providers', 'resource_providers:list'),
+            ('/resource_providers/%s' % uuid, 'resource_providers:show'),
+            ('/resource_providers/%s/usages' % uuid,
+             'resource_providers:usages'),
+            ('/usages?project_id=admin', 'usages'),
+            ('/resource_classes', 'resource_classes:list'),
+            ('/allocation_candidates?resources=VCPU:1',
+             'allocation_candidates:list')):
         assert placement_error(member.get(path, NEWEST), 403, NEWEST) == (
-            "Policy doesn't allow placement:read to be performed.")
+            "Policy doesn't allow placement:%s to be performed." % rule)
+    # A project's members read its own usages.
+    assert member.read('/usages?project_id=demo', NEWEST) == {
+        'usages': {}}
     assert member.read('', NEWEST)['versions'][0]['max_version'] == NEWEST
 
     for user in (admin, member):
@@ -357,33 +365,40 @@ def test_only_an_admin_reads_or_writes_and_other_writes_are_refused(
             'The method PATCH is not allowed for this resource.')
     # The writes of providers, inventories, aggregates, allocations (and
     # the reshaper), traits and resource classes are served, for admins.
-    for method, path in (('POST', '/allocations'),
-                         ('POST', '/reshaper'),
-                         ('PUT', '/allocations/%s' % uuid),
-                         ('DELETE', '/allocations/%s' % uuid),
-                         ('POST', '/resource_providers'),
-                         ('PUT', '/resource_providers/%s' % uuid),
-                         ('DELETE', '/resource_providers/%s' % uuid),
-                         ('PUT', '/resource_providers/%s/inventories' % uuid),
-                         ('POST', '/resource_providers/%s/inventories'
-                          % uuid),
-                         ('DELETE', '/resource_providers/%s/inventories'
-                          % uuid),
-                         ('PUT', '/resource_providers/%s/inventories/VCPU'
-                          % uuid),
-                         ('DELETE', '/resource_providers/%s/inventories/VCPU'
-                          % uuid),
-                         ('PUT', '/resource_providers/%s/aggregates' % uuid),
-                         ('PUT', '/resource_providers/%s/traits' % uuid),
-                         ('DELETE', '/resource_providers/%s/traits' % uuid),
-                         ('PUT', '/traits/CUSTOM_GOLD'),
-                         ('DELETE', '/traits/CUSTOM_GOLD'),
-                         ('POST', '/resource_classes'),
-                         ('PUT', '/resource_classes/CUSTOM_GOLD'),
-                         ('DELETE', '/resource_classes/CUSTOM_GOLD')):
+    provider = '/resource_providers/%s' % uuid
+    for method, path, rule in (
+            ('POST', '/allocations', 'allocations:manage'),
+            ('POST', '/reshaper', 'reshaper:reshape'),
+            ('PUT', '/allocations/%s' % uuid, 'allocations:update'),
+            ('DELETE', '/allocations/%s' % uuid, 'allocations:delete'),
+            ('POST', '/resource_providers', 'resource_providers:create'),
+            ('PUT', provider, 'resource_providers:update'),
+            ('DELETE', provider, 'resource_providers:delete'),
+            ('PUT', provider + '/inventories',
+             'resource_providers:inventories:update'),
+            ('POST', provider + '/inventories',
+             'resource_providers:inventories:create'),
+            ('DELETE', provider + '/inventories',
+             'resource_providers:inventories:delete'),
+            ('PUT', provider + '/inventories/VCPU',
+             'resource_providers:inventories:update'),
+            ('DELETE', provider + '/inventories/VCPU',
+             'resource_providers:inventories:delete'),
+            ('PUT', provider + '/aggregates',
+             'resource_providers:aggregates:update'),
+            ('PUT', provider + '/traits', 'resource_providers:traits:update'),
+            ('DELETE', provider + '/traits',
+             'resource_providers:traits:delete'),
+            ('PUT', '/traits/CUSTOM_GOLD', 'traits:update'),
+            ('DELETE', '/traits/CUSTOM_GOLD', 'traits:delete'),
+            ('POST', '/resource_classes', 'resource_classes:create'),
+            ('PUT', '/resource_classes/CUSTOM_GOLD',
+             'resource_classes:update'),
+            ('DELETE', '/resource_classes/CUSTOM_GOLD',
+             'resource_classes:delete')):
         assert placement_error(member.request(method, path, NEWEST,
                                               json={}), 403, NEWEST) == (
-            "Policy doesn't allow placement:write to be performed.")
+            "Policy doesn't allow placement:%s to be performed." % rule)
     resp = admin.get('/allocations', NEWEST)
     placement_error(resp, 405, NEWEST)
     assert resp.headers['Allow'] == 'POST'

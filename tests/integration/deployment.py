@@ -491,15 +491,17 @@ class Deployment:
             name, text, timeout))
 
     def usage(self):
-        """``(host, resource class, used, capacity)`` of every allocated
-        resource class of every provider, from the scheduler database."""
+        """``(provider, resource class, used, capacity)`` of every
+        allocated resource class of every provider (a compute node by
+        its host, a provider below one by its name), from the scheduler
+        database."""
         return self.query(
             self.scheduler_db,
-            "SELECT p.host, a.resource_class, sum(a.used), "
-            "(i.total - i.reserved) * i.allocation_ratio "
+            "SELECT coalesce(p.host, p.name), a.resource_class, "
+            "sum(a.used), (i.total - i.reserved) * i.allocation_ratio "
             "FROM allocations a "
             "JOIN resource_providers p ON p.id = a.resource_provider_id "
             "JOIN inventories i ON i.resource_provider_id = p.id "
             "AND i.resource_class = a.resource_class "
-            "GROUP BY p.host, a.resource_class, i.total, i.reserved, "
-            "i.allocation_ratio")
+            "GROUP BY p.id, p.host, p.name, a.resource_class, i.total, "
+            "i.reserved, i.allocation_ratio")

@@ -1,6 +1,7 @@
-"""Three scheduler processes racing boots for VGPUs and dedicated CPUs
-(PCPU) on one database never hand a unit out twice: on PostgreSQL and on
-MariaDB, the claims equal the live servers, class by class."""
+"""Three scheduler processes racing boots for VGPUs (on GPUs below the
+compute nodes) and dedicated CPUs (PCPU) on one database never hand a
+unit out twice: on PostgreSQL and on MariaDB, the claims equal the live
+servers, class by class."""
 
 import collections
 import concurrent.futures
@@ -25,10 +26,13 @@ def devices(request, tmp_path_factory):
     dep = deployment_mod.Deployment(tmp_path_factory.mktemp('devices'),
                                     schedulers=3,
                                     database=conftest.database(request))
+    # The VGPUs are on two GPUs below each compute node, as a driver
+    # reports them; the dedicated CPUs on the compute node itself.
     dep.add_config(dep.hosts, 'devices.conf', """\
         [fake_driver]
-        resources = *=VGPU:%d,PCPU:%d
-        """ % (VGPUS_PER_HOST, PCPUS_PER_HOST))
+        resources = *=PCPU:%d
+        providers = *=pgpu0|VGPU:%d;pgpu1|VGPU:%d
+        """ % (PCPUS_PER_HOST, VGPUS_PER_HOST // 2, VGPUS_PER_HOST // 2))
     try:
         yield dep.bring_up()
     finally:

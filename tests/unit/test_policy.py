@@ -185,8 +185,31 @@ EXPECTED = {
     'os_compute_api:os-server-password:show': EVERYONE_OF_THE_PROJECT,
     'os_compute_api:os-server-password:clear': MEMBERS,
     'scheduler_split:metrics': ADMINS,
-    'placement:read': ADMINS,
-    'placement:write': ADMINS,
+    # Placement's rules, by Placement's names: for admins and services;
+    # the reshaper for services alone, a project's usages for its
+    # readers too.
+    **{'placement:' + name: ADMINS for name in (
+        'resource_providers:list', 'resource_providers:create',
+        'resource_providers:show', 'resource_providers:update',
+        'resource_providers:delete', 'resource_providers:inventories:list',
+        'resource_providers:inventories:create',
+        'resource_providers:inventories:show',
+        'resource_providers:inventories:update',
+        'resource_providers:inventories:delete',
+        'resource_providers:aggregates:list',
+        'resource_providers:aggregates:update',
+        'resource_providers:usages', 'resource_providers:allocations:list',
+        'resource_providers:traits:list',
+        'resource_providers:traits:update',
+        'resource_providers:traits:delete', 'allocations:list',
+        'allocations:manage', 'allocations:update', 'allocations:delete',
+        'allocation_candidates:list', 'resource_classes:list',
+        'resource_classes:create', 'resource_classes:show',
+        'resource_classes:update', 'resource_classes:delete',
+        'traits:list', 'traits:show', 'traits:update', 'traits:delete')},
+    'placement:reshaper:reshape': set(),
+    'placement:usages': EVERYONE_OF_THE_PROJECT,
+    'placement_project_usages': EVERYONE_OF_THE_PROJECT,
     'context_is_admin': ADMINS,
     'admin_api': ADMINS,
     'project_member_api': {'member'},
@@ -235,6 +258,25 @@ def test_another_services_token_may_send_server_events(configured):
     neutron = _user('service', 'service')
     assert policy.authorize(neutron, rule, {}, fatal=False)
     assert not policy.authorize(PERSONAS['member'], rule, {}, fatal=False)
+
+
+def test_services_write_placement_and_reshape(configured):
+    """As in Placement: a service's token (Nova's computes, Neutron,
+    Cyborg) writes providers and allocations, and it alone reshapes."""
+    cyborg = _user('service', 'service')
+    for rule in ('placement:resource_providers:create',
+                 'placement:allocations:update',
+                 'placement:reshaper:reshape'):
+        assert policy.authorize(cyborg, rule, {}, fatal=False)
+    assert not policy.authorize(PERSONAS['admin'],
+                                'placement:reshaper:reshape', {},
+                                fatal=False)
+    # A project's readers see its usages, not another project's.
+    reader = PERSONAS['reader']
+    assert policy.authorize(reader, 'placement:usages',
+                            {'project_id': 'p1'}, fatal=False)
+    assert not policy.authorize(reader, 'placement:usages',
+                                {'project_id': 'p2'}, fatal=False)
 
 
 def test_refusal_is_a_403_in_novas_words(configured):
@@ -309,8 +351,8 @@ DOCUMENTED = [r for r in policies.list_rules()
               if isinstance(r, oslo_policy.DocumentedRuleDefault)]
 
 # Rules of paths outside the compute API's /v2.1, documented as served.
-OUTSIDE_THE_COMPUTE_API = {'scheduler_split:metrics', 'placement:read',
-                           'placement:write'}
+OUTSIDE_THE_COMPUTE_API = {'scheduler_split:metrics'} | {
+    name for name in EXPECTED if name.startswith('placement:')}
 
 
 @pytest.mark.parametrize('rule', DOCUMENTED, ids=lambda r: r.name)
@@ -327,6 +369,9 @@ def test_every_rule_the_api_asks_for_is_registered():
     asked = set()
     for module in api.glob('*.py'):
         asked |= set(re.findall(r"'(os_compute_api:[^']+)'",
+                                module.read_text()))
+    for module in (api / 'placement').glob('*.py'):
+        asked |= set(re.findall(r"rule='(placement:[^']+)'",
                                 module.read_text()))
     registered = {r.name for r in policies.list_rules()}
     assert asked and asked <= registered, asked - registered

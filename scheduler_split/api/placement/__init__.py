@@ -9,14 +9,15 @@ provider aggregate of the same uuid.
 Everything is read through the scheduler's client library (scheduler RPC
 1.9), the API's only way to the scheduler's data; a consumer's project
 and user through the API's own records (:mod:`consumers`). The version
-document answers without a token; every other read is for admins
-(policy ``placement:read``). The trait catalog, a provider's traits
-and the custom resource classes are written through the scheduler too
-(scheduler RPC 1.10, policy ``placement:write``), and so are resource
-providers, their inventories and aggregates, and the allocations of
-consumers that are not the scheduler's servers, and the reshaper's
-moves (scheduler RPC 1.11). Errors are in Placement's shape
-(:mod:`errors`).
+document answers without a token; every other operation is guarded by
+the rule Placement names it by (``placement:resource_providers:list``,
+...; see ``scheduler_split/policies/placement.py``), for admins and
+services by default. The trait catalog, a provider's traits and the
+custom resource classes are written through the scheduler too
+(scheduler RPC 1.10), and so are resource providers, their inventories
+and aggregates, the allocations of consumers that are not the
+scheduler's servers, and the reshaper's moves (scheduler RPC 1.11).
+Errors are in Placement's shape (:mod:`errors`).
 
 ``ROUTES`` are rows of the API's one route table (``api/wsgi.py``).
 """

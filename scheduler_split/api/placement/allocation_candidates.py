@@ -216,7 +216,7 @@ def _summary(version, summary, requested):
     return body
 
 
-@handler.serve()
+@handler.serve(rule='placement:allocation_candidates:list')
 def index(req, ctx, version):
     if version < (1, 10):
         raise errors.not_found()

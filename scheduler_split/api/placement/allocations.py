@@ -137,7 +137,7 @@ def normal_uuid(value):
         raise errors.bad_request('Malformed consumer_uuid: %s' % value)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:allocations:update')
 def update(req, ctx, version, consumer_uuid):
     """``PUT /allocations/{consumer}``: what the consumer holds now,
     replacing what it held (nothing, from 1.28, deletes it all)."""
@@ -147,7 +147,7 @@ def update(req, ctx, version, consumer_uuid):
                   consumer_uuid)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:allocations:manage')
 def create(req, ctx, version):
     """``POST /allocations`` (1.13): several consumers' allocations at
     once, all or none."""
@@ -162,7 +162,7 @@ def create(req, ctx, version):
     return _write(req, ctx, version, wanted, None)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:allocations:delete')
 def delete(req, ctx, version, consumer_uuid):
     """``DELETE /allocations/{consumer}``: nothing held any more."""
     try:
@@ -172,7 +172,7 @@ def delete(req, ctx, version, consumer_uuid):
     return handler.no_content()
 
 
-@handler.serve()
+@handler.serve(rule='placement:allocations:list')
 def show(req, ctx, version, consumer_uuid):
     scheduler = handler.scheduler(req)
     held = scheduler.consumer_allocations(ctx, consumer_uuid)

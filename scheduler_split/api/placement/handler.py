@@ -32,11 +32,6 @@ from scheduler_split import policy
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-# The one rule every read of the Placement API asks.
-RULE = 'placement:read'
-# What guards every write the API serves.
-WRITE_RULE = 'placement:write'
-
 # The methods a path refuses unless its row serves them.
 REFUSED = ('POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS')
 
@@ -141,7 +136,7 @@ def _unavailable(detail, request_id, version):
     return response
 
 
-def _answer(fn, req, ctx, args, public, request_id, rule=RULE):
+def _answer(fn, req, ctx, args, public, request_id, rule, target=None):
     """``(response, version)`` of one request."""
     version = None
     try:
@@ -150,7 +145,8 @@ def _answer(fn, req, ctx, args, public, request_id, rule=RULE):
             raise errors.PlacementError(
                 406, 'Only application/json is provided')
         if not public:
-            policy.authorize(ctx, rule, target={})
+            policy.authorize(ctx, rule,
+                             target=target(req) if target else {})
         result = fn(req, ctx, version, **args)
         if not isinstance(result, webob.Response):
             result = _json(result)
@@ -200,16 +196,22 @@ def _answer(fn, req, ctx, args, public, request_id, rule=RULE):
                         version), version
 
 
-def serve(public=False, rule=RULE):
+def serve(public=False, rule=None, target=None):
     """Make ``fn`` a row of the route table, guarded by the policy
-    ``rule``. ``public`` handlers answer without a policy check (and,
-    for the paths of ``PUBLIC``, without a token)."""
+    ``rule`` (Placement's name of the operation, see
+    ``scheduler_split/policies/placement.py``; checked against
+    ``target(req)``, a dict, if given). ``public`` handlers answer
+    without a policy check (and, for the paths of ``PUBLIC``, without a
+    token)."""
+    if not public and not rule:
+        raise ValueError('a handler that is not public names its rule')
+
     def decorate(fn):
         @functools.wraps(fn)
         def served(req, ctx, compute_version, **args):
             request_id = req.environ.get('openstack.request_id')
             response, version = _answer(fn, req, ctx, args, public,
-                                        request_id, rule)
+                                        request_id, rule, target)
             # The compute API's router sees this header and leaves the
             # compute API's version headers out.
             response.headers['OpenStack-API-Version'] = (

@@ -115,7 +115,7 @@ def _conflict(exc, version, prefix):
     return errors.coded(409, prefix + exc.format_message(), code, version)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:inventories:update')
 def replace(req, ctx, version, uuid):
     """``PUT .../inventories``: the provider's whole inventory."""
     resource_providers.find_provider(req, ctx, uuid)
@@ -141,7 +141,7 @@ def replace(req, ctx, version, uuid):
                   'inventories': provider['inventories']}, 200, version)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:inventories:create')
 def create(req, ctx, version, uuid):
     """``POST .../inventories``: one class the provider does not have
     yet (201, where it is)."""
@@ -163,7 +163,7 @@ def create(req, ctx, version, uuid):
     return _one(req, ctx, version, uuid, resource_class, status=201)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:inventories:delete')
 def delete_all(req, ctx, version, uuid):
     """``DELETE .../inventories`` (1.5): the provider has no inventory
     left; refused while a consumer holds any of it."""
@@ -182,7 +182,7 @@ def delete_all(req, ctx, version, uuid):
     return handler.no_content()
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:inventories:update')
 def update(req, ctx, version, uuid, resource_class):
     """``PUT .../inventories/{class}``: one class the provider has."""
     resource_providers.find_provider(req, ctx, uuid)
@@ -202,7 +202,7 @@ def update(req, ctx, version, uuid, resource_class):
     return _one(req, ctx, version, uuid, resource_class)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:inventories:delete')
 def delete(req, ctx, version, uuid, resource_class):
     """``DELETE .../inventories/{class}``: refused while a consumer
     holds any of it."""

@@ -32,7 +32,7 @@ def _schema(version):
     }
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:reshaper:reshape')
 def reshape(req, ctx, version):
     if version < (1, 30):
         raise errors.not_found()

@@ -53,7 +53,7 @@ def _custom(name):
         raise errors.bad_request(INVALID_CUSTOM)
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_classes:list')
 def index(req, ctx, version):
     _since_12(version)
     return {'resource_classes': [
@@ -61,7 +61,7 @@ def index(req, ctx, version):
         for name in handler.scheduler(req).resource_classes(ctx)]}
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_classes:show')
 def show(req, ctx, version, name):
     _since_12(version)
     if name not in handler.scheduler(req).resource_classes(ctx):
@@ -69,7 +69,7 @@ def show(req, ctx, version, name):
     return _view(req, name)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_classes:create')
 def create(req, ctx, version):
     _since_12(version)
     name = handler.body(req, _CREATE)['name']
@@ -86,7 +86,7 @@ def create(req, ctx, version):
     return response
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_classes:update')
 def update(req, ctx, version, name):
     _since_12(version)
     if version < (1, 7):
@@ -107,7 +107,7 @@ def update(req, ctx, version, name):
     return response
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_classes:delete')
 def delete(req, ctx, version, name):
     _since_12(version)
     handler.scheduler(req).delete_resource_class(ctx, name)

@@ -90,7 +90,7 @@ def filters_of(req, ctx, version, allowed):
     return found
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_providers:list')
 def index(req, ctx, version):
     """``GET /resource_providers``: the providers the filters select."""
     allowed = _index_params(version)
@@ -144,7 +144,7 @@ def _answer(req, ctx, version, uuid, status=200):
     return response
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:create')
 def create(req, ctx, version):
     """``POST /resource_providers``: a provider without a compute host,
     a root or a child of ``parent_provider_uuid``. From 1.20 the answer
@@ -157,7 +157,7 @@ def create(req, ctx, version):
                    status=200 if version >= (1, 20) else 201)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:update')
 def update(req, ctx, version, uuid):
     """``PUT /resource_providers/{uuid}``: its name and (1.14) its
     parent; from 1.37 a child may move to another parent or become a
@@ -173,7 +173,7 @@ def update(req, ctx, version, uuid):
     return _answer(req, ctx, version, uuid)
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:delete')
 def delete(req, ctx, version, uuid):
     """``DELETE /resource_providers/{uuid}``: a provider no consumer
     holds anything of and without children."""
@@ -198,7 +198,7 @@ _AGGREGATES = {
 }
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:aggregates:update')
 def update_aggregates(req, ctx, version, uuid):
     """``PUT /resource_providers/{uuid}/aggregates``: the aggregates the
     provider is in (1.1); from 1.19 with the generation read."""
@@ -231,19 +231,19 @@ def find_provider(req, ctx, uuid, detail=True):
     return found[0]
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_providers:show')
 def show(req, ctx, version, uuid):
     return view(req, version, find_provider(req, ctx, uuid, detail=False))
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_providers:inventories:list')
 def inventories(req, ctx, version, uuid):
     provider = find_provider(req, ctx, uuid)
     return {'inventories': provider['inventories'],
             'resource_provider_generation': provider['generation']}
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_providers:inventories:show')
 def inventory(req, ctx, version, uuid, resource_class):
     provider = find_provider(req, ctx, uuid)
     record = provider['inventories'].get(resource_class)
@@ -253,14 +253,14 @@ def inventory(req, ctx, version, uuid, resource_class):
     return dict(record, resource_provider_generation=provider['generation'])
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_providers:usages')
 def usages(req, ctx, version, uuid):
     provider = find_provider(req, ctx, uuid)
     return {'resource_provider_generation': provider['generation'],
             'usages': provider['usages']}
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_providers:aggregates:list')
 def aggregates(req, ctx, version, uuid):
     if version < (1, 1):
         raise errors.not_found()
@@ -284,7 +284,7 @@ _TRAITS = {
 }
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:traits:update')
 def update_traits(req, ctx, version, uuid):
     """``PUT /resource_providers/{uuid}/traits``: the provider's traits
     become those named, if it is still at the generation named."""
@@ -303,7 +303,7 @@ def update_traits(req, ctx, version, uuid):
             'resource_provider_generation': written['generation']}
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:resource_providers:traits:delete')
 def delete_traits(req, ctx, version, uuid):
     """``DELETE /resource_providers/{uuid}/traits``: the provider has no
     trait any more (until its compute reports its own again)."""
@@ -313,7 +313,7 @@ def delete_traits(req, ctx, version, uuid):
     return handler.no_content()
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_providers:traits:list')
 def traits(req, ctx, version, uuid):
     if version < (1, 6):
         raise errors.not_found()
@@ -322,7 +322,7 @@ def traits(req, ctx, version, uuid):
             'resource_provider_generation': provider['generation']}
 
 
-@handler.serve()
+@handler.serve(rule='placement:resource_providers:allocations:list')
 def allocations(req, ctx, version, uuid):
     """``GET /resource_providers/{uuid}/allocations``: every consumer's
     allocations on the provider. The scheduler keeps no consumer

@@ -21,7 +21,7 @@ def _since_16(version):
         raise errors.not_found()
 
 
-@handler.serve()
+@handler.serve(rule='placement:traits:list')
 def index(req, ctx, version):
     _since_16(version)
     params.check_names(req, {'name', 'associated'})
@@ -48,7 +48,7 @@ def index(req, ctx, version):
         ctx, names=names, prefix=prefix, associated=associated)}
 
 
-@handler.serve()
+@handler.serve(rule='placement:traits:show')
 def show(req, ctx, version, name):
     _since_16(version)
     if not handler.scheduler(req).traits(ctx, names=[name]):
@@ -56,7 +56,7 @@ def show(req, ctx, version, name):
     return handler.no_content()
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:traits:update')
 def update(req, ctx, version, name):
     _since_16(version)
     if len(name) > 255 or not provider_model.is_custom(name):
@@ -67,7 +67,7 @@ def update(req, ctx, version, name):
     return response
 
 
-@handler.serve(rule=handler.WRITE_RULE)
+@handler.serve(rule='placement:traits:delete')
 def delete(req, ctx, version, name):
     _since_16(version)
     handler.scheduler(req).delete_trait(ctx, name)

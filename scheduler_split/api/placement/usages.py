@@ -32,7 +32,12 @@ def _required_text(req, name, required=False):
     return value
 
 
-@handler.serve()
+def usages_target(req):
+    """What the rule of ``GET /usages`` checks: the project asked of."""
+    return {'project_id': req.GET.get('project_id')}
+
+
+@handler.serve(rule='placement:usages', target=usages_target)
 def index(req, ctx, version):
     if version < (1, 9):
         raise errors.not_found()
