@@ -87,13 +87,26 @@ class SchedulerAdmin:
         with engines.writer(self.db_url) as session:
             ids = dict(session.execute(sa.select(rp.id, rp.uuid).where(
                 rp.host == host)).all())
+            # The providers below them go with them (a GPU, a NIC).
+            parents = dict(session.execute(sa.select(
+                rp.id, rp.parent_provider_id).where(
+                rp.root_provider_id.in_(list(ids)))).all()) if ids else {}
+            below = list(parents)
             if ids:
                 held = session.scalar(sa.select(sa.func.count()).where(
-                    models.Allocation.resource_provider_id.in_(list(ids))))
+                    models.Allocation.resource_provider_id.in_(
+                        list(ids) + below)))
                 if held:
                     raise exception.Conflict(
                         reason='host %s still holds %d allocations' % (
                             host, held))
+                # Leaves first: no row outlives its parent.
+                while parents:
+                    leaves = set(parents) - set(parents.values())
+                    placement_providers.delete_rows(session.connection(),
+                                                    sorted(leaves))
+                    for leaf in leaves:
+                        del parents[leaf]
                 placement_providers.delete_rows(session.connection(),
                                                 list(ids))
         uuids = sorted(ids.values())

@@ -177,12 +177,12 @@ class HostManager:
         # {child provider uuid: its compute node's uuid}.
         self._child_roots = {}
         # What the hosts have of the Placement model beyond what every
-        # host has: {('rc', class) or ('trait', name): {uuid, ...}} of
-        # the classes beyond VCPU, MEMORY_MB and DISK_GB that some
-        # provider of the tree has room for, and the traits of the
+        # host has: {('rc', class) or ('trait', name): {host state,
+        # ...}} of the classes beyond VCPU, MEMORY_MB and DISK_GB that
+        # some provider of the tree has room for, and the traits of the
         # tree; and {uuid: those keys} of the hosts that have any. A
-        # request asking for them starts from the fewest hosts that
-        # have them all, not from every host.
+        # request asking for them starts from the hosts that have them
+        # all, not from every host.
         self._by_key = {}
         self._keys = {}
         # What this scheduler writes to the providers' changed_by: its
@@ -604,18 +604,21 @@ class HostManager:
         old = self._keys.get(state.uuid, frozenset())
         if keys == old:
             return
-        for key in old - keys:
-            hosts = self._by_key.get(key)
-            if hosts is not None:
-                hosts.discard(state.uuid)
-                if not hosts:
-                    del self._by_key[key]
+        self._unindex(state, old - keys)
         for key in keys - old:
-            self._by_key.setdefault(key, set()).add(state.uuid)
+            self._by_key.setdefault(key, set()).add(state)
         if keys:
             self._keys[state.uuid] = keys
         else:
             self._keys.pop(state.uuid, None)
+
+    def _unindex(self, state, keys):
+        for key in keys:
+            hosts = self._by_key.get(key)
+            if hosts is not None:
+                hosts.discard(state)
+                if not hosts:
+                    del self._by_key[key]
 
     def having(self, classes, traits):
         """The hosts some provider of whose tree has room for each of
@@ -627,14 +630,9 @@ class HostManager:
         if not keys:
             return None
         with self._lock:
-            sets = [self._by_key.get(key, ()) for key in keys]
+            sets = [self._by_key.get(key, set()) for key in keys]
             sets.sort(key=len)
-            first = sets[0]
-            rest = sets[1:]
-            uuids = [uuid for uuid in first
-                     if all(uuid in other for other in rest)]
-            return [self._hosts[uuid] for uuid in uuids
-                    if uuid in self._hosts]
+            return list(sets[0].intersection(*sets[1:]))
 
     def host_of(self, provider_uuid):
         """The uuid of the compute node of a provider (itself, or the
@@ -648,12 +646,7 @@ class HostManager:
         if state is not None:
             for child in state.children:
                 self._child_roots.pop(child.uuid, None)
-            for key in self._keys.pop(uuid, ()):
-                hosts = self._by_key.get(key)
-                if hosts is not None:
-                    hosts.discard(uuid)
-                    if not hosts:
-                        del self._by_key[key]
+            self._unindex(state, self._keys.pop(uuid, ()))
             key = _name_key(state.host, state.nodename)
             if self._names.get(key) == uuid:
                 del self._names[key]

@@ -178,7 +178,6 @@ class SchedulerManager:
         if ignored:
             yield 'ignored hosts %s' % ignored, \
                 lambda h: h.host not in ignored
-        yield from _model_constraints(spec_obj.resource_request)
 
     def _candidates(self, host_states, spec_obj, every_host=False):
         """Hosts that pass every enabled filter, best first; whether
@@ -193,10 +192,12 @@ class SchedulerManager:
         wins, not the best of all. The random start spreads the requests
         of one scheduler, and of several, over the whole cloud.
         """
-        record = filters.FilterPass(self.filters)
+        request = spec_obj.resource_request
+        record = filters.FilterPass(self.filters,
+                                    stages=_model_constraints(request))
         record.known = len(host_states)
         hosts = host_states
-        indexed = _indexed(self.host_manager, spec_obj.resource_request)
+        indexed = _indexed(self.host_manager, request)
         if indexed:
             # A request for devices or traits only some hosts have looks
             # at those alone. None of them: every host is looked at, so
@@ -220,6 +221,8 @@ class SchedulerManager:
                 if len(record.passed) >= wanted:
                     complete = offset + batch >= count
                     break
+        if complete:
+            record.constraints += record.stage_counts()
         metrics.FILTERED_HOSTS.observe(record.looked)
         metrics.SCORED_HOSTS.observe(len(record.passed))
         ranked = weights.weigh(self.weighers, record.passed, spec_obj)
@@ -254,7 +257,7 @@ class SchedulerManager:
                     break
         steps = ['%d hosts known' % record.known]
         steps += ['%s: %d' % step for step in record.constraints]
-        left = record.looked
+        left = record.looked - sum(record.stage_removed)
         for (name, removed), refused in zip(record.counts(), late):
             left -= removed + refused
             steps.append('%s: %d' % (name, left))

@@ -151,3 +151,52 @@ def test_an_operator_trait_on_a_child_survives_reports(
     model._eventually(lambda: sorted(
         name for name in _providers(api) if name.startswith(
             'cell1-compute2')), ['cell1-compute2', 'cell1-compute2_pgpu0'])
+
+
+def test_moves_hold_and_hand_over_a_childs_units(start_system, fake_driver):
+    """A VGPU server's resize holds the source's GPU (the migration's)
+    and the destination's (the server's) until it is confirmed; a revert
+    gives the server its source's GPU back; a cold migration confirmed
+    leaves only the destination's held."""
+    fake_driver('providers', ['cell1-compute1=pgpu0|VGPU:1',
+                              'cell1-compute2=pgpu0|VGPU:1'])
+    system = start_system(cells=1, hosts_per_cell=2)
+    api = system.api
+    gpu = {name: rp['uuid'] for name, rp in _providers(api).items()}
+    small = model._flavor(api, 'vgpu-small', {'resources:VGPU': '1'})
+    large = model._flavor(api, 'vgpu-large', {'resources:VGPU': '1'},
+                          ram=1024)
+    server = model._boot(system, small)
+    source = server['OS-EXT-SRV-ATTR:host']
+    dest = ({'cell1-compute1', 'cell1-compute2'} - {source}).pop()
+
+    def vgpus():
+        return {name[:-len('_pgpu0')]: _usages(api, gpu[name])['VGPU']
+                for name in gpu if name.endswith('_pgpu0')}
+
+    def action(body, status=202):
+        resp = api.post('/v2.1/servers/%s/action' % server['id'], body)
+        assert resp.status_code == status, resp.text
+
+    action({'resize': {'flavorRef': large}})
+    moved = api.wait_for(server['id'], statuses=('VERIFY_RESIZE', 'ERROR'))
+    assert moved['status'] == 'VERIFY_RESIZE', moved.get('fault')
+    assert moved['OS-EXT-SRV-ATTR:host'] == dest
+    assert vgpus() == {source: 1, dest: 1}
+    assert _allocations(api, server['id'])[gpu[dest + '_pgpu0']] == {
+        'VGPU': 1}
+
+    action({'revertResize': None})
+    back = api.wait_for(server['id'], statuses=('ACTIVE', 'ERROR'))
+    assert (back['status'], back['OS-EXT-SRV-ATTR:host']) == (
+        'ACTIVE', source)
+    model._eventually(vgpus, {source: 1, dest: 0})
+    assert _allocations(api, server['id'])[gpu[source + '_pgpu0']] == {
+        'VGPU': 1}
+
+    action({'migrate': None})
+    moved = api.wait_for(server['id'], statuses=('VERIFY_RESIZE', 'ERROR'))
+    assert moved['OS-EXT-SRV-ATTR:host'] == dest
+    action({'confirmResize': None}, status=204)
+    api.wait_for(server['id'], statuses=('ACTIVE', 'ERROR'))
+    model._eventually(vgpus, {source: 0, dest: 1})

@@ -67,10 +67,16 @@ class ResourceFilter(BaseHostFilter, abstract=True):
 
 class FilterPass:
     """One pass of ``host_filters`` over the hosts of a request, batch
-    by batch, counting what each filter removed."""
+    by batch, counting what each filter removed.
 
-    def __init__(self, host_filters):
+    ``stages`` (``[(label, test of a host)]``) run on each batch before
+    the filters: what the request asks of the hosts' provider trees,
+    checked only on the hosts a pass looks at, not on every host."""
+
+    def __init__(self, host_filters, stages=()):
         self.filters = host_filters
+        self.stages = list(stages)
+        self.stage_removed = [0] * len(self.stages)
         # Hosts each filter removed, in the order of the filters.
         self.removed = [0] * len(host_filters)
         # Hosts the filters were shown, and those that passed them all.
@@ -84,6 +90,12 @@ class FilterPass:
     def run(self, host_states, spec_obj):
         """The hosts of a batch that pass every filter."""
         self.looked += len(host_states)
+        for index, (_, wanted) in enumerate(self.stages):
+            before = len(host_states)
+            host_states = [h for h in host_states if wanted(h)]
+            self.stage_removed[index] += before - len(host_states)
+            if not host_states:
+                return []
         removed = self.removed
         for index, host_filter in enumerate(self.filters):
             before = len(host_states)
@@ -95,6 +107,16 @@ class FilterPass:
                 return []
         self.passed.extend(host_states)
         return host_states
+
+    def stage_counts(self):
+        """``[(label, hosts left after it)]`` of the stages, as the hosts
+        looked at went through them."""
+        left = self.looked
+        counts = []
+        for (label, _), removed in zip(self.stages, self.stage_removed):
+            left -= removed
+            counts.append((label, left))
+        return counts
 
     def counts(self):
         """``[(filter name, hosts it removed)]``, in the order they ran.
