@@ -598,3 +598,81 @@ def test_moves_racing_claims_never_overcommit_nor_lose_a_host(scheduler_db):
     assert helpers.provider_usage(scheduler_db, dest).get('VCPU', 0) == \
         len(taken)
     assert len(taken) >= 2
+
+
+# --- provider trees ---------------------------------------------------------
+
+GPUS = [{'name': 'host1-node_pgpu%d' % i, 'parent': None,
+         'resources': {'VGPU': 1}, 'traits': ['CUSTOM_GPU_%d' % i]}
+        for i in range(2)]
+
+
+def _children(url, root_uuid):
+    rp = models.ResourceProvider
+    root = sa.orm.aliased(rp)
+    with engines.reader(url) as session:
+        return dict(session.execute(sa.select(rp.name, rp.uuid).join(
+            root, root.id == rp.root_provider_id).where(
+            root.uuid == root_uuid)).all())
+
+
+def test_concurrent_claims_of_childs_units_never_hand_one_out_twice(
+        scheduler_db):
+    """Eight threads race for two VGPUs on two GPUs below one compute
+    node: two win, each on a GPU of its own, and the losers hold
+    nothing."""
+    rp = _provider(scheduler_db, vcpus=16, memory_mb=16 * 512,
+                   local_gb=160, providers=GPUS)
+    gpus = _children(scheduler_db, rp)
+    assert sorted(gpus) == ['host1-node_pgpu0', 'host1-node_pgpu1']
+    wanted = dict(SMALL, VGPU=1)
+    barrier = threading.Barrier(8)
+    results = {}
+
+    def _claim(index):
+        consumer = 'consumer-%d' % index
+        barrier.wait()
+        try:
+            claims.claim(scheduler_db, rp, consumer, wanted)
+            results[consumer] = 'claimed'
+        except (exception.ClaimCapacityExceeded,
+                exception.ClaimConflict) as exc:
+            results[consumer] = type(exc).__name__
+
+    workers = [threading.Thread(target=_claim, args=(i,)) for i in range(8)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(30)
+    claimed = sorted(c for c, r in results.items() if r == 'claimed')
+    assert len(results) == 8 and len(claimed) == 2, results
+    held = [claims.allocations_of(scheduler_db, c) for c in claimed]
+    assert sorted(gpu for allocation in held for gpu in allocation
+                  if gpu != rp) == sorted(gpus.values())
+    for allocation in held:
+        assert allocation[rp] == SMALL
+    for uuid in gpus.values():
+        assert helpers.provider_usage(scheduler_db, uuid) == {'VGPU': 1}
+    for consumer in set(results) - set(claimed):
+        assert claims.allocations_of(scheduler_db, consumer) == {}
+
+
+def test_a_numbered_group_claims_the_child_with_its_trait(scheduler_db):
+    from scheduler_split.objects import resource_request
+    rp = _provider(scheduler_db, providers=GPUS)
+    gpus = _children(scheduler_db, rp)
+    request = resource_request.ResourceRequest.from_primitive({'groups': [
+        {'suffix': '', 'resources': SMALL},
+        {'suffix': '1', 'resources': {'VGPU': 1},
+         'required': ['CUSTOM_GPU_1']}]})
+    _, allocation = claims.claim_allocation(
+        scheduler_db, rp, 'consumer', dict(SMALL, VGPU=1), request=request)
+    assert allocation == {rp: SMALL, gpus['host1-node_pgpu1']: {'VGPU': 1}}
+    with pytest.raises(exception.ClaimTreeRefused):
+        claims.claim(scheduler_db, rp, 'other', dict(SMALL, VGPU=1),
+                     request=request)
+    # Releasing gives the child's unit back.
+    released = claims.release(scheduler_db, 'consumer')
+    assert released[gpus['host1-node_pgpu1']] == {'VGPU': 1}
+    assert helpers.provider_usage(scheduler_db,
+                                  gpus['host1-node_pgpu1']) == {}

@@ -7,9 +7,12 @@ import threading
 import time
 
 import pytest
+import sqlalchemy as sa
 from oslo_utils import uuidutils
 
 from scheduler_split import context
+from scheduler_split.db import engines
+from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import endpoint as scheduler_endpoint
@@ -266,6 +269,27 @@ def test_a_host_with_allocations_is_not_deleted(manager, ctx,
     claims.release(scheduler_db, 'consumer')
     assert manager.delete_host(ctx, 'h1') == [uuid]
     assert manager.get_compute_nodes(ctx) == []
+
+
+def test_a_host_goes_with_the_providers_below_it(manager, ctx,
+                                                 scheduler_db):
+    """A GPU below the compute node and a function below the GPU are
+    deleted with the host; while the function is allocated, nothing
+    is."""
+    uuid = _add_host(manager, 'h1', providers=[
+        {'name': 'h1_gpu', 'parent': None, 'resources': {'VGPU': 1},
+         'traits': []},
+        {'name': 'h1_vf', 'parent': 'h1_gpu',
+         'resources': {'SRIOV_NET_VF': 1}, 'traits': []}])
+    claims.claim(scheduler_db, uuid, 'consumer',
+                 dict(RESOURCES, SRIOV_NET_VF=1))
+    with pytest.raises(exception.Conflict):
+        manager.delete_host(ctx, 'h1')
+    claims.release(scheduler_db, 'consumer')
+    assert manager.delete_host(ctx, 'h1') == [uuid]
+    with engines.reader(scheduler_db) as session:
+        assert session.scalar(sa.select(sa.func.count()).select_from(
+            models.ResourceProvider)) == 0
 
 
 def test_a_disable_racing_claims_leaves_no_claim_after_it(scheduler_db,
