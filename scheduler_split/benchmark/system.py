@@ -12,6 +12,7 @@ import time
 
 from scheduler_split.benchmark import base
 from scheduler_split import cells
+from scheduler_split.compute import resource_tracker
 from scheduler_split import conf
 
 CONF = conf.CONF
@@ -39,14 +40,15 @@ def _per_host(flavor):
     configuration sizes it."""
     _, _, ram, vcpus, disk = flavor
     fake, compute = CONF.fake_driver, CONF.compute
+    ratios = resource_tracker.allocation_ratios()
     fits = [_capacity(fake.vcpus, compute.reserved_host_cpus,
-                      compute.cpu_allocation_ratio) // vcpus,
+                      ratios['VCPU']) // vcpus,
             _capacity(fake.memory_mb, compute.reserved_host_memory_mb,
-                      compute.ram_allocation_ratio) // ram]
+                      ratios['MEMORY_MB']) // ram]
     if disk:
         fits.append(_capacity(fake.local_gb,
                               (compute.reserved_host_disk_mb + 1023) // 1024,
-                              compute.disk_allocation_ratio) // disk)
+                              ratios['DISK_GB']) // disk)
     return max(0, min(fits))
 
 

@@ -26,21 +26,40 @@ LOG = logging.getLogger(__name__)
 DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
 
 
+def initial_allocation_ratios():
+    """``{class: ratio}`` a new compute node's inventory starts with
+    where its ``[compute] *_allocation_ratio`` is unset."""
+    opts = CONF.compute
+    return {'VCPU': opts.initial_cpu_allocation_ratio,
+            'MEMORY_MB': opts.initial_ram_allocation_ratio,
+            'DISK_GB': opts.initial_disk_allocation_ratio}
+
+
+def allocation_ratios():
+    """``{class: ratio}`` this compute's configuration gives a new
+    compute node."""
+    opts = CONF.compute
+    initial = initial_allocation_ratios()
+    configured = {'VCPU': opts.cpu_allocation_ratio,
+                  'MEMORY_MB': opts.ram_allocation_ratio,
+                  'DISK_GB': opts.disk_allocation_ratio}
+    return {rc: initial[rc] if ratio is None else ratio
+            for rc, ratio in configured.items()}
+
+
 def report(resources, host_ip, disabled=False, service_status=None,
            failed_builds=0, num_io_ops=0):
     """The stats dict ``update_resource_stats`` carries for a host whose
     driver has ``resources``, with this host's ``[compute]`` options."""
     opts = CONF.compute
-    return {
+    stats = {
         'vcpus': resources['vcpus'],
         'memory_mb': resources['memory_mb'],
         'local_gb': resources['local_gb'],
         'reserved_vcpus': opts.reserved_host_cpus,
         'reserved_memory_mb': opts.reserved_host_memory_mb,
         'reserved_disk_gb': (opts.reserved_host_disk_mb + 1023) // 1024,
-        'cpu_allocation_ratio': opts.cpu_allocation_ratio,
-        'ram_allocation_ratio': opts.ram_allocation_ratio,
-        'disk_allocation_ratio': opts.disk_allocation_ratio,
+        'initial_allocation_ratios': initial_allocation_ratios(),
         'availability_zone': opts.availability_zone,
         'disabled': disabled,
         'service_status': service_status,
@@ -62,6 +81,13 @@ def report(resources, host_ip, disabled=False, service_status=None,
         'providers': [dict(child) for child in
                       resources.get('providers') or ()],
     }
+    # A ratio left unset is not sent: the provider's stays as it is (an
+    # operator's), and a new compute node starts with the initial one.
+    for key in ('cpu_allocation_ratio', 'ram_allocation_ratio',
+                'disk_allocation_ratio'):
+        if getattr(opts, key) is not None:
+            stats[key] = getattr(opts, key)
+    return stats
 
 
 class ResourceTracker:

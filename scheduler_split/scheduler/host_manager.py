@@ -886,7 +886,7 @@ class HostManager:
                 state.num_io_ops = stats.get('num_io_ops', state.num_io_ops)
                 state.host_ip = stats.get('host_ip', state.host_ip)
                 state.last_report_at = report.time
-                state.inventory = reports_mod.inventory_of(stats)
+                state.inventory = report.inventory
                 state.report_traits(reports_mod.traits_of(stats))
                 if report.children is not None:
                     # The usage of each child is memory's: claims and

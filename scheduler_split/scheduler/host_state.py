@@ -234,6 +234,9 @@ class HostState:
         if not self.children and not request.placed_by_groups():
             resources = request.totals()
             return {self.uuid: resources} if self.fits(resources) else None
+        if len(request.groups) == 1 and sum(
+                1 for n in request.unnumbered.resources.values() if n) == 1:
+            return tree_fit.place_one(self.providers(), request)
         return tree_fit.place(self.providers(), request)
 
     def child(self, uuid):

@@ -64,6 +64,9 @@ def model_part(request):
     part = resource_request.ResourceRequest.from_primitive(
         request.to_primitive())
     part.unnumbered.resources = beyond
+    part.root_used = request.root_used or any(
+        request.unnumbered.resources.get(rc)
+        for rc in resource_request.STANDARD_BASE)
     return part
 
 

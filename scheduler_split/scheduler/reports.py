@@ -81,7 +81,8 @@ _UPDATE_INVENTORY = sa.update(_INV).where(
 # row holds, the report's ``stats``, ``time`` and ``digest``, and the
 # operator's ``status`` the row holds after it.
 Written = collections.namedtuple(
-    'Written', 'name uuid id cell_uuid stats time digest status children')
+    'Written',
+    'name uuid id cell_uuid stats time digest status children inventory')
 # A provider below a compute node: ``(id, uuid, name, parent id)``.
 _CHILDREN = sa.select(_RP.c.id, _RP.c.uuid, _RP.c.name,
                       _RP.c.parent_provider_id, _RP.c.root_provider_id)
@@ -94,20 +95,41 @@ def status_time(value):
     return obj_base.naive_utc(timeutils.parse_isotime(value))
 
 
-def inventory_of(stats):
+def inventory_of(stats, current=None):
     """``{resource class: (total, reserved, allocation_ratio)}`` of a
     report: VCPU, MEMORY_MB and DISK_GB, and the other classes its
-    ``resources`` name (``{class: total}``)."""
-    inventory = {
-        rc: (total, 0, 1.0)
-        for rc, total in (stats.get('resources') or {}).items()}
+    ``resources`` name (``{class: total}``), given the provider's
+    ``current`` inventory (same shape; None for a new one).
+
+    The compute owns what it reports: the totals, and the reserved
+    amounts and ratios of VCPU, MEMORY_MB and DISK_GB that its
+    configuration sets. A ratio its configuration leaves unset, and the
+    reserved amount and ratio of its other classes, stay as the
+    provider has them (an operator may have set them through the
+    Placement API); a new provider starts with the report's initial
+    ratios (1.0 for the other classes)."""
+    current = current or {}
+    initial = stats.get('initial_allocation_ratios') or {}
+
+    def kept(rc, total, reserved=None, ratio=None):
+        held = current.get(rc)
+        if reserved is None:
+            reserved = held[1] if held else 0
+        if ratio is None:
+            ratio = held[2] if held else initial.get(rc, 1.0)
+        return (total, reserved, ratio)
+
+    inventory = {rc: kept(rc, total)
+                 for rc, total in (stats.get('resources') or {}).items()}
     inventory.update({
-        'VCPU': (stats['vcpus'], stats.get('reserved_vcpus', 0),
-                 stats.get('cpu_allocation_ratio', 1.0)),
-        'MEMORY_MB': (stats['memory_mb'], stats.get('reserved_memory_mb', 0),
-                      stats.get('ram_allocation_ratio', 1.0)),
-        'DISK_GB': (stats['local_gb'], stats.get('reserved_disk_gb', 0),
-                    stats.get('disk_allocation_ratio', 1.0)),
+        'VCPU': kept('VCPU', stats['vcpus'], stats.get('reserved_vcpus', 0),
+                     stats.get('cpu_allocation_ratio')),
+        'MEMORY_MB': kept('MEMORY_MB', stats['memory_mb'],
+                          stats.get('reserved_memory_mb', 0),
+                          stats.get('ram_allocation_ratio')),
+        'DISK_GB': kept('DISK_GB', stats['local_gb'],
+                        stats.get('reserved_disk_gb', 0),
+                        stats.get('disk_allocation_ratio')),
     })
     return inventory
 
@@ -414,7 +436,7 @@ class ReportWriter:
             for result in results.values():
                 if result[1] is None:
                     result[1] = ids[result[0]]
-        kept = self._store_inventories(
+        kept, inventories = self._store_inventories(
             conn, reports, results, {values['p_id'] for values in updates},
             stamp)
         traits_mod.store_reported(conn, {
@@ -429,7 +451,7 @@ class ReportWriter:
         return [Written(name, uuid, provider_id, cell_uuid,
                         reports[name][1], reports[name][2],
                         None if provider_id in kept else reports[name][3],
-                        status, trees.get(name))
+                        status, trees.get(name), inventories[name])
                 for name, (uuid, provider_id, cell_uuid, status)
                 in results.items()]
 
@@ -438,16 +460,24 @@ class ReportWriter:
         from the database's, and drop those they no longer carry that
         nothing is allocated of; bump the generation of the providers
         whose inventory changed. Returns the ids of the providers that
-        keep an inventory their report left out, as it is in use."""
+        keep an inventory their report left out, as it is in use, and
+        ``{name: inventory}`` each report's node has now (see
+        :func:`inventory_of`)."""
         current = {}
         for ids in _chunks(sorted(known)):
             for rp_id, rc, total, reserved, ratio in conn.execute(
                     _INVENTORIES, {'ids': ids}):
                 current[(rp_id, rc)] = (total, reserved, ratio)
         updates, inserts, changed = [], [], set()
+        held = {}
+        for (rp_id, rc), values in current.items():
+            held.setdefault(rp_id, {})[rc] = values
+        written = {}
         for name, result in results.items():
             provider_id = result[1]
-            for rc, values in inventory_of(reports[name][1]).items():
+            written[name] = inventory_of(reports[name][1],
+                                         held.get(provider_id))
+            for rc, values in written[name].items():
                 old = current.get((provider_id, rc))
                 if old == values:
                     continue
@@ -468,7 +498,7 @@ class ReportWriter:
             provider_id = result[1]
             if provider_id not in known:
                 continue
-            reported = inventory_of(reports[name][1])
+            reported = written[name]
             gone += [(provider_id, rc) for (rp_id, rc) in current
                      if rp_id == provider_id and rc not in reported]
         unused = _unused(conn, gone)
@@ -490,14 +520,21 @@ class ReportWriter:
                 conn.execute(sa.update(_RP).where(_RP.c.id.in_(ids)).values(
                     generation=_RP.c.generation + 1,
                     changed_by=claims.CHANGED_BY), stamp)
-        return kept
+        for name, result in results.items():
+            if result[1] in kept:
+                # Memory holds what the database keeps: the classes in
+                # use the report left out too.
+                written[name] = dict(written[name])
+                for (rp_id, rc), values in current.items():
+                    if rp_id == result[1] and rc not in written[name]:
+                        written[name][rc] = values
+        return kept, written
 
 
 def _child_inventory(child):
-    """``{class: (total, reserved, allocation_ratio)}`` a report gives a
-    provider below its compute node."""
-    return {rc: (total, 0, 1.0)
-            for rc, total in (child.get('resources') or {}).items()}
+    """``{class: total}`` a report gives a provider below its compute
+    node (the reserved amounts and ratios are the provider's)."""
+    return dict(child.get('resources') or {})
 
 
 def _store_children(conn, trees, stamp, changed_at):
@@ -619,18 +656,23 @@ def _store_children(conn, trees, stamp, changed_at):
     return states, kept
 
 
-def _write_child_inventories(conn, inventories):
-    """Make ``{provider id: {class: (total, reserved, ratio)}}`` the
-    inventories of those providers, but for a class still allocated
-    that a report left out. The ids of those changed."""
+def _write_child_inventories(conn, totals):
+    """Make ``{provider id: {class: total}}`` the inventories of those
+    providers, but for a class still allocated that a report left out;
+    a class's reserved amount and ratio stay as they are (0 and 1.0 for
+    a new one). The ids of those changed."""
     current = {}
-    for ids in _chunks(sorted(inventories)):
+    for ids in _chunks(sorted(totals)):
         for rp_id, rc, total, reserved, ratio in conn.execute(
                 _INVENTORIES, {'ids': ids}):
             current[(rp_id, rc)] = (total, reserved, ratio)
     changed = set()
     inserts, updates, gone = [], [], []
-    for rp_id, wanted in inventories.items():
+    for rp_id, reported in totals.items():
+        wanted = {}
+        for rc, total in reported.items():
+            held = current.get((rp_id, rc))
+            wanted[rc] = (total,) + (held[1:] if held else (0, 1.0))
         for rc, values in wanted.items():
             old = current.get((rp_id, rc))
             if old == values:

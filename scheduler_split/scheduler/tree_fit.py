@@ -74,6 +74,8 @@ def place(providers, request):
 
     def unnumbered_traits_hold():
         on = set(unnumbered_on) or {0}
+        if request.root_used:
+            on.add(0)
         have = set()
         for index in on:
             have |= providers[index].traits
@@ -130,6 +132,25 @@ def place(providers, request):
                                     if n}
             for index, amounts in enumerate(taken)
             if any(amounts.values())}
+
+
+def place_one(providers, request):
+    """:func:`place` of a request of the unnumbered group alone asking
+    one class: the one provider with room for it whose traits (with the
+    root's, if the group uses it) meet the group's; the first such in
+    the order of ``providers``. Exact, and without the search."""
+    group = request.unnumbered
+    [(rc, amount)] = [(rc, n) for rc, n in group.resources.items() if n]
+    root_traits = providers[0].traits if request.root_used else frozenset()
+    if group.forbidden & root_traits:
+        return None
+    for provider in providers:
+        if provider.free.get(rc, 0) < amount or \
+                group.forbidden & provider.traits:
+            continue
+        if group.required <= (provider.traits | root_traits):
+            return {provider.uuid: {rc: amount}}
+    return None
 
 
 def totals(allocation):

@@ -200,3 +200,44 @@ def test_moves_hold_and_hand_over_a_childs_units(start_system, fake_driver):
     action({'confirmResize': None}, status=204)
     api.wait_for(server['id'], statuses=('ACTIVE', 'ERROR'))
     model._eventually(vgpus, {source: 0, dest: 1})
+
+
+def _set_inventory(api, uuid, rc, **fields):
+    url = '/placement/resource_providers/%s/inventories/%s' % (uuid, rc)
+    held = api.get(url, headers=PLACEMENT).json()
+    body = {k: v for k, v in held.items()
+            if k not in ('resource_provider_generation',)}
+    body.update(fields, resource_provider_generation=held[
+        'resource_provider_generation'])
+    resp = api.put(url, body, headers=PLACEMENT)
+    assert resp.status_code == 200, resp.text
+    return url
+
+
+def test_an_operators_ratio_and_reserved_survive_reports(system,
+                                                         fake_driver):
+    """As in Nova: an allocation ratio the compute's configuration leaves
+    unset, and the reserved amount of a child's class, are the
+    operator's; the totals are the compute's."""
+    api = system.api
+    providers = _providers(api)
+    node = providers['cell1-compute2']['uuid']
+    gpu = providers['cell1-compute2_pgpu0']['uuid']
+    vcpu = _set_inventory(api, node, 'VCPU', allocation_ratio=8.0)
+    vgpu = _set_inventory(api, gpu, 'VGPU', reserved=1)
+    # The compute's next report says something new: it is written.
+    fake_driver('traits', ['cell1-compute2=CUSTOM_SILVER'])
+    fake_driver('providers', [
+        'cell1-compute2=pgpu0|VGPU:2|CUSTOM_GPU_A;pgpu1|VGPU:1|'
+        'CUSTOM_GPU_B'])
+    system.aio.computes['cell1-compute2'].manager.report()
+    model._eventually(lambda: api.get(vgpu, headers=PLACEMENT).json()[
+        'total'], 2)
+    assert api.get(vgpu, headers=PLACEMENT).json()['reserved'] == 1
+    assert api.get(vcpu, headers=PLACEMENT).json()[
+        'allocation_ratio'] == 8.0
+    # The scheduler places on what the operator set: 8 CPUs at 8.0, where
+    # the other hosts have the initial 4.0.
+    wide = model._flavor(api, 'wide', {}, vcpus=48, ram=64)
+    server = model._boot(system, wide)
+    assert server['OS-EXT-SRV-ATTR:host'] == 'cell1-compute2'

@@ -103,3 +103,31 @@ def test_a_wide_tree_with_many_groups_stops_within_its_bound():
     groups['9'] = {'resources': {'VGPU': 2}}
     groups[''] = {'resources': FLAVOR}
     assert tree_fit.place(providers, _request(groups, 'isolate')) is None
+
+
+def test_a_request_using_the_root_counts_the_roots_traits():
+    """A flavor's CPUs come from the compute node: its traits count for
+    the unnumbered group even when only the VGPU is placed here."""
+    request = _request({'': {'resources': {'VGPU': 1},
+                             'required': ['HW_CPU_X86_AVX2',
+                                          'CUSTOM_GPU_B']}})
+    assert tree_fit.place(_tree(), request) is None
+    request.root_used = True
+    assert tree_fit.place(_tree(), request) == {GPU_B: {'VGPU': 1}}
+    assert tree_fit.place_one(_tree(), request) == {GPU_B: {'VGPU': 1}}
+
+
+def test_one_class_placed_without_the_search_agrees_with_it():
+    for required, forbidden in (([], []), (['CUSTOM_GPU_B'], []),
+                                ([], ['CUSTOM_GPU_A']),
+                                (['CUSTOM_GPU_A'], ['CUSTOM_GPU_A']),
+                                (['HW_CPU_X86_AVX2'], [])):
+        for root_used in (False, True):
+            for amount in (1, 2, 3):
+                request = _request({'': {
+                    'resources': {'VGPU': amount}, 'required': required,
+                    'forbidden': forbidden}})
+                request.root_used = root_used
+                assert tree_fit.place_one(_tree(), request) == \
+                    tree_fit.place(_tree(), request), (
+                        required, forbidden, root_used, amount)
