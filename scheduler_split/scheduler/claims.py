@@ -205,6 +205,12 @@ def _claim(url, provider_uuid, consumer_id, resources, group, stamp,
     return provider.generation + 1, allocation
 
 
+# The traits of the providers of a tree.
+_TREE_TRAITS = traits_mod.PROVIDER_TRAITS.where(
+    traits_mod.PROVIDER_TRAITS_TABLE.c.resource_provider_id.in_(
+        sa.bindparam('ids', expanding=True)))
+
+
 def _free(inv):
     return capacity(inv.total, inv.reserved, inv.allocation_ratio) - \
         (inv.used or 0)
@@ -232,8 +238,9 @@ def _on_tree(conn, provider, tree, resources, request):
         request = resource_request.ResourceRequest.of_resources(resources)
     traits = {}
     if request.required_traits() or request.forbidden_traits():
-        ids = sorted(tree)
-        traits = traits_mod.of_providers(conn, lambda column: column.in_(ids))
+        for provider_id, name, _ in conn.execute(_TREE_TRAITS,
+                                                 {'ids': sorted(tree)}):
+            traits.setdefault(provider_id, set()).add(name)
     providers = [tree_fit.Provider(
         row.uuid, frozenset(traits.get(row.id, ())),
         {rc: _free(inv) for rc, inv in inventory.items()})

@@ -214,7 +214,10 @@ class HostState:
 
     def tree_room(self, rc):
         """What is free of ``rc`` over the whole tree."""
-        return self.free(rc) + sum(child.free(rc) for child in self.children)
+        room = self.free(rc)
+        for child in self.children:
+            room += child.free(rc)
+        return room
 
     def providers(self):
         """The tree as :func:`tree_fit.place` takes it, the compute node
@@ -234,10 +237,28 @@ class HostState:
         if not self.children and not request.placed_by_groups():
             resources = request.totals()
             return {self.uuid: resources} if self.fits(resources) else None
-        if len(request.groups) == 1 and sum(
-                1 for n in request.unnumbered.resources.values() if n) == 1:
-            return tree_fit.place_one(self.providers(), request)
+        group = request.unnumbered
+        if len(request.groups) == 1:
+            wanted = [(rc, n) for rc, n in group.resources.items() if n]
+            if len(wanted) == 1:
+                return self._place_one(request, *wanted[0])
         return tree_fit.place(self.providers(), request)
+
+    def _place_one(self, request, rc, amount):
+        """:func:`tree_fit.place_one` on the states themselves (the hot
+        path of a device request)."""
+        group = request.unnumbered
+        root_traits = self.traits if request.root_used else _NO_TRAITS
+        if group.forbidden & root_traits:
+            return None
+        for provider in (self,) + self.children:
+            if provider.free(rc) < amount or \
+                    group.forbidden & provider.traits:
+                continue
+            if group.required <= root_traits or \
+                    group.required <= (provider.traits | root_traits):
+                return {provider.uuid: {rc: amount}}
+        return None
 
     def child(self, uuid):
         for child in self.children:

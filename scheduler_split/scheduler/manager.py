@@ -70,19 +70,20 @@ def model_part(request):
     return part
 
 
-def _model_constraints(request):
+def _model_constraints(request, indexed=False):
     """``(label, test of a host)`` of what ``request`` (a
     ``ResourceRequest``) asks of a host's provider tree beyond the
     filters: its traits, the resource classes the resource filters do
     not check, numbered groups ``group_policy=isolate`` puts on
     providers of their own, and last, all of it together as Placement
-    would place it (:func:`tree_fit.place`)."""
+    would place it (:func:`tree_fit.place`). ``indexed``: the hosts
+    were narrowed to those whose trees have the traits already."""
     part = model_part(request)
     if part is None:
         return
     required = request.required_traits()
     forbidden = request.unnumbered.forbidden
-    if required:
+    if required and not indexed:
         yield (MODEL + 'the traits %s' % ', '.join(sorted(required)),
                lambda h: required <= h.tree_traits())
     if forbidden:
@@ -196,11 +197,11 @@ class SchedulerManager:
         of one scheduler, and of several, over the whole cloud.
         """
         request = spec_obj.resource_request
-        record = filters.FilterPass(self.filters,
-                                    stages=_model_constraints(request))
+        indexed = _indexed(self.host_manager, request)
+        record = filters.FilterPass(self.filters, stages=_model_constraints(
+            request, indexed=bool(indexed)))
         record.known = len(host_states)
         hosts = host_states
-        indexed = _indexed(self.host_manager, request)
         if indexed:
             # A request for devices or traits only some hosts have looks
             # at those alone. None of them: every host is looked at, so
