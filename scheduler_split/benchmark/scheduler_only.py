@@ -292,11 +292,21 @@ class SchedulerBenchmark:
         rss_after_untrimmed, rss_after = rss
         self._done('%d selects, p50 %.1f ms' % (
             self.selects, stats.percentiles(times)['p50'] * 1000))
+        device = [t * 1000 for t, flag in zip(times, self.device_flags)
+                  if flag]
+        plain = [t * 1000 for t, flag in zip(times, self.device_flags)
+                 if not flag]
         row.update({
             'selects': self.selects,
             'select_failures': failures,
             'select_ms': stats.rounded(stats.percentiles(
                 [t * 1000 for t in times]), 2),
+            # With --device-hosts: the selects asking a VGPU, and the
+            # others.
+            'device_select_ms': stats.rounded(stats.percentiles(device), 2)
+            if device else None,
+            'plain_select_ms': stats.rounded(stats.percentiles(plain), 2)
+            if device else None,
             'rss_kib_per_host': None,
             # The same before memory freed after the report bursts (the
             # messages this process queued to itself, as the computes'
@@ -417,8 +427,9 @@ class SchedulerBenchmark:
         host)``. With hosts with devices, every other select asks for
         one."""
         self._selected += 1
-        spec = (self._device_request_spec()
-                if self.device_every and self._selected % 2 == 0
+        self.last_was_device = bool(self.device_every and
+                                    self._selected % 2 == 0)
+        spec = (self._device_request_spec() if self.last_was_device
                 else self._request_spec())
         uuid = uuidutils.generate_uuid()
         spec.instance_uuid = uuid
@@ -435,12 +446,15 @@ class SchedulerBenchmark:
     def _time_selects(self, count, measure_rss=False, until=None):
         """``count`` selects one after another (or, with ``until``, one
         every SELECT_PAUSE seconds until then); ``(times, failures,
-        (RSS untrimmed, RSS) after the first)``."""
+        (RSS untrimmed, RSS) after the first)``; which of them asked a
+        device is left in ``device_flags``."""
         times, failures, rss = [], 0, (None, None)
+        self.device_flags = []
         while (len(times) < count if until is None
                else time.monotonic() < until):
             took, placed = self._select()
             times.append(took)
+            self.device_flags.append(self.last_was_device)
             failures += not placed
             if measure_rss and len(times) == 1:
                 rss = (rss_bytes(), rss_bytes(trim=True))

@@ -284,6 +284,16 @@ def format_scheduler(report):
           number(row['rss_kib_per_host'], '%.2f'),
           number(row.get('rss_kib_per_host_untrimmed'), '%.2f'))
          for row in rows])
+    for row in rows:
+        if row.get('device_select_ms'):
+            lines += ['', '  %d hosts, device selects (a VGPU of a GPU '
+                      'below the compute node): p50 %s ms, p99 %s ms; the '
+                      'others: p50 %s ms, p99 %s ms' % (
+                          row['hosts'],
+                          number(row['device_select_ms']['p50'], '%.2f'),
+                          number(row['device_select_ms']['p99'], '%.2f'),
+                          number(row['plain_select_ms']['p50'], '%.2f'),
+                          number(row['plain_select_ms']['p99'], '%.2f'))]
     lines += ['', '  stream: %s changed reports a second sent from a '
               'process of its own for %s s while selects are timed, one '
               'every %s ms at most; host states reloaded every %s s'

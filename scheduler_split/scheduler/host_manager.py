@@ -185,6 +185,10 @@ class HostManager:
         # all, not from every host.
         self._by_key = {}
         self._keys = {}
+        # {keys asked: hosts having them all} of the requests since the
+        # index last changed: device requests ask the same keys again
+        # and again, and the index changes only with what hosts have.
+        self._having = {}
         # What this scheduler writes to the providers' changed_by: its
         # reloads skip those changes, which its memory holds already.
         self.writer_id = uuidutils.generate_uuid()
@@ -607,12 +611,15 @@ class HostManager:
         self._unindex(state, old - keys)
         for key in keys - old:
             self._by_key.setdefault(key, set()).add(state)
+        self._having.clear()
         if keys:
             self._keys[state.uuid] = keys
         else:
             self._keys.pop(state.uuid, None)
 
     def _unindex(self, state, keys):
+        if keys:
+            self._having.clear()
         for key in keys:
             hosts = self._by_key.get(key)
             if hosts is not None:
@@ -629,10 +636,18 @@ class HostManager:
         keys += [('trait', name) for name in traits]
         if not keys:
             return None
+        keys = frozenset(keys)
         with self._lock:
-            sets = [self._by_key.get(key, set()) for key in keys]
-            sets.sort(key=len)
-            return list(sets[0].intersection(*sets[1:]))
+            found = self._having.get(keys)
+            if found is None:
+                sets = [self._by_key.get(key, set()) for key in keys]
+                sets.sort(key=len)
+                found = list(sets[0].intersection(*sets[1:]))
+                if len(self._having) >= 64:
+                    self._having.clear()
+                self._having[keys] = found
+            # The caller's own list: the cached one stays as it is.
+            return list(found)
 
     def host_of(self, provider_uuid):
         """The uuid of the compute node of a provider (itself, or the
