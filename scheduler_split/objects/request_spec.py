@@ -76,7 +76,24 @@ class RequestSpec(base.SchedulerSplitObject):
         they ask the impossible."""
         image = self.image_properties if self.obj_attr_is_set(
             'image_properties') else None
-        return resource_request.ResourceRequest.of(self.flavor, image)
+        flavor = self.flavor
+        # Read once per flavor and image: a select reads it many times
+        # (each filter, the claim, the selections). Callers never change
+        # what it returns.
+        try:
+            key = (flavor.vcpus, flavor.memory_mb, flavor.disk_gb,
+                   tuple(sorted((flavor.get('extra_specs') or {}).items())),
+                   tuple(sorted(image.items())) if image else None)
+            hash(key)
+        except TypeError:
+            key = None
+        cached = self.__dict__.get('_resource_request')
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        request = resource_request.ResourceRequest.of(flavor, image)
+        if key is not None:
+            self.__dict__['_resource_request'] = (key, request)
+        return request
 
     @property
     def resources(self):

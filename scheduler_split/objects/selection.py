@@ -47,11 +47,12 @@ class Selection(base.SchedulerSplitObject):
     def for_claim(cls, resources, group=None, request=None, **kwargs):
         """A Selection whose allocation request claims ``resources`` (as a
         member of ``group`` if given; spread as ``request``, a
-        ``ResourceRequest``, says if given)."""
+        ``ResourceRequest`` or its primitive, says if given)."""
         if group or request is not None:
+            if request is not None and not isinstance(request, dict):
+                request = request.to_primitive()
             request = {'resources': resources, 'group': group,
-                       'request': request.to_primitive()
-                       if request is not None else None}
+                       'request': request}
             version = '1.1'
         else:
             request, version = resources, '1.0'

@@ -247,7 +247,12 @@ def _on_tree(conn, provider, tree, resources, request):
         for row, inventory in sorted(
             tree.values(), key=lambda entry: (entry[0].id != provider.id,
                                               entry[0].id))]
-    allocation = tree_fit.place(providers, request)
+    wanted = [rc for rc, n in request.unnumbered.resources.items() if n]
+    if len(request.groups) == 1 and len(wanted) == 1 and \
+            not request.root_used:
+        allocation = tree_fit.place_one(providers, request)
+    else:
+        allocation = tree_fit.place(providers, request)
     if allocation is not None:
         return allocation
     for rc, amount in sorted(request.totals().items()):

@@ -628,10 +628,10 @@ class HostManager:
                     del self._by_key[key]
 
     def having(self, classes, traits):
-        """The hosts some provider of whose tree has room for each of
-        ``classes`` (beyond VCPU, MEMORY_MB and DISK_GB) and whose tree
-        has every trait of ``traits``; None when neither is asked (every
-        host)."""
+        """The hosts (a tuple) some provider of whose tree has room for
+        each of ``classes`` (beyond VCPU, MEMORY_MB and DISK_GB) and
+        whose tree has every trait of ``traits``; None when neither is
+        asked (every host)."""
         keys = [('rc', rc) for rc in classes if rc not in _BASE]
         keys += [('trait', name) for name in traits]
         if not keys:
@@ -642,12 +642,11 @@ class HostManager:
             if found is None:
                 sets = [self._by_key.get(key, set()) for key in keys]
                 sets.sort(key=len)
-                found = list(sets[0].intersection(*sets[1:]))
+                found = tuple(sets[0].intersection(*sets[1:]))
                 if len(self._having) >= 64:
                     self._having.clear()
                 self._having[keys] = found
-            # The caller's own list: the cached one stays as it is.
-            return list(found)
+            return found
 
     def host_of(self, provider_uuid):
         """The uuid of the compute node of a provider (itself, or the

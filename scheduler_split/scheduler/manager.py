@@ -426,8 +426,10 @@ class SchedulerManager:
                               if h.cell_uuid == chosen.cell_uuid][
                     :num_alternates]
                 request = spec_obj.resource_request
-                request = request if request.placed_by_groups() or any(
-                    h.children for h in [chosen] + alternates) else None
+                request = request.to_primitive() if (
+                    request.placed_by_groups() or any(
+                        h.children for h in [chosen] + alternates)) \
+                    else None
                 result.append([self._selection(h, resources, claim_group,
                                                request)
                                for h in [chosen] + alternates])

@@ -241,3 +241,29 @@ def test_an_operators_ratio_and_reserved_survive_reports(system,
     wide = model._flavor(api, 'wide', {}, vcpus=48, ram=64)
     server = model._boot(system, wide)
     assert server['OS-EXT-SRV-ATTR:host'] == 'cell1-compute2'
+
+
+def test_a_disabled_compute_node_has_the_disabled_trait(system):
+    """As Nova's computes do: while the operator has the service
+    disabled, the compute node's provider has COMPUTE_STATUS_DISABLED;
+    enabled again, it has not."""
+    api = system.api
+    node = _providers(api)['cell1-compute3']['uuid']
+    url = '/placement/resource_providers/%s/traits' % node
+    [compute] = [s for s in api.get('/v2.1/os-services').json()['services']
+                 if s['host'] == 'cell1-compute3' and
+                 s['binary'] == 'nova-compute']
+    manager = system.aio.computes['cell1-compute3'].manager
+
+    def traits_after_a_report():
+        manager.heartbeat()
+        manager.report()
+        return 'COMPUTE_STATUS_DISABLED' in api.get(
+            url, headers=PLACEMENT).json()['traits']
+
+    assert not traits_after_a_report()
+    for status, disabled in (('disabled', True), ('enabled', False)):
+        resp = api.put('/v2.1/os-services/%s' % compute['id'],
+                       {'status': status})
+        assert resp.status_code == 200, resp.text
+        model._eventually(traits_after_a_report, disabled)
