@@ -70,16 +70,22 @@ def claim(url, provider_uuid, consumer_id, resources, group=None,
 
 
 def claim_allocation(url, provider_uuid, consumer_id, resources,
-                     group=None, stamp=None, request=None):
+                     group=None, stamp=None, request=None, proposed=None):
     """:func:`claim`, returning ``(the provider's new generation,
-    {provider uuid: resources} written over its tree)``."""
+    {provider uuid: resources} written over its tree)``.
+
+    ``proposed`` is where the caller's memory placed the request on the
+    tree (``HostState.place``): taken as it is if each of its providers
+    is in the tree and has room for its part (traits are memory's to
+    judge, as for a claim on one provider); else the claim places the
+    request itself."""
     if group and group['policy'] not in instance_group.HARD_POLICIES:
         group = None
     if group:
         _ensure_group(url, group)
     try:
         return _claim(url, provider_uuid, consumer_id, resources, group,
-                      stamp or NO_STAMP, request)
+                      stamp or NO_STAMP, request, proposed)
     except sa_exc.DBAPIError as exc:
         # Two claims that move consumers between the same providers in
         # opposite directions can each hold a row the other updates; the
@@ -146,7 +152,7 @@ _BUMP_LEFT = _RP.update().where(
 
 
 def _claim(url, provider_uuid, consumer_id, resources, group, stamp,
-           request):
+           request, proposed=None):
     with engines.writer(url) as session:
         group_row = _lock_group(session, group['uuid']) if group else None
         conn = session.connection()
@@ -174,7 +180,8 @@ def _claim(url, provider_uuid, consumer_id, resources, group, stamp,
                                not request.placed_by_groups()):
             allocation = _flat(provider, tree[provider.id][1], resources)
         else:
-            allocation = _on_tree(conn, provider, tree, resources, request)
+            allocation = _as_proposed(tree, proposed) or _on_tree(
+                conn, provider, tree, resources, request)
 
         if group_row is not None:
             _check_group(session, group_row, provider, consumer_id)
@@ -229,6 +236,23 @@ def _flat(provider, inventory, resources):
                 host=provider.host, amount=amount, resource=rc, free=free)
     return {provider.uuid: {rc: amount for rc, amount in resources.items()
                             if amount}}
+
+
+def _as_proposed(tree, proposed):
+    """``proposed`` if every provider it names is in ``tree`` with room
+    for what it takes there; else None."""
+    if not proposed:
+        return None
+    inventories = {row.uuid: inventory for row, inventory in tree.values()}
+    for uuid, amounts in proposed.items():
+        inventory = inventories.get(uuid)
+        if inventory is None:
+            return None
+        for rc, amount in amounts.items():
+            inv = inventory.get(rc)
+            if amount and (inv is None or _free(inv) < amount):
+                return None
+    return proposed
 
 
 def _on_tree(conn, provider, tree, resources, request):

@@ -296,7 +296,8 @@ class SchedulerManager:
                     _, allocation = claims.claim_allocation(
                         self.db_url, host_uuid, instance_uuid, resources,
                         group=group, stamp=self.host_manager.stamp(),
-                        request=request)
+                        request=request,
+                        proposed=self._proposed(host_uuid, request))
                 self.host_manager.note_claim(host_uuid, allocation,
                                              instance_uuid)
                 metrics.CLAIM_WON.inc()
@@ -327,6 +328,14 @@ class SchedulerManager:
                  'giving up on that host', instance_uuid, CLAIM_ATTEMPTS,
                  host_uuid, extra={'instance_uuid': instance_uuid})
         return False
+
+    def _proposed(self, host_uuid, request):
+        """Where memory places ``request`` on the tree of a host with
+        providers below it (None otherwise: the claim places it)."""
+        state = self.host_manager.get(host_uuid)
+        if request is None or state is None or not state.children:
+            return None
+        return state.place(request)
 
     def _claim_lock(self, uuid):
         """The lock of one host or one group."""

@@ -18,7 +18,7 @@ VGPUS_PER_HOST = 4
 PCPUS_PER_HOST = 6
 # A pinned server takes two dedicated CPUs.
 PINNED_VCPUS = 2
-BOOTS = {'postgresql': 200, 'mariadb': 100}
+BOOTS = 200
 
 
 @pytest.fixture(scope='module')
@@ -54,7 +54,7 @@ def _flavor(api, name, extra_specs, vcpus):
                          indirect=True)
 def test_racing_boots_never_hand_a_vgpu_or_a_pcpu_out_twice(devices):
     assert sum(name.startswith('scheduler') for name in devices.procs) == 3
-    boots = BOOTS[devices.database.name]
+    boots = BOOTS
     api = fixtures.Api(devices.base_url)
     kinds = {
         'vgpu': (_flavor(api, 'vgpu', {'resources:VGPU': '1'}, 1),

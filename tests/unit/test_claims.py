@@ -676,3 +676,25 @@ def test_a_numbered_group_claims_the_child_with_its_trait(scheduler_db):
     assert released[gpus['host1-node_pgpu1']] == {'VGPU': 1}
     assert helpers.provider_usage(scheduler_db,
                                   gpus['host1-node_pgpu1']) == {}
+
+
+def test_a_proposed_placement_that_no_longer_fits_is_placed_again(
+        scheduler_db):
+    """Memory proposes GPU 0, which another claim just took: the claim
+    places the request itself, on GPU 1; a proposal naming a provider
+    outside the tree is not taken either."""
+    rp = _provider(scheduler_db, providers=GPUS)
+    gpus = _children(scheduler_db, rp)
+    wanted = dict(SMALL, VGPU=1)
+    on_gpu0 = {rp: SMALL, gpus['host1-node_pgpu0']: {'VGPU': 1}}
+    _, first = claims.claim_allocation(scheduler_db, rp, 'first', wanted,
+                                       proposed=on_gpu0)
+    assert first == on_gpu0
+    _, second = claims.claim_allocation(scheduler_db, rp, 'second', wanted,
+                                        proposed=on_gpu0)
+    assert second == {rp: SMALL, gpus['host1-node_pgpu1']: {'VGPU': 1}}
+    claims.release(scheduler_db, 'second')
+    _, third = claims.claim_allocation(
+        scheduler_db, rp, 'third', wanted,
+        proposed={rp: SMALL, 'not-in-the-tree': {'VGPU': 1}})
+    assert third == {rp: SMALL, gpus['host1-node_pgpu1']: {'VGPU': 1}}
