@@ -180,8 +180,8 @@ def _claim(url, provider_uuid, consumer_id, resources, group, stamp,
                                not request.placed_by_groups()):
             allocation = _flat(provider, tree[provider.id][1], resources)
         else:
-            allocation = _as_proposed(tree, proposed) or _on_tree(
-                conn, provider, tree, resources, request)
+            allocation = _as_proposed(tree, proposed, resources) or \
+                _on_tree(conn, provider, tree, resources, request)
 
         if group_row is not None:
             _check_group(session, group_row, provider, consumer_id)
@@ -238,10 +238,12 @@ def _flat(provider, inventory, resources):
                             if amount}}
 
 
-def _as_proposed(tree, proposed):
-    """``proposed`` if every provider it names is in ``tree`` with room
-    for what it takes there; else None."""
-    if not proposed:
+def _as_proposed(tree, proposed, resources):
+    """``proposed`` if it takes exactly ``resources`` and every provider
+    it names is in ``tree`` with room for what it takes there; else
+    None."""
+    if not proposed or tree_fit.totals(proposed) != {
+            rc: amount for rc, amount in resources.items() if amount}:
         return None
     inventories = {row.uuid: inventory for row, inventory in tree.values()}
     for uuid, amounts in proposed.items():
