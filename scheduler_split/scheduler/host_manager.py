@@ -648,12 +648,6 @@ class HostManager:
                 self._having[keys] = found
             return found
 
-    def host_of(self, provider_uuid):
-        """The uuid of the compute node of a provider (itself, or the
-        root of its tree)."""
-        with self._lock:
-            return self._child_roots.get(provider_uuid, provider_uuid)
-
     def _forget(self, uuid):
         """Drop a host deleted from the database (under the lock)."""
         state = self._hosts.pop(uuid, None)

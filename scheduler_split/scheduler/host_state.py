@@ -194,10 +194,6 @@ class HostState:
             self.set_traits((self.traits - self.reported_traits) | reported,
                             reported)
 
-    def has_traits(self, required, forbidden):
-        traits = self.traits
-        return required <= traits and not (forbidden & traits)
-
     def tree_traits(self):
         """The traits of every provider of the host's tree."""
         if not self.children:
@@ -367,7 +363,6 @@ class ChildState:
 
     inventory = HostState.inventory
     free = HostState.free
-    fits = HostState.fits
     consume = HostState.consume
     give_back = HostState.give_back
     set_usage = HostState.set_usage
