@@ -273,16 +273,11 @@ def _on_tree(conn, provider, tree, resources, request):
         for row, inventory in sorted(
             tree.values(), key=lambda entry: (entry[0].id != provider.id,
                                               entry[0].id))]
-    wanted = [rc for rc, n in request.unnumbered.resources.items() if n]
-    if len(request.groups) == 1 and len(wanted) == 1 and \
-            not request.root_used:
-        allocation = tree_fit.place_one(providers, request)
-    else:
-        allocation = tree_fit.place(providers, request)
+    allocation = tree_fit.place(providers, request)
     if allocation is not None:
         return allocation
     for rc, amount in sorted(request.totals().items()):
-        free = sum(max(0, p.free.get(rc, 0)) for p in providers)
+        free = sum(max(0, p.free(rc)) for p in providers)
         if amount > free:
             raise exception.ClaimCapacityExceeded(
                 host=provider.host, amount=amount, resource=rc, free=free)

@@ -215,17 +215,6 @@ class HostState:
             room += child.free(rc)
         return room
 
-    def providers(self):
-        """The tree as :func:`tree_fit.place` takes it, the compute node
-        first."""
-        return [tree_fit.Provider(p.uuid, p.traits, p.free_amounts())
-                for p in (self,) + tuple(self.children)]
-
-    def free_amounts(self):
-        used = self.used
-        return {rc: cap - used.get(rc, 0)
-                for rc, cap in self._resources[1].items()}
-
     def place(self, request):
         """``{provider uuid: resources}`` of ``request`` (a
         ``ResourceRequest``) on this host's tree as memory has it, or
@@ -233,28 +222,7 @@ class HostState:
         if not self.children and not request.placed_by_groups():
             resources = request.totals()
             return {self.uuid: resources} if self.fits(resources) else None
-        group = request.unnumbered
-        if len(request.groups) == 1:
-            wanted = [(rc, n) for rc, n in group.resources.items() if n]
-            if len(wanted) == 1:
-                return self._place_one(request, *wanted[0])
-        return tree_fit.place(self.providers(), request)
-
-    def _place_one(self, request, rc, amount):
-        """:func:`tree_fit.place_one` on the states themselves (the hot
-        path of a device request)."""
-        group = request.unnumbered
-        root_traits = self.traits if request.root_used else _NO_TRAITS
-        if group.forbidden & root_traits:
-            return None
-        for provider in (self,) + self.children:
-            if provider.free(rc) < amount or \
-                    group.forbidden & provider.traits:
-                continue
-            if group.required <= root_traits or \
-                    group.required <= (provider.traits | root_traits):
-                return {provider.uuid: {rc: amount}}
-        return None
+        return tree_fit.place((self,) + self.children, request)
 
     def child(self, uuid):
         for child in self.children:
@@ -366,7 +334,6 @@ class ChildState:
     consume = HostState.consume
     give_back = HostState.give_back
     set_usage = HostState.set_usage
-    free_amounts = HostState.free_amounts
 
     def set_traits(self, traits):
         self.traits = _TRAITS.get(frozenset(traits))

@@ -110,12 +110,9 @@ def _indexed(host_manager, request):
     and DISK_GB and every trait the request asks (a superset of those
     that fit it), from the host manager's index; None to look at every
     host."""
-    having = getattr(host_manager, 'having', None)
-    if having is None:
-        return None
     classes = [rc for rc in request.totals()
                if rc not in resource_request.STANDARD_BASE]
-    return having(classes, request.required_traits())
+    return host_manager.having(classes, request.required_traits())
 
 
 def _resources_of(spec_obj):

@@ -463,55 +463,16 @@ class ReportWriter:
         keep an inventory their report left out, as it is in use, and
         ``{name: inventory}`` each report's node has now (see
         :func:`inventory_of`)."""
-        current = {}
-        for ids in _chunks(sorted(known)):
-            for rp_id, rc, total, reserved, ratio in conn.execute(
-                    _INVENTORIES, {'ids': ids}):
-                current[(rp_id, rc)] = (total, reserved, ratio)
-        updates, inserts, changed = [], [], set()
+        current = _read_inventories(conn, known)
         held = {}
         for (rp_id, rc), values in current.items():
             held.setdefault(rp_id, {})[rc] = values
-        written = {}
-        for name, result in results.items():
-            provider_id = result[1]
-            written[name] = inventory_of(reports[name][1],
-                                         held.get(provider_id))
-            for rc, values in written[name].items():
-                old = current.get((provider_id, rc))
-                if old == values:
-                    continue
-                total, reserved, ratio = values
-                if old is None:
-                    inserts.append({
-                        'resource_provider_id': provider_id,
-                        'resource_class': rc, 'total': total,
-                        'reserved': reserved, 'allocation_ratio': ratio})
-                else:
-                    updates.append({
-                        'p_id': provider_id, 'p_rc': rc, 'total': total,
-                        'reserved': reserved, 'allocation_ratio': ratio})
-                if provider_id in known:
-                    changed.add(provider_id)
-        gone = []
-        for name, result in results.items():
-            provider_id = result[1]
-            if provider_id not in known:
-                continue
-            reported = written[name]
-            gone += [(provider_id, rc) for (rp_id, rc) in current
-                     if rp_id == provider_id and rc not in reported]
-        unused = _unused(conn, gone)
-        kept = {provider_id for provider_id, _ in set(gone) - set(unused)}
-        for provider_id, rc in unused:
-            conn.execute(_INV.delete().where(
-                _INV.c.resource_provider_id == provider_id,
-                _INV.c.resource_class == rc))
-            changed.add(provider_id)
-        if updates:
-            conn.execute(_UPDATE_INVENTORY, updates)
-        if inserts:
-            conn.execute(_INV.insert(), inserts)
+        written = {name: inventory_of(reports[name][1], held.get(result[1]))
+                   for name, result in results.items()}
+        changed, kept = _write_inventories(conn, current, {
+            result[1]: written[name] for name, result in results.items()})
+        # A provider this batch created has its first generation still.
+        changed &= known
         if changed:
             # An inventory change must fail claims that read the old
             # one; the bump is computed by the database so that a
@@ -529,6 +490,57 @@ class ReportWriter:
                     if rp_id == result[1] and rc not in written[name]:
                         written[name][rc] = values
         return kept, written
+
+
+def _read_inventories(conn, ids):
+    """``{(provider id, class): (total, reserved, allocation_ratio)}``
+    of the providers ``ids``."""
+    current = {}
+    for chunk in _chunks(sorted(ids)):
+        for rp_id, rc, total, reserved, ratio in conn.execute(
+                _INVENTORIES, {'ids': chunk}):
+            current[(rp_id, rc)] = (total, reserved, ratio)
+    return current
+
+
+def _write_inventories(conn, current, wanted):
+    """Make ``wanted`` (``{provider id: {class: (total, reserved,
+    allocation_ratio)}}``) the inventories of those providers, given
+    what the database holds of them (``current``, as
+    :func:`_read_inventories` reads it): a class a provider no longer
+    has goes, unless something is allocated of it. Returns ``(the ids
+    of the providers whose inventory changed, the ids of those that keep
+    a class in use)``."""
+    inserts, updates, changed = [], [], set()
+    for rp_id, inventory in wanted.items():
+        for rc, values in inventory.items():
+            old = current.get((rp_id, rc))
+            if old == values:
+                continue
+            total, reserved, ratio = values
+            if old is None:
+                inserts.append({
+                    'resource_provider_id': rp_id, 'resource_class': rc,
+                    'total': total, 'reserved': reserved,
+                    'allocation_ratio': ratio})
+            else:
+                updates.append({
+                    'p_id': rp_id, 'p_rc': rc, 'total': total,
+                    'reserved': reserved, 'allocation_ratio': ratio})
+            changed.add(rp_id)
+    gone = [(rp_id, rc) for (rp_id, rc) in current
+            if rp_id in wanted and rc not in wanted[rp_id]]
+    unused = _unused(conn, gone)
+    for rp_id, rc in unused:
+        conn.execute(_INV.delete().where(
+            _INV.c.resource_provider_id == rp_id,
+            _INV.c.resource_class == rc))
+        changed.add(rp_id)
+    if updates:
+        conn.execute(_UPDATE_INVENTORY, updates)
+    if inserts:
+        conn.execute(_INV.insert(), inserts)
+    return changed, {rp_id for rp_id, _ in set(gone) - set(unused)}
 
 
 def _child_inventory(child):
@@ -661,42 +673,11 @@ def _write_child_inventories(conn, totals):
     providers, but for a class still allocated that a report left out;
     a class's reserved amount and ratio stay as they are (0 and 1.0 for
     a new one). The ids of those changed."""
-    current = {}
-    for ids in _chunks(sorted(totals)):
-        for rp_id, rc, total, reserved, ratio in conn.execute(
-                _INVENTORIES, {'ids': ids}):
-            current[(rp_id, rc)] = (total, reserved, ratio)
-    changed = set()
-    inserts, updates, gone = [], [], []
+    current = _read_inventories(conn, totals)
+    wanted = {}
     for rp_id, reported in totals.items():
-        wanted = {}
+        wanted[rp_id] = {}
         for rc, total in reported.items():
             held = current.get((rp_id, rc))
-            wanted[rc] = (total,) + (held[1:] if held else (0, 1.0))
-        for rc, values in wanted.items():
-            old = current.get((rp_id, rc))
-            if old == values:
-                continue
-            total, reserved, ratio = values
-            if old is None:
-                inserts.append({'resource_provider_id': rp_id,
-                                'resource_class': rc, 'total': total,
-                                'reserved': reserved,
-                                'allocation_ratio': ratio})
-            else:
-                updates.append({'p_id': rp_id, 'p_rc': rc, 'total': total,
-                                'reserved': reserved,
-                                'allocation_ratio': ratio})
-            changed.add(rp_id)
-        gone += [(rp_id, rc) for (rp, rc) in current
-                 if rp == rp_id and rc not in wanted]
-    for rp_id, rc in _unused(conn, gone):
-        conn.execute(_INV.delete().where(
-            _INV.c.resource_provider_id == rp_id,
-            _INV.c.resource_class == rc))
-        changed.add(rp_id)
-    if updates:
-        conn.execute(_UPDATE_INVENTORY, updates)
-    if inserts:
-        conn.execute(_INV.insert(), inserts)
-    return changed
+            wanted[rp_id][rc] = (total,) + (held[1:] if held else (0, 1.0))
+    return _write_inventories(conn, current, wanted)[0]

@@ -30,21 +30,38 @@ MAX_STEPS = 2000
 
 class Provider:
     """One provider of a tree as a placement sees it: its uuid, its
-    traits (a set) and what is free of each class (``{class: amount}``).
+    traits (a set) and what is free of each class (``free(rc)``). The
+    host states (``host_state.HostState`` and ``ChildState``) are
+    placed on as they are; a claim makes these of the rows it reads.
     """
 
-    __slots__ = ('uuid', 'traits', 'free')
+    __slots__ = ('uuid', 'traits', 'amounts')
 
-    def __init__(self, uuid, traits, free):
+    def __init__(self, uuid, traits, amounts):
         self.uuid = uuid
         self.traits = traits
-        self.free = free
+        # {class: amount free}
+        self.amounts = amounts
+
+    def free(self, rc):
+        return self.amounts.get(rc, 0)
 
 
 def place(providers, request):
     """``{provider uuid: {class: amount}}`` of ``request`` on the tree
-    ``providers`` (a list of :class:`Provider`, the root first), or None
-    if it does not fit. Zero amounts are left out."""
+    ``providers`` (a sequence of :class:`Provider` or of host states,
+    the root first), or None if it does not fit. Zero amounts are left
+    out. A request of the unnumbered group alone asking one class (a
+    device request on its own) is placed without the search."""
+    if len(request.groups) == 1 and sum(
+            1 for n in request.unnumbered.resources.values() if n) == 1:
+        return place_one(providers, request)
+    return search(providers, request)
+
+
+def search(providers, request):
+    """:func:`place`, by a bounded search over every group and amount.
+    """
     unnumbered = request.unnumbered
     numbered = request.numbered()
     isolate = request.group_policy == 'isolate'
@@ -54,7 +71,7 @@ def place(providers, request):
     amounts = [(rc, amount) for rc, amount in unnumbered.resources.items()
                if amount]
     amounts.sort(key=lambda item: sum(
-        1 for p in providers if p.free.get(item[0], 0) >= item[1]))
+        1 for p in providers if p.free(item[0]) >= item[1]))
     items += [('amount', item) for item in amounts]
     taken = [{} for _ in providers]
     # Providers the unnumbered group takes from; those of the numbered
@@ -64,7 +81,7 @@ def place(providers, request):
     steps = [0]
 
     def room(index, rc, amount):
-        return providers[index].free.get(rc, 0) - \
+        return providers[index].free(rc) - \
             taken[index].get(rc, 0) >= amount
 
     def take(index, resources, sign):
@@ -135,7 +152,7 @@ def place(providers, request):
 
 
 def place_one(providers, request):
-    """:func:`place` of a request of the unnumbered group alone asking
+    """:func:`search` of a request of the unnumbered group alone asking
     one class: the one provider with room for it whose traits (with the
     root's, if the group uses it) meet the group's; the first such in
     the order of ``providers``. Exact, and without the search."""
@@ -145,7 +162,7 @@ def place_one(providers, request):
     if group.forbidden & root_traits:
         return None
     for provider in providers:
-        if provider.free.get(rc, 0) < amount or \
+        if provider.free(rc) < amount or \
                 group.forbidden & provider.traits:
             continue
         if group.required <= (provider.traits | root_traits):

@@ -111,8 +111,10 @@ def test_a_request_using_the_root_counts_the_roots_traits():
     request = _request({'': {'resources': {'VGPU': 1},
                              'required': ['HW_CPU_X86_AVX2',
                                           'CUSTOM_GPU_B']}})
+    assert tree_fit.search(_tree(), request) is None
     assert tree_fit.place(_tree(), request) is None
     request.root_used = True
+    assert tree_fit.search(_tree(), request) == {GPU_B: {'VGPU': 1}}
     assert tree_fit.place(_tree(), request) == {GPU_B: {'VGPU': 1}}
     assert tree_fit.place_one(_tree(), request) == {GPU_B: {'VGPU': 1}}
 
@@ -129,5 +131,5 @@ def test_one_class_placed_without_the_search_agrees_with_it():
                     'forbidden': forbidden}})
                 request.root_used = root_used
                 assert tree_fit.place_one(_tree(), request) == \
-                    tree_fit.place(_tree(), request), (
+                    tree_fit.search(_tree(), request), (
                         required, forbidden, root_used, amount)
