@@ -253,13 +253,24 @@ def connect(name):
     return _connect
 
 
-def run(func, *args, what=None, again=True, **kwargs):
+def run(func, *args, what=None, again=True, idempotent=False, check=None,
+        **kwargs):
     """``func(*args, **kwargs)``, run again when a database outage broke
-    it before it committed or sent anything, for ``[database] retry_timeout``
-    seconds (with ``again`` False, run once). What still fails on an
-    outage raises ``DatabaseUnavailable`` (from the outage's error) after
-    one WARNING line that says what failed (``what``, by default the
-    function's name)."""
+    it, for ``[database] retry_timeout`` seconds (with ``again`` False,
+    run once). What still fails on an outage raises
+    ``DatabaseUnavailable`` (from the outage's error) after one WARNING
+    line that says what failed (``what``, by default the function's
+    name).
+
+    A server that dies closes the connections in use: the statement under
+    way fails, or the commit, and a commit that failed may have been
+    written or not. ``func`` is run again after a failure before it
+    committed or sent anything; after one that may have committed, only
+    if it is ``idempotent`` (running it twice does what running it once
+    does), or once ``check()`` (run as soon as the database answers
+    again) says it was not done: ``check`` returns ``(done, result)``,
+    ``result`` being what ``func`` returns when it was."""
+    what = what or func.__name__
     pauses = None
     while True:
         mark = _effects()
@@ -268,16 +279,44 @@ def run(func, *args, what=None, again=True, **kwargs):
         except Exception as exc:
             if not is_database_outage(exc):
                 raise
-            if pauses is None:
-                pauses = _Pauses(wait_seconds() if again else 0)
-            if _effects() == mark and pauses.next():
-                LOG.debug('%s met a database outage (%s); running it '
-                          'again', what or func.__name__, describe(exc))
+            if getattr(exc, 'waited_out', False):
+                # A step within waited already.
+                raise
+            failure = exc
+        if pauses is None:
+            pauses = _Pauses(wait_seconds() if again else 0)
+        unsure = _effects() != mark
+        if (not unsure or idempotent or check is not None) and \
+                pauses.next():
+            LOG.debug('%s met a database outage (%s); running it again',
+                      what, describe(failure))
+            if not unsure or idempotent:
                 continue
-            LOG.warning('%s failed: a database is unavailable (%s)',
-                        what or func.__name__, describe(exc))
-            raise exception.DatabaseUnavailable(
-                reason=describe(exc)) from exc
+            try:
+                done, result = _checked(check, pauses)
+            except Exception as exc:
+                if not is_database_outage(exc):
+                    raise
+                failure = exc
+            else:
+                if done:
+                    return result
+                continue
+        LOG.warning('%s failed: a database is unavailable (%s)', what,
+                    describe(failure))
+        error = exception.DatabaseUnavailable(reason=describe(failure))
+        error.waited_out = True
+        raise error from failure
+
+
+def _checked(check, pauses):
+    """``check()``, once the database answers it (within ``pauses``)."""
+    while True:
+        try:
+            return check()
+        except Exception as exc:
+            if not is_database_outage(exc) or not pauses.next():
+                raise
 
 
 def retrying(func, what=None, again=True):
@@ -298,14 +337,16 @@ def retrying(func, what=None, again=True):
 
 
 class RetryingEndpoint:
-    """An RPC endpoint whose exposed methods are :func:`retrying`; with
-    ``again`` False, not run again, only answered with
-    ``DatabaseUnavailable`` (the scheduler's, whose claims also change
-    the hosts it holds in memory)."""
+    """An RPC endpoint whose exposed methods are :func:`retrying`.
+    ``again`` False: they are not run again, only answered with
+    ``DatabaseUnavailable`` at once (the scheduler's, whose writes also
+    change the hosts it holds in memory), but for the methods named in
+    ``again_for``, which may be run again."""
 
-    def __init__(self, endpoint, again=True):
+    def __init__(self, endpoint, again=True, again_for=()):
         self._endpoint = endpoint
         self._again = again
+        self._again_for = frozenset(again_for)
         self._methods = {}
 
     def __getattr__(self, name):
@@ -317,5 +358,5 @@ class RetryingEndpoint:
         if method is None:
             method = self._methods[name] = retrying(
                 value, '%s.%s' % (type(self._endpoint).__name__, name),
-                again=self._again)
+                again=self._again or name in self._again_for)
         return method

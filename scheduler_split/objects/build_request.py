@@ -6,6 +6,7 @@ from oslo_versionedobjects import fields
 from scheduler_split import conf
 from scheduler_split.db import engines
 from scheduler_split.db import models
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import instance as instance_obj
@@ -28,6 +29,7 @@ _PLACE = _IM.update().where(_IM.c.instance_uuid == sa.bindparam('b_uuid'),
                             _IM.c.cell_id.is_(None))
 _DELETE = _BR.delete().where(_ONE_BR)
 _DELETE_RETURNING = _DELETE.returning(_BR.c.instance)
+_TAKER = sa.select(_BR.c.taken_at, _BR.c.taken_by).where(_ONE_BR)
 _READ_LOCKED = sa.select(_BR.c.instance).where(_ONE_BR).with_for_update()
 # The inserts of a boot's rows (see BuildRequest.rows), by model.
 _INSERTS = {model: model.__table__.insert() for model in (
@@ -219,13 +221,30 @@ class BuildRequest(base.SchedulerSplitObject):
         API taking the boot back removed it; a placement pointed its
         mapping at a cell). One statement."""
         now = base.naive_utc(base.utcnow())
-        with engines.writer(CONF.api_database.connection) as session:
-            # Core on the session's connection: the ORM's bulk update
-            # would cost more than the statement.
-            result = session.connection().execute(_TAKE, dict(
-                b_uuid=self.instance_uuid, taken_at=now, updated_at=now,
-                taken_by=CONF.host))
-        return result.rowcount == 1
+        key = dict(b_uuid=self.instance_uuid)
+
+        def _take():
+            with engines.writer(CONF.api_database.connection) as session:
+                # Core on the session's connection: the ORM's bulk update
+                # would cost more than the statement.
+                result = session.connection().execute(_TAKE, dict(
+                    key, taken_at=now, updated_at=now, taken_by=CONF.host))
+            return result.rowcount == 1
+
+        def _taken():
+            # A take whose commit may have been written: it was if the
+            # row says this process took it at this moment (to the
+            # second: a column may keep no more).
+            with engines.reader(CONF.api_database.connection) as session:
+                row = session.connection().execute(_TAKER, key).first()
+            if row is not None and row.taken_at is None:
+                return False, None
+            return True, (row is not None and row.taken_by == CONF.host and
+                          row.taken_at.replace(microsecond=0) ==
+                          now.replace(microsecond=0))
+
+        return outage.run(_take, what='Taking the build request of %s'
+                          % self.instance_uuid, check=_taken)
 
     @classmethod
     def renew(cls, ctx, instance_uuids, taken_by):

@@ -8,6 +8,7 @@ from oslo_versionedobjects import fields
 
 from scheduler_split.db import engines
 from scheduler_split.db import models
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import flavor as flavor_obj
@@ -126,7 +127,11 @@ class InstanceFault(base.SchedulerSplitObject):
     def from_exception(cls, instance_uuid, exc, host=None, code=500):
         """The fault that says why ``instance_uuid`` failed."""
         details = exception.describe(exc)
-        if isinstance(exc, exception.SchedulerSplitException):
+        if isinstance(exc, exception.DatabaseUnavailable):
+            # What the outage said names servers and ports: the owner
+            # reads only its kind.
+            message = 'DatabaseUnavailable'
+        elif isinstance(exc, exception.SchedulerSplitException):
             message = details
         else:
             # Anything else (a database driver's error, a remote error) may
@@ -174,6 +179,20 @@ class InstanceFault(base.SchedulerSplitObject):
 
 _TABLE = models.Instance.__table__
 _INSERT = _TABLE.insert()
+
+
+# The columns whose names are not those of the values written.
+_COLUMNS = {'metadata_': 'metadata'}
+
+
+def _same(stored, written):
+    """Whether a column read back holds what was written to it (a time
+    to the second: a column may keep no more)."""
+    if isinstance(stored, datetime.datetime) and \
+            isinstance(written, datetime.datetime):
+        return stored.replace(microsecond=0, tzinfo=None) == \
+            written.replace(microsecond=0, tzinfo=None)
+    return stored == written
 
 
 _PLANS = models.BuildPlan.__table__
@@ -425,27 +444,48 @@ class Instance(base.SchedulerSplitObject):
             values['b_host'] = expected_host
         if build_host is not None:
             values['b_build_host'] = build_host
-        with engines.writer(cell_db(ctx)) as session:
-            result = session.connection().execute(query, values)
-            if result.rowcount == 0:
-                row = session.scalars(sa.select(models.Instance).where(
-                    models.Instance.uuid == self.uuid)).first()
-                if row is None or row.deleted:
-                    raise exception.InstanceNotFound(instance_id=self.uuid)
-                raise exception.Conflict(
-                    reason='instance %s is %s/%s on %s, not %s/%s on %s%s'
-                    % (self.uuid, row.vm_state, row.task_state, row.host,
-                       expected_vm_state or 'any', expected_task_state,
-                       expected_host or 'any host',
-                       '' if build_host is None else
-                       ', or its build goes to another host than %s'
-                       % build_host))
-            if give_back_build:
-                _give_back_build(session, self.uuid)
-            if fault is not None:
-                fault.add_to(session)
-            if event is not None:
-                instance_action.add_event(session, ctx, self.uuid, **event)
+
+        def _write():
+            with engines.writer(cell_db(ctx)) as session:
+                result = session.connection().execute(query, values)
+                if result.rowcount == 0:
+                    row = session.scalars(sa.select(models.Instance).where(
+                        models.Instance.uuid == self.uuid)).first()
+                    if row is None or row.deleted:
+                        raise exception.InstanceNotFound(
+                            instance_id=self.uuid)
+                    raise exception.Conflict(
+                        reason='instance %s is %s/%s on %s, not %s/%s on '
+                        '%s%s' % (self.uuid, row.vm_state, row.task_state,
+                                  row.host, expected_vm_state or 'any',
+                                  expected_task_state,
+                                  expected_host or 'any host',
+                                  '' if build_host is None else
+                                  ', or its build goes to another host '
+                                  'than %s' % build_host))
+                if give_back_build:
+                    _give_back_build(session, self.uuid)
+                if fault is not None:
+                    fault.add_to(session)
+                if event is not None:
+                    instance_action.add_event(session, ctx, self.uuid,
+                                              **event)
+
+        def _written():
+            # A write whose commit may have been written was if the row
+            # holds what it wrote, its updated_at included (the fault and
+            # the event were in the same transaction).
+            with engines.reader(cell_db(ctx)) as session:
+                row = session.connection().execute(
+                    sa.select(*[_TABLE.c[_COLUMNS.get(name, name)]
+                                for name in changes]).where(
+                        _TABLE.c.uuid == self.uuid)).first()
+            return row is not None and all(
+                _same(row[i], changes[name])
+                for i, name in enumerate(changes)), None
+
+        outage.run(_write, what='Saving instance %s' % self.uuid,
+                   check=_written)
         self.updated_at = changes['updated_at']
         self.obj_reset_changes()
 

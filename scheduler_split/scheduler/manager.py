@@ -16,6 +16,7 @@ import random
 import threading
 
 from scheduler_split import conf
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import objects
@@ -290,11 +291,16 @@ class SchedulerManager:
                     if group:
                         locks.enter_context(self._claim_lock(group['uuid']))
                     locks.enter_context(self._claim_lock(host_uuid))
-                    _, allocation = claims.claim_allocation(
-                        self.db_url, host_uuid, instance_uuid, resources,
-                        group=group, stamp=self.host_manager.stamp(),
-                        request=request,
-                        proposed=self._proposed(host_uuid, request))
+                    # A claim writes the consumer's allocations over
+                    # whatever it held: one whose commit may have been
+                    # written is run again as it is.
+                    _, allocation = outage.run(
+                        claims.claim_allocation, self.db_url, host_uuid,
+                        instance_uuid, resources, group=group,
+                        stamp=self.host_manager.stamp(), request=request,
+                        proposed=self._proposed(host_uuid, request),
+                        what='The claim of instance %s' % instance_uuid,
+                        idempotent=True)
                 self.host_manager.note_claim(host_uuid, allocation,
                                              instance_uuid)
                 metrics.CLAIM_WON.inc()
@@ -466,9 +472,12 @@ class SchedulerManager:
         for ctx, spec_obj, uuids, return_alternates, num_alternates in \
                 requests:
             try:
-                answers.append(self.select_destinations(
-                    ctx, spec_obj, uuids, return_alternates,
-                    num_alternates))
+                # Run again, as a select alone is, when a database outage
+                # broke it before it claimed.
+                answers.append(outage.run(
+                    self.select_destinations, ctx, spec_obj, uuids,
+                    return_alternates, num_alternates,
+                    what='Placing instances %s' % uuids))
             except Exception as exc:
                 # Its caller logs what it expects, as it would alone.
                 if not exception.is_expected(exc):

@@ -21,6 +21,12 @@ from scheduler_split import service
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
+# The methods run again when a database outage broke them before they
+# wrote anything: a select or an alternate's claim whose question was
+# only read so far. (Their claims wait out an outage themselves.) The
+# others answer DatabaseUnavailable at once.
+AGAIN = ('select_destinations', 'claim_resources')
+
 
 class SchedulerService(service.Service):
 
@@ -53,7 +59,8 @@ class SchedulerService(service.Service):
         self.listen(rpc.get_transport(cell.transport_url),
                     scheduler_rpcapi.TOPIC,
                     [outage.RetryingEndpoint(
-                        self.manager.endpoint(cell.uuid), again=False)],
+                        self.manager.endpoint(cell.uuid), again=False,
+                        again_for=AGAIN)],
                     CONF.host)
         LOG.info('Listening on the bus of cell %s (%s)', cell.name,
                  cell.uuid)
@@ -87,7 +94,8 @@ def build(cell_mappings):
     svc = SchedulerService(manager)
     svc.listen(rpc.get_transport(), scheduler_rpcapi.TOPIC,
                [outage.RetryingEndpoint(manager.endpoint(None),
-                                        again=False)], CONF.host)
+                                        again=False, again_for=AGAIN)],
+               CONF.host)
     for cell in cell_mappings:
         svc.listen_on_cell(cell)
     return svc

@@ -454,9 +454,11 @@ def test_an_error_the_database_refused_is_saved_by_the_next_settle(
     cell.compute.settle_instances()
     row = _row(cell.url)
     assert (row.vm_state, row.task_state) == ('error', None)
-    # Its owner reads what kind of error it was; what it said (hosts,
-    # ports, a traceback) is in the details, which only admins see.
-    assert row.fault.message == 'OperationalError'
+    # Its owner reads what kind of error it was (its conductor waited
+    # for the database, and answered that it was unavailable); what it
+    # said (hosts, ports, a traceback) is in the details, which only
+    # admins see.
+    assert row.fault.message == 'DatabaseUnavailable'
     assert 'database is away' in row.fault.details
     assert row.fault.host == HOST
     assert cell.scheduler.released == [UUID]

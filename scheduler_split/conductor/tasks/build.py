@@ -196,6 +196,35 @@ def bury_in_cell0(ctx, cells, build_request, exc, reason='error',
     return True
 
 
+def _created(cctx, uuid):
+    """After a create of instance ``uuid`` whose commit may have been
+    written: whether it was (:func:`outage.run`'s ``check``)."""
+    try:
+        objects.Instance.get_by_uuid(cctx, uuid)
+    except exception.InstanceNotFound:
+        return False, None
+    return True, None
+
+
+def _handed_over(ctx, build_request, cell):
+    """After a hand-over to ``cell`` whose commit may have been written:
+    whether it was, and then what it answered (:func:`outage.run`'s
+    ``check``). The build request it deleted is gone with what users
+    changed meanwhile: the instance keeps what it has."""
+    uuid = build_request.instance_uuid
+    try:
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+    except exception.InstanceMappingNotFound:
+        # The user deleted the server: nothing to place.
+        return True, (False, None)
+    if mapping.cell_mapping is None:
+        return False, None
+    if mapping.cell_mapping.uuid != cell.uuid:
+        # Placed by someone else first.
+        return True, (False, None)
+    return True, (True, build_request.instance.obj_clone())
+
+
 class ScheduleAndBuildTask(base.ConductorTask):
     """Place the instances of one boot request: ``build_requests`` and
     their ``request_specs``, in the same order."""
@@ -347,13 +376,15 @@ class ScheduleAndBuildTask(base.ConductorTask):
             instance.vm_state = instance_obj.BUILDING
             instance.task_state = instance_obj.SCHEDULING
             take_host_zone(instance, request_spec, chosen)
-            instance.create(cctx, event=dict(
+            outage.run(instance.create, cctx, event=dict(
                 event=EVENT, host=chosen.service_host,
                 start_time=self.started,
                 details='claimed on %s; alternates: %s' % (
                     chosen.service_host,
                     ', '.join(s.service_host for s in alternates) or
-                    'none')))
+                    'none')),
+                what='Creating instance %s in its cell' % uuid,
+                check=functools.partial(_created, cctx, uuid))
         except Exception as exc:
             LOG.exception('Creating instance %s in cell %s failed', uuid,
                           chosen.cell_uuid, extra={'instance_uuid': uuid})
@@ -361,7 +392,11 @@ class ScheduleAndBuildTask(base.ConductorTask):
             self._bury_in_cell0(ctx, build_request, exc)
             return
         try:
-            placed, recorded = build_request.hand_over(ctx, cell)
+            placed, recorded = outage.run(
+                build_request.hand_over, ctx, cell,
+                what='Handing instance %s to its cell' % uuid,
+                check=functools.partial(_handed_over, ctx, build_request,
+                                        cell))
         except Exception as exc:
             LOG.exception('Handing instance %s to %s failed', uuid,
                           chosen.service_host, extra={'instance_uuid': uuid})
@@ -409,9 +444,12 @@ class ScheduleAndBuildTask(base.ConductorTask):
         host, be lost (``tasks/recover.py``). A help, not a step: a build
         whose plan could not be written is cast all the same, and is
         failed as before if it is lost."""
+        plan = build_plan.BuildPlan(uuid, chosen.service_host,
+                                    chosen.nodename, request_spec,
+                                    alternates, retry)
         try:
-            build_plan.BuildPlan(uuid, chosen.service_host, chosen.nodename,
-                                 request_spec, alternates, retry).create(cctx)
+            outage.run(plan.create, cctx,
+                       what='Recording the build plan of %s' % uuid)
         except Exception as exc:
             LOG.warning('Could not record the build plan of instance %s '
                         '(%s); building it without one', uuid,
