@@ -68,8 +68,9 @@ conductor_opts = [
                     'waited this long for a compute to take it (the cast, '
                     'or a compute\'s give-back, was lost) is cast again by '
                     'the cell conductor to the host holding its claim, or '
-                    'goes on to its next alternate (see the build plan '
-                    'in the README).'),
+                    'goes on to its next alternate (see "Builds go on '
+                    'from their plan" in the admin guide\'s "Faults and '
+                    'recovery").'),
     cfg.IntOpt('build_redrive_limit',
                default=3, min=0,
                help='How many times one boot is re-driven, and how '

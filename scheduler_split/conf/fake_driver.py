@@ -71,7 +71,7 @@ fake_driver_opts = [
                       'or a shell pattern (* for every host). A trait '
                       'is a standard one of the os-traits library '
                       '(HW_CPU_X86_AVX512F, COMPUTE_TRUSTED_CERTS) or '
-                      'CUSTOM_ and upper-case letters, digits and _. '
+                      '``CUSTOM_`` and upper-case letters, digits and _. '
                       'Flavors ask for them with trait:NAME=required '
                       'or forbidden, images with trait:NAME=required. '
                       'A trait an operator sets on a host stays; only '
@@ -86,7 +86,7 @@ fake_driver_opts = [
                       'as for traits. A class is a standard one of the '
                       'os-resource-classes library (PCPU for dedicated '
                       'CPUs, VGPU, PCI_DEVICE, SRIOV_NET_VF, ...) or '
-                      'CUSTOM_ and upper-case letters, digits and _. '
+                      '``CUSTOM_`` and upper-case letters, digits and _. '
                       'Flavors ask for them with resources:CLASS=AMOUNT '
                       '(hw:cpu_policy=dedicated asks PCPU). Example: '
                       'cell2-compute1=VGPU:4,PCPU:4'),
@@ -95,9 +95,9 @@ fake_driver_opts = [
                  help='Providers below fake compute nodes, as a real '
                       'driver reports a GPU\'s VGPUs, a PCI device or a '
                       'NIC\'s bandwidth: one line per group of hosts, '
-                      'HOSTS=NAME[@PARENT]|CLASS:TOTAL[,CLASS:TOTAL...]'
-                      '[|TRAIT[,TRAIT...]], several providers separated '
-                      'by ;. Each is named <node>_NAME and hangs below '
+                      '``HOSTS=NAME[@PARENT]|CLASS:TOTAL[,CLASS:TOTAL...]'
+                      '[|TRAIT[,TRAIT...]]``, several providers separated '
+                      'by ``;``. Each is named <node>_NAME and hangs below '
                       'the compute node, or below the provider PARENT '
                       'named before it on the line. Classes and traits '
                       'are as for resources and traits. A flavor\'s '
@@ -106,8 +106,8 @@ fake_driver_opts = [
                       'with trait1:CUSTOM_GPU_A=required takes it from a '
                       'provider that has the trait. A provider a report '
                       'no longer names is deleted once nothing is '
-                      'allocated of it. Example: cell1-compute2=pgpu0|'
-                      'VGPU:4|CUSTOM_GPU_A;pgpu1|VGPU:4|CUSTOM_GPU_B'),
+                      'allocated of it. Example: ``cell1-compute2=pgpu0|'
+                      'VGPU:4|CUSTOM_GPU_A;pgpu1|VGPU:4|CUSTOM_GPU_B``'),
     cfg.IntOpt('hypervisor_version', default=1000, min=0,
                help='Hypervisor version each fake host reports, as an '
                     'integer (os-hypervisors hypervisor_version).'),

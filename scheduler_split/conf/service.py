@@ -108,7 +108,7 @@ service_opts = [
                     'they hand it over without waking a second core, '
                     'which makes a scheduler faster; a process of hundreds '
                     'of busy threads (an all-in-one of many hosts) is '
-                    'slower kept to one CPU (README, "Large clouds"). '
+                    'slower kept to one CPU (admin guide, "Large clouds"). '
                     'Empty leaves it to the operating system.'),
     cfg.FloatOpt('thread_switch_interval',
                  default=0.001, min=0.0001, max=0.1,

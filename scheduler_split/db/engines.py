@@ -26,8 +26,8 @@ before it committed; under REPEATABLE READ a read may still see the
 snapshot of the transaction's first read (and MariaDB 11.6 refuses a
 write to a row changed since), and an update of a row that does not
 exist yet takes a gap lock that holds up the insert of that row. The
-README's isolation paragraph (Deploying as separate processes) says it
-per transaction.
+isolation paragraph of the production install guide says it per
+transaction.
 MySQL connections also get utf8mb4, a strict ``sql_mode`` (what
 oslo.db sets) and are recycled before the server's ``wait_timeout``
 drops them.

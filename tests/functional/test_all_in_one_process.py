@@ -35,11 +35,10 @@ def test_all_in_one_boots_a_server_and_stops_on_ctrl_c(tmp_path, eventlet):
 
 
 def _readme_manage_command(state_dir):
-    """The ``scheduler-split-manage`` command of the README's all-in-one
-    section, for the all-in-one of ``state_dir``."""
-    readme = pathlib.Path(__file__).parents[2] / 'README.md'
-    section = readme.read_text().split('## Try it: the all-in-one')[1]
-    section = section.split('\n## ')[0]
+    """The ``scheduler-split-manage`` command of the all-in-one's install
+    guide, for the all-in-one of ``state_dir``."""
+    section = (pathlib.Path(__file__).parents[2] / 'doc' / 'source' /
+               'install' / 'all-in-one.md').read_text()
     line = next(line for line in section.splitlines()
                 if 'scheduler-split-manage --config-file' in line)
     words = shlex.split(line.replace('~/.local/state/scheduler-split',

@@ -1,5 +1,5 @@
 """Installs as a user makes them: the wheel built from this tree, put in a
-fresh venv with only what the README tells a user to install."""
+fresh venv with only what the docs tell a user to install."""
 
 import glob
 import json

@@ -17,7 +17,7 @@ from tests.packaging import installs
 
 pytestmark = pytest.mark.packaging
 
-# What the README's deployment steps run; each must be there.
+# What the production install guide runs; each must be there.
 DOCUMENTED_MANAGE_COMMANDS = {
     ('db', 'sync'), ('cell_v2', 'map_cell0'), ('cell_v2', 'create_cell'),
     ('cell_v2', 'discover_hosts'), ('flavor', 'create-defaults')}

@@ -1,4 +1,4 @@
-"""``pip install 'scheduler-split[client]'``, as the README has a user
+"""``pip install 'scheduler-split[client]'``, as the docs have a user
 install it beside the all-in-one: the unmodified ``openstack`` CLI of that
 venv, with its Placement commands, against the all-in-one's clouds.yaml."""
 

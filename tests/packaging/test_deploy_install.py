@@ -1,4 +1,4 @@
-"""The ``deploy`` extra installed as an operator installs it (the README:
+"""The ``deploy`` extra installed as an operator installs it (the production install guide:
 from a clone, here its wheel): every service its own process over
 RabbitMQ and PostgreSQL, run from that venv's console scripts, the API
 under that venv's gunicorn, driven by the unmodified openstack CLI
@@ -20,7 +20,8 @@ from tests.packaging import installs
 
 pytestmark = [pytest.mark.packaging, pytest.mark.integration]
 
-README = os.path.join(installs.ROOT, 'README.md')
+PRODUCTION = os.path.join(installs.ROOT, 'doc', 'source', 'install',
+                          'production.md')
 BUILTIN_IMAGES = {'cirros', 'ubuntu-24.04', 'fedora-41'}
 
 
@@ -53,12 +54,10 @@ def deployment(venv, tmp_path_factory):
 
 
 def _documented_clouds_yaml(base_url):
-    """The clouds.yaml the README gives operators for a deployment
-    without Keystone, pointed at ``base_url``."""
-    with open(README) as f:
-        text = f.read()
-    start = text.index('## Deploying as separate processes')
-    section = text[start:text.index('\n## ', start + 1)]
+    """The clouds.yaml the production install guide gives operators for
+    a deployment without Keystone, pointed at ``base_url``."""
+    with open(PRODUCTION) as f:
+        section = f.read()
     found = re.search(r'```yaml\n(\s*clouds:.*?\n)\s*```', section, re.S)
     assert found, 'the deployment section documents no clouds.yaml'
     return textwrap.dedent(found.group(1)).replace('http://API_HOST:8774',

@@ -23,8 +23,9 @@ GENERATOR = (ROOT / 'etc' / 'scheduler-split' /
 POLICY_SAMPLE = ROOT / 'etc' / 'scheduler-split' / 'policy.yaml.sample'
 MULTI_CELL = ROOT / 'etc' / 'scheduler-split' / 'multi-cell'
 
-README = ROOT / 'README.md'
-# The virtualenv the README's production steps install into.
+# The production install's steps.
+PRODUCTION = ROOT / 'doc' / 'source' / 'install' / 'production.md'
+# The virtualenv the production steps install into.
 VENV = '/opt/scheduler-split'
 
 # What a template unit is instantiated with in the multi-cell example.
@@ -74,10 +75,8 @@ def test_every_service_has_a_unit():
 
 
 def _production_steps():
-    """The README's steps of "Deploying as separate processes"."""
-    text = README.read_text()
-    start = text.index('## Deploying as separate processes')
-    return text[start:text.index('\n## ', start + 1)]
+    """The steps of the production install guide."""
+    return PRODUCTION.read_text()
 
 
 def _unit_settings(unit):
@@ -220,7 +219,7 @@ def test_sample_documents_durable_queues_the_readme_asks_for():
     assert 'amqp_durable_queues' in _sample_options()[
         'oslo_messaging_rabbit']
     assert re.search(r'\[oslo_messaging_rabbit\]\s+amqp_durable_queues '
-                     r'= true', (ROOT / 'README.md').read_text())
+                     r'= true', PRODUCTION.read_text())
 
 
 def _auth_plugin_options(section):

@@ -485,12 +485,10 @@ def test_db_sync_names_a_cell_database_it_cannot_reach(cloud):
     assert pathlib.Path(cloud / 'cell1.sqlite').exists()
 
 
-def test_readme_documents_every_command():
+def test_the_cli_reference_documents_every_command():
     from scheduler_split.cmd import manage as manage_module
-    readme = (pathlib.Path(__file__).resolve().parents[2] /
-              'README.md').read_text()
-    table = readme[readme.index('## Operating it'):
-                   readme.index('### When a component dies')]
+    table = (pathlib.Path(__file__).resolve().parents[2] / 'doc' /
+             'source' / 'cli' / 'manage.md').read_text()
     documented = {tuple(line.split('`')[1].split()[:2])
                   for line in table.splitlines() if line.startswith('| `')}
     assert documented == set(manage_module._COMMANDS)
