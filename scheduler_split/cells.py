@@ -5,8 +5,8 @@ import logging
 import re
 
 import oslo_messaging
-import sqlalchemy.exc
 from sqlalchemy.engine import make_url
+import sqlalchemy.exc
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context

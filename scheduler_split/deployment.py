@@ -9,6 +9,7 @@ import logging
 import os
 import time
 
+from scheduler_split import cells
 from scheduler_split.compute import manager as compute_manager
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import cell_manager
@@ -16,7 +17,6 @@ from scheduler_split.conductor import periodic
 from scheduler_split.conductor import records
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor import super_manager
-from scheduler_split import cells
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import outage

@@ -24,8 +24,8 @@ from scheduler_split.api import server_password
 from scheduler_split.api import servers
 from scheduler_split import conf
 from scheduler_split import exception
-from scheduler_split import quota
 from scheduler_split import policy
+from scheduler_split import quota
 
 CONF = conf.CONF
 

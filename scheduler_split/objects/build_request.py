@@ -1,7 +1,7 @@
 import datetime
 
-import sqlalchemy as sa
 from oslo_versionedobjects import fields
+import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines

@@ -1,6 +1,6 @@
-import sqlalchemy as sa
 from oslo_utils import uuidutils
 from oslo_versionedobjects import fields
+import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines

@@ -1,5 +1,5 @@
-import sqlalchemy as sa
 from oslo_versionedobjects import fields
+import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines

@@ -1,10 +1,10 @@
 import datetime
 import functools
 
-import sqlalchemy as sa
 from oslo_serialization import jsonutils
 from oslo_utils import versionutils
 from oslo_versionedobjects import fields
+import sqlalchemy as sa
 
 from scheduler_split.db import engines
 from scheduler_split.db import models

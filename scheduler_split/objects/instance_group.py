@@ -1,7 +1,7 @@
-import sqlalchemy as sa
 from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
 from oslo_versionedobjects import fields
+import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines

@@ -5,9 +5,9 @@ quota turn in the same transaction as the insert (see
 ``scheduler_split.quota``).
 """
 
-import sqlalchemy as sa
 from oslo_utils import timeutils
 from oslo_versionedobjects import fields
+import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines

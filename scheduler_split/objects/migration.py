@@ -8,9 +8,9 @@ destination's, so both hosts stay accounted for until the move is
 confirmed, reverted or fails.
 """
 
-import sqlalchemy as sa
 from oslo_utils import uuidutils
 from oslo_versionedobjects import fields
+import sqlalchemy as sa
 
 from scheduler_split.db import engines
 from scheduler_split.db import models

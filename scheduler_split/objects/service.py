@@ -1,13 +1,13 @@
 import functools
 
-import sqlalchemy as sa
 from oslo_utils import uuidutils
 from oslo_utils import versionutils
 from oslo_versionedobjects import fields
+import sqlalchemy as sa
 
-from scheduler_split import exception
 from scheduler_split.db import engines
 from scheduler_split.db import models
+from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split import servicegroup
 

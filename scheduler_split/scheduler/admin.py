@@ -10,21 +10,21 @@ select (see :mod:`host_manager`). Reads take reader sessions.
 
 import logging
 
-import sqlalchemy as sa
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines
-from scheduler_split import exception
 from scheduler_split.db import models
+from scheduler_split import exception
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import service as service_obj
-from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_state
 from scheduler_split.scheduler import placement_providers
 from scheduler_split.scheduler import reports
+from scheduler_split import servicegroup
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ reports (``[compute] availability_zone``, ``nova`` by default).
 import datetime
 import logging
 
-import sqlalchemy as sa
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from scheduler_split.db import engines
 from scheduler_split.db import models

@@ -46,21 +46,21 @@ import logging
 import threading
 import time
 
-import sqlalchemy as sa
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines
+from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import metrics
-from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
-from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates as aggregates_mod
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_reads
 from scheduler_split.scheduler import host_state
 from scheduler_split.scheduler import reports as reports_mod
+from scheduler_split import servicegroup
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)

@@ -15,10 +15,10 @@ limit it starts again, which only costs copies.
 import sys
 import types
 
-from scheduler_split import servicegroup
 from scheduler_split.scheduler import aggregates as aggregates_mod
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import tree_fit
+from scheduler_split import servicegroup
 
 
 _NO_INSTANCES = frozenset()

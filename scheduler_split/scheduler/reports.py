@@ -26,14 +26,14 @@ import itertools
 import logging
 import threading
 
-import sqlalchemy as sa
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from scheduler_split.db import engines
+from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import metrics
-from scheduler_split.db import models
 from scheduler_split.objects import base as obj_base
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_state

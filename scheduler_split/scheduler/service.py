@@ -13,10 +13,10 @@ from scheduler_split.db import outage
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split import rpc
-from scheduler_split import servicegroup
 from scheduler_split.scheduler import endpoint
 from scheduler_split.scheduler import rpcapi as scheduler_rpcapi
 from scheduler_split import service
+from scheduler_split import servicegroup
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)

@@ -1,11 +1,11 @@
 """The unmodified openstack CLI and openstacksdk against the API."""
 
 import json
-import time
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 import openstack
 import pytest

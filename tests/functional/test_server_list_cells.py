@@ -6,8 +6,8 @@ import datetime
 import threading
 import urllib.parse
 
-import pytest
 from oslo_utils import uuidutils
+import pytest
 from sqlalchemy import event
 import webob
 

@@ -40,8 +40,8 @@ import requests
 import yaml
 
 from scheduler_split import conf
-from scheduler_split import policy
 from scheduler_split.policies import placement as placement_policies
+from scheduler_split import policy
 
 CONF = conf.CONF
 

@@ -6,11 +6,11 @@ this scheduler's own claim on the same host."""
 
 import datetime
 
-import pytest
-import sqlalchemy as sa
 from alembic import autogenerate
 from alembic import migration as alembic_migration
 from oslo_utils import uuidutils
+import pytest
+import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split import context

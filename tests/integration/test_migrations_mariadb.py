@@ -1,10 +1,10 @@
 """The alembic trees on MariaDB build exactly the schema the models
 describe, in a database created as devstack creates it."""
 
-import pytest
-import sqlalchemy as sa
 from alembic import autogenerate
 from alembic import migration as alembic_migration
+import pytest
+import sqlalchemy as sa
 
 from scheduler_split.db import engines
 from scheduler_split.db import migration

@@ -1,8 +1,8 @@
-"""The ``deploy`` extra installed as an operator installs it (the production install guide:
-from a clone, here its wheel): every service its own process over
-RabbitMQ and PostgreSQL, run from that venv's console scripts, the API
-under that venv's gunicorn, driven by the unmodified openstack CLI
-without Keystone."""
+"""The ``deploy`` extra installed as an operator installs it (the
+production install guide: from a clone, here its wheel): every service
+its own process over RabbitMQ and PostgreSQL, run from that venv's
+console scripts, the API under that venv's gunicorn, driven by the
+unmodified openstack CLI without Keystone."""
 
 import json
 import os

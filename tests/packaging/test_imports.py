@@ -15,9 +15,9 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 from packaging import requirements
 from packaging import utils as packaging_utils
+import pytest
 
 try:
     import tomllib

@@ -2,8 +2,8 @@
 aggregate filters, aggregate-set weigher multipliers, and a change made
 through one scheduler process in effect in another on its next select."""
 
-import pytest
 from oslo_utils import uuidutils
+import pytest
 
 from scheduler_split import context
 from scheduler_split import exception

@@ -9,8 +9,8 @@ import concurrent.futures
 import threading
 
 import oslo_messaging as messaging
-import pytest
 from oslo_utils import uuidutils
+import pytest
 
 from scheduler_split import context
 from scheduler_split import exception

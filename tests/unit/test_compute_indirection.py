@@ -11,9 +11,9 @@ import datetime
 import threading
 import time
 
+import oslo_messaging as messaging
 import pytest
 import sqlalchemy as sa
-import oslo_messaging as messaging
 
 from scheduler_split.compute import manager as compute_manager
 from scheduler_split.conductor import cell_manager

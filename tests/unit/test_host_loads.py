@@ -7,9 +7,9 @@ memory."""
 import datetime
 import threading
 
+from oslo_utils import uuidutils
 import pytest
 import sqlalchemy as sa
-from oslo_utils import uuidutils
 
 from scheduler_split import context
 from scheduler_split.db import engines

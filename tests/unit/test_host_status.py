@@ -6,9 +6,9 @@ import datetime
 import threading
 import time
 
+from oslo_utils import uuidutils
 import pytest
 import sqlalchemy as sa
-from oslo_utils import uuidutils
 
 from scheduler_split import context
 from scheduler_split.db import engines

@@ -1,9 +1,9 @@
 """The alembic trees build exactly the schema the models describe."""
 
-import pytest
-import sqlalchemy as sa
 from alembic import autogenerate
 from alembic import migration as alembic_migration
+import pytest
+import sqlalchemy as sa
 
 from scheduler_split.db import engines
 from scheduler_split.db import migration

@@ -1,7 +1,7 @@
 """Notifications are built and sent only when a driver is set."""
 
-import pytest
 from oslo_messaging.notify import _impl_test
+import pytest
 
 from scheduler_split import context
 from scheduler_split import notifications

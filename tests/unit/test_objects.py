@@ -2,9 +2,9 @@
 
 import datetime
 
-import pytest
 from oslo_serialization import jsonutils
 from oslo_versionedobjects import base as ovo_base
+import pytest
 
 from scheduler_split import context
 from scheduler_split import objects

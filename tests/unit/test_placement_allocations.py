@@ -5,8 +5,8 @@ honoured by the scheduler's claims and never reconciled away."""
 
 import threading
 
-import pytest
 from oslo_utils import uuidutils
+import pytest
 
 from scheduler_split import context
 from scheduler_split import exception

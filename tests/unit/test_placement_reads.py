@@ -4,8 +4,8 @@ selected and paged by the database, and a clear refusal from a client
 capped below 1.9."""
 
 import oslo_messaging as messaging
-import pytest
 from oslo_utils import uuidutils
+import pytest
 
 from scheduler_split import context
 from scheduler_split import memory_bus

@@ -3,8 +3,8 @@
 import pytest
 
 from scheduler_split import objects
-from scheduler_split import provider_model
 from scheduler_split.objects import resource_request as rr
+from scheduler_split import provider_model
 
 
 def _flavor(extra_specs=None, vcpus=4, memory_mb=2048, root_gb=10,

@@ -5,9 +5,9 @@ that say nothing new stay in memory while the rest go in group commits.
 
 import threading
 
+from oslo_utils import uuidutils
 import pytest
 import sqlalchemy as sa
-from oslo_utils import uuidutils
 
 from scheduler_split import context
 from scheduler_split.db import engines

@@ -3,10 +3,10 @@
 import collections
 import datetime
 
-import pytest
-import sqlalchemy as sa
 from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
+import pytest
+import sqlalchemy as sa
 
 from scheduler_split import context
 from scheduler_split.db import engines

@@ -8,8 +8,8 @@ import sqlalchemy as sa
 from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split.objects import service as service_obj
-from scheduler_split import servicegroup
 from scheduler_split.scheduler import host_state
+from scheduler_split import servicegroup
 
 NOW = datetime.datetime(2030, 1, 1, 12, 0, 0)
 

@@ -5,8 +5,8 @@ import datetime
 import threading
 
 import oslo_messaging as messaging
-import pytest
 from oslo_versionedobjects import base as ovo_base
+import pytest
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi

@@ -1,5 +1,5 @@
-from scheduler_split import servicegroup
 from scheduler_split.scheduler import filters
+from scheduler_split import servicegroup
 
 
 class ComputeFilter(filters.BaseHostFilter):

@@ -4,8 +4,8 @@ scheduler and the computes are the stand-ins of ``fakes``."""
 
 import logging
 
-import pytest
 from oslo_utils import uuidutils
+import pytest
 
 from scheduler_split import cells
 from scheduler_split import context
