@@ -13,9 +13,7 @@ import oslo_messaging as messaging
 
 from scheduler_split import exception
 from scheduler_split import rpc
-from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import coalesce
-from scheduler_split.scheduler import placement_reads
 from scheduler_split.scheduler import rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -24,10 +22,6 @@ NoValidHost = exception.NoValidHost
 
 # The most requests one coalesced select carries.
 MAX_BATCH = 50
-
-# The resource classes the scheduler accounts: what a provider's
-# inventory and a claim hold.
-RESOURCE_CLASSES = claims.RESOURCE_CLASSES
 
 
 class SchedulerClient:
@@ -276,8 +270,8 @@ class SchedulerClient:
         while limit is None or len(found) < limit:
             page = self._api.get_providers(
                 ctx, filters or {}, marker,
-                placement_reads.MAX_PAGE if limit is None else
-                min(placement_reads.MAX_PAGE, limit - len(found)), detail)
+                rpcapi.MAX_PAGE if limit is None else
+                min(rpcapi.MAX_PAGE, limit - len(found)), detail)
             found.extend(page['providers'])
             marker = page['next']
             if marker is None:

@@ -22,11 +22,12 @@ import sqlalchemy as sa
 from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import rpcapi
 from scheduler_split.scheduler import traits as traits_mod
 
 # The most providers one call answers with; also the size of every IN
 # list (databases bound it).
-MAX_PAGE = 500
+MAX_PAGE = rpcapi.MAX_PAGE
 
 _RP = models.ResourceProvider.__table__
 _INV = models.Inventory.__table__

@@ -67,6 +67,10 @@ LOG = logging.getLogger(__name__)
 
 TOPIC = 'scheduler'
 
+# The most providers (or consumers) one call of the Placement reads
+# answers: a client pages through more.
+MAX_PAGE = 500
+
 # The objects each version of this API carries, at the versions it
 # carries them, both ways; a client capped at a version sends them so,
 # and the scheduler answers a call of a version so.

@@ -4,8 +4,8 @@ import pytest
 
 from scheduler_split import conf
 from scheduler_split.db import engines
-from scheduler_split.db import migration
 from scheduler_split import objects
+from tests.unit import helpers
 
 objects.register_all()
 
@@ -30,7 +30,7 @@ def override():
 @pytest.fixture
 def scheduler_db(tmp_path):
     """URL of an empty scheduler database at head, in a file of tmp_path."""
-    url = 'sqlite:///' + str(tmp_path / 'scheduler.sqlite')
-    migration.upgrade('scheduler', url)
+    url = helpers.database_at_head('scheduler',
+                                   tmp_path / 'scheduler.sqlite')
     yield url
     engines.dispose_all()

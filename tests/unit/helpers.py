@@ -1,14 +1,41 @@
 """Builders and readers shared by the unit tests."""
 
+import atexit
 import datetime
+import os
+import shutil
+import tempfile
 
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
+from scheduler_split.db import migration
 from scheduler_split.db import models
 from scheduler_split import objects
 
 objects.register_all()
+
+# {kind: the file of a SQLite database of that kind at head}, migrated
+# once per test session.
+_TEMPLATES = {}
+
+
+def database_at_head(kind, path):
+    """URL of a SQLite database of ``kind`` (api, cell, scheduler) at
+    head in the file ``path``: a copy of one migrated once per test
+    session, as the alembic migrations would leave it."""
+    template = _TEMPLATES.get(kind)
+    if template is None:
+        directory = tempfile.mkdtemp(prefix='scheduler-split-schema-')
+        atexit.register(shutil.rmtree, directory, True)
+        template = os.path.join(directory, kind + '.sqlite')
+        url = 'sqlite:///' + template
+        migration.upgrade(kind, url)
+        # Closed, so that nothing of it waits in a write-ahead log.
+        engines.get_engine(url, writer=False).dispose()
+        _TEMPLATES[kind] = template
+    shutil.copyfile(template, str(path))
+    return 'sqlite:///' + str(path)
 
 
 def naive_utcnow():

@@ -23,7 +23,6 @@ from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import migration
 from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import memory_bus
@@ -105,7 +104,7 @@ def cell(tmp_path, override):
     assert CONF.database.connection is None
     override('service_down_time', 60)
     url = 'sqlite:///' + str(tmp_path / 'cell.sqlite')
-    migration.upgrade('cell', url)
+    helpers.database_at_head('cell', tmp_path / 'cell.sqlite')
     memory_bus.reset()
     rpc.reset_auto_caps()
     transport = rpc.get_transport(BUS)
@@ -423,7 +422,9 @@ def test_auto_asks_the_cell_conductor_which_version_it_runs(
 
 
 def test_an_error_the_database_refused_is_saved_by_the_next_settle(
-        cell, monkeypatch):
+        cell, monkeypatch, override):
+    # An outage longer than the conductor waits for.
+    override('retry_timeout', 0, group='database')
     instance = _create(cell.url)
     real_writer = engines.writer
     down = threading.Event()

@@ -10,9 +10,9 @@ from scheduler_split.api import image_client
 from scheduler_split.api import images
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import migration
 from scheduler_split import exception
 from tests import glance as fake_glance
+from tests.unit import helpers
 
 ARM_IMAGE = '0d6f3b5e-6c1a-4e9b-8f3d-7a2c1b0e9d44'
 
@@ -32,7 +32,7 @@ def api_db(tmp_path, override):
     """An API database at head, where the built-in catalog keeps the
     images users make."""
     url = 'sqlite:///' + str(tmp_path / 'api.sqlite')
-    migration.upgrade('api', url)
+    helpers.database_at_head('api', tmp_path / 'api.sqlite')
     override('connection', url, group='api_database')
     yield url
     engines.dispose_all()

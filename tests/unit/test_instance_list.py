@@ -12,7 +12,6 @@ from scheduler_split.api import multi_cell_list
 from scheduler_split.api import server_views
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import migration
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_list
@@ -25,13 +24,13 @@ START = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 def cells(tmp_path, override):
     """Two cells mapped in an API database, each a targeted context."""
     api = 'sqlite:///' + str(tmp_path / 'api.sqlite')
-    migration.upgrade('api', api)
+    helpers.database_at_head('api', tmp_path / 'api.sqlite')
     override('connection', api, group='api_database')
     ctx = context.get_admin_context()
     targeted = []
     for name in ('cell1', 'cell2'):
         url = 'sqlite:///' + str(tmp_path / (name + '.sqlite'))
-        migration.upgrade('cell', url)
+        helpers.database_at_head('cell', tmp_path / (name + '.sqlite'))
         objects.CellMapping(name=name, transport_url='fake://',
                             database_connection=url).create(ctx)
         targeted.append(context.targeted(ctx, url))

@@ -1,6 +1,11 @@
-"""scheduler-split-manage as an operator runs it: the installed command in
-a child process, against SQLite databases in a temporary directory."""
+"""scheduler-split-manage as an operator runs it, against SQLite databases
+in a temporary directory: its ``main()`` in this process, with the
+working directory, HOME, stdout and stderr of a command line; the
+console script itself in a child process where that is what is tested
+(the installed command, a file its user cannot read)."""
 
+import contextlib
+import io
 import os
 import pathlib
 import shutil
@@ -10,8 +15,13 @@ import sys
 import pytest
 import sqlalchemy as sa
 
+from scheduler_split.cmd import manage as manage_module
+from scheduler_split import conf
+from scheduler_split.db import engines
 from scheduler_split.db import models
 from scheduler_split import objects
+
+CONF = conf.CONF
 
 MANAGE = os.path.join(os.path.dirname(sys.executable),
                       'scheduler-split-manage')
@@ -30,14 +40,62 @@ connection = sqlite:///scheduler.sqlite
 """
 
 
+class Result:
+    """What a command line shows: its exit code, stdout and stderr."""
+
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+@contextlib.contextmanager
+def _command_line(cwd):
+    """The working directory and HOME of a shell in ``cwd``."""
+    before, home = os.getcwd(), os.environ.get('HOME')
+    os.chdir(cwd)
+    os.environ['HOME'] = str(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+        if home is None:
+            os.environ.pop('HOME', None)
+        else:
+            os.environ['HOME'] = home
+
+
 def manage(cwd, *args, config=True):
-    argv = [MANAGE]
-    if config:
-        argv += ['--config-file', 'scheduler-split.conf']
-    result = subprocess.run(argv + list(args), cwd=cwd, capture_output=True,
-                            text=True, timeout=120,
-                            env=dict(os.environ, HOME=str(cwd)))
-    return result
+    """``scheduler-split-manage [--config-file scheduler-split.conf]
+    ARGS`` run in ``cwd``: its ``main()``, called here."""
+    argv = ['--config-file', 'scheduler-split.conf'] if config else []
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with _command_line(cwd), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            try:
+                rc = manage_module.main(argv + list(args))
+            except SystemExit as exc:
+                # argparse: --help, or arguments it refused.
+                rc = exc.code
+    finally:
+        # A fresh process each time: options parsed anew, and no engine
+        # kept open on a database named relative to another directory.
+        CONF.reset()
+        engines.dispose_all()
+    return Result(rc or 0, out.getvalue(), err.getvalue())
+
+
+def test_the_console_script_is_the_command(template, tmp_path):
+    """The installed command runs the same ``main()``."""
+    result = subprocess.run(
+        [MANAGE, '--config-file', 'scheduler-split.conf', 'cell_v2',
+         'list_cells'], cwd=template, capture_output=True, text=True,
+        timeout=120, env=dict(os.environ, HOME=str(tmp_path)))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ''
+    assert [row[0] for row in rows(result.stdout)] == [
+        'Name', 'cell0', 'cell1', 'cell2']
 
 
 def ok(cwd, *args, **kwargs):
@@ -486,7 +544,6 @@ def test_db_sync_names_a_cell_database_it_cannot_reach(cloud):
 
 
 def test_the_cli_reference_documents_every_command():
-    from scheduler_split.cmd import manage as manage_module
     table = (pathlib.Path(__file__).resolve().parents[2] / 'doc' /
              'source' / 'cli' / 'manage.md').read_text()
     documented = {tuple(line.split('`')[1].split()[:2])

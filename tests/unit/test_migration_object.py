@@ -4,7 +4,6 @@ import pytest
 
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import migration as db_migration
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import migration as migration_obj
@@ -17,7 +16,7 @@ OTHER = '3b0d8f7e-5a4c-4e1b-9c2d-1f0e9d8c7b02'
 @pytest.fixture
 def ctx(tmp_path):
     url = 'sqlite:///' + str(tmp_path / 'cell.sqlite')
-    db_migration.upgrade('cell', url)
+    helpers.database_at_head('cell', tmp_path / 'cell.sqlite')
     yield context.targeted(context.get_admin_context(), url)
     engines.dispose_all()
 

@@ -13,7 +13,6 @@ from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor.tasks import build as build_task
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import migration
 from scheduler_split.db import models
 from scheduler_split import memory_bus
 from scheduler_split import objects
@@ -57,7 +56,7 @@ def fresh_caps():
 @pytest.fixture
 def cell_db(tmp_path):
     url = 'sqlite:///' + str(tmp_path / 'cell.sqlite')
-    migration.upgrade('cell', url)
+    helpers.database_at_head('cell', tmp_path / 'cell.sqlite')
     yield url
     engines.dispose_all()
 

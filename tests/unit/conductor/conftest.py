@@ -10,7 +10,6 @@ import pytest
 from scheduler_split import cells
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import migration
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
@@ -140,7 +139,10 @@ def cloud(tmp_path, override):
     def url(name):
         return 'sqlite:///' + str(tmp_path / (name + '.sqlite'))
 
-    migration.upgrade('api', url('api'))
+    helpers.database_at_head('api', tmp_path / 'api.sqlite')
+    # map_cell0 and create_cell find their databases at head already.
+    for name in ('cell0', 'cell1'):
+        helpers.database_at_head('cell', tmp_path / (name + '.sqlite'))
     override('connection', url('api'), group='api_database')
     override('host', 'conductor-1')
 
