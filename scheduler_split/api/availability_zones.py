@@ -76,12 +76,12 @@ def _service_state(enabled, up, updated_at):
 
 def _internal_hosts(req, ctx):
     hosts = {}
-    found = services._cell_services(ctx, down=[])
-    found += services._scheduler_services(req, ctx)
+    found = services.cell_services(ctx, down=[])
+    found += services.scheduler_services(req, ctx)
     for service in found:
         if service.binary == services.COMPUTE:
             continue
-        seen = services._time(service.last_seen_up or service.updated_at)
+        seen = services.iso_time(service.last_seen_up or service.updated_at)
         hosts.setdefault(service.host, {})[service.binary] = _service_state(
             enabled=not service.disabled, up=service.is_up, updated_at=seen)
     return hosts

@@ -42,9 +42,9 @@ def _check_version(version):
 def index(req, ctx, version):
     _check_version(version)
     policy.authorize(ctx, 'os_compute_api:os-hosts:list', target={})
-    services = (services_api._cell_services(ctx, down=[]) +
-                services_api._scheduler_services(req, ctx))
-    zones = services_api._zones(req, ctx)
+    services = (services_api.cell_services(ctx, down=[]) +
+                services_api.scheduler_services(req, ctx))
+    zones = services_api.zones_of_hosts(req, ctx)
     hosts = []
     for service in services:
         if service.binary == services_api.COMPUTE:
@@ -62,7 +62,8 @@ def index(req, ctx, version):
 
 
 def _compute_nodes(req, ctx, host_name):
-    nodes = [n for n in hypervisors._nodes(req, ctx) if n.host == host_name]
+    nodes = [n for n in hypervisors.list_nodes(req, ctx)
+             if n.host == host_name]
     if not nodes:
         raise errors.not_found('Host %s could not be found.' % host_name)
     return nodes
@@ -111,14 +112,14 @@ def update(req, ctx, version, host_name):
     policy.authorize(ctx, 'os_compute_api:os-hosts:update', target={})
     body = req.json_body_or_error()
     schemas.validate(body, UPDATE)
-    service = services_api._find_compute(ctx, host_name,
-                                         services_api.COMPUTE)
+    service = services_api.find_compute(ctx, host_name,
+                                        services_api.COMPUTE)
     if 'maintenance_mode' in body:
         raise errors.HTTPError(501, 'Virt driver does not implement host '
                                     'maintenance mode.')
     disabled = body['status'] == 'disable'
-    services_api._apply(req, ctx, service, disabled=disabled,
-                        disabled_reason=None)
+    services_api.apply_change(req, ctx, service, disabled=disabled,
+                              disabled_reason=None)
     return {'host': host_name,
             'status': 'disabled' if disabled else 'enabled'}
 

@@ -88,7 +88,7 @@ def _check_usage_version(version):
         raise errors.not_found('The resource could not be found.')
 
 
-def _nodes(req, ctx):
+def list_nodes(req, ctx):
     """Every compute node that has a compute service, by id."""
     try:
         nodes = req.compute_api.scheduler.get_compute_nodes(ctx)
@@ -98,7 +98,7 @@ def _nodes(req, ctx):
                    'be reached (%s)' % exc)
     # The nodes of a cell that cannot be reached are left out, as Nova
     # leaves them out.
-    services = {s.host: s for s in services_api._cell_services(ctx, down=[])
+    services = {s.host: s for s in services_api.cell_services(ctx, down=[])
                 if s.binary == services_api.COMPUTE}
     found = []
     for node in nodes:
@@ -233,7 +233,7 @@ def _listing(req, ctx, version, detail):
         with_servers = _bool_param(req, 'with_servers')
     if version >= (2, 33):
         limit, marker = _limit_and_marker(req)
-    nodes = _nodes(req, ctx)
+    nodes = list_nodes(req, ctx)
     if pattern is not None:
         if 'limit' in req.GET or marker:
             raise errors.bad_request(
@@ -278,7 +278,7 @@ def _find(req, ctx, version, hypervisor_id):
         except ValueError:
             raise errors.not_found("Hypervisor with ID '%s' could not be "
                                    "found." % hypervisor_id)
-    for node in _nodes(req, ctx):
+    for node in list_nodes(req, ctx):
         if node.node[key] == wanted:
             return node
     raise errors.not_found("Hypervisor with ID '%s' could not be found."
@@ -313,7 +313,7 @@ def _check_routes_version(version):
 def search(req, ctx, version, pattern):
     _check_routes_version(version)
     policy.authorize(ctx, 'os_compute_api:os-hypervisors:search', target={})
-    nodes = _search(_nodes(req, ctx), pattern)
+    nodes = _search(list_nodes(req, ctx), pattern)
     return {'hypervisors': [_render(ctx, n, version, detail=False)
                             for n in nodes]}
 
@@ -321,7 +321,7 @@ def search(req, ctx, version, pattern):
 def servers(req, ctx, version, pattern):
     _check_routes_version(version)
     policy.authorize(ctx, 'os_compute_api:os-hypervisors:servers', target={})
-    nodes = _search(_nodes(req, ctx), pattern)
+    nodes = _search(list_nodes(req, ctx), pattern)
     return {'hypervisors': [_render(ctx, n, version, detail=False,
                                     servers=_servers(ctx, n))
                             for n in nodes]}
@@ -335,7 +335,7 @@ def statistics(req, ctx, version):
               'vcpus_used': 0, 'memory_mb_used': 0, 'local_gb_used': 0,
               'free_ram_mb': 0, 'free_disk_gb': 0, 'current_workload': 0,
               'running_vms': 0, 'disk_available_least': 0}
-    for node in _nodes(req, ctx):
+    for node in list_nodes(req, ctx):
         totals['count'] += 1
         for name, value in node.usage().items():
             totals[name] += value

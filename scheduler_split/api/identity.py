@@ -21,8 +21,8 @@ import json
 import webob
 
 from scheduler_split.api import errors
-from scheduler_split.api import images
 from scheduler_split import conf
+from scheduler_split.image import catalog as images
 
 CONF = conf.CONF
 

@@ -3,7 +3,7 @@ API's proxy of the image service, as Nova's.
 
 Nova deprecated it: ``/images`` answers 404 from microversion 2.36 and
 its ``/metadata`` from 2.39. It reads and writes through
-:mod:`scheduler_split.api.image_client`, so over whichever catalog the
+:mod:`scheduler_split.image.client`, so over whichever catalog the
 API uses (``[glance] source``), and, as Nova's, checks no policy beyond
 authentication: the image service decides what the user may see and
 change.
@@ -13,13 +13,13 @@ from oslo_utils import strutils
 from oslo_utils import timeutils
 
 from scheduler_split.api import errors
-from scheduler_split.api import image_client
 from scheduler_split.api import paging
 from scheduler_split.api import schemas
 from scheduler_split.api import server_metadata
 from scheduler_split.api import server_views
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split.image import client as image_client
 
 CONF = conf.CONF
 

@@ -42,7 +42,7 @@ def _month_before(start):
 def _audit_log(ctx, period):
     beginning, ending = period
     hosts = sorted({service.host for service in
-                    services_api._cell_services(ctx, down=[])
+                    services_api.cell_services(ctx, down=[])
                     if service.binary == services_api.COMPUTE})
     return {
         'hosts_not_run': hosts,

@@ -12,13 +12,13 @@ import oslo_messaging as messaging
 from oslo_utils import uuidutils
 from sqlalchemy import exc as sa_exc
 
-from scheduler_split.api import image_client
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import outage
 from scheduler_split import exception
+from scheduler_split.image import client as image_client
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance as instance_obj

@@ -16,7 +16,6 @@ import webob
 
 from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
-from scheduler_split.api import image_client
 from scheduler_split.api import image_proxy
 from scheduler_split.api import schemas
 from scheduler_split.api import server_metadata
@@ -25,6 +24,7 @@ from scheduler_split.api import snapshots
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split import exception
+from scheduler_split.image import client as image_client
 from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj

@@ -11,7 +11,6 @@ import ipaddress
 
 from scheduler_split.api import availability_zones
 from scheduler_split.api import errors
-from scheduler_split.api import image_client
 from scheduler_split.api import keypairs
 from scheduler_split.api import passwords
 from scheduler_split.api import schemas
@@ -21,6 +20,7 @@ from scheduler_split.api import server_password
 from scheduler_split.api import server_views
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split.image import client as image_client
 from scheduler_split import notifications
 from scheduler_split import objects
 from scheduler_split import policy

@@ -97,7 +97,7 @@ class _Service:
         return servicegroup.is_up(self.last_seen_up, self.forced_down)
 
 
-def _time(value):
+def iso_time(value):
     if value is None:
         return None
     return obj_base.naive_utc(value).strftime(_TIME_FORMAT)
@@ -123,7 +123,7 @@ def _from_cell(service, cell):
                     updated_at=service.updated_at, cell=cell)
 
 
-def _zones(req, ctx):
+def zones_of_hosts(req, ctx):
     """``{host: availability zone}`` of the computes, as the scheduler
     knows them; empty if no scheduler answers."""
     try:
@@ -136,7 +136,7 @@ def _zones(req, ctx):
             if node.get('availability_zone')}
 
 
-def _cell_services(ctx, cells=None, down=None):
+def cell_services(ctx, cells=None, down=None):
     """The services of every cell (or of ``cells``). A cell whose
     database cannot be reached raises, unless ``down`` is a list: then the
     cell is appended to it and skipped."""
@@ -165,7 +165,7 @@ def _down_cell_computes(ctx, down):
             if mapping.cell_mapping.uuid in uuids]
 
 
-def _scheduler_services(req, ctx):
+def scheduler_services(req, ctx):
     try:
         records = req.compute_api.scheduler.get_services(ctx)
     except messaging.MessagingException as exc:
@@ -196,7 +196,7 @@ def _render(service, version, zones):
         'zone': zone,
         'status': 'disabled' if service.disabled else 'enabled',
         'state': 'up' if service.is_up else 'down',
-        'updated_at': _time(service.last_seen_up or service.updated_at),
+        'updated_at': iso_time(service.last_seen_up or service.updated_at),
         'disabled_reason': service.disabled_reason,
     }
     if version >= (2, 11):
@@ -211,15 +211,15 @@ def index(req, ctx, version):
     host = req.GET.get('host')
     binary = req.GET.get('binary')
     down = []
-    services = _cell_services(ctx, down=down) + _scheduler_services(req,
-                                                                    ctx)
+    services = (cell_services(ctx, down=down) +
+                scheduler_services(req, ctx))
     if host:
         services = [s for s in services
                     if host in (s.host, s.recorded_host)]
     if binary:
         services = [s for s in services if s.binary == binary]
-    zones = _zones(req, ctx) if any(s.binary == COMPUTE
-                                    for s in services) else {}
+    zones = zones_of_hosts(req, ctx) if any(
+        s.binary == COMPUTE for s in services) else {}
     listed = [_render(s, version, zones) for s in services]
     if down and version >= (2, 69):
         # As Nova: the computes of a cell that cannot be reached are
@@ -232,7 +232,7 @@ def index(req, ctx, version):
 
 # --- update -----------------------------------------------------------------
 
-def _find_compute(ctx, host, binary):
+def find_compute(ctx, host, binary):
     """The cell service of ``host`` and ``binary``, or 404."""
     if binary != COMPUTE:
         raise errors.bad_request(
@@ -241,7 +241,7 @@ def _find_compute(ctx, host, binary):
     mapping = {m.host: m.cell_mapping for m in
                objects.HostMapping.get_all(ctx)}.get(host)
     cells = [mapping] if mapping is not None else None
-    for service in _cell_services(ctx, cells):
+    for service in cell_services(ctx, cells):
         if service.host == host and service.binary == binary:
             return service
     if mapping is None:
@@ -250,7 +250,7 @@ def _find_compute(ctx, host, binary):
                            % (binary, host))
 
 
-def _apply(req, ctx, service, **changes):
+def apply_change(req, ctx, service, **changes):
     """Write the cell record, then tell the schedulers; the record."""
     cctx = ss_context.target_cell(ctx, service.cell)
     written = objects.Service.update_status(cctx, service.id, **changes)
@@ -288,8 +288,8 @@ def update(req, ctx, version, service_id):
         if 'forced_down' not in body:
             raise errors.bad_request('Missing forced_down field')
         forced_down = strutils.bool_from_string(body['forced_down'])
-        service = _find_compute(ctx, host, binary)
-        _apply(req, ctx, service, forced_down=forced_down)
+        service = find_compute(ctx, host, binary)
+        apply_change(req, ctx, service, forced_down=forced_down)
         return {'service': {'host': host, 'binary': binary,
                             'forced_down': forced_down}}
     if service_id == 'enable':
@@ -301,8 +301,8 @@ def update(req, ctx, version, service_id):
                 raise errors.bad_request('Missing disabled reason field')
             reason = body['disabled_reason']
         changes = {'disabled': True, 'disabled_reason': reason}
-    service = _find_compute(ctx, host, binary)
-    _apply(req, ctx, service, **changes)
+    service = find_compute(ctx, host, binary)
+    apply_change(req, ctx, service, **changes)
     result = {'host': host, 'binary': binary,
               'status': 'disabled' if changes['disabled'] else 'enabled'}
     if changes['disabled_reason']:
@@ -311,7 +311,7 @@ def update(req, ctx, version, service_id):
 
 
 def _find_by_uuid(req, ctx, service_uuid):
-    for service in _cell_services(ctx) + _scheduler_services(req, ctx):
+    for service in cell_services(ctx) + scheduler_services(req, ctx):
         if service.uuid == service_uuid:
             return service
     raise errors.not_found('Service %s could not be found.' % service_uuid)
@@ -346,8 +346,8 @@ def _update_v253(req, ctx, version, service_id):
         raise errors.bad_request(
             "No updates were requested. Fields 'status' or 'forced_down' "
             "should be specified.")
-    written = _apply(req, ctx, service, **changes)
-    return {'service': _render(written, version, _zones(req, ctx))}
+    written = apply_change(req, ctx, service, **changes)
+    return {'service': _render(written, version, zones_of_hosts(req, ctx))}
 
 
 # --- delete -----------------------------------------------------------------
@@ -357,15 +357,15 @@ def delete(req, ctx, version, service_id):
     if version >= (2, 53):
         if not uuidutils.is_uuid_like(service_id):
             raise errors.bad_request('Invalid uuid %s' % service_id)
-        matches = [s for s in _cell_services(ctx) +
-                   _scheduler_services(req, ctx) if s.uuid == service_id]
+        matches = [s for s in cell_services(ctx) +
+                   scheduler_services(req, ctx) if s.uuid == service_id]
     else:
         try:
             wanted = int(service_id)
         except ValueError:
             raise errors.bad_request('id must be an integer')
-        matches = [s for s in _cell_services(ctx) +
-                   _scheduler_services(req, ctx) if s.id == wanted]
+        matches = [s for s in cell_services(ctx) +
+                   scheduler_services(req, ctx) if s.id == wanted]
     if not matches:
         raise errors.not_found('Service %s not found.' % service_id)
     if len(matches) > 1:

@@ -8,14 +8,14 @@ server's image's properties it may inherit, its ``min_ram``, its
 metadata over them; private to the requester's project, or shared with
 an ``instance_owner`` when that is not the server's. The fake driver has
 no disk to upload, so it is made ``active`` at once by the API through
-:mod:`scheduler_split.api.image_client` (whichever catalog the API
+:mod:`scheduler_split.image.client` (whichever catalog the API
 uses), and no compute is involved.
 """
 
 import logging
 
-from scheduler_split.api import image_client
 from scheduler_split import exception
+from scheduler_split.image import client as image_client
 
 LOG = logging.getLogger(__name__)
 

@@ -28,7 +28,6 @@ from scheduler_split.api import hosts
 from scheduler_split.api import hypervisors
 from scheduler_split.api import identity
 from scheduler_split.api import image_proxy
-from scheduler_split.api import images
 from scheduler_split.api import instance_actions
 from scheduler_split.api import instance_usage_audit_log
 from scheduler_split.api import keypairs
@@ -51,6 +50,8 @@ from scheduler_split.api import versions
 from scheduler_split import conf
 from scheduler_split.db import outage
 from scheduler_split import exception
+from scheduler_split.image import api as image_api
+from scheduler_split.image import catalog as images
 from scheduler_split import policy
 
 CONF = conf.CONF
@@ -400,8 +401,8 @@ def stand_ins(auth_strategy):
         table.update(identity.ROUTES)
         public |= identity.PUBLIC
     if images.served():
-        table.update(images.ROUTES)
-        public |= images.PUBLIC
+        table.update(image_api.ROUTES)
+        public |= image_api.PUBLIC
     return table, public
 
 

@@ -71,7 +71,7 @@ def _feed(pipe, config_files, debug, run_dir, cpus, hosts, rate, stop,
     from scheduler_split import rpc
     from scheduler_split.scheduler import client as scheduler_client
 
-    bench._configure(config_files, debug, run_dir)
+    bench.configure(config_files, debug, run_dir)
     if cpus:
         os.sched_setaffinity(0, cpus)
     memory_bus.MemoryDriver.send = _send_to_outbox

@@ -22,7 +22,6 @@ import time
 
 from oslo_utils import uuidutils
 
-from scheduler_split.api import images
 from scheduler_split.benchmark import base
 from scheduler_split.benchmark import report_stream
 from scheduler_split.benchmark import stats
@@ -31,6 +30,7 @@ from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import engines
 from scheduler_split import deployment
+from scheduler_split.image import catalog as images
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split import rpc

@@ -23,10 +23,10 @@ from oslo_log import log as oslo_logging
 import yaml
 
 from scheduler_split.api import http_server
-from scheduler_split.api import images
 from scheduler_split.cmd import common
 from scheduler_split import conf
 from scheduler_split import deployment
+from scheduler_split.image import catalog as images
 from scheduler_split import rpc
 
 CONF = conf.CONF
@@ -123,7 +123,7 @@ def _keystone_url():
         return group.www_authenticate_uri
 
 
-def _setup_logging(args):
+def setup_logging(args):
     """oslo.log to ``<state-dir>/scheduler-split.log`` (and stderr with
     --verbose): every line carries its request id and instance uuid."""
     oslo_logging.set_defaults(default_log_levels=[
@@ -157,7 +157,7 @@ def main(argv=None):
             'scheduler-split-all-in-one: %s. Stop what listens there, or '
             'choose another port with --port (--port 0 picks a free one).'
             % exc)
-    _setup_logging(args)
+    setup_logging(args)
     try:
         return _run(args, sock)
     except KeyboardInterrupt:

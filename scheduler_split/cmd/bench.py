@@ -319,13 +319,13 @@ def parse_args(argv):
     return args
 
 
-def _configure(config_files, debug, run_dir):
+def configure(config_files, debug, run_dir):
     """The configuration and the log of the services the bench starts,
     as the all-in-one sets them up: the log in ``run_dir``, not on the
     terminal."""
     CONF(project='scheduler-split', default_config_files=[],
          args=[a for f in config_files for a in ('--config-file', f)])
-    all_in_one._setup_logging(argparse.Namespace(
+    all_in_one.setup_logging(argparse.Namespace(
         state_dir=run_dir, verbose=False, debug=debug))
 
 
@@ -403,7 +403,7 @@ def _measure_scheduler(config_files, debug, run_dir, state_dir, hosts,
     """One size, in a process of its own: fresh buses, transports and
     engines, and an RSS that holds nothing of the sizes before. It keeps
     to the CPUs of ``[DEFAULT] cpu_affinity``, as a scheduler would."""
-    _configure(config_files, debug, run_dir)
+    configure(config_files, debug, run_dir)
     # The stream of reports comes from a process of its own, as a
     # compute's: on the CPUs this one had before it kept to its own.
     cpus = (sorted(os.sched_getaffinity(0))
@@ -493,7 +493,7 @@ def main(argv=None):
     try:
         if not args.endpoint:
             run_dir = tempfile.mkdtemp(prefix='scheduler-split-bench-')
-            _configure(args.config_file, args.debug, run_dir)
+            configure(args.config_file, args.debug, run_dir)
         if args.scheduler_only:
             report = run_scheduler_only(args, run_dir)
         elif args.list_servers:

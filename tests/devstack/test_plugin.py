@@ -22,7 +22,7 @@ import time
 import pytest
 import requests
 
-from scheduler_split.api import images
+from scheduler_split.image import catalog as images
 from tests.devstack import locate
 from tests.integration import backends
 from tests import keystone as keystone_mod

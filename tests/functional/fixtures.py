@@ -67,7 +67,7 @@ class Api:
 
     def boot(self, name='vm', flavor='1', image='cirros', count=None,
              hints=None, **extra):
-        from scheduler_split.api import images
+        from scheduler_split.image import catalog as images
         server = {'name': name, 'flavorRef': flavor,
                   'imageRef': images.find(image)[0], 'networks': 'none'}
         if count:

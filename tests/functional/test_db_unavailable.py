@@ -84,7 +84,7 @@ def _unavailable(resp):
 
 
 def _requests(api, server_id):
-    from scheduler_split.api import images
+    from scheduler_split.image import catalog as images
     return {
         'list': lambda: api.get('/v2.1/servers'),
         'list detail': lambda: api.get('/v2.1/servers/detail'),
@@ -153,7 +153,7 @@ def test_boot_that_cannot_be_fully_recorded_is_refused_whole(
         recorded.append(self.instance_uuid)
 
     monkeypatch.setattr(objects.BuildRequest, 'record_in', record_in)
-    from scheduler_split.api import images
+    from scheduler_split.image import catalog as images
     resp = system.api.post('/v2.1/servers', {'server': {
         'name': 'partial', 'flavorRef': '1', 'networks': 'none',
         'imageRef': images.find('cirros')[0], 'min_count': 3,

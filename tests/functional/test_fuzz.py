@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 import pytest
 import webob
 
-from scheduler_split.api import images
 from scheduler_split.api import wsgi
 from scheduler_split import conf
+from scheduler_split.image import catalog as images
 
 pytestmark = pytest.mark.functional
 

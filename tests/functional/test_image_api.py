@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from scheduler_split.api import images
+from scheduler_split.image import catalog as images
 
 pytestmark = pytest.mark.functional
 

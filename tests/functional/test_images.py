@@ -48,7 +48,7 @@ def test_a_flavor_below_the_images_min_ram_or_min_disk_is_refused(
         start_system):
     system = start_system(cells=1, hosts_per_cell=1)
     api = system.api
-    from scheduler_split.api import images
+    from scheduler_split.image import catalog as images
 
     # fedora-41 wants 1024 MiB; m1.tiny has 512.
     message = nova_error(_boot(api, images.find('fedora-41')[0]), 400,
@@ -108,7 +108,7 @@ def test_an_image_services_min_ram_and_unknown_images_are_refused(
     glance_source(fake_glance.image(BIG_IMAGE, 'big', min_ram=4096))
     system = start_system(cells=1, hosts_per_cell=1)
     api = system.api
-    from scheduler_split.api import images
+    from scheduler_split.image import catalog as images
 
     message = nova_error(_boot(api, BIG_IMAGE, flavor='2'), 400,
                          'badRequest')

@@ -42,7 +42,7 @@ def test_a_bad_flavor_marker_or_limit_is_a_bad_request(api, params):
 
 
 def test_servers_filter_by_image_and_flavor(api):
-    from scheduler_split.api import images
+    from scheduler_split.image import catalog as images
     tiny_cirros = api.boot(name='tiny-cirros', flavor='1', image='cirros')
     small_ubuntu = api.boot(name='small-ubuntu', flavor='2',
                             image='ubuntu-24.04')

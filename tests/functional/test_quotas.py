@@ -26,7 +26,7 @@ def _set_quota(api, project, **limits):
 
 
 def _boot(api, name, flavor='1', **extra):
-    from scheduler_split.api import images
+    from scheduler_split.image import catalog as images
     server = {'name': name, 'flavorRef': flavor, 'networks': 'none',
               'imageRef': images.find('cirros')[0]}
     server.update(extra)
@@ -158,7 +158,7 @@ def test_group_and_metadata_quotas(start_system):
 
 
 def _image():
-    from scheduler_split.api import images
+    from scheduler_split.image import catalog as images
     return images.find('cirros')[0]
 
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from scheduler_split.api import images
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.image import catalog as images
 from scheduler_split import objects
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client

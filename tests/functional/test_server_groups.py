@@ -4,7 +4,7 @@ import concurrent.futures
 
 import pytest
 
-from scheduler_split.api import images
+from scheduler_split.image import catalog as images
 
 pytestmark = pytest.mark.functional
 

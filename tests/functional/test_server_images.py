@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from scheduler_split.api import images
 from scheduler_split import conf
+from scheduler_split.image import catalog as images
 from tests.functional.fixtures import nova_error
 from tests.functional.test_clients import openstack_cli  # noqa: F401
 

@@ -10,8 +10,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives import serialization
 import pytest
 
-from scheduler_split.api import image_client
-from scheduler_split.api import images
+from scheduler_split.image import catalog as images
+from scheduler_split.image import client as image_client
 from tests.functional.fixtures import nova_error
 
 pytestmark = pytest.mark.functional

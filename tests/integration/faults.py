@@ -126,7 +126,7 @@ class Burst:
         # every service has work in flight.
         self.multi_accepted = threading.Event()
         self._workers = []
-        from scheduler_split.api import images
+        from scheduler_split.image import catalog as images
         self.image = images.find('cirros')[0]
 
     def start(self):

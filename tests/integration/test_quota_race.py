@@ -7,7 +7,7 @@ import threading
 import pytest
 import requests
 
-from scheduler_split.api import images
+from scheduler_split.image import catalog as images
 
 from tests.integration import deployment as deployment_mod
 

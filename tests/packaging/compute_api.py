@@ -6,7 +6,7 @@ import time
 
 import requests
 
-from scheduler_split.api import images
+from scheduler_split.image import catalog as images
 
 HEADERS = {'X-Auth-Token': 'admin:admin',
            # "networks": "none" needs 2.37.

@@ -67,9 +67,9 @@ def _cloud_facts():
     """The image and flavor references and the scheduler filters, read
     from the code that serves them, so that the configuration cannot
     drift from the API."""
-    from scheduler_split.api import images
     from scheduler_split import cells
     from scheduler_split.conf import scheduler
+    from scheduler_split.image import catalog as images
     filters = next(o for o in scheduler.filter_scheduler_opts
                    if o.name == 'enabled_filters').default
     return {'image_ref': images.find('cirros')[0],
@@ -475,10 +475,10 @@ def missing_route_passes(results, tempest_log, compute_url):
     a pass, not a real one.
     """
     from scheduler_split.api import identity
-    from scheduler_split.api import images
     from scheduler_split.api import wsgi
+    from scheduler_split.image import api as image_api
     mapper = wsgi._mapper(dict(wsgi.ROUTES, **identity.ROUTES,
-                               **images.ROUTES))
+                               **image_api.ROUTES))
     missing = collections.defaultdict(set)
     with open(tempest_log, errors='replace') as f:
         for line in f:

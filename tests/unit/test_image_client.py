@@ -6,11 +6,12 @@ import json
 import pytest
 import webob
 
-from scheduler_split.api import image_client
-from scheduler_split.api import images
 from scheduler_split import context
 from scheduler_split.db import engines
 from scheduler_split import exception
+from scheduler_split.image import api as image_api
+from scheduler_split.image import catalog as images
+from scheduler_split.image import client as image_client
 from tests import glance as fake_glance
 from tests.unit import helpers
 
@@ -64,8 +65,8 @@ def test_builtin_catalog_does_not_know_other_images(api_db):
 
 def test_builtin_images_show_their_properties_as_glance_does(api_db):
     request = webob.Request.blank('/image/v2/images')
-    body = json.loads(images.index(request, context.get_admin_context(),
-                                   None).text)
+    body = json.loads(image_api.index(
+        request, context.get_admin_context(), None).text)
 
     cirros = next(i for i in body['images'] if i['name'] == 'cirros')
     assert cirros['os_distro'] == 'cirros'

@@ -21,13 +21,13 @@ its fault recorded and the ``unshelve`` action's event in Error
 
 import logging
 
-from scheduler_split.api import image_client
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor.tasks import base
 from scheduler_split.conductor.tasks import build
 from scheduler_split.conductor.tasks import reschedule
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split.image import client as image_client
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action

@@ -2,7 +2,7 @@
 an Image service.
 
 ``[glance] source`` says which. With ``builtin`` the catalog is
-:mod:`scheduler_split.api.images` (the three built-in images and the
+:mod:`scheduler_split.image.catalog` (the three built-in images and the
 images users made, in the API database). With ``glance`` each call is a
 Glance v2 request at the first of ``[glance] api_servers`` that answers,
 else at the endpoint of ``[glance] service_type`` in the service catalog
@@ -25,9 +25,9 @@ import urllib.request
 
 from webob import multidict
 
-from scheduler_split.api import images
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split.image import catalog
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -56,8 +56,8 @@ def get(ctx, image_ref):
     catalog does not hold or the user may not see,
     ``ImageServiceUnavailable`` when no Image service answers."""
     if _builtin():
-        entry = images.find(image_ref)
-        return _describe(images.render(images.get_image(
+        entry = catalog.find(image_ref)
+        return _describe(catalog.render(catalog.get_image(
             ctx, entry[0] if entry else image_ref)))
     try:
         return _describe(_request(ctx, 'GET', _image_path(image_ref),
@@ -102,8 +102,8 @@ def _page(ctx, query):
     """One page of a listing and the marker of the next (None after the
     last)."""
     if _builtin():
-        page, marker = images.query_images(ctx, multidict.MultiDict(query))
-        return [_describe(images.render(i)) for i in page], marker
+        page, marker = catalog.query_images(ctx, multidict.MultiDict(query))
+        return [_describe(catalog.render(i)) for i in page], marker
     body = _request(ctx, 'GET', '/images', query=query)
     page = [_describe(i) for i in body.get('images', [])]
     return page, (page[-1]['id'] if page and body.get('next') else None)
@@ -124,9 +124,9 @@ def create_image(ctx, name, properties=None, min_disk=0, min_ram=0,
     properties = {key: value if isinstance(value, str) else str(value)
                   for key, value in (properties or {}).items()}
     if _builtin():
-        image = images.create_image(ctx, dict(fields,
-                                              properties=properties))
-        return _describe(images.render(images.upload_image(
+        image = catalog.create_image(ctx, dict(fields,
+                                               properties=properties))
+        return _describe(catalog.render(catalog.upload_image(
             ctx, image['id'], io.BytesIO())))
     created = _request(ctx, 'POST', '/images',
                        body=dict(properties, **fields))
@@ -142,7 +142,7 @@ def delete_image(ctx, image_id):
     ``ImageNotAuthorized`` if the user may not delete it (a protected
     image, another project's, a built-in one)."""
     if _builtin():
-        images.delete_image(ctx, image_id)
+        catalog.delete_image(ctx, image_id)
         return
     _request(ctx, 'DELETE', _image_path(image_id), image_id=image_id)
 
@@ -153,7 +153,7 @@ def update_properties(ctx, image_id, change):
     transaction holding the image; with Glance, as Nova does it, a read
     and a JSON patch of what differs."""
     if _builtin():
-        return _describe(images.render(images.update_image(
+        return _describe(catalog.render(catalog.update_image(
             ctx, image_id,
             lambda image: {'properties': change(dict(image['properties']))})))
     current = get(ctx, image_id)['properties']
