@@ -18,6 +18,7 @@ from scheduler_split.api import server_groups
 from scheduler_split.api import server_list
 from scheduler_split.api import server_password
 from scheduler_split.api import server_views
+from scheduler_split.compute import api as compute
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split.image import client as image_client
@@ -212,15 +213,15 @@ def create(req, ctx, version):
     boot_details['system_metadata'] = server_password.system_metadata(
         ctx, ctx.user_id, image['properties'], server.get('key_name'),
         admin_pass)
-    reservation_id, instances = compute_api.create(
-        ctx, server['name'], flavor, image['id'], count=max_count,
+    reservation_id, instances = compute_api.create(ctx, compute.Boot(
+        server['name'], flavor, image['id'], count=max_count,
         image_properties=image['properties'],
         min_count=min_count,
         availability_zone=zone, force_hosts=force_hosts,
         metadata=server.get('metadata'), key_name=server.get('key_name'),
         scheduler_hints=hints, description=server.get('description'),
         group=group, boot_details=boot_details,
-        **access_ips(server))
+        **access_ips(server)))
     if str(server.get('return_reservation_id', '')).lower() in ('true',
                                                                 '1'):
         return 202, {'reservation_id': reservation_id}

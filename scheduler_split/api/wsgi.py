@@ -31,7 +31,6 @@ from scheduler_split.api import image_proxy
 from scheduler_split.api import instance_actions
 from scheduler_split.api import instance_usage_audit_log
 from scheduler_split.api import keypairs
-from scheduler_split.api import manager
 from scheduler_split.api import metrics as metrics_api
 from scheduler_split.api import microversion
 from scheduler_split.api import migrations
@@ -47,6 +46,7 @@ from scheduler_split.api import servers
 from scheduler_split.api import services
 from scheduler_split.api import usage
 from scheduler_split.api import versions
+from scheduler_split.compute import api as compute
 from scheduler_split import conf
 from scheduler_split.db import outage
 from scheduler_split import exception
@@ -415,7 +415,7 @@ def make_app(compute_api=None, auth_strategy=None, extra_routes=None,
     strategy = auth_strategy or CONF.api.auth_strategy
     table, public = stand_ins(strategy)
     table.update(extra_routes or {})
-    router = Router(compute_api or manager.ComputeAPI(), table)
+    router = Router(compute_api or compute.ComputeAPI(), table)
     authed = auth.pipeline(router, strategy, CONF)
     return metrics_api.RequestMetrics(
         _PublicOrAuth(router, authed, PUBLIC | public | set(extra_public)),

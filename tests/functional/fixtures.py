@@ -189,9 +189,9 @@ class System:
         keystone context middleware (served on a second port)."""
         if self.keystone_server is None:
             from scheduler_split.api import auth
-            from scheduler_split.api import manager
             from scheduler_split.api import wsgi
-            app = auth.KeystoneContext(wsgi.Router(manager.ComputeAPI()))
+            from scheduler_split.compute import api as compute_api
+            app = auth.KeystoneContext(wsgi.Router(compute_api.ComputeAPI()))
             self.keystone_server = _serve(app)
         return Api(self.keystone_server.url,
                    token='validated-elsewhere', headers={

@@ -19,8 +19,8 @@ the roles each gabbit names. :func:`app` is the API's router behind it.
 from oslo_utils import uuidutils
 
 from scheduler_split.api import auth
-from scheduler_split.api import manager
 from scheduler_split.api import wsgi
+from scheduler_split.compute import api as compute_api
 
 # Identity headers only the authentication middleware may set: whatever
 # a client sent under these names is dropped before they are set.
@@ -81,5 +81,5 @@ class GabbitIdentity:
 def app():
     """The API (compute and Placement) of this process's all-in-one,
     with the gabbits' identities."""
-    router = wsgi.Router(manager.ComputeAPI())
+    router = wsgi.Router(compute_api.ComputeAPI())
     return GabbitIdentity(router, auth.KeystoneContext(router), wsgi.PUBLIC)
