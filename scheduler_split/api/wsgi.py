@@ -26,7 +26,6 @@ from scheduler_split.api import flavor_extra_specs
 from scheduler_split.api import flavors
 from scheduler_split.api import hosts
 from scheduler_split.api import hypervisors
-from scheduler_split.api import identity
 from scheduler_split.api import image_proxy
 from scheduler_split.api import instance_actions
 from scheduler_split.api import instance_usage_audit_log
@@ -50,6 +49,7 @@ from scheduler_split.compute import api as compute
 from scheduler_split import conf
 from scheduler_split.db import outage
 from scheduler_split import exception
+from scheduler_split.identity import api as identity
 from scheduler_split.image import api as image_api
 from scheduler_split.image import catalog as images
 from scheduler_split import policy

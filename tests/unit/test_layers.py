@@ -24,7 +24,7 @@ PACKAGE = pathlib.Path(scheduler_split.__file__).parent
 # module is in the layer of its longest matching prefix.
 LAYERS = [
     ('entry points', ['cmd', 'deployment', 'benchmark', 'api.wsgi_app']),
-    ('api', ['api', 'image.api']),
+    ('api', ['api', 'identity', 'image.api']),
     ('conductor', ['conductor']),
     ('compute', ['compute']),
     ('scheduler', ['scheduler']),

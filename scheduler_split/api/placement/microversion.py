@@ -7,6 +7,8 @@ for what this read-only API serves; what a version changed of the
 writes (which are refused here at every version) is said once.
 """
 
+import microversion_parse
+
 from scheduler_split.api.placement import errors
 
 # Each version and what it changed of what this API answers.
@@ -62,8 +64,9 @@ VERSIONS = [
     ('1.39', 'required=in:A,B (any of the traits)'),
 ]
 
+NAMES = [name for name, _ in VERSIONS]
 MIN = (1, 0)
-MAX = tuple(int(part) for part in VERSIONS[-1][0].split('.'))
+MAX = tuple(int(part) for part in NAMES[-1].split('.'))
 
 
 def to_str(version):
@@ -73,24 +76,16 @@ def to_str(version):
 def parse(req):
     """The microversion ``req`` asks for. A header that does not read is
     a 400; a version outside ``MIN``..``MAX`` a 406 that says both."""
-    raw = None
-    header = req.headers.get('OpenStack-API-Version')
-    if header:
-        for item in header.split(','):
-            service, _, value = item.strip().partition(' ')
-            if service.lower() == 'placement':
-                raw = value.strip()
-    if raw is None:
-        return MIN
-    if raw == 'latest':
-        return MAX
-    major, dot, minor = raw.partition('.')
-    if not (dot and major.isdigit() and minor.isdigit() and
-            major.isascii() and minor.isascii()):
+    raw = microversion_parse.get_version(req.headers, 'placement')
+    if raw is not None and not raw.isascii():
         raise errors.bad_request('invalid version string: %s' % raw)
-    version = (int(major), int(minor))
-    if not MIN <= version <= MAX:
+    try:
+        version = microversion_parse.extract_version(
+            req.headers, 'placement', NAMES)
+    except TypeError:
+        raise errors.bad_request('invalid version string: %s' % raw)
+    except ValueError:
         raise errors.PlacementError(
             406, 'Unacceptable version header: %s' % raw,
             min_version=to_str(MIN), max_version=to_str(MAX))
-    return version
+    return (version.major, version.minor)

@@ -1,0 +1,1 @@
+"""Identity endpoints the all-in-one serves when no Keystone is there."""
