@@ -74,7 +74,7 @@ def _tools():
     devstack's merge_config_file) and systemctl3 (the test extra
     docker-systemctl-replacement)."""
     if shutil.which('gawk') is None:
-        backends.apt_install('gawk')
+        backends.install_packages('devstack')
     if not (BIN / 'systemctl3').exists():
         pytest.fail('systemctl3 is missing: install the test extra '
                     "(pip install -e '.[test]')")

@@ -8,6 +8,7 @@ directory removed) at the end. Nothing touches a system-wide instance.
 
 import glob
 import os
+import pathlib
 import pwd
 import random
 import shutil
@@ -59,31 +60,17 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def apt_install(*packages):
-    """Install Debian packages that are missing (needs root and apt)."""
-    if os.geteuid() != 0 or shutil.which('apt-get') is None:
-        raise RuntimeError('%s missing and cannot be installed here (needs '
-                           'root and apt-get)' % ' '.join(packages))
-    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
-    subprocess.run(['apt-get', 'update', '-qq'], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
-    # A package's own service (a system-wide PostgreSQL cluster on 5432, a
-    # RabbitMQ on 5672) must not start: the tests run private instances,
-    # some on exactly those ports. policy-rc.d forbids every start while
-    # the packages install.
-    policy = '/usr/sbin/policy-rc.d'
-    ours = not os.path.exists(policy)
-    if ours:
-        with open(policy, 'w') as f:
-            f.write('#!/bin/sh\n# scheduler-split tests: no service starts '
-                    'while packages install.\nexit 101\n')
-        os.chmod(policy, 0o755)
-    try:
-        subprocess.run(['apt-get', 'install', '-y', '-qq', *packages],
-                       check=True, env=env, stdout=subprocess.DEVNULL)
-    finally:
-        if ours:
-            os.unlink(policy)
+INSTALL = pathlib.Path(__file__).parents[2] / 'tools' / 'install-test-packages'
+
+
+def install_packages(*profiles):
+    """Install the missing Debian packages of ``profiles`` of bindep.txt
+    with tools/install-test-packages (needs root and apt-get)."""
+    done = subprocess.run(['bash', str(INSTALL), *profiles],
+                          stderr=subprocess.PIPE, text=True)
+    if done.returncode:
+        raise RuntimeError('installing the packages of %s failed: %s'
+                           % (', '.join(profiles), done.stderr.strip()))
 
 
 def _wait(predicate, timeout, what):
@@ -131,7 +118,7 @@ class RabbitMQ:
 
     def start(self):
         if not os.path.exists(os.path.join(self.BIN, 'rabbitmq-server')):
-            apt_install('rabbitmq-server')
+            install_packages('rabbitmq')
         self.env = self._make_env()
         with open(os.path.join(self.base, 'enabled_plugins'), 'w') as f:
             f.write('[].\n')
@@ -245,7 +232,7 @@ class PostgreSQL:
 
     def start(self):
         if self._bindir() is None:
-            apt_install('postgresql')
+            install_packages('postgresql')
         bindir = self._bindir()
         if os.geteuid() == 0:
             pw = pwd.getpwnam('postgres')
@@ -375,7 +362,7 @@ class MariaDB:
 
     def start(self):
         if self._server() is None:
-            apt_install('mariadb-server')
+            install_packages('mariadb')
         if os.geteuid() == 0:
             pw = pwd.getpwnam('mysql')
             os.chown(self.base, pw.pw_uid, pw.pw_gid)
