@@ -377,7 +377,10 @@ class Moves:
             LOG.exception('Could not count server %s at its flavor again',
                           uuid)
 
-    def _finished_move(self, ctx, uuid, action):
+    def _finished_move(self, ctx, uuid, action, status):
+        """The server ``uuid`` and its finished move, the move's status
+        set to ``status`` (from FINISHED: a move another request took
+        first is not resized any more)."""
         instance, cell = self.locate(ctx, uuid)
         self.check_lock(ctx, instance)
         cctx = ss_context.target_cell(ctx, cell) if cell else None
@@ -388,18 +391,18 @@ class Moves:
         if migration is None:
             raise exception.InstanceNotResized()
         self.check_state(instance, action, [instance_obj.RESIZED], [None])
+        migration.status = status
+        try:
+            migration.save(cctx, expected_status=migration_obj.FINISHED)
+        except exception.Conflict:
+            raise exception.InstanceNotResized()
         return instance, cell, cctx, migration
 
     def confirm_resize(self, ctx, uuid):
         """Confirm a finished resize or migration: the source is
         released (by its compute, asynchronously)."""
         instance, cell, cctx, migration = self._finished_move(
-            ctx, uuid, 'confirmResize')
-        migration.status = migration_obj.CONFIRMING
-        try:
-            migration.save(cctx, expected_status=migration_obj.FINISHED)
-        except exception.Conflict:
-            raise exception.InstanceNotResized()
+            ctx, uuid, 'confirmResize', migration_obj.CONFIRMING)
         instance_action.start_action(cctx, uuid, 'confirmResize')
         if migration.is_resize:
             self._count_as(uuid, migration.new_flavor)
@@ -410,12 +413,7 @@ class Moves:
         """Revert a finished resize or migration: the server goes back to
         its source, with its old flavor."""
         instance, cell, cctx, migration = self._finished_move(
-            ctx, uuid, 'revertResize')
-        migration.status = migration_obj.REVERTING
-        try:
-            migration.save(cctx, expected_status=migration_obj.FINISHED)
-        except exception.Conflict:
-            raise exception.InstanceNotResized()
+            ctx, uuid, 'revertResize', migration_obj.REVERTING)
         instance.task_state = instance_obj.RESIZE_REVERTING
         try:
             instance.save(cctx, expected_task_state=[None],
