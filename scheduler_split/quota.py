@@ -17,8 +17,8 @@ slot. Nothing is reserved ahead and nothing needs a recheck.
 import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 
 CONF = conf.CONF
@@ -68,29 +68,29 @@ def defaults(session=None):
     return _overridden(
         session, dict({name: getattr(CONF.quota, name)
                        for name in RESOURCES}, **NETWORK_DEFAULTS),
-        models.QuotaClass, 'class_name', DEFAULT_CLASS)
+        api_models.QuotaClass, 'class_name', DEFAULT_CLASS)
 
 
 def class_limits(class_name):
     with engines.reader(_api_db()) as session:
-        return _overridden(session, defaults(session), models.QuotaClass,
+        return _overridden(session, defaults(session), api_models.QuotaClass,
                            'class_name', class_name)
 
 
 # The statements of every boot, built once, the project as a parameter.
-_QC, _Q = models.QuotaClass.__table__, models.Quota.__table__
+_QC, _Q = api_models.QuotaClass.__table__, api_models.Quota.__table__
 _LIMITS = sa.union_all(
     sa.select(sa.literal(0).label('rank'), _QC.c.resource, _QC.c.hard_limit)
     .where(_QC.c.class_name == DEFAULT_CLASS),
     sa.select(sa.literal(1).label('rank'), _Q.c.resource, _Q.c.hard_limit)
     .where(_Q.c.project_id == sa.bindparam('b_project_id')))
-_IM = models.InstanceMapping.__table__
+_IM = api_models.InstanceMapping.__table__
 _SERVER_USAGE = sa.select(
     sa.func.count(_IM.c.id), sa.func.coalesce(sa.func.sum(_IM.c.vcpus), 0),
     sa.func.coalesce(sa.func.sum(_IM.c.memory_mb), 0)).where(
     _IM.c.project_id == sa.bindparam('b_project_id'),
     _IM.c.queued_for_delete.is_(False))
-_LOCK = models.ProjectQuotaLock.__table__
+_LOCK = api_models.ProjectQuotaLock.__table__
 _TAKE_TURN = _LOCK.update().where(
     _LOCK.c.project_id == sa.bindparam('b_project_id')).values(
     generation=_LOCK.c.generation + 1)
@@ -121,8 +121,8 @@ def usage(project_id, user_id=None, session=None):
             return usage(project_id, user_id, session)
     result = server_usage(session, project_id)
     result['server_groups'] = int(session.scalar(sa.select(sa.func.count(
-        models.InstanceGroup.id)).where(
-        models.InstanceGroup.project_id == project_id)))
+        api_models.InstanceGroup.id)).where(
+        api_models.InstanceGroup.project_id == project_id)))
     if user_id is not None:
         result['key_pairs'] = key_pair_count(session, user_id)
     return result
@@ -138,11 +138,11 @@ def server_usage(session, project_id):
 
 def key_pair_count(session, user_id):
     return int(session.scalar(sa.select(sa.func.count(
-        models.KeyPair.id)).where(models.KeyPair.user_id == user_id)))
+        api_models.KeyPair.id)).where(api_models.KeyPair.user_id == user_id)))
 
 
 def group_member_count(session, group_uuid):
-    ig, member = models.InstanceGroup, models.InstanceGroupMember
+    ig, member = api_models.InstanceGroup, api_models.InstanceGroupMember
     return int(session.scalar(
         sa.select(sa.func.count(member.id))
         .join(ig, ig.id == member.group_id).where(ig.uuid == group_uuid)))
@@ -161,8 +161,8 @@ def lock_project(session, project_id):
     if session.get_bind().dialect.name == 'sqlite':
         # Writers take turns on the whole database already: make the
         # row, which holds the turn as the update would have.
-        session.add(models.ProjectQuotaLock(project_id=project_id,
-                                            generation=0))
+        session.add(api_models.ProjectQuotaLock(project_id=project_id,
+                                                generation=0))
         session.flush()
         return
     # The row is made in a transaction of its own, then updated here as
@@ -173,8 +173,8 @@ def lock_project(session, project_id):
     for _ in range(3):
         try:
             with engines.writer(_api_db()) as other:
-                other.add(models.ProjectQuotaLock(project_id=project_id,
-                                                  generation=0))
+                other.add(api_models.ProjectQuotaLock(
+                    project_id=project_id, generation=0))
         except sa.exc.IntegrityError:
             pass        # made by a concurrent create meanwhile
         except sa.exc.DBAPIError as exc:
@@ -274,7 +274,7 @@ def count_resize(project_id, instance_uuid, old_flavor, new_flavor):
     server until :func:`settle_resize` counts the one it ends with."""
     grow = {'cores': new_flavor.vcpus - old_flavor.vcpus,
             'ram': new_flavor.memory_mb - old_flavor.memory_mb}
-    im = models.InstanceMapping
+    im = api_models.InstanceMapping
     with engines.writer(_api_db()) as session:
         lock_project(session, project_id)
         if any(amount > 0 for amount in grow.values()):
@@ -293,7 +293,7 @@ def count_resize(project_id, instance_uuid, old_flavor, new_flavor):
 def settle_resize(instance_uuid, flavor):
     """A resize ended (confirmed: the new flavor; reverted or failed:
     the old one): the server counts ``flavor`` again."""
-    im = models.InstanceMapping
+    im = api_models.InstanceMapping
     with engines.writer(_api_db()) as session:
         session.execute(sa.update(im).where(
             im.instance_uuid == instance_uuid).values(
@@ -304,7 +304,7 @@ def count_restore(project_id, instance_uuid, flavor):
     """A soft-deleted server is restored: in the project's turn, refuse
     it (OverQuota, in Nova's words) unless one more server of ``flavor``
     fits, else count it again."""
-    im = models.InstanceMapping
+    im = api_models.InstanceMapping
     with engines.writer(_api_db()) as session:
         lock_project(session, project_id)
         allowed = limits(project_id, session)

@@ -38,6 +38,7 @@ from scheduler_split.objects import build_plan
 from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
+from scheduler_split.objects import instance_sweeps
 from scheduler_split.objects import migration as migration_obj
 from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
@@ -281,7 +282,7 @@ class SuperConductorPeriodics:
         """Rows of ``cell`` whose instance mapping names another cell."""
         cctx = ss_context.target_cell(ctx, cell)
         # Only a build leaves such a row: it is building or in ERROR.
-        candidates = objects.Instance.uuids_in_vm_states(
+        candidates = instance_sweeps.uuids_in_vm_states(
             cctx, (instance_obj.BUILDING, instance_obj.ERROR))
         if not candidates:
             return []
@@ -390,18 +391,18 @@ class CellConductorPeriodics:
         """
         ctx = self._context()
         host_up = None
-        for instance, why in objects.Instance.get_unhandled_builds(
+        for instance, why in instance_sweeps.get_unhandled_builds(
                 ctx, CONF.conductor.lost_build_timeout, service_obj.COMPUTE,
                 CONF.service_down_time):
             uuid = instance.uuid
-            if why == instance_obj.LOST_HOST_DOWN:
+            if why == instance_sweeps.LOST_HOST_DOWN:
                 plan = build_plan.BuildPlan.get(ctx, uuid)
                 if plan is not None:
                     host_up = host_up or self._live_computes(ctx)
                     self._recover(ctx, instance, plan, host_up)
                     continue
             seen_task_state = instance.task_state
-            if why == instance_obj.LOST_NO_HOST:
+            if why == instance_sweeps.LOST_NO_HOST:
                 reason = LOST_IN_CELL
             else:
                 reason = LOST_HOST_DOWN % instance.host
@@ -417,7 +418,7 @@ class CellConductorPeriodics:
             except (exception.InstanceNotFound, exception.Conflict):
                 continue
             metrics.LOST_BUILDS_FAILED.labels(
-                reason='no_host' if why == instance_obj.LOST_NO_HOST
+                reason='no_host' if why == instance_sweeps.LOST_NO_HOST
                 else 'host_down').inc()
             LOG.warning('Build of instance %s was lost (%s); it is in '
                         'ERROR now', uuid, reason,
@@ -495,7 +496,7 @@ class CellConductorPeriodics:
         """
         ctx = self._context()
         settled = []
-        for instance in objects.Instance.get_stalled_tasks(
+        for instance in instance_sweeps.get_stalled_tasks(
                 ctx, LOST_TASKS, CONF.conductor.lost_build_timeout,
                 migration_obj.UNDER_WAY):
             uuid = instance.uuid
@@ -550,7 +551,7 @@ class CellConductorPeriodics:
             return []
         ctx = self._context()
         return self._take_expired(
-            ctx, objects.Instance.get_shelved(ctx, seconds),
+            ctx, instance_sweeps.get_shelved(ctx, seconds),
             instance_obj.SHELVED, instance_obj.SHELVING_OFFLOADING,
             dict(event='conductor_offload_shelved', action='shelve',
                  details='shelved more than %d seconds ago' % seconds),
@@ -600,7 +601,7 @@ class CellConductorPeriodics:
         # A compute that cannot be told finishes such deletes when it
         # starts (settle_instances): the server stays deleting.
         return self._take_expired(
-            ctx, objects.Instance.get_soft_deleted(ctx, interval),
+            ctx, instance_sweeps.get_soft_deleted(ctx, interval),
             instance_obj.SOFT_DELETED, instance_obj.DELETING,
             dict(event='conductor_reclaim_instance', action='delete',
                  details='soft-deleted more than %d seconds ago'

@@ -15,15 +15,19 @@ from alembic import config as alembic_config
 from alembic import migration as alembic_migration
 from alembic import script as alembic_script
 
+from scheduler_split.db import api_models
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 
 LOG = logging.getLogger(__name__)
 
+# Each database's metadata: every table of it is in the module of its
+# declarative base.
 DATABASES = {
-    'api': models.ApiBase.metadata,
-    'cell': models.CellBase.metadata,
-    'scheduler': models.SchedulerBase.metadata,
+    'api': api_models.ApiBase.metadata,
+    'cell': cell_models.CellBase.metadata,
+    'scheduler': scheduler_models.SchedulerBase.metadata,
 }
 
 

@@ -8,6 +8,7 @@ attribute of this package (``objects.Instance``), set by the registry.
 def register_all():
     __import__('scheduler_split.objects.flavor')
     __import__('scheduler_split.objects.instance')
+    __import__('scheduler_split.objects.instance_fault')
     __import__('scheduler_split.objects.instance_group')
     __import__('scheduler_split.objects.keypair')
     __import__('scheduler_split.objects.migration')

@@ -1,6 +1,6 @@
 """The plan of an unfinished build in a cell: the host it was cast to,
 the alternates not tried yet, the attempts so far and its request spec
-(``models.BuildPlan``).
+(``cell_models.BuildPlan``).
 
 The super-conductor records it as it hands a build to a compute; each
 reschedule moves it on to the next alternate, only from the host it
@@ -14,15 +14,15 @@ import datetime
 from oslo_serialization import jsonutils
 import sqlalchemy as sa
 
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split.objects import base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import request_spec as request_spec_obj
 from scheduler_split.objects import selection as selection_obj
 
-_PLANS = models.BuildPlan.__table__
-_INSTANCES = models.Instance.__table__
+_PLANS = cell_models.BuildPlan.__table__
+_INSTANCES = cell_models.Instance.__table__
 _INSERT = _PLANS.insert()
 
 
@@ -135,22 +135,24 @@ class BuildPlan:
         a host's give-back of them to this conductor, was lost."""
         cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
             seconds=seconds)
-        touched = sa.func.coalesce(models.Instance.updated_at,
-                                   models.Instance.created_at)
+        touched = sa.func.coalesce(cell_models.Instance.updated_at,
+                                   cell_models.Instance.created_at)
         with engines.reader(instance_obj.cell_db(ctx)) as session:
             rows = session.execute(
-                sa.select(models.Instance, models.BuildPlan).join(
-                    models.BuildPlan, models.BuildPlan.instance_uuid ==
-                    models.Instance.uuid).where(
-                    models.Instance.deleted.is_(False),
-                    models.Instance.vm_state == instance_obj.BUILDING,
-                    models.Instance.task_state == instance_obj.SCHEDULING,
-                    models.Instance.host.is_(None),
+                sa.select(cell_models.Instance, cell_models.BuildPlan).join(
+                    cell_models.BuildPlan,
+                    cell_models.BuildPlan.instance_uuid ==
+                    cell_models.Instance.uuid).where(
+                    cell_models.Instance.deleted.is_(False),
+                    cell_models.Instance.vm_state == instance_obj.BUILDING,
+                    cell_models.Instance.task_state == instance_obj.SCHEDULING,
+                    cell_models.Instance.host.is_(None),
                     touched < cutoff,
-                    sa.func.coalesce(models.BuildPlan.updated_at,
-                                     models.BuildPlan.created_at) < cutoff)
-                .order_by(models.Instance.id)).all()
-            return [(instance_obj.Instance._from_row(instance),
+                    sa.func.coalesce(
+                        cell_models.BuildPlan.updated_at,
+                        cell_models.BuildPlan.created_at) < cutoff)
+                .order_by(cell_models.Instance.id)).all()
+            return [(instance_obj.Instance.from_row(instance),
                      cls._from_row(plan)) for instance, plan in rows]
 
     @staticmethod

@@ -4,8 +4,8 @@ from oslo_versionedobjects import fields
 import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split.objects import base
@@ -16,8 +16,8 @@ CONF = conf.CONF
 
 
 # The statements of every boot, built once, the values as parameters.
-_BR = models.BuildRequest.__table__
-_IM = models.InstanceMapping.__table__
+_BR = api_models.BuildRequest.__table__
+_IM = api_models.InstanceMapping.__table__
 _ONE_BR = _BR.c.instance_uuid == sa.bindparam('b_uuid')
 # Taken by one delivery only: nobody took it, and no cell holds the
 # instance.
@@ -33,7 +33,8 @@ _TAKER = sa.select(_BR.c.taken_at, _BR.c.taken_by).where(_ONE_BR)
 _READ_LOCKED = sa.select(_BR.c.instance).where(_ONE_BR).with_for_update()
 # The inserts of a boot's rows (see BuildRequest.rows), by model.
 _INSERTS = {model: model.__table__.insert() for model in (
-    models.InstanceMapping, models.RequestSpec, models.BuildRequest)}
+    api_models.InstanceMapping, api_models.RequestSpec,
+    api_models.BuildRequest)}
 
 
 @base.ObjectRegistry.register
@@ -99,15 +100,15 @@ class BuildRequest(base.SchedulerSplitObject):
         database's write lock."""
         instance = self.instance
         flavor = instance.flavor
-        rows = [(models.InstanceMapping, dict(
+        rows = [(api_models.InstanceMapping, dict(
             instance_uuid=self.instance_uuid, cell_id=None,
             project_id=self.project_id, user_id=instance.user_id,
             vcpus=flavor.vcpus, memory_mb=flavor.memory_mb))]
         if request_spec is not None:
-            rows.append((models.RequestSpec, dict(
+            rows.append((api_models.RequestSpec, dict(
                 instance_uuid=self.instance_uuid,
                 spec=request_spec.to_json())))
-        rows.append((models.BuildRequest, dict(
+        rows.append((api_models.BuildRequest, dict(
             instance_uuid=self.instance_uuid, project_id=self.project_id,
             instance=instance.to_json())))
         return rows
@@ -128,8 +129,9 @@ class BuildRequest(base.SchedulerSplitObject):
     @classmethod
     def get_by_instance_uuid(cls, ctx, instance_uuid):
         with engines.reader(CONF.api_database.connection) as session:
-            row = session.scalars(sa.select(models.BuildRequest).where(
-                models.BuildRequest.instance_uuid == instance_uuid)).first()
+            row = session.scalars(sa.select(api_models.BuildRequest).where(
+                api_models.BuildRequest.instance_uuid ==
+                instance_uuid)).first()
             if row is None:
                 raise exception.BuildRequestNotFound(uuid=instance_uuid)
             return cls._from_row(row)
@@ -146,13 +148,13 @@ class BuildRequest(base.SchedulerSplitObject):
         broker outage longer than ``seconds`` holds them up)."""
         cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
             seconds=seconds)
-        touched = sa.func.coalesce(models.BuildRequest.updated_at,
-                                   models.BuildRequest.created_at)
-        query = sa.select(models.BuildRequest).where(touched < cutoff)
+        touched = sa.func.coalesce(api_models.BuildRequest.updated_at,
+                                   api_models.BuildRequest.created_at)
+        query = sa.select(api_models.BuildRequest).where(touched < cutoff)
         if redrive_limit:
             query = query.where(sa.or_(
-                models.BuildRequest.taken_at.is_not(None),
-                models.BuildRequest.redrives >= redrive_limit))
+                api_models.BuildRequest.taken_at.is_not(None),
+                api_models.BuildRequest.redrives >= redrive_limit))
         with engines.reader(CONF.api_database.connection) as session:
             return [cls._from_row(row) for row in session.scalars(query)]
 
@@ -166,15 +168,15 @@ class BuildRequest(base.SchedulerSplitObject):
         ``get_placed``).
         """
         with engines.reader(CONF.api_database.connection) as session:
-            query = sa.select(models.BuildRequest).join(
-                models.InstanceMapping,
-                models.InstanceMapping.instance_uuid ==
-                models.BuildRequest.instance_uuid).where(
-                models.InstanceMapping.cell_id.is_(None)).order_by(
-                models.BuildRequest.id)
+            query = sa.select(api_models.BuildRequest).join(
+                api_models.InstanceMapping,
+                api_models.InstanceMapping.instance_uuid ==
+                api_models.BuildRequest.instance_uuid).where(
+                api_models.InstanceMapping.cell_id.is_(None)).order_by(
+                api_models.BuildRequest.id)
             if project_id is not None:
                 query = query.where(
-                    models.BuildRequest.project_id == project_id)
+                    api_models.BuildRequest.project_id == project_id)
             return [cls._from_row(row) for row in session.scalars(query)]
 
     @classmethod
@@ -185,16 +187,16 @@ class BuildRequest(base.SchedulerSplitObject):
         own within moments)."""
         cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
             seconds=seconds)
-        mapping = models.InstanceMapping
+        mapping = api_models.InstanceMapping
         with engines.reader(CONF.api_database.connection) as session:
             return [cls._from_row(row) for row in session.scalars(
-                sa.select(models.BuildRequest).join(
+                sa.select(api_models.BuildRequest).join(
                     mapping, mapping.instance_uuid ==
-                    models.BuildRequest.instance_uuid).where(
+                    api_models.BuildRequest.instance_uuid).where(
                     mapping.cell_id.is_not(None),
                     sa.func.coalesce(mapping.updated_at,
                                      mapping.created_at) <= cutoff)
-                .order_by(models.BuildRequest.id))]
+                .order_by(api_models.BuildRequest.id))]
 
     @classmethod
     def get_untaken(cls, ctx, seconds):
@@ -206,12 +208,12 @@ class BuildRequest(base.SchedulerSplitObject):
         with engines.reader(CONF.api_database.connection) as session:
             return [(cls._from_row(row), row.redrives)
                     for row in session.scalars(
-                        sa.select(models.BuildRequest).where(
-                            models.BuildRequest.taken_at.is_(None),
+                        sa.select(api_models.BuildRequest).where(
+                            api_models.BuildRequest.taken_at.is_(None),
                             sa.func.coalesce(
-                                models.BuildRequest.updated_at,
-                                models.BuildRequest.created_at) < cutoff)
-                        .order_by(models.BuildRequest.id))]
+                                api_models.BuildRequest.updated_at,
+                                api_models.BuildRequest.created_at) < cutoff)
+                        .order_by(api_models.BuildRequest.id))]
 
     def take(self, ctx):
         """Take the build request to schedule it: True for exactly one
@@ -254,10 +256,10 @@ class BuildRequest(base.SchedulerSplitObject):
         if not instance_uuids:
             return 0
         with engines.writer(CONF.api_database.connection) as session:
-            result = session.execute(sa.update(models.BuildRequest).where(
-                models.BuildRequest.instance_uuid.in_(instance_uuids),
-                models.BuildRequest.taken_by == taken_by,
-                models.BuildRequest.taken_at.is_not(None)).values(
+            result = session.execute(sa.update(api_models.BuildRequest).where(
+                api_models.BuildRequest.instance_uuid.in_(instance_uuids),
+                api_models.BuildRequest.taken_by == taken_by,
+                api_models.BuildRequest.taken_at.is_not(None)).values(
                 updated_at=base.naive_utc(base.utcnow())))
         return result.rowcount
 
@@ -266,12 +268,12 @@ class BuildRequest(base.SchedulerSplitObject):
         instance and claimed nothing, so a re-drive may try again. With
         ``taken_by``, only if that host still holds it (and nobody placed
         it): True if it was given back."""
-        query = sa.update(models.BuildRequest).where(
-            models.BuildRequest.instance_uuid == self.instance_uuid)
+        query = sa.update(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid == self.instance_uuid)
         if taken_by is not None:
             query = query.where(
-                models.BuildRequest.taken_by == taken_by,
-                models.BuildRequest.taken_at.is_not(None),
+                api_models.BuildRequest.taken_by == taken_by,
+                api_models.BuildRequest.taken_at.is_not(None),
                 sa.exists().where(
                     _IM.c.instance_uuid == self.instance_uuid,
                     _IM.c.cell_id.is_(None)))
@@ -290,24 +292,24 @@ class BuildRequest(base.SchedulerSplitObject):
         with engines.reader(CONF.api_database.connection) as session:
             return [(cls._from_row(row), row.redrives)
                     for row in session.scalars(
-                        sa.select(models.BuildRequest).where(
-                            models.BuildRequest.taken_by == host,
-                            models.BuildRequest.taken_at < before,
+                        sa.select(api_models.BuildRequest).where(
+                            api_models.BuildRequest.taken_by == host,
+                            api_models.BuildRequest.taken_at < before,
                             sa.exists().where(
                                 _IM.c.instance_uuid ==
-                                models.BuildRequest.instance_uuid,
+                                api_models.BuildRequest.instance_uuid,
                                 _IM.c.cell_id.is_(None)))
-                        .order_by(models.BuildRequest.id))]
+                        .order_by(api_models.BuildRequest.id))]
 
     def note_redrive(self, ctx, seen):
         """Count one more re-drive of the boot, if nobody took the build
         request and no other super-conductor re-drove it since it was read
         with ``seen`` re-drives: True if this caller is to cast it."""
         with engines.writer(CONF.api_database.connection) as session:
-            result = session.execute(sa.update(models.BuildRequest).where(
-                models.BuildRequest.instance_uuid == self.instance_uuid,
-                models.BuildRequest.taken_at.is_(None),
-                models.BuildRequest.redrives == seen).values(
+            result = session.execute(sa.update(api_models.BuildRequest).where(
+                api_models.BuildRequest.instance_uuid == self.instance_uuid,
+                api_models.BuildRequest.taken_at.is_(None),
+                api_models.BuildRequest.redrives == seen).values(
                 redrives=seen + 1,
                 updated_at=base.naive_utc(base.utcnow())))
         return result.rowcount == 1
@@ -319,8 +321,8 @@ class BuildRequest(base.SchedulerSplitObject):
         deletes it takes the changes made until then (see ``destroy``).
         """
         with engines.writer(CONF.api_database.connection) as session:
-            row = session.scalars(sa.select(models.BuildRequest).where(
-                models.BuildRequest.instance_uuid == self.instance_uuid)
+            row = session.scalars(sa.select(api_models.BuildRequest).where(
+                api_models.BuildRequest.instance_uuid == self.instance_uuid)
                 .with_for_update()).first()
             if row is None:
                 raise exception.BuildRequestNotFound(uuid=self.instance_uuid)

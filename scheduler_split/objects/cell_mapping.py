@@ -3,8 +3,8 @@ from oslo_versionedobjects import fields
 import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 
@@ -46,7 +46,7 @@ class CellMapping(base.SchedulerSplitObject):
         if not self.obj_attr_is_set('uuid'):
             self.uuid = uuidutils.generate_uuid()
         with engines.writer(_api_db()) as session:
-            row = models.CellMapping(
+            row = api_models.CellMapping(
                 uuid=self.uuid, name=self.name,
                 transport_url=self.transport_url,
                 database_connection=self.database_connection,
@@ -59,8 +59,8 @@ class CellMapping(base.SchedulerSplitObject):
     @classmethod
     def get_by_uuid(cls, ctx, uuid):
         with engines.reader(_api_db()) as session:
-            row = session.scalars(sa.select(models.CellMapping).where(
-                models.CellMapping.uuid == uuid)).first()
+            row = session.scalars(sa.select(api_models.CellMapping).where(
+                api_models.CellMapping.uuid == uuid)).first()
             if row is None:
                 raise exception.CellMappingNotFound(uuid=uuid)
             return cls._from_row(row)
@@ -69,8 +69,8 @@ class CellMapping(base.SchedulerSplitObject):
     def get_all(cls, ctx):
         with engines.reader(_api_db()) as session:
             return [cls._from_row(row) for row in session.scalars(
-                sa.select(models.CellMapping).order_by(
-                    models.CellMapping.id))]
+                sa.select(api_models.CellMapping).order_by(
+                    api_models.CellMapping.id))]
 
     def save(self, ctx):
         """Write the fields changed since the mapping was loaded."""
@@ -80,15 +80,15 @@ class CellMapping(base.SchedulerSplitObject):
                                'database_connection', 'disabled')}
         if changes:
             with engines.writer(_api_db()) as session:
-                session.execute(sa.update(models.CellMapping).where(
-                    models.CellMapping.uuid == self.uuid).values(
+                session.execute(sa.update(api_models.CellMapping).where(
+                    api_models.CellMapping.uuid == self.uuid).values(
                     updated_at=base.naive_utc(base.utcnow()), **changes))
         self.obj_reset_changes()
 
     def destroy(self, ctx):
         with engines.writer(_api_db()) as session:
-            session.execute(sa.delete(models.CellMapping).where(
-                models.CellMapping.uuid == self.uuid))
+            session.execute(sa.delete(api_models.CellMapping).where(
+                api_models.CellMapping.uuid == self.uuid))
 
 
 @base.ObjectRegistry.register
@@ -110,9 +110,10 @@ class InstanceMapping(base.SchedulerSplitObject):
         placement of an instance wins.
         """
         with engines.writer(_api_db()) as session:
-            result = session.execute(sa.update(models.InstanceMapping).where(
-                models.InstanceMapping.instance_uuid == self.instance_uuid,
-                models.InstanceMapping.cell_id.is_(None)
+            result = session.execute(sa.update(
+                api_models.InstanceMapping).where(
+                api_models.InstanceMapping.instance_uuid == self.instance_uuid,
+                api_models.InstanceMapping.cell_id.is_(None)
             ).values(cell_id=cell_mapping.id,
                      updated_at=base.naive_utc(base.utcnow())))
         if result.rowcount != 1:
@@ -124,15 +125,15 @@ class InstanceMapping(base.SchedulerSplitObject):
     @classmethod
     def get_by_instance_uuid(cls, ctx, instance_uuid):
         with engines.reader(_api_db()) as session:
-            row = session.scalars(sa.select(models.InstanceMapping).where(
-                models.InstanceMapping.instance_uuid == instance_uuid)
+            row = session.scalars(sa.select(api_models.InstanceMapping).where(
+                api_models.InstanceMapping.instance_uuid == instance_uuid)
             ).first()
             if row is None:
                 raise exception.InstanceMappingNotFound(uuid=instance_uuid)
             cell = None
             if row.cell_id is not None:
-                cell = CellMapping._from_row(session.get(models.CellMapping,
-                                                         row.cell_id))
+                cell = CellMapping._from_row(
+                    session.get(api_models.CellMapping, row.cell_id))
             mapping = cls(instance_uuid=row.instance_uuid, cell_mapping=cell,
                           project_id=row.project_id, user_id=row.user_id)
             mapping.obj_reset_changes()
@@ -148,9 +149,9 @@ class InstanceMapping(base.SchedulerSplitObject):
             # In chunks: databases bound the size of an IN list.
             for start in range(0, len(uuids), 500):
                 found.update(session.execute(
-                    sa.select(models.InstanceMapping.instance_uuid,
-                              models.InstanceMapping.cell_id).where(
-                        models.InstanceMapping.instance_uuid.in_(
+                    sa.select(api_models.InstanceMapping.instance_uuid,
+                              api_models.InstanceMapping.cell_id).where(
+                        api_models.InstanceMapping.instance_uuid.in_(
                             uuids[start:start + 500]))).all())
         return found
 
@@ -158,7 +159,7 @@ class InstanceMapping(base.SchedulerSplitObject):
     def get_instance_uuids(ctx, project_id, user_id=None):
         """The uuids of the mapped instances of ``project_id`` (and of
         ``user_id``, if given)."""
-        im = models.InstanceMapping
+        im = api_models.InstanceMapping
         query = sa.select(im.instance_uuid).where(im.project_id == project_id)
         if user_id is not None:
             query = query.where(im.user_id == user_id)
@@ -167,29 +168,30 @@ class InstanceMapping(base.SchedulerSplitObject):
 
     def destroy(self, ctx):
         with engines.writer(_api_db()) as session:
-            session.execute(sa.delete(models.InstanceMapping).where(
-                models.InstanceMapping.instance_uuid == self.instance_uuid))
+            session.execute(sa.delete(api_models.InstanceMapping).where(
+                api_models.InstanceMapping.instance_uuid ==
+                self.instance_uuid))
 
     @staticmethod
     def count_by_cell(ctx, cell_mapping):
         """How many instance mappings name ``cell_mapping``."""
         with engines.reader(_api_db()) as session:
             return session.scalar(sa.select(sa.func.count()).where(
-                models.InstanceMapping.cell_id == cell_mapping.id))
+                api_models.InstanceMapping.cell_id == cell_mapping.id))
 
     @staticmethod
     def destroy_by_cell(ctx, cell_mapping):
         with engines.writer(_api_db()) as session:
-            session.execute(sa.delete(models.InstanceMapping).where(
-                models.InstanceMapping.cell_id == cell_mapping.id))
+            session.execute(sa.delete(api_models.InstanceMapping).where(
+                api_models.InstanceMapping.cell_id == cell_mapping.id))
 
     @staticmethod
     def queue_for_delete(ctx, instance_uuid):
         """The instance is being deleted: it counts against no quota."""
         with engines.writer(_api_db()) as session:
-            session.execute(sa.update(models.InstanceMapping).where(
-                models.InstanceMapping.instance_uuid == instance_uuid).values(
-                queued_for_delete=True))
+            session.execute(sa.update(api_models.InstanceMapping).where(
+                api_models.InstanceMapping.instance_uuid ==
+                instance_uuid).values(queued_for_delete=True))
 
 
 @base.ObjectRegistry.register
@@ -206,11 +208,11 @@ class HostMapping(base.SchedulerSplitObject):
     def get_all(cls, ctx):
         with engines.reader(_api_db()) as session:
             cells = {row.id: CellMapping._from_row(row) for row in
-                     session.scalars(sa.select(models.CellMapping))}
+                     session.scalars(sa.select(api_models.CellMapping))}
             return [cls(host=row.host, cell_mapping=cells[row.cell_id])
                     for row in session.scalars(
-                        sa.select(models.HostMapping).order_by(
-                            models.HostMapping.host))]
+                        sa.select(api_models.HostMapping).order_by(
+                            api_models.HostMapping.host))]
 
     @classmethod
     def get_by_cell(cls, ctx, cell_mapping):
@@ -218,26 +220,26 @@ class HostMapping(base.SchedulerSplitObject):
         with engines.reader(_api_db()) as session:
             return [cls(host=host, cell_mapping=cell_mapping)
                     for host in session.scalars(
-                        sa.select(models.HostMapping.host).where(
-                            models.HostMapping.cell_id == cell_mapping.id)
-                        .order_by(models.HostMapping.host))]
+                        sa.select(api_models.HostMapping.host).where(
+                            api_models.HostMapping.cell_id == cell_mapping.id)
+                        .order_by(api_models.HostMapping.host))]
 
     @classmethod
     def destroy_by_cell(cls, ctx, cell_mapping):
         with engines.writer(_api_db()) as session:
-            session.execute(sa.delete(models.HostMapping).where(
-                models.HostMapping.cell_id == cell_mapping.id))
+            session.execute(sa.delete(api_models.HostMapping).where(
+                api_models.HostMapping.cell_id == cell_mapping.id))
 
     @classmethod
     def get_by_host(cls, ctx, host):
         """The mapping of ``host``; ``ComputeHostNotFound`` if it has
         none."""
         with engines.reader(_api_db()) as session:
-            row = session.scalars(sa.select(models.HostMapping).where(
-                models.HostMapping.host == host)).first()
+            row = session.scalars(sa.select(api_models.HostMapping).where(
+                api_models.HostMapping.host == host)).first()
             if row is None:
                 raise exception.ComputeHostNotFound(host=host)
-            cell = session.get(models.CellMapping, row.cell_id)
+            cell = session.get(api_models.CellMapping, row.cell_id)
             return cls(host=row.host,
                        cell_mapping=CellMapping._from_row(cell))
 
@@ -245,13 +247,13 @@ class HostMapping(base.SchedulerSplitObject):
     def map_new_hosts(cls, ctx, cell_mapping, hosts):
         """Map those of ``hosts`` that are not mapped yet; return them."""
         with engines.writer(_api_db()) as session:
-            known = set(session.scalars(sa.select(models.HostMapping.host)
-                                        .where(models.HostMapping.host.in_(
+            known = set(session.scalars(sa.select(api_models.HostMapping.host)
+                                        .where(api_models.HostMapping.host.in_(
                                             list(hosts)))))
             new = sorted(set(hosts) - known)
             for host in new:
-                session.add(models.HostMapping(host=host,
-                                               cell_id=cell_mapping.id))
+                session.add(api_models.HostMapping(host=host,
+                                                   cell_id=cell_mapping.id))
             return new
 
     @classmethod
@@ -259,5 +261,5 @@ class HostMapping(base.SchedulerSplitObject):
         """Forget which cell ``host`` belongs to; False if it was not
         mapped."""
         with engines.writer(_api_db()) as session:
-            return session.execute(sa.delete(models.HostMapping).where(
-                models.HostMapping.host == host)).rowcount > 0
+            return session.execute(sa.delete(api_models.HostMapping).where(
+                api_models.HostMapping.host == host)).rowcount > 0

@@ -2,8 +2,8 @@ from oslo_versionedobjects import fields
 import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 
@@ -15,9 +15,9 @@ _COLUMNS = ('id', 'flavorid', 'name', 'memory_mb', 'vcpus', 'root_gb',
 
 
 # The reads of every boot, built once, the values as parameters.
-_FLAVOR_T = models.Flavor.__table__
-_SPECS_T = models.FlavorExtraSpec.__table__
-_ACCESS_T = models.FlavorProject.__table__
+_FLAVOR_T = api_models.Flavor.__table__
+_SPECS_T = api_models.FlavorExtraSpec.__table__
+_ACCESS_T = api_models.FlavorProject.__table__
 _BY_FLAVOR_ID = sa.select(*[_FLAVOR_T.c[name] for name in _COLUMNS]).where(
     _FLAVOR_T.c.flavorid == sa.bindparam('b_flavorid'))
 _ACCESS = sa.select(_ACCESS_T.c.id).where(
@@ -87,7 +87,7 @@ class Flavor(base.SchedulerSplitObject):
         """Flavors by ``is_public`` (None: all). With ``project_id`` the
         private flavors that project has access to come with the public
         ones."""
-        flavor = models.Flavor
+        flavor = api_models.Flavor
         key = getattr(flavor, sort_key or 'flavorid')
         order = key.desc() if sort_dir == 'desc' else key.asc()
         with engines.reader(CONF.api_database.connection) as session:
@@ -96,7 +96,7 @@ class Flavor(base.SchedulerSplitObject):
                 condition = flavor.is_public == is_public
                 if is_public and project_id is not None:
                     condition = sa.or_(condition, flavor.projects.any(
-                        models.FlavorProject.project_id == project_id))
+                        api_models.FlavorProject.project_id == project_id))
                 query = query.where(condition)
             return [cls._from_row(row) for row in session.scalars(query)]
 
@@ -104,8 +104,8 @@ class Flavor(base.SchedulerSplitObject):
         with engines.writer(CONF.api_database.connection) as session:
             values = {k: getattr(self, k) for k in _COLUMNS
                       if k != 'id' and self.obj_attr_is_set(k)}
-            row = models.Flavor(**values)
-            row.extra_specs = [models.FlavorExtraSpec(key=k, value=v)
+            row = api_models.Flavor(**values)
+            row.extra_specs = [api_models.FlavorExtraSpec(key=k, value=v)
                                for k, v in self.get('extra_specs',
                                                     {}).items()]
             session.add(row)
@@ -137,7 +137,7 @@ class Flavor(base.SchedulerSplitObject):
                     current[key].value = value
                 else:
                     row.extra_specs.append(
-                        models.FlavorExtraSpec(key=key, value=value))
+                        api_models.FlavorExtraSpec(key=key, value=value))
             try:
                 session.flush()
             except sa.exc.IntegrityError:
@@ -171,7 +171,8 @@ class Flavor(base.SchedulerSplitObject):
             if project_id in {p.project_id for p in row.projects}:
                 raise exception.FlavorAccessExists(
                     flavor_id=self.flavorid, project_id=project_id)
-            row.projects.append(models.FlavorProject(project_id=project_id))
+            row.projects.append(
+                api_models.FlavorProject(project_id=project_id))
             try:
                 session.flush()
             except sa.exc.IntegrityError:
@@ -190,8 +191,8 @@ class Flavor(base.SchedulerSplitObject):
 
 
 def _row(session, flavorid):
-    row = session.scalars(sa.select(models.Flavor).where(
-        models.Flavor.flavorid == str(flavorid))).first()
+    row = session.scalars(sa.select(api_models.Flavor).where(
+        api_models.Flavor.flavorid == str(flavorid))).first()
     if row is None:
         raise exception.FlavorNotFound(flavor_id=flavorid)
     return row
@@ -200,8 +201,8 @@ def _row(session, flavorid):
 def _duplicate(ctx, flavorid, name):
     """Which of the flavor's id or name another flavor already has."""
     with engines.reader(CONF.api_database.connection) as session:
-        taken = session.scalars(sa.select(models.Flavor.flavorid).where(
-            models.Flavor.flavorid == str(flavorid))).first()
+        taken = session.scalars(sa.select(api_models.Flavor.flavorid).where(
+            api_models.Flavor.flavorid == str(flavorid))).first()
     if taken is not None:
         return exception.FlavorIdExists(flavor_id=flavorid)
     return exception.FlavorExists(name=name)

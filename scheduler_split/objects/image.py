@@ -24,8 +24,8 @@ import json
 import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 
@@ -35,7 +35,7 @@ QUEUED = 'queued'
 ACTIVE = 'active'
 DELETED = 'deleted'
 
-_TABLE = models.Image.__table__
+_TABLE = api_models.Image.__table__
 COLUMNS = tuple(c.name for c in _TABLE.columns)
 # The fields a listing sorts by, as Glance's; a nullable one sorts as an
 # empty value, so that a page's marker always compares.

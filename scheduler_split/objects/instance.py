@@ -1,3 +1,11 @@
+"""A server as the database of its cell holds it: its vm, task and power
+states, and the ``Instance`` object with its writes (a create, a save
+that expects the states it read, a metadata change, a delete) and its
+reads by uuid or by host. Its faults are ``instance_fault``'s; what the
+periodic sweeps look for among a cell's instances is
+``instance_sweeps``'.
+"""
+
 import datetime
 import functools
 
@@ -6,15 +14,15 @@ from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 import sqlalchemy as sa
 
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import flavor as flavor_obj
 from scheduler_split.objects import instance_action
+from scheduler_split.objects import instance_fault
 from scheduler_split.objects import instance_tag
-from scheduler_split import servicegroup
 
 # vm_state values (as Nova names them)
 BUILDING = 'building'
@@ -76,10 +84,6 @@ USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',
 # conductor carries over to its instance like the user's edits.
 LOCK_FIELDS = ('locked', 'locked_by', 'locked_reason')
 
-# Why get_unhandled_builds() found a build.
-LOST_NO_HOST = 'no-host'
-LOST_HOST_DOWN = 'host-down'
-
 # save() without a task state expectation.
 ANY_TASK_STATE = object()
 
@@ -110,74 +114,7 @@ def cell_db(ctx):
     return ctx.cell_db
 
 
-@base.ObjectRegistry.register
-class InstanceFault(base.SchedulerSplitObject):
-    VERSION = '1.0'
-
-    fields = {
-        'instance_uuid': fields.UUIDField(),
-        'code': fields.IntegerField(),
-        'message': fields.StringField(),
-        'details': fields.StringField(nullable=True),
-        'host': fields.StringField(nullable=True),
-        'created_at': fields.DateTimeField(nullable=True),
-    }
-
-    @classmethod
-    def from_exception(cls, instance_uuid, exc, host=None, code=500):
-        """The fault that says why ``instance_uuid`` failed."""
-        details = exception.describe(exc)
-        if isinstance(exc, exception.DatabaseUnavailable):
-            # What the outage said names servers and ports: the owner
-            # reads only its kind.
-            message = 'DatabaseUnavailable'
-        elif isinstance(exc, exception.SchedulerSplitException):
-            message = details
-        else:
-            # Anything else (a database driver's error, a remote error) may
-            # name hosts, ports, paths or carry a traceback: the owner
-            # reads only its kind, as in Nova; the details are for admins.
-            # (A remote error names the kind raised at the other end.)
-            message = getattr(exc, 'exc_type', None) or type(exc).__name__
-        exc_code = getattr(exc, 'code', None)
-        # Only our exceptions carry an HTTP status; others (SQLAlchemy's
-        # error codes, say) are internal errors.
-        if isinstance(exc_code, int) and 400 <= exc_code < 600:
-            code = exc_code
-        return cls(instance_uuid=instance_uuid, code=code,
-                   message=message[:255], details=details, host=host)
-
-    def add_to(self, session):
-        """Insert this fault within the caller's transaction."""
-        row = models.InstanceFault(
-            instance_uuid=self.instance_uuid, code=self.code,
-            message=self.message, details=self.details, host=self.host)
-        if self.obj_attr_is_set('created_at') and self.created_at:
-            row.created_at = self.created_at.replace(tzinfo=None)
-        session.add(row)
-        session.flush()
-        self.created_at = row.created_at
-        self.obj_reset_changes()
-
-    @classmethod
-    def get_latest(cls, session, uuids):
-        """The newest fault of each of ``uuids``, by instance uuid."""
-        if not uuids:
-            return {}
-        rows = session.scalars(
-            sa.select(models.InstanceFault)
-            .where(models.InstanceFault.instance_uuid.in_(list(uuids)))
-            .order_by(models.InstanceFault.id))
-        latest = {}
-        for row in rows:
-            latest[row.instance_uuid] = cls(
-                instance_uuid=row.instance_uuid, code=row.code,
-                message=row.message, details=row.details, host=row.host,
-                created_at=row.created_at)
-        return latest
-
-
-_TABLE = models.Instance.__table__
+_TABLE = cell_models.Instance.__table__
 _INSERT = _TABLE.insert()
 
 
@@ -195,7 +132,7 @@ def _same(stored, written):
     return stored == written
 
 
-_PLANS = models.BuildPlan.__table__
+_PLANS = cell_models.BuildPlan.__table__
 
 
 def _plan_names_another_host(uuid_column, host_param):
@@ -323,7 +260,9 @@ class Instance(base.SchedulerSplitObject):
             primitive.pop('display_description', None)
 
     @classmethod
-    def _from_row(cls, row, fault=None, tags=None):
+    def from_row(cls, row, fault=None, tags=None):
+        """The instance of the cell row ``row``, with ``fault`` and
+        ``tags`` (None: its tags were not read)."""
         inst = cls()
         for name in _SIMPLE:
             setattr(inst, name, getattr(row, name))
@@ -401,7 +340,8 @@ class Instance(base.SchedulerSplitObject):
         """
         self.vm_state = ERROR
         self.task_state = None
-        fault = InstanceFault.from_exception(self.uuid, exc, host=host)
+        fault = instance_fault.InstanceFault.from_exception(self.uuid, exc,
+                                                            host=host)
         self.save(ctx, fault=fault)
         self.fault = fault
         self.obj_reset_changes(['fault'])
@@ -449,8 +389,9 @@ class Instance(base.SchedulerSplitObject):
             with engines.writer(cell_db(ctx)) as session:
                 result = session.connection().execute(query, values)
                 if result.rowcount == 0:
-                    row = session.scalars(sa.select(models.Instance).where(
-                        models.Instance.uuid == self.uuid)).first()
+                    row = session.scalars(
+                        sa.select(cell_models.Instance).where(
+                            cell_models.Instance.uuid == self.uuid)).first()
                     if row is None or row.deleted:
                         raise exception.InstanceNotFound(
                             instance_id=self.uuid)
@@ -496,9 +437,9 @@ class Instance(base.SchedulerSplitObject):
         that concurrent changes of different items are all kept. Returns
         the new metadata."""
         with engines.writer(cell_db(ctx)) as session:
-            row = session.scalars(sa.select(models.Instance).where(
-                models.Instance.uuid == uuid,
-                models.Instance.deleted.is_(False))
+            row = session.scalars(sa.select(cell_models.Instance).where(
+                cell_models.Instance.uuid == uuid,
+                cell_models.Instance.deleted.is_(False))
                 .with_for_update()).first()
             if row is None:
                 raise exception.InstanceNotFound(instance_id=uuid)
@@ -524,10 +465,12 @@ class Instance(base.SchedulerSplitObject):
                 _TABLE.c.host.is_(None)))
             if result.rowcount:
                 for model, column in (
-                        (models.InstanceFault,
-                         models.InstanceFault.instance_uuid),
-                        (models.InstanceTag, models.InstanceTag.resource_id),
-                        (models.BuildPlan, models.BuildPlan.instance_uuid)):
+                        (cell_models.InstanceFault,
+                         cell_models.InstanceFault.instance_uuid),
+                        (cell_models.InstanceTag,
+                         cell_models.InstanceTag.resource_id),
+                        (cell_models.BuildPlan,
+                         cell_models.BuildPlan.instance_uuid)):
                     conn.execute(sa.delete(model).where(column == uuid))
         return bool(result.rowcount)
 
@@ -541,116 +484,23 @@ class Instance(base.SchedulerSplitObject):
         self.terminated_at = now
         changes = self._values(self.obj_what_changed())
         with engines.writer(cell_db(ctx)) as session:
-            session.execute(sa.update(models.Instance).where(
-                models.Instance.uuid == self.uuid).values(**changes))
+            session.execute(sa.update(cell_models.Instance).where(
+                cell_models.Instance.uuid == self.uuid).values(**changes))
         self.obj_reset_changes()
 
     @classmethod
     def get_by_uuid(cls, ctx, uuid, read_deleted=False):
         with engines.reader(cell_db(ctx)) as session:
-            query = sa.select(models.Instance).where(
-                models.Instance.uuid == uuid)
+            query = sa.select(cell_models.Instance).where(
+                cell_models.Instance.uuid == uuid)
             if not read_deleted:
-                query = query.where(models.Instance.deleted.is_(False))
+                query = query.where(cell_models.Instance.deleted.is_(False))
             row = session.scalars(query).first()
             if row is None:
                 raise exception.InstanceNotFound(instance_id=uuid)
-            faults = InstanceFault.get_latest(session, [uuid])
+            faults = instance_fault.InstanceFault.get_latest(session, [uuid])
             tags = instance_tag.tags_of(session, [uuid])
-            return cls._from_row(row, faults.get(uuid), tags[uuid])
-
-    @classmethod
-    def get_unhandled_builds(cls, ctx, seconds, compute_binary,
-                             down_seconds):
-        """Builds nothing will finish, as ``(instance, why)`` pairs.
-
-        ``why`` is :data:`LOST_NO_HOST`: a build without a host (waiting
-        for a compute, or between two hosts of a reschedule) that nothing
-        touched for ``seconds``; or :data:`LOST_HOST_DOWN`: a build on a
-        host whose ``compute_binary`` service has not been seen for
-        ``down_seconds`` (or has no record), and that nothing touched
-        for ``seconds`` either (a heartbeat late under load does not end
-        a build that is moving). A delete in progress is the delete's to
-        finish.
-        """
-        now = base.naive_utc(base.utcnow())
-        touched = sa.func.coalesce(models.Instance.updated_at,
-                                   models.Instance.created_at)
-        alive = sa.select(models.Service.host).where(
-            models.Service.binary == compute_binary,
-            servicegroup.recent(models.Service.last_seen_up,
-                                servicegroup.up_since(now, down_seconds)))
-        live_build = sa.and_(
-            models.Instance.deleted.is_(False),
-            models.Instance.vm_state == BUILDING,
-            sa.or_(models.Instance.task_state.is_(None),
-                   models.Instance.task_state != DELETING))
-        with engines.reader(cell_db(ctx)) as session:
-            # One with a build plan is the plan's to go on with.
-            no_host = session.scalars(sa.select(models.Instance).where(
-                live_build, models.Instance.host.is_(None),
-                ~sa.exists().where(
-                    _PLANS.c.instance_uuid == models.Instance.uuid),
-                touched < now - datetime.timedelta(seconds=seconds)))
-            found = [(cls._from_row(row), LOST_NO_HOST) for row in no_host]
-            host_down = session.scalars(sa.select(models.Instance).where(
-                live_build, models.Instance.host.is_not(None),
-                models.Instance.host.not_in(alive),
-                touched < now - datetime.timedelta(
-                    seconds=max(seconds, down_seconds))))
-            found += [(cls._from_row(row), LOST_HOST_DOWN)
-                      for row in host_down]
-            return found
-
-    @classmethod
-    def get_stalled_tasks(cls, ctx, task_states, seconds, move_statuses):
-        """Live instances in one of ``task_states`` that nothing touched
-        for ``seconds`` and that no move holds (one with a migration in
-        one of ``move_statuses``: the move's sweep settles it): tasks
-        whose message was lost with a crashed process."""
-        now = base.naive_utc(base.utcnow())
-        touched = sa.func.coalesce(models.Instance.updated_at,
-                                   models.Instance.created_at)
-        migrations = models.Migration.__table__
-        with engines.reader(cell_db(ctx)) as session:
-            rows = session.scalars(sa.select(models.Instance).where(
-                models.Instance.deleted.is_(False),
-                models.Instance.task_state.in_(list(task_states)),
-                touched < now - datetime.timedelta(seconds=seconds),
-                ~sa.exists().where(
-                    migrations.c.instance_uuid == models.Instance.uuid,
-                    migrations.c.status.in_(list(move_statuses)))))
-            return [cls._from_row(row) for row in rows]
-
-    @classmethod
-    def get_soft_deleted(cls, ctx, seconds):
-        """SOFT_DELETED instances with no task, soft-deleted more than
-        ``seconds`` ago: those to reclaim."""
-        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
-            seconds=seconds)
-        since = sa.func.coalesce(models.Instance.deleted_at,
-                                 models.Instance.updated_at)
-        with engines.reader(cell_db(ctx)) as session:
-            rows = session.scalars(sa.select(models.Instance).where(
-                models.Instance.deleted.is_(False),
-                models.Instance.vm_state == SOFT_DELETED,
-                models.Instance.task_state.is_(None),
-                since < cutoff))
-            return [cls._from_row(row) for row in rows]
-
-    @classmethod
-    def get_shelved(cls, ctx, seconds):
-        """SHELVED instances with no task, shelved more than ``seconds``
-        ago: those to offload."""
-        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
-            seconds=seconds)
-        with engines.reader(cell_db(ctx)) as session:
-            rows = session.scalars(sa.select(models.Instance).where(
-                models.Instance.deleted.is_(False),
-                models.Instance.vm_state == SHELVED,
-                models.Instance.task_state.is_(None),
-                models.Instance.updated_at < cutoff))
-            return [cls._from_row(row) for row in rows]
+            return cls.from_row(row, faults.get(uuid), tags[uuid])
 
     @classmethod
     def get_all(cls, ctx, project_id=None, uuids=None, host=None,
@@ -658,39 +508,28 @@ class Instance(base.SchedulerSplitObject):
         """Live instances of the targeted cell, oldest first (a server
         list is ``instance_list``'s)."""
         with engines.reader(cell_db(ctx)) as session:
-            query = sa.select(models.Instance).where(
-                models.Instance.deleted.is_(False)).order_by(
-                models.Instance.created_at, models.Instance.id)
+            query = sa.select(cell_models.Instance).where(
+                cell_models.Instance.deleted.is_(False)).order_by(
+                cell_models.Instance.created_at, cell_models.Instance.id)
             if project_id is not None:
-                query = query.where(models.Instance.project_id == project_id)
+                query = query.where(
+                    cell_models.Instance.project_id == project_id)
             if uuids is not None:
-                query = query.where(models.Instance.uuid.in_(list(uuids)))
+                query = query.where(cell_models.Instance.uuid.in_(list(uuids)))
             if host is not None:
-                query = query.where(models.Instance.host == host)
+                query = query.where(cell_models.Instance.host == host)
             if node is not None:
-                query = query.where(models.Instance.node == node)
+                query = query.where(cell_models.Instance.node == node)
             if limit is not None:
                 query = query.limit(limit)
             return cls.from_rows(session, list(session.scalars(query)))
 
     @classmethod
-    def uuids_in_vm_states(cls, ctx, vm_states):
-        """The uuids of the targeted cell's live instances in one of
-        ``vm_states``, oldest first: for sweeps that look at a few of
-        many, without reading them all."""
-        table = models.Instance.__table__
-        with engines.connection(cell_db(ctx)) as conn:
-            return list(conn.execute(sa.select(table.c.uuid).where(
-                table.c.deleted.is_(False),
-                table.c.vm_state.in_(list(vm_states))).order_by(
-                table.c.created_at, table.c.id)).scalars())
-
-    @classmethod
     def from_rows(cls, session, rows):
         """Instances of the cell rows ``rows`` (read in ``session``),
         with the fault of each in ERROR and their tags."""
-        faults = InstanceFault.get_latest(
+        faults = instance_fault.InstanceFault.get_latest(
             session, [r.uuid for r in rows if r.vm_state == ERROR])
         tags = instance_tag.tags_of(session, [r.uuid for r in rows])
-        return [cls._from_row(r, faults.get(r.uuid), tags[r.uuid])
+        return [cls.from_row(r, faults.get(r.uuid), tags[r.uuid])
                 for r in rows]

@@ -21,8 +21,8 @@ import logging
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split.objects import base
@@ -35,12 +35,12 @@ ERROR = 'Error'
 
 # The statements of every boot, built once: the values go as parameters,
 # so each is compiled once and found in the cache by identity.
-_IA = models.InstanceAction.__table__
+_IA = cell_models.InstanceAction.__table__
 _FIND_ACTION = sa.select(_IA.c.id, _IA.c.start_time).where(
     _IA.c.instance_uuid == sa.bindparam('b_uuid'),
     _IA.c.request_id == sa.bindparam('b_request_id'))
 _INSERT_ACTION = _IA.insert()
-_INSERT_EVENT = models.InstanceActionEvent.__table__.insert()
+_INSERT_EVENT = cell_models.InstanceActionEvent.__table__.insert()
 _MARK_ERROR = _IA.update().where(_IA.c.id == sa.bindparam('b_id')).values(
     message=ERROR)
 # Guarded by the start it moves back from: of two events that move it
@@ -147,19 +147,20 @@ def add_event(session, ctx, instance_uuid, event, host=None,
 
 def get_actions(ctx, instance_uuid):
     with engines.reader(ctx.cell_db) as session:
-        rows = session.scalars(sa.select(models.InstanceAction).where(
-            models.InstanceAction.instance_uuid == instance_uuid).order_by(
-            models.InstanceAction.start_time.desc(),
-            models.InstanceAction.id.desc()))
+        rows = session.scalars(sa.select(cell_models.InstanceAction).where(
+            cell_models.InstanceAction.instance_uuid ==
+            instance_uuid).order_by(
+            cell_models.InstanceAction.start_time.desc(),
+            cell_models.InstanceAction.id.desc()))
         return [_action(row) for row in rows]
 
 
 def get_action(ctx, instance_uuid, request_id):
     """The action with its events (oldest first), or None."""
     with engines.reader(ctx.cell_db) as session:
-        row = session.scalars(sa.select(models.InstanceAction).where(
-            models.InstanceAction.instance_uuid == instance_uuid,
-            models.InstanceAction.request_id == request_id)).first()
+        row = session.scalars(sa.select(cell_models.InstanceAction).where(
+            cell_models.InstanceAction.instance_uuid == instance_uuid,
+            cell_models.InstanceAction.request_id == request_id)).first()
         if row is None:
             return None
         action = _action(row)
@@ -168,9 +169,9 @@ def get_action(ctx, instance_uuid, request_id):
              'finish_time': e.finish_time, 'result': e.result,
              'host': e.host, 'details': e.details}
             for e in session.scalars(
-                sa.select(models.InstanceActionEvent).where(
-                    models.InstanceActionEvent.action_id == row.id)
-                .order_by(models.InstanceActionEvent.id))]
+                sa.select(cell_models.InstanceActionEvent).where(
+                    cell_models.InstanceActionEvent.action_id == row.id)
+                .order_by(cell_models.InstanceActionEvent.id))]
         return action
 
 

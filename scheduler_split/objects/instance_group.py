@@ -4,8 +4,8 @@ from oslo_versionedobjects import fields
 import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import request_spec
@@ -81,7 +81,7 @@ class InstanceGroup(base.SchedulerSplitObject):
         if session is None:
             with engines.writer(_api_db()) as session:
                 return self.create(ctx, session)
-        row = models.InstanceGroup(
+        row = api_models.InstanceGroup(
             uuid=self.uuid, name=self.name, project_id=self.project_id,
             user_id=self.user_id, policy=self.policy,
             rules=jsonutils.dumps(self.rules))
@@ -94,8 +94,8 @@ class InstanceGroup(base.SchedulerSplitObject):
     @classmethod
     def get_by_uuid(cls, ctx, uuid):
         with engines.reader(_api_db()) as session:
-            row = session.scalars(sa.select(models.InstanceGroup).where(
-                models.InstanceGroup.uuid == uuid)).first()
+            row = session.scalars(sa.select(api_models.InstanceGroup).where(
+                api_models.InstanceGroup.uuid == uuid)).first()
             if row is None:
                 raise exception.InstanceGroupNotFound(group_uuid=uuid)
             return cls._from_row(row)
@@ -105,11 +105,11 @@ class InstanceGroup(base.SchedulerSplitObject):
         """Groups of ``project_id`` (of every project if None), oldest
         first."""
         with engines.reader(_api_db()) as session:
-            query = sa.select(models.InstanceGroup).order_by(
-                models.InstanceGroup.id)
+            query = sa.select(api_models.InstanceGroup).order_by(
+                api_models.InstanceGroup.id)
             if project_id is not None:
                 query = query.where(
-                    models.InstanceGroup.project_id == project_id)
+                    api_models.InstanceGroup.project_id == project_id)
             return [cls._from_row(row) for row in session.scalars(query)]
 
     @classmethod
@@ -117,28 +117,28 @@ class InstanceGroup(base.SchedulerSplitObject):
         """The group ``instance_uuid`` is a member of, or None."""
         with engines.reader(_api_db()) as session:
             row = session.scalars(
-                sa.select(models.InstanceGroup)
-                .join(models.InstanceGroupMember)
-                .where(models.InstanceGroupMember.instance_uuid ==
+                sa.select(api_models.InstanceGroup)
+                .join(api_models.InstanceGroupMember)
+                .where(api_models.InstanceGroupMember.instance_uuid ==
                        instance_uuid)).first()
             return None if row is None else cls._from_row(row)
 
     def destroy(self, ctx):
         with engines.writer(_api_db()) as session:
-            row = session.scalars(sa.select(models.InstanceGroup).where(
-                models.InstanceGroup.uuid == self.uuid)).first()
+            row = session.scalars(sa.select(api_models.InstanceGroup).where(
+                api_models.InstanceGroup.uuid == self.uuid)).first()
             if row is None:
                 raise exception.InstanceGroupNotFound(group_uuid=self.uuid)
             session.delete(row)
 
     def add_member_in(self, session, instance_uuid):
         """Add a member inside the caller's API database transaction."""
-        group_id = session.scalar(sa.select(models.InstanceGroup.id).where(
-            models.InstanceGroup.uuid == self.uuid))
+        group_id = session.scalar(sa.select(api_models.InstanceGroup.id).where(
+            api_models.InstanceGroup.uuid == self.uuid))
         if group_id is None:
             raise exception.InstanceGroupNotFound(group_uuid=self.uuid)
-        session.add(models.InstanceGroupMember(group_id=group_id,
-                                               instance_uuid=instance_uuid))
+        session.add(api_models.InstanceGroupMember(
+            group_id=group_id, instance_uuid=instance_uuid))
 
     @staticmethod
     def rejoin(ctx, instance_uuid):
@@ -155,20 +155,20 @@ class InstanceGroup(base.SchedulerSplitObject):
             return
         with engines.writer(_api_db()) as session:
             group_id = session.scalar(sa.select(
-                models.InstanceGroup.id).where(
-                models.InstanceGroup.uuid == group.uuid))
+                api_models.InstanceGroup.id).where(
+                api_models.InstanceGroup.uuid == group.uuid))
             if group_id is None:
                 return
             already = session.scalar(sa.select(
-                models.InstanceGroupMember.id).where(
-                models.InstanceGroupMember.instance_uuid == instance_uuid))
+                api_models.InstanceGroupMember.id).where(
+                api_models.InstanceGroupMember.instance_uuid == instance_uuid))
             if already is None:
-                session.add(models.InstanceGroupMember(
+                session.add(api_models.InstanceGroupMember(
                     group_id=group_id, instance_uuid=instance_uuid))
 
     @staticmethod
     def remove_instance(ctx, instance_uuid):
         """The instance leaves whatever group it was in."""
         with engines.writer(_api_db()) as session:
-            session.execute(sa.delete(models.InstanceGroupMember).where(
-                models.InstanceGroupMember.instance_uuid == instance_uuid))
+            session.execute(sa.delete(api_models.InstanceGroupMember).where(
+                api_models.InstanceGroupMember.instance_uuid == instance_uuid))

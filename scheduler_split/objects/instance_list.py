@@ -16,8 +16,8 @@ import datetime
 
 import sqlalchemy as sa
 
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split.objects import base
 from scheduler_split.objects import instance as instance_obj
 
@@ -74,8 +74,8 @@ def _binary(column, dialect):
 def _has_tags(tags, dialect):
     # Exact tags (not MySQL's case-insensitive match), since a server
     # with one of them may be left out (not-tags).
-    tag = models.InstanceTag
-    return sa.exists().where(tag.resource_id == models.Instance.uuid,
+    tag = cell_models.InstanceTag
+    return sa.exists().where(tag.resource_id == cell_models.Instance.uuid,
                              _binary(tag.tag, dialect).in_(sorted(tags)))
 
 
@@ -84,7 +84,7 @@ def _has_every_tag(tags, dialect):
 
 
 def _shows_as(status, rules):
-    instance = models.Instance
+    instance = cell_models.Instance
     whens = []
     default = None
     for vm_state, task_state, shown in rules:
@@ -102,7 +102,7 @@ def _conditions(filters, dialect):
     """The WHERE clauses of ``filters``. An equality may admit more rows
     than the API's predicate (a case-insensitive collation), which keeps
     the indexes of its columns usable; none admits fewer."""
-    instance = models.Instance
+    instance = cell_models.Instance
     where = []
     if not filters.read_deleted:
         where.append(instance.deleted.is_(False))
@@ -183,9 +183,9 @@ def get_sorted(ctx, filters, sort_keys, sort_dirs, limit, after=None):
     descending = [d == 'desc' for d in sort_dirs]
     with engines.reader(instance_obj.cell_db(ctx)) as session:
         dialect = session.get_bind().dialect.name
-        columns = [_binary(getattr(models.Instance, key), dialect)
+        columns = [_binary(getattr(cell_models.Instance, key), dialect)
                    for key in sort_keys]
-        query = sa.select(models.Instance).where(
+        query = sa.select(cell_models.Instance).where(
             *_conditions(filters, dialect))
         if after is not None:
             query = query.where(_after(columns, descending, after))

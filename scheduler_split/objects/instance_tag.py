@@ -7,8 +7,8 @@ read from it with the instance.
 
 import sqlalchemy as sa
 
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 
 # Nova's limits.
@@ -34,9 +34,10 @@ def tags_of(session, uuids):
     if not found:
         return found
     rows = session.execute(
-        sa.select(models.InstanceTag.resource_id, models.InstanceTag.tag)
-        .where(models.InstanceTag.resource_id.in_(list(found)))
-        .order_by(models.InstanceTag.tag))
+        sa.select(cell_models.InstanceTag.resource_id,
+                  cell_models.InstanceTag.tag)
+        .where(cell_models.InstanceTag.resource_id.in_(list(found)))
+        .order_by(cell_models.InstanceTag.tag))
     for uuid, tag in rows:
         found[uuid].append(tag)
     return found
@@ -51,9 +52,9 @@ def _lock_instance(session, uuid):
     """Take the instance row for this transaction, so that concurrent
     changes of one server's tags are counted one after the other (SQLite's
     writing transactions are serial already: BEGIN IMMEDIATE)."""
-    row = session.scalars(sa.select(models.Instance).where(
-        models.Instance.uuid == uuid,
-        models.Instance.deleted.is_(False)).with_for_update()).first()
+    row = session.scalars(sa.select(cell_models.Instance).where(
+        cell_models.Instance.uuid == uuid,
+        cell_models.Instance.deleted.is_(False)).with_for_update()).first()
     if row is None:
         raise exception.InstanceNotFound(instance_id=uuid)
 
@@ -65,10 +66,10 @@ def replace(ctx, uuid, tags):
         raise TooManyTags(limit=MAX_TAGS)
     with engines.writer(_db(ctx)) as session:
         _lock_instance(session, uuid)
-        session.execute(sa.delete(models.InstanceTag).where(
-            models.InstanceTag.resource_id == uuid))
+        session.execute(sa.delete(cell_models.InstanceTag).where(
+            cell_models.InstanceTag.resource_id == uuid))
         for tag in tags:
-            session.add(models.InstanceTag(resource_id=uuid, tag=tag))
+            session.add(cell_models.InstanceTag(resource_id=uuid, tag=tag))
     return tags
 
 
@@ -81,20 +82,20 @@ def add(ctx, uuid, tag):
             return False
         if len(current) >= MAX_TAGS:
             raise TooManyTags(limit=MAX_TAGS)
-        session.add(models.InstanceTag(resource_id=uuid, tag=tag))
+        session.add(cell_models.InstanceTag(resource_id=uuid, tag=tag))
     return True
 
 
 def delete(ctx, uuid, tag):
     """Remove ``tag``; False if the server did not have it."""
     with engines.writer(_db(ctx)) as session:
-        result = session.execute(sa.delete(models.InstanceTag).where(
-            models.InstanceTag.resource_id == uuid,
-            models.InstanceTag.tag == tag))
+        result = session.execute(sa.delete(cell_models.InstanceTag).where(
+            cell_models.InstanceTag.resource_id == uuid,
+            cell_models.InstanceTag.tag == tag))
         return result.rowcount > 0
 
 
 def delete_all(ctx, uuid):
     with engines.writer(_db(ctx)) as session:
-        session.execute(sa.delete(models.InstanceTag).where(
-            models.InstanceTag.resource_id == uuid))
+        session.execute(sa.delete(cell_models.InstanceTag).where(
+            cell_models.InstanceTag.resource_id == uuid))

@@ -10,8 +10,8 @@ from oslo_versionedobjects import fields
 import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split import quota
@@ -27,7 +27,7 @@ def _api_db():
 
 
 def _named(user_id, name):
-    kp = models.KeyPair
+    kp = api_models.KeyPair
     return sa.and_(kp.user_id == user_id, kp.name == name)
 
 
@@ -52,13 +52,13 @@ class KeyPair(base.SchedulerSplitObject):
         the user holds one of that name."""
         with engines.writer(_api_db()) as session:
             quota.lock_project(session, 'user:' + self.user_id)
-            if session.scalar(sa.select(models.KeyPair.id).where(
+            if session.scalar(sa.select(api_models.KeyPair.id).where(
                     _named(self.user_id, self.name))) is not None:
                 raise exception.KeyPairExists(name=self.name)
             quota.check('key_pairs', 1,
                         quota.key_pair_count(session, self.user_id),
                         quota.limits(project_id, session)['key_pairs'])
-            row = models.KeyPair(
+            row = api_models.KeyPair(
                 name=self.name, user_id=self.user_id,
                 public_key=self.public_key, fingerprint=self.fingerprint,
                 type=self.type, created_at=timeutils.utcnow())
@@ -69,7 +69,7 @@ class KeyPair(base.SchedulerSplitObject):
     @classmethod
     def get_by_name(cls, ctx, user_id, name):
         with engines.reader(_api_db()) as session:
-            row = session.scalars(sa.select(models.KeyPair).where(
+            row = session.scalars(sa.select(api_models.KeyPair).where(
                 _named(user_id, name))).first()
             if row is None:
                 raise exception.KeypairNotFound(name=name, user_id=user_id)
@@ -78,7 +78,7 @@ class KeyPair(base.SchedulerSplitObject):
     @staticmethod
     def exists(ctx, user_id, name):
         with engines.reader(_api_db()) as session:
-            return session.scalar(sa.select(models.KeyPair.id).where(
+            return session.scalar(sa.select(api_models.KeyPair.id).where(
                 _named(user_id, name))) is not None
 
     @classmethod
@@ -86,7 +86,7 @@ class KeyPair(base.SchedulerSplitObject):
         """The user's key pairs by name, after the one named ``marker``
         (``MarkerNotFound`` if the user has none of that name), at most
         ``limit``."""
-        kp = models.KeyPair
+        kp = api_models.KeyPair
         query = sa.select(kp).where(kp.user_id == user_id).order_by(kp.name)
         with engines.reader(_api_db()) as session:
             if marker is not None:
@@ -103,7 +103,7 @@ class KeyPair(base.SchedulerSplitObject):
     def destroy(ctx, user_id, name):
         """Delete the key pair; ``KeypairNotFound`` if there is none."""
         with engines.writer(_api_db()) as session:
-            result = session.execute(sa.delete(models.KeyPair).where(
+            result = session.execute(sa.delete(api_models.KeyPair).where(
                 _named(user_id, name)))
             if result.rowcount == 0:
                 raise exception.KeypairNotFound(name=name, user_id=user_id)

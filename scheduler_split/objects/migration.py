@@ -12,8 +12,8 @@ from oslo_utils import uuidutils
 from oslo_versionedobjects import fields
 import sqlalchemy as sa
 
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import flavor as flavor_obj
@@ -174,7 +174,7 @@ class Migration(base.SchedulerSplitObject):
                  if n != 'id' and self.obj_attr_is_set(n)]
         values = self._values(names)
         with engines.writer(ctx.cell_db) as session:
-            row = models.Migration(**values)
+            row = cell_models.Migration(**values)
             session.add(row)
             session.flush()
             self.id = row.id
@@ -189,7 +189,7 @@ class Migration(base.SchedulerSplitObject):
         if not changes:
             return
         changes['updated_at'] = base.naive_utc(base.utcnow())
-        table = models.Migration
+        table = cell_models.Migration
         with engines.writer(ctx.cell_db) as session:
             query = sa.update(table).where(table.uuid == self.uuid,
                                            table.deleted.is_(False))
@@ -212,9 +212,9 @@ class Migration(base.SchedulerSplitObject):
     @classmethod
     def get_by_uuid(cls, ctx, uuid):
         with engines.reader(ctx.cell_db) as session:
-            row = session.scalars(sa.select(models.Migration).where(
-                models.Migration.uuid == uuid,
-                models.Migration.deleted.is_(False))).first()
+            row = session.scalars(sa.select(cell_models.Migration).where(
+                cell_models.Migration.uuid == uuid,
+                cell_models.Migration.deleted.is_(False))).first()
             if row is None:
                 raise exception.MigrationNotFound(migration_id=uuid)
             return cls._from_row(row)
@@ -222,10 +222,10 @@ class Migration(base.SchedulerSplitObject):
     @classmethod
     def get_by_id_and_instance(cls, ctx, migration_id, instance_uuid):
         with engines.reader(ctx.cell_db) as session:
-            row = session.scalars(sa.select(models.Migration).where(
-                models.Migration.id == migration_id,
-                models.Migration.instance_uuid == instance_uuid,
-                models.Migration.deleted.is_(False))).first()
+            row = session.scalars(sa.select(cell_models.Migration).where(
+                cell_models.Migration.id == migration_id,
+                cell_models.Migration.instance_uuid == instance_uuid,
+                cell_models.Migration.deleted.is_(False))).first()
             if row is None:
                 raise exception.MigrationNotFoundForInstance(
                     migration_id=migration_id, instance_id=instance_uuid)
@@ -236,7 +236,7 @@ class Migration(base.SchedulerSplitObject):
                                    migration_types=None):
         """The newest migration of the instance in one of ``statuses``,
         or None."""
-        table = models.Migration
+        table = cell_models.Migration
         query = sa.select(table).where(
             table.instance_uuid == instance_uuid,
             table.status.in_(list(statuses)),
@@ -254,7 +254,7 @@ class Migration(base.SchedulerSplitObject):
                 uuids=None, updated_before=None, ids=None):
         """Migrations of the cell, oldest first, narrowed by each given
         filter: ``host`` matches the source or the destination."""
-        table = models.Migration
+        table = cell_models.Migration
         query = sa.select(table).where(table.deleted.is_(False)).order_by(
             table.id)
         if instance_uuid is not None:

@@ -10,8 +10,8 @@ same time.
 import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import quota
 
@@ -49,7 +49,7 @@ def update_project_limits(ctx, project_id, limits, force=False):
                 raise exception.QuotaBelowUsage(limit=limit,
                                                 resource=resource,
                                                 used=minimum)
-            _set(session, models.Quota, {'project_id': project_id},
+            _set(session, api_models.Quota, {'project_id': project_id},
                  resource, limit)
         session.flush()
         return quota.limits(project_id, session)
@@ -58,13 +58,13 @@ def update_project_limits(ctx, project_id, limits, force=False):
 def destroy_project_limits(ctx, project_id):
     """The project goes back to its class's limits."""
     with engines.writer(_api_db()) as session:
-        session.execute(sa.delete(models.Quota).where(
-            models.Quota.project_id == project_id))
+        session.execute(sa.delete(api_models.Quota).where(
+            api_models.Quota.project_id == project_id))
 
 
 def update_class_limits(ctx, class_name, limits):
     """Set the quota class's ``limits`` (resource -> limit)."""
     with engines.writer(_api_db()) as session:
         for resource, limit in limits.items():
-            _set(session, models.QuotaClass, {'class_name': class_name},
+            _set(session, api_models.QuotaClass, {'class_name': class_name},
                  resource, limit)

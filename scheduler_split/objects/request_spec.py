@@ -2,8 +2,8 @@ from oslo_versionedobjects import fields
 import sqlalchemy as sa
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split.objects import resource_request
@@ -104,8 +104,8 @@ class RequestSpec(base.SchedulerSplitObject):
     @classmethod
     def get_by_instance_uuid(cls, ctx, instance_uuid):
         with engines.reader(CONF.api_database.connection) as session:
-            row = session.scalars(sa.select(models.RequestSpec).where(
-                models.RequestSpec.instance_uuid == instance_uuid)).first()
+            row = session.scalars(sa.select(api_models.RequestSpec).where(
+                api_models.RequestSpec.instance_uuid == instance_uuid)).first()
             if row is None:
                 raise exception.NotFound(
                     'RequestSpec not found for instance %s' % instance_uuid)
@@ -129,11 +129,11 @@ class RequestSpec(base.SchedulerSplitObject):
         an unshelve's zone): what later moves of the server read."""
         with engines.writer(CONF.api_database.connection) as session:
             result = session.execute(
-                sa.update(models.RequestSpec).where(
-                    models.RequestSpec.instance_uuid == self.instance_uuid)
+                sa.update(api_models.RequestSpec).where(
+                    api_models.RequestSpec.instance_uuid == self.instance_uuid)
                 .values(spec=self.to_json()))
             if result.rowcount == 0:
-                session.add(models.RequestSpec(
+                session.add(api_models.RequestSpec(
                     instance_uuid=self.instance_uuid, spec=self.to_json()))
 
     @classmethod
@@ -144,7 +144,7 @@ class RequestSpec(base.SchedulerSplitObject):
         uuids = list(instance_uuids)
         if not uuids:
             return {}
-        spec = models.RequestSpec
+        spec = api_models.RequestSpec
         with engines.reader(CONF.api_database.connection) as session:
             rows = session.execute(sa.select(
                 spec.instance_uuid, spec.spec).where(

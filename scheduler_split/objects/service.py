@@ -5,8 +5,8 @@ from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 import sqlalchemy as sa
 
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split.objects import base
 from scheduler_split import servicegroup
@@ -222,7 +222,7 @@ class Service(base.SchedulerSplitObject):
         ``ServiceNotFound``.
         """
         with engines.writer(ctx.cell_db) as session:
-            row = heartbeat_row(session, models.Service, host, binary,
+            row = heartbeat_row(session, cell_models.Service, host, binary,
                                 topic, version, create=create)
             if row is None:
                 raise exception.ServiceNotFound(host=host, binary=binary)
@@ -231,11 +231,12 @@ class Service(base.SchedulerSplitObject):
     @classmethod
     def get_all(cls, ctx, binary=None, host=None):
         with engines.reader(ctx.cell_db) as session:
-            query = sa.select(models.Service).order_by(models.Service.host)
+            query = sa.select(cell_models.Service).order_by(
+                cell_models.Service.host)
             if binary is not None:
-                query = query.where(models.Service.binary == binary)
+                query = query.where(cell_models.Service.binary == binary)
             if host is not None:
-                query = query.where(models.Service.host == host)
+                query = query.where(cell_models.Service.host == host)
             rows = list(session.scalars(query))
         services = []
         for row in rows:
@@ -247,7 +248,7 @@ class Service(base.SchedulerSplitObject):
 
     @staticmethod
     def _give_uuid(ctx, service_id):
-        service = models.Service
+        service = cell_models.Service
         with engines.writer(ctx.cell_db) as session:
             session.execute(sa.update(service).where(
                 service.id == service_id, service.uuid.is_(None)).values(
@@ -265,7 +266,7 @@ class Service(base.SchedulerSplitObject):
         """Write ``changes`` (disabled, disabled_reason, forced_down) to
         the record ``service_id``; the record as written, or None if it
         is gone."""
-        service = models.Service
+        service = cell_models.Service
         with engines.writer(ctx.cell_db) as session:
             row = session.get(service, service_id)
             if row is None:
@@ -281,15 +282,15 @@ class Service(base.SchedulerSplitObject):
     @classmethod
     def destroy(cls, ctx, service_id):
         with engines.writer(ctx.cell_db) as session:
-            return session.execute(sa.delete(models.Service).where(
-                models.Service.id == service_id)).rowcount == 1
+            return session.execute(sa.delete(cell_models.Service).where(
+                cell_models.Service.id == service_id)).rowcount == 1
 
     @classmethod
     def get_minimum_version(cls, ctx, binary):
         """The lowest service version of the ``binary`` services running
         in the targeted cell database, or None if none runs."""
         with engines.reader(ctx.cell_db) as session:
-            return minimum_version(session, models.Service, binary)
+            return minimum_version(session, cell_models.Service, binary)
 
 
 def rpc_version_for(service_version, api):

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import service as service_obj
@@ -49,7 +49,7 @@ class SchedulerAdmin:
         (``{disabled, disabled_reason, forced_down}``, read from its cell
         record of time ``updated_at``); the uuids of its compute nodes
         (empty if it never reported)."""
-        rp = models.ResourceProvider.__table__
+        rp = scheduler_models.ResourceProvider.__table__
         updated_at = reports.status_time(updated_at) or obj_base.naive_utc(
             obj_base.utcnow())
         stamp = self.host_manager.stamp()
@@ -83,7 +83,7 @@ class SchedulerAdmin:
     def delete_host(self, ctx, host):
         """Forget ``host``'s compute nodes; refused (``Conflict``) while
         any consumer holds an allocation on them. The uuids deleted."""
-        rp = models.ResourceProvider
+        rp = scheduler_models.ResourceProvider
         with engines.writer(self.db_url) as session:
             ids = dict(session.execute(sa.select(rp.id, rp.uuid).where(
                 rp.host == host)).all())
@@ -94,7 +94,7 @@ class SchedulerAdmin:
             below = list(parents)
             if ids:
                 held = session.scalar(sa.select(sa.func.count()).where(
-                    models.Allocation.resource_provider_id.in_(
+                    scheduler_models.Allocation.resource_provider_id.in_(
                         list(ids) + below)))
                 if held:
                     raise exception.Conflict(
@@ -117,7 +117,8 @@ class SchedulerAdmin:
     def get_compute_nodes(self, ctx):
         """Every compute node as os-hypervisors shows it: a list of
         plain dicts (what the scheduler's RPC answers with)."""
-        rp, alloc = models.ResourceProvider, models.Allocation
+        rp = scheduler_models.ResourceProvider
+        alloc = scheduler_models.Allocation
         states = self.host_manager.read_states()
         with engines.reader(self.db_url) as session:
             ids = dict(session.execute(sa.select(rp.uuid, rp.id)).all())
@@ -156,7 +157,7 @@ class SchedulerAdmin:
 
     def get_services(self, ctx):
         """The records of the scheduler services, as plain dicts."""
-        svc = models.SchedulerService
+        svc = scheduler_models.SchedulerService
         with engines.reader(self.db_url) as session:
             rows = session.scalars(sa.select(svc).order_by(svc.id))
             return [{'id': row.id, 'uuid': row.uuid, 'host': row.host,
@@ -168,7 +169,7 @@ class SchedulerAdmin:
 
     def delete_service(self, ctx, service_uuid):
         """Forget a scheduler's record; False if there is none."""
-        svc = models.SchedulerService
+        svc = scheduler_models.SchedulerService
         with engines.writer(self.db_url) as session:
             return session.execute(sa.delete(svc).where(
                 svc.uuid == service_uuid)).rowcount == 1
@@ -178,7 +179,7 @@ class SchedulerAdmin:
         version, in the scheduler database. Records that schedulers of a
         release before service uuids write get their uuid here, so that
         listing the services only reads."""
-        svc = models.SchedulerService
+        svc = scheduler_models.SchedulerService
         with engines.writer(self.db_url) as session:
             service_obj.heartbeat_row(session, svc, CONF.host,
                                       service_obj.SCHEDULER, 'scheduler')
@@ -191,7 +192,8 @@ class SchedulerAdmin:
         one included, recorded or not)."""
         with engines.reader(self.db_url) as session:
             minimum = service_obj.minimum_version(
-                session, models.SchedulerService, service_obj.SCHEDULER)
+                session, scheduler_models.SchedulerService,
+                service_obj.SCHEDULER)
         if minimum is None:
             return service_obj.SERVICE_VERSION
         return min(minimum, service_obj.SERVICE_VERSION)

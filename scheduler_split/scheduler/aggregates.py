@@ -19,7 +19,7 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 
 AZ_KEY = 'availability_zone'
@@ -89,7 +89,7 @@ def smallest(host_state, key, default, kind=float):
     return min(values) if values else default
 
 
-_AGGREGATES = models.Aggregate.__table__
+_AGGREGATES = scheduler_models.Aggregate.__table__
 # The two values of the signature, each a scalar subquery, for a reader
 # that asks them with other values in one statement.
 SIGNATURE_COUNT = sa.select(
@@ -133,7 +133,7 @@ MAX_ID = 2 ** 63 - 1
 # --- reads and writes, each one transaction ---------------------------------
 
 def _live(session, aggregate_id):
-    agg = models.Aggregate
+    agg = scheduler_models.Aggregate
     query = sa.select(agg).where(agg.deleted == 0)
     if uuidutils.is_uuid_like(str(aggregate_id)):
         query = query.where(agg.uuid == str(aggregate_id))
@@ -153,7 +153,7 @@ def _live(session, aggregate_id):
 
 
 def list_all(db_url):
-    agg = models.Aggregate
+    agg = scheduler_models.Aggregate
     with engines.reader(db_url) as session:
         return [to_dict(row) for row in session.scalars(
             sa.select(agg).where(agg.deleted == 0).order_by(agg.id))]
@@ -165,7 +165,7 @@ def get(db_url, aggregate_id):
 
 
 def _name_taken(session, name, but=None):
-    agg = models.Aggregate
+    agg = scheduler_models.Aggregate
     query = sa.select(agg.id).where(agg.deleted == 0, agg.name == name)
     if but is not None:
         query = query.where(agg.id != but)
@@ -175,8 +175,8 @@ def _name_taken(session, name, but=None):
 def _zones_of_hosts(session, hosts, but):
     """``{host: zone}`` that the aggregates other than ``but`` give
     ``hosts``."""
-    agg, ah = models.Aggregate, models.AggregateHost
-    meta = models.AggregateMetadata
+    agg, ah = scheduler_models.Aggregate, scheduler_models.AggregateHost
+    meta = scheduler_models.AggregateMetadata
     rows = session.execute(
         sa.select(ah.host, meta.value)
         .join(agg, agg.id == ah.aggregate_id)
@@ -209,10 +209,10 @@ def create(db_url, name, availability_zone=None):
     with engines.writer(db_url) as session:
         if _name_taken(session, name):
             raise exception.AggregateNameExists(aggregate_name=name)
-        row = models.Aggregate(uuid=uuidutils.generate_uuid(), name=name,
-                               generation=1, deleted=0)
+        row = scheduler_models.Aggregate(uuid=uuidutils.generate_uuid(),
+                                         name=name, generation=1, deleted=0)
         if availability_zone:
-            row.metadata_items = [models.AggregateMetadata(
+            row.metadata_items = [scheduler_models.AggregateMetadata(
                 key=AZ_KEY, value=availability_zone)]
         session.add(row)
         try:
@@ -270,7 +270,7 @@ def add_host(db_url, aggregate_id, host, known_hosts):
                     action='add host to', aggregate_id=row.id,
                     reason='One or more hosts already in availability '
                            'zone(s) %s' % [other])
-        row.hosts.append(models.AggregateHost(host=host))
+        row.hosts.append(scheduler_models.AggregateHost(host=host))
         _bump(session, row)
         session.flush()
         return to_dict(row)
@@ -300,7 +300,7 @@ def _set_metadata(session, row, metadata, action):
         elif key in items:
             items[key].value = value
         else:
-            item = models.AggregateMetadata(key=key, value=value)
+            item = scheduler_models.AggregateMetadata(key=key, value=value)
             row.metadata_items.append(item)
             items[key] = item
 

@@ -26,7 +26,7 @@ import itertools
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split.scheduler import placement_reads
 
 SHARES = 'MISC_SHARES_VIA_AGGREGATE'
@@ -35,10 +35,10 @@ MAX_COMBINATIONS = 100000
 # How many trees one read takes.
 TREES_A_PAGE = 500
 
-_RP = models.ResourceProvider.__table__
-_INV = models.Inventory.__table__
-_RPT = models.ResourceProviderTrait.__table__
-_TRAIT = models.Trait.__table__
+_RP = scheduler_models.ResourceProvider.__table__
+_INV = scheduler_models.Inventory.__table__
+_RPT = scheduler_models.ResourceProviderTrait.__table__
+_TRAIT = scheduler_models.Trait.__table__
 
 
 class _Provider:

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split.db import types
 from scheduler_split import exception
 from scheduler_split.objects import instance_group
@@ -98,9 +98,9 @@ def claim_allocation(url, provider_uuid, consumer_id, resources,
 # The tables a claim reads and writes, through SQLAlchemy Core: a claim
 # is a handful of small statements on the hot path of every boot, and the
 # ORM's unit of work would cost more than the statements themselves.
-_RP = models.ResourceProvider.__table__
-_INV = models.Inventory.__table__
-_ALLOC = models.Allocation.__table__
+_RP = scheduler_models.ResourceProvider.__table__
+_INV = scheduler_models.Inventory.__table__
+_ALLOC = scheduler_models.Allocation.__table__
 
 _CLAIMED = _RP.alias('claimed')
 # The provider, with a row per resource class of its inventory and what
@@ -287,7 +287,7 @@ def _on_tree(conn, provider, tree, resources, request):
 
 def _ensure_group(url, group):
     """Create the group's row on the first claim of any member."""
-    cg = models.ConsumerGroup
+    cg = scheduler_models.ConsumerGroup
     try:
         with engines.writer(url) as session:
             if session.scalar(sa.select(cg.id).where(
@@ -302,7 +302,7 @@ def _ensure_group(url, group):
 
 def _lock_group(session, group_uuid):
     """The group's row, locked until the transaction ends."""
-    cg = models.ConsumerGroup
+    cg = scheduler_models.ConsumerGroup
     return session.execute(
         sa.select(cg.id, cg.uuid, cg.policy, cg.max_per_host,
                   cg.generation).where(cg.uuid == group_uuid)
@@ -311,8 +311,8 @@ def _lock_group(session, group_uuid):
 
 def _check_group(session, group, provider, consumer_id):
     """Refuse ``provider`` if the group's policy forbids it."""
-    member = models.ConsumerGroupMember
-    alloc = models.Allocation
+    member = scheduler_models.ConsumerGroupMember
+    alloc = scheduler_models.Allocation
     # Where the other members are, and how many on each provider.
     placed = dict(session.execute(
         sa.select(alloc.resource_provider_id,
@@ -331,12 +331,12 @@ def _check_group(session, group, provider, consumer_id):
 
 
 def _join_group(session, group, consumer_id):
-    member = models.ConsumerGroupMember
+    member = scheduler_models.ConsumerGroupMember
     if session.scalar(sa.select(member.id).where(
             member.group_id == group.id,
             member.consumer_id == consumer_id)) is None:
         session.add(member(group_id=group.id, consumer_id=consumer_id))
-    cg = models.ConsumerGroup
+    cg = scheduler_models.ConsumerGroup
     result = session.execute(
         sa.update(cg).where(cg.id == group.id,
                             cg.generation == group.generation)
@@ -349,17 +349,17 @@ def _join_group(session, group, consumer_id):
 def group_hosts(url, group_uuid):
     """Host names of the group's members with allocations, one entry per
     member (a host holding two members is listed twice)."""
-    member = models.ConsumerGroupMember
-    alloc = models.Allocation
-    rp = models.ResourceProvider
+    member = scheduler_models.ConsumerGroupMember
+    alloc = scheduler_models.Allocation
+    rp = scheduler_models.ResourceProvider
     with engines.reader(url) as session:
         rows = session.execute(
             sa.select(alloc.consumer_id, rp.host).distinct()
             .join(rp, rp.id == alloc.resource_provider_id)
             .join(member, member.consumer_id == alloc.consumer_id)
-            .join(models.ConsumerGroup,
-                  models.ConsumerGroup.id == member.group_id)
-            .where(models.ConsumerGroup.uuid == group_uuid))
+            .join(scheduler_models.ConsumerGroup,
+                  scheduler_models.ConsumerGroup.id == member.group_id)
+            .where(scheduler_models.ConsumerGroup.uuid == group_uuid))
         return sorted(host for _, host in rows)
 
 
@@ -395,14 +395,15 @@ def release(url, consumer_id, stamp=None):
     with engines.writer(url) as session:
         dropped = _drop_allocations(session.connection(), consumer_id,
                                     stamp=stamp or NO_STAMP)
-        session.execute(sa.delete(models.ConsumerGroupMember).where(
-            models.ConsumerGroupMember.consumer_id == consumer_id))
+        session.execute(sa.delete(scheduler_models.ConsumerGroupMember).where(
+            scheduler_models.ConsumerGroupMember.consumer_id == consumer_id))
         if not dropped:
             return {}
         uuids = dict(session.execute(
-            sa.select(models.ResourceProvider.id,
-                      models.ResourceProvider.uuid)
-            .where(models.ResourceProvider.id.in_(list(dropped)))).all())
+            sa.select(scheduler_models.ResourceProvider.id,
+                      scheduler_models.ResourceProvider.uuid)
+            .where(scheduler_models.ResourceProvider.id.in_(
+                list(dropped)))).all())
         return {uuids[pid]: res for pid, res in dropped.items()}
 
 
@@ -472,12 +473,12 @@ def consumers_older_than(url, seconds, marker=None, limit=None):
     most ``limit`` of them."""
     cutoff = datetime.datetime.now(datetime.timezone.utc).replace(
         tzinfo=None) - datetime.timedelta(seconds=seconds)
-    consumer = models.Allocation.consumer_id
+    consumer = scheduler_models.Allocation.consumer_id
     # Those written through the Placement API (a port's, a node's) are no
     # server's or move's: nothing reconciles them away.
     query = sa.select(consumer).where(
-        models.Allocation.created_at < cutoff,
-        consumer.not_in(sa.select(models.Consumer.uuid))).distinct(
+        scheduler_models.Allocation.created_at < cutoff,
+        consumer.not_in(sa.select(scheduler_models.Consumer.uuid))).distinct(
     ).order_by(consumer)
     if marker is not None:
         query = query.where(consumer > marker)
@@ -491,13 +492,13 @@ def allocations_of(url, consumer_id):
     """``{provider_uuid: {rc: used}}`` that ``consumer_id`` holds."""
     with engines.reader(url) as session:
         rows = session.execute(
-            sa.select(models.ResourceProvider.uuid,
-                      models.Allocation.resource_class,
-                      models.Allocation.used)
-            .join(models.ResourceProvider,
-                  models.ResourceProvider.id ==
-                  models.Allocation.resource_provider_id)
-            .where(models.Allocation.consumer_id == consumer_id))
+            sa.select(scheduler_models.ResourceProvider.uuid,
+                      scheduler_models.Allocation.resource_class,
+                      scheduler_models.Allocation.used)
+            .join(scheduler_models.ResourceProvider,
+                  scheduler_models.ResourceProvider.id ==
+                  scheduler_models.Allocation.resource_provider_id)
+            .where(scheduler_models.Allocation.consumer_id == consumer_id))
         result = {}
         for uuid, rc, used in rows:
             result.setdefault(uuid, {})[rc] = used

@@ -51,7 +51,7 @@ import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.objects import base as obj_base
@@ -92,7 +92,7 @@ _CHUNK = 500
 FREEZE_FROM = 1000
 FREEZE_GROWTH = 0.1
 
-_RP = models.ResourceProvider.__table__
+_RP = scheduler_models.ResourceProvider.__table__
 
 # What each select reads first, in one statement: the highest provider
 # id, the aggregates' signature, and whether any host is disabled by the
@@ -701,7 +701,7 @@ class HostManager:
 
     def known_hosts(self):
         """The hosts whose compute has reported, from the database."""
-        rp = models.ResourceProvider
+        rp = scheduler_models.ResourceProvider
         with engines.reader(self.db_url) as session:
             return set(session.scalars(sa.select(rp.host).where(
                 rp.host.is_not(None)).distinct()))
@@ -808,7 +808,8 @@ class HostManager:
         """Make the host states know where ``consumers`` hold
         allocations now, whoever claimed them (another scheduler process
         too): one small query, for the same_host/different_host hints."""
-        alloc, rp = models.Allocation, models.ResourceProvider
+        alloc = scheduler_models.Allocation
+        rp = scheduler_models.ResourceProvider
         with engines.reader(self.db_url) as session:
             rows = session.execute(
                 sa.select(rp.uuid, alloc.consumer_id).distinct()

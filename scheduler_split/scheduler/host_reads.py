@@ -8,13 +8,13 @@ manager's first load, reloads and reads of single hosts all go through
 import sqlalchemy as sa
 from sqlalchemy.sql import util as sql_util
 
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split.scheduler import host_state
 from scheduler_split.scheduler import traits as traits_mod
 
-_RP = models.ResourceProvider.__table__
-_INV = models.Inventory.__table__
-_ALLOC = models.Allocation.__table__
+_RP = scheduler_models.ResourceProvider.__table__
+_INV = scheduler_models.Inventory.__table__
+_ALLOC = scheduler_models.Allocation.__table__
 
 _PROVIDER = sa.select(
     _RP.c.id, _RP.c.uuid, _RP.c.host, _RP.c.name, _RP.c.cell_uuid,

@@ -22,7 +22,7 @@ reconciliation, which releases only consumers without a record here.
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split.objects import base as obj_base
 from scheduler_split.scheduler import claims
@@ -30,10 +30,10 @@ from scheduler_split.scheduler import placement_providers
 
 RETRIES = 10
 
-_RP = models.ResourceProvider.__table__
-_INV = models.Inventory.__table__
-_ALLOC = models.Allocation.__table__
-_CONSUMER = models.Consumer.__table__
+_RP = scheduler_models.ResourceProvider.__table__
+_INV = scheduler_models.Inventory.__table__
+_ALLOC = scheduler_models.Allocation.__table__
+_CONSUMER = scheduler_models.Consumer.__table__
 # Left out of a write: its consumer's generation is not checked.
 UNCHECKED = 'unchecked'
 

@@ -21,19 +21,19 @@ import uuid as uuidlib
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split.objects import base as obj_base
 from scheduler_split import provider_model
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import placement_writes
 
-_RP = models.ResourceProvider.__table__
-_INV = models.Inventory.__table__
-_ALLOC = models.Allocation.__table__
-_RPT = models.ResourceProviderTrait.__table__
-_RPA = models.ResourceProviderAggregate.__table__
-_RC = models.ResourceClass.__table__
+_RP = scheduler_models.ResourceProvider.__table__
+_INV = scheduler_models.Inventory.__table__
+_ALLOC = scheduler_models.Allocation.__table__
+_RPT = scheduler_models.ResourceProviderTrait.__table__
+_RPA = scheduler_models.ResourceProviderAggregate.__table__
+_RC = scheduler_models.ResourceClass.__table__
 
 # Placement's largest integer, what max_unit is when left out.
 MAX_INT = 0x7FFFFFFF

@@ -20,7 +20,7 @@ after the ``next`` marker an answer carries.
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import rpcapi
 from scheduler_split.scheduler import traits as traits_mod
@@ -29,12 +29,12 @@ from scheduler_split.scheduler import traits as traits_mod
 # list (databases bound it).
 MAX_PAGE = rpcapi.MAX_PAGE
 
-_RP = models.ResourceProvider.__table__
-_INV = models.Inventory.__table__
-_ALLOC = models.Allocation.__table__
-_AGG = models.Aggregate.__table__
-_AGG_HOST = models.AggregateHost.__table__
-_RPA = models.ResourceProviderAggregate.__table__
+_RP = scheduler_models.ResourceProvider.__table__
+_INV = scheduler_models.Inventory.__table__
+_ALLOC = scheduler_models.Allocation.__table__
+_AGG = scheduler_models.Aggregate.__table__
+_AGG_HOST = scheduler_models.AggregateHost.__table__
+_RPA = scheduler_models.ResourceProviderAggregate.__table__
 _PARENT = _RP.alias('parent')
 _ROOT = _RP.alias('root')
 # A provider's root: itself when it has none recorded.
@@ -136,8 +136,8 @@ def _conditions(filters):
 def _has_trait(names):
     """The provider of the enclosing query has one of the traits
     ``names``."""
-    rpt = models.ResourceProviderTrait.__table__
-    trait = models.Trait.__table__
+    rpt = scheduler_models.ResourceProviderTrait.__table__
+    trait = scheduler_models.Trait.__table__
     return sa.exists().where(
         rpt.c.resource_provider_id == _RP.c.id,
         rpt.c.trait_id == trait.c.id, trait.c.name.in_(sorted(names)))

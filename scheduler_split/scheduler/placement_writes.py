@@ -14,19 +14,19 @@ the traits the compute itself reports (:func:`traits.store_reported`).
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split.objects import base as obj_base
 from scheduler_split import provider_model
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import traits as traits_mod
 
-_RP = models.ResourceProvider.__table__
-_TRAIT = models.Trait.__table__
-_RPT = models.ResourceProviderTrait.__table__
-_RC = models.ResourceClass.__table__
-_INV = models.Inventory.__table__
-_ALLOC = models.Allocation.__table__
+_RP = scheduler_models.ResourceProvider.__table__
+_TRAIT = scheduler_models.Trait.__table__
+_RPT = scheduler_models.ResourceProviderTrait.__table__
+_RC = scheduler_models.ResourceClass.__table__
+_INV = scheduler_models.Inventory.__table__
+_ALLOC = scheduler_models.Allocation.__table__
 
 
 def list_traits(url, names=None, prefix=None, associated=None):

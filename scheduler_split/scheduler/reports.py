@@ -31,7 +31,7 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.objects import base as obj_base
@@ -48,8 +48,8 @@ MAX_BATCH = 250
 # Values per IN list.
 _CHUNK = 500
 
-_RP = models.ResourceProvider.__table__
-_INV = models.Inventory.__table__
+_RP = scheduler_models.ResourceProvider.__table__
+_INV = scheduler_models.Inventory.__table__
 
 # A report's time alone, and who wrote it: what changed_at and changed_by
 # say (the last change of anything else) stays.
@@ -190,7 +190,7 @@ def _unused(conn, pairs):
     of: an inventory still in use stays until its consumers go."""
     if not pairs:
         return []
-    alloc = models.Allocation.__table__
+    alloc = scheduler_models.Allocation.__table__
     used = set()
     for rp_id in {rp_id for rp_id, _ in pairs}:
         used.update((rp_id, rc) for (rc,) in conn.execute(
@@ -613,7 +613,7 @@ def _store_children(conn, trees, stamp, changed_at):
     changed |= traits_mod.store_reported(conn, reported_traits)
     # Those no longer named, deepest first: deleted if nothing is
     # allocated of them and nothing hangs below them any more.
-    alloc = models.Allocation.__table__
+    alloc = scheduler_models.Allocation.__table__
     for row in sorted(gone, key=lambda row: -row.id):
         in_use = conn.execute(sa.select(alloc.c.id).where(
             alloc.c.resource_provider_id == row.id).limit(1)).first()
@@ -627,9 +627,9 @@ def _store_children(conn, trees, stamp, changed_at):
         conn.execute(traits_mod.PROVIDER_TRAITS_TABLE.delete().where(
             traits_mod.PROVIDER_TRAITS_TABLE.c.resource_provider_id ==
             row.id))
-        conn.execute(models.ResourceProviderAggregate.__table__.delete()
-                     .where(models.ResourceProviderAggregate.__table__.c
-                            .resource_provider_id == row.id))
+        aggregates = scheduler_models.ResourceProviderAggregate.__table__
+        conn.execute(aggregates.delete()
+                     .where(aggregates.c.resource_provider_id == row.id))
         conn.execute(_RP.delete().where(_RP.c.id == row.id))
         changed.add(row.root_provider_id)
     if changed:

@@ -5,11 +5,11 @@ first use, and which providers have which (``resource_provider_traits``).
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split.objects import base as obj_base
 
-_TRAIT = models.Trait.__table__
-_RPT = models.ResourceProviderTrait.__table__
+_TRAIT = scheduler_models.Trait.__table__
+_RPT = scheduler_models.ResourceProviderTrait.__table__
 PROVIDER_TRAITS_TABLE = _RPT
 _CHUNK = 500
 

@@ -154,14 +154,14 @@ def test_owner_of_a_failed_server_sees_no_traceback(system, fake_driver):
     """A fault whose text carries a traceback (as an error raised in
     another service does) shows its owner the first line and no details;
     an admin sees all of it."""
+    from scheduler_split.db import cell_models
     from scheduler_split.db import engines
-    from scheduler_split.db import models
     fake_driver('fail_hosts', ['cell1-compute1'])
     owner = system.api.as_user('victim:victim')
     server_id = owner.boot(name='doomed')
     assert owner.wait_for(server_id)['status'] == 'ERROR'
     with engines.writer(system.aio.cells[-1].database_connection) as s:
-        s.add(models.InstanceFault(
+        s.add(cell_models.InstanceFault(
             instance_uuid=server_id, code=500, message=REMOTE_ERROR[:255],
             details=REMOTE_ERROR))
     for view in (owner.server(server_id),

@@ -13,8 +13,8 @@ import webob
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 
@@ -160,7 +160,7 @@ class Reads:
         self._listening.append((target, name, fn))
 
     def __enter__(self):
-        self._listen(models.Instance, 'load', self._loaded)
+        self._listen(cell_models.Instance, 'load', self._loaded)
         for name, engine in self.engines.items():
             self._listen(engine, 'after_cursor_execute',
                          self._ran(self.statements[name]))

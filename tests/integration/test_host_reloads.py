@@ -16,7 +16,7 @@ from scheduler_split import conf
 from scheduler_split import context
 from scheduler_split.db import engines
 from scheduler_split.db import migration
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split.scheduler import endpoint as scheduler_endpoint
 from scheduler_split.scheduler import host_manager
 from tests.integration import backends
@@ -127,7 +127,7 @@ def test_a_reload_reads_what_another_scheduler_changed_and_no_more(
     assert states['h1'].capacity('MEMORY_MB') == 16384
     assert states['h1'].used['MEMORY_MB'] == 512
     assert states['h3'].used['MEMORY_MB'] == 512
-    rp = models.ResourceProvider
+    rp = scheduler_models.ResourceProvider
     with engines.reader(scheduler_db) as session:
         stamps = dict(session.execute(
             sa.select(rp.host, rp.changed_by)).all())

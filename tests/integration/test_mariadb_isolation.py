@@ -11,9 +11,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
 from scheduler_split.db import migration
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import quota
 from scheduler_split.scheduler import claims
@@ -145,7 +145,7 @@ def api_db(server):
 def _quota_generation(url):
     with engines.reader(url) as session:
         return session.scalar(sa.select(
-            models.ProjectQuotaLock.generation))
+            api_models.ProjectQuotaLock.generation))
 
 
 def test_the_first_create_of_a_project_takes_its_turn(api_db, isolation):

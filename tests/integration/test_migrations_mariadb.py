@@ -6,6 +6,7 @@ from alembic import migration as alembic_migration
 import pytest
 import sqlalchemy as sa
 
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
 from scheduler_split.db import migration
 from scheduler_split.db import models
@@ -65,14 +66,14 @@ def test_a_server_keeps_emoji_microseconds_and_large_metadata(devstack_db):
     # characters, here of four bytes each (past TEXT's 64 KiB).
     metadata = '{%s}' % ', '.join(
         '"key-%03d": "%s"' % (i, '\U0001F680' * 255) for i in range(128))
-    created = models._now()
+    created = models.now()
     assert created.microsecond
     with engines.writer(devstack_db) as session:
-        session.add(models.Instance(
+        session.add(cell_models.Instance(
             uuid='8b0f6c1e-2d3a-4e5f-9a8b-7c6d5e4f3a21', project_id='p',
             display_name='vm \U0001F680', vm_state='building', flavor='{}',
             metadata_=metadata, created_at=created))
     with engines.reader(devstack_db) as session:
-        row = session.scalars(sa.select(models.Instance)).one()
+        row = session.scalars(sa.select(cell_models.Instance)).one()
         assert (row.display_name, row.metadata_, row.created_at) == (
             'vm \U0001F680', metadata, created)

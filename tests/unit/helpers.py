@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from scheduler_split.db import engines
 from scheduler_split.db import migration
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import objects
 
 objects.register_all()
@@ -67,7 +67,7 @@ def host_stats(vcpus=4, memory_mb=4096, local_gb=100, **extra):
 
 def provider_usage(url, provider_uuid):
     """{rc: sum of used} on the provider, read straight from the table."""
-    rp, alloc = models.ResourceProvider, models.Allocation
+    rp, alloc = scheduler_models.ResourceProvider, scheduler_models.Allocation
     with engines.reader(url) as session:
         return dict(session.execute(
             sa.select(alloc.resource_class, sa.func.sum(alloc.used))

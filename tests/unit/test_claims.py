@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import host_manager
@@ -25,14 +25,15 @@ def _provider(url, host='host1', **stats):
 
 def _generation(url, uuid):
     with engines.reader(url) as session:
-        return session.scalar(sa.select(models.ResourceProvider.generation)
-                              .where(models.ResourceProvider.uuid == uuid))
+        rp = scheduler_models.ResourceProvider
+        return session.scalar(sa.select(rp.generation)
+                              .where(rp.uuid == uuid))
 
 
 def _allocation_count(url):
     with engines.reader(url) as session:
         return session.scalar(sa.select(sa.func.count())
-                              .select_from(models.Allocation))
+                              .select_from(scheduler_models.Allocation))
 
 
 # --- claim ------------------------------------------------------------------
@@ -608,7 +609,7 @@ GPUS = [{'name': 'host1-node_pgpu%d' % i, 'parent': None,
 
 
 def _children(url, root_uuid):
-    rp = models.ResourceProvider
+    rp = scheduler_models.ResourceProvider
     root = sa.orm.aliased(rp)
     with engines.reader(url) as session:
         return dict(session.execute(sa.select(rp.name, rp.uuid).join(

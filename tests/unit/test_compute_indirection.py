@@ -22,8 +22,8 @@ from scheduler_split.conductor import records
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import memory_bus
 from scheduler_split import objects
@@ -164,9 +164,9 @@ def _create(url, uuid=UUID, task_state=instance_obj.SCHEDULING, host=None,
         old = helpers.naive_utcnow() - datetime.timedelta(
             seconds=seconds_ago)
         with engines.writer(url) as session:
-            session.execute(sa.update(models.Instance).where(
-                models.Instance.uuid == uuid).values(updated_at=old,
-                                                     created_at=old))
+            session.execute(sa.update(cell_models.Instance).where(
+                cell_models.Instance.uuid == uuid).values(updated_at=old,
+                                                          created_at=old))
     return instance
 
 
@@ -178,12 +178,12 @@ def _row(url, uuid=UUID):
 def _events(url, uuid=UUID):
     with engines.reader(url) as session:
         return [(e.event, e.result, e.host) for e in session.scalars(
-            sa.select(models.InstanceActionEvent).join(
-                models.InstanceAction,
-                models.InstanceAction.id ==
-                models.InstanceActionEvent.action_id).where(
-                models.InstanceAction.instance_uuid == uuid).order_by(
-                models.InstanceActionEvent.id))]
+            sa.select(cell_models.InstanceActionEvent).join(
+                cell_models.InstanceAction,
+                cell_models.InstanceAction.id ==
+                cell_models.InstanceActionEvent.action_id).where(
+                cell_models.InstanceAction.instance_uuid == uuid).order_by(
+                cell_models.InstanceActionEvent.id))]
 
 
 def _build(cell, instance):
@@ -528,8 +528,8 @@ def test_a_delete_whose_last_steps_failed_is_finished_by_a_later_settle(
     old = helpers.naive_utcnow() - datetime.timedelta(
         seconds=CONF.compute.unfinished_build_check_interval + 5)
     with engines.writer(cell.url) as session:
-        session.execute(sa.update(models.Instance).where(
-            models.Instance.uuid == UUID).values(updated_at=old))
+        session.execute(sa.update(cell_models.Instance).where(
+            cell_models.Instance.uuid == UUID).values(updated_at=old))
 
     cell.compute.settle_instances()
 
@@ -632,9 +632,9 @@ def test_a_build_left_spawning_by_a_previous_run_goes_on_to_an_alternate(
 def _service(url, host, seconds_ago):
     seen = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds_ago)
     with engines.writer(url) as session:
-        session.add(models.Service(host=host, binary=service_obj.COMPUTE,
-                                   topic='compute', report_count=1,
-                                   last_seen_up=seen, version=3))
+        session.add(cell_models.Service(host=host, binary=service_obj.COMPUTE,
+                                        topic='compute', report_count=1,
+                                        last_seen_up=seen, version=3))
 
 
 def test_the_sweep_fails_builds_on_a_host_whose_compute_is_down(

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.scheduler import endpoint as scheduler_endpoint
@@ -250,7 +250,7 @@ def test_hosts_written_before_changes_were_stamped_are_loaded(
     first, second = two_schedulers
     _add_host(first, 'h1')
     with engines.writer(scheduler_db) as session:
-        session.execute(sa.update(models.ResourceProvider).values(
+        session.execute(sa.update(scheduler_models.ResourceProvider).values(
             changed_at=None, changed_by=None))
     assert list(_states(second)) == ['h1']
 
@@ -284,8 +284,9 @@ def test_a_cast_report_waits_for_no_transaction_and_is_written(
     release.set()
     holder.join(10)
     with engines.reader(scheduler_db) as session:
-        total = session.scalar(sa.select(models.Inventory.total).where(
-            models.Inventory.resource_class == 'MEMORY_MB'))
+        total = session.scalar(
+            sa.select(scheduler_models.Inventory.total).where(
+                scheduler_models.Inventory.resource_class == 'MEMORY_MB'))
     assert total == 16384
     assert first.host_manager.get(uuid).capacity('MEMORY_MB') == 16384
 
@@ -314,7 +315,7 @@ def test_a_burst_of_changed_reports_from_many_threads_loses_none(
     # Whatever was left queued is written by the next writer.
     _add_host(first, 'last')
 
-    rp = models.ResourceProvider
+    rp = scheduler_models.ResourceProvider
     with engines.reader(scheduler_db) as session:
         rows = session.execute(sa.select(rp.host, rp.host_ip,
                                          rp.num_io_ops)).all()
@@ -367,11 +368,12 @@ def test_a_report_that_repeats_one_still_waiting_is_written_too(
     _add_host(first, 'h2')
     assert first.host_manager.get(uuid).capacity('MEMORY_MB') == 8192
     with engines.reader(scheduler_db) as session:
-        assert session.scalar(sa.select(models.Inventory.total).where(
-            models.Inventory.resource_class == 'MEMORY_MB',
-            models.Inventory.resource_provider_id == sa.select(
-                models.ResourceProvider.id).where(
-                models.ResourceProvider.uuid == uuid).scalar_subquery())
+        inventory = scheduler_models.Inventory
+        rp = scheduler_models.ResourceProvider
+        assert session.scalar(sa.select(inventory.total).where(
+            inventory.resource_class == 'MEMORY_MB',
+            inventory.resource_provider_id == sa.select(rp.id).where(
+                rp.uuid == uuid).scalar_subquery())
         ) == 8192
 
 

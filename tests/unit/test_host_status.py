@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import endpoint as scheduler_endpoint
@@ -289,7 +289,7 @@ def test_a_host_goes_with_the_providers_below_it(manager, ctx,
     assert manager.delete_host(ctx, 'h1') == [uuid]
     with engines.reader(scheduler_db) as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(
-            models.ResourceProvider)) == 0
+            scheduler_models.ResourceProvider)) == 0
 
 
 def test_a_disable_racing_claims_leaves_no_claim_after_it(scheduler_db,

@@ -17,8 +17,9 @@ import sqlalchemy as sa
 
 from scheduler_split.cmd import manage as manage_module
 from scheduler_split import conf
+from scheduler_split.db import api_models
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import objects
 
 CONF = conf.CONF
@@ -157,9 +158,9 @@ def _insert(cloud, database, table, **values):
 def _map_host(cloud, host, cell_uuid):
     engine = sa.create_engine('sqlite:///%s' % (cloud / 'api.sqlite'))
     with engine.begin() as connection:
-        cell_id = connection.scalar(sa.select(models.CellMapping.id).where(
-            models.CellMapping.uuid == cell_uuid))
-        connection.execute(models.HostMapping.__table__.insert().values(
+        cell_id = connection.scalar(sa.select(api_models.CellMapping.id).where(
+            api_models.CellMapping.uuid == cell_uuid))
+        connection.execute(api_models.HostMapping.__table__.insert().values(
             host=host, cell_id=cell_id))
     engine.dispose()
 
@@ -167,12 +168,13 @@ def _map_host(cloud, host, cell_uuid):
 def _add_instance(cloud, cell_name, cell_uuid, uuid, deleted=False):
     engine = sa.create_engine('sqlite:///%s' % (cloud / 'api.sqlite'))
     with engine.begin() as connection:
-        cell_id = connection.scalar(sa.select(models.CellMapping.id).where(
-            models.CellMapping.uuid == cell_uuid))
-        connection.execute(models.InstanceMapping.__table__.insert().values(
-            instance_uuid=uuid, cell_id=cell_id, project_id='p'))
+        cell_id = connection.scalar(sa.select(api_models.CellMapping.id).where(
+            api_models.CellMapping.uuid == cell_uuid))
+        connection.execute(
+            api_models.InstanceMapping.__table__.insert().values(
+                instance_uuid=uuid, cell_id=cell_id, project_id='p'))
     engine.dispose()
-    _insert(cloud, cell_name + '.sqlite', models.Instance.__table__,
+    _insert(cloud, cell_name + '.sqlite', cell_models.Instance.__table__,
             uuid=uuid, project_id='p', vm_state='active',
             flavor=objects.Flavor(
                 flavorid='1', name='m1.tiny', memory_mb=512, vcpus=1,
@@ -379,7 +381,7 @@ def test_list_hosts_of_all_cells_and_of_one(cloud):
     cells = _cells(cloud)
     for host, cell in (('c2-b', 'cell2'), ('c1-a', 'cell1'),
                        ('c2-a', 'cell2')):
-        _insert(cloud, cell + '.sqlite', models.Service.__table__,
+        _insert(cloud, cell + '.sqlite', cell_models.Service.__table__,
                 host=host, binary='scheduler-split-compute',
                 topic='compute')
     assert 'Mapped host c1-a' in ok(cloud, 'cell_v2', 'discover_hosts')

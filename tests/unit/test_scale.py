@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler import manager as scheduler_manager
@@ -120,7 +120,7 @@ def test_when_every_sampled_host_refuses_every_host_is_considered(
     _add_hosts(manager, 1, prefix='free', instances=1)
     # Every "full" host is full in the database, which the scheduler's
     # memory does not know: only the claim can tell.
-    rp, alloc = models.ResourceProvider, models.Allocation
+    rp, alloc = scheduler_models.ResourceProvider, scheduler_models.Allocation
     with engines.writer(scheduler_db) as session:
         for row in session.scalars(sa.select(rp).where(
                 rp.host.like('full%'))):
@@ -139,7 +139,7 @@ def test_a_report_that_says_nothing_new_only_moves_the_time(
         manager, scheduler_db):
     stats = helpers.host_stats()
     uuid = manager.host_manager.update_from_stats(CELL, 'h1', 'h1', stats)
-    rp, inv = models.ResourceProvider, models.Inventory
+    rp, inv = scheduler_models.ResourceProvider, scheduler_models.Inventory
 
     def written():
         with engines.reader(scheduler_db) as session:
@@ -187,7 +187,7 @@ def test_a_burst_of_first_reports_from_many_threads_loses_none(
     for worker in workers:
         worker.join()
 
-    rp, inv = models.ResourceProvider, models.Inventory
+    rp, inv = scheduler_models.ResourceProvider, scheduler_models.Inventory
     with engines.reader(scheduler_db) as session:
         assert session.scalar(sa.select(sa.func.count(rp.id))) == \
             threads * per_thread
@@ -216,6 +216,6 @@ def test_a_bad_report_in_a_burst_fails_alone(manager, scheduler_db):
         worker.join()
 
     assert [(index, type(exc)) for index, exc in errors] == [(7, KeyError)]
-    rp = models.ResourceProvider
+    rp = scheduler_models.ResourceProvider
     with engines.reader(scheduler_db) as session:
         assert session.scalar(sa.select(sa.func.count(rp.id))) == 23

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from scheduler_split import context
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.scheduler import claims
@@ -316,8 +316,8 @@ def test_host_that_stopped_reporting_is_not_chosen(manager, ctx,
     _add_host(manager, CELL_A, 'small', 2)
     old = helpers.naive_utcnow() - datetime.timedelta(hours=1)
     with engines.writer(scheduler_db) as session:
-        session.execute(sa.update(models.ResourceProvider)
-                        .where(models.ResourceProvider.uuid == big)
+        session.execute(sa.update(scheduler_models.ResourceProvider)
+                        .where(scheduler_models.ResourceProvider.uuid == big)
                         .values(last_report_at=old))
     [host_list] = manager.select_destinations(ctx, _spec(), _uuids(1))
     assert host_list[0].service_host == 'small'

@@ -6,7 +6,7 @@ import datetime
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split.objects import service as service_obj
 from scheduler_split.scheduler import host_state
 from scheduler_split import servicegroup
@@ -85,7 +85,7 @@ def test_a_host_that_stopped_reporting_is_down_enabled_or_not(override):
 
 def test_the_database_counts_the_same_services_up(scheduler_db, override):
     override('service_down_time', 60)
-    svc = models.SchedulerService
+    svc = scheduler_models.SchedulerService
     with engines.writer(scheduler_db) as session:
         for host, age in (('edge', 60), ('late', 61)):
             session.add(svc(host=host, binary=service_obj.SCHEDULER,

@@ -12,8 +12,9 @@ from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor.tasks import build as build_task
 from scheduler_split import context
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
+from scheduler_split.db import scheduler_models
 from scheduler_split import memory_bus
 from scheduler_split import objects
 from scheduler_split.objects import service as service_obj
@@ -66,9 +67,9 @@ def _record(url, host, binary, version, seconds_ago=0):
     before service versions) leaves it."""
     seen = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds_ago)
     with engines.writer(url) as session:
-        session.add(models.Service(host=host, binary=binary, topic='t',
-                                   report_count=1, last_seen_up=seen,
-                                   version=version))
+        session.add(cell_models.Service(host=host, binary=binary, topic='t',
+                                        report_count=1, last_seen_up=seen,
+                                        version=version))
 
 
 # --- objects -----------------------------------------------------------------
@@ -301,7 +302,7 @@ def test_auto_is_kept_for_auto_cache_time(override, cell_db):
     assert cap.resolve() == '1.0'
 
     with engines.writer(cell_db) as session:
-        session.query(models.Service).update({'version': 1})
+        session.query(cell_models.Service).update({'version': 1})
     assert cap.resolve() == '1.0'
 
     override('auto_cache_time', 0, group='upgrade_levels')
@@ -341,7 +342,7 @@ def test_schedulers_report_their_service_version_in_their_database(
 
     manager.report_service()
     with engines.writer(scheduler_db) as session:
-        session.add(models.SchedulerService(
+        session.add(scheduler_models.SchedulerService(
             host='scheduler-b', binary=service_obj.SCHEDULER,
             topic='scheduler', report_count=1,
             last_seen_up=helpers.naive_utcnow(), version=0))
@@ -355,7 +356,7 @@ def test_a_scheduler_record_of_a_release_before_uuids_gets_one_at_a_heartbeat(
     scheduler = scheduler_endpoint.Scheduler(scheduler_db)
     ctx = context.get_admin_context()
     with engines.writer(scheduler_db) as session:
-        session.add(models.SchedulerService(
+        session.add(scheduler_models.SchedulerService(
             host='scheduler-old', binary=service_obj.SCHEDULER,
             topic='scheduler', report_count=1,
             last_seen_up=helpers.naive_utcnow(), version=4))

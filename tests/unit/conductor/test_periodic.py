@@ -7,8 +7,8 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler_split.conductor import periodic
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import memory_bus
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
@@ -41,7 +41,7 @@ def _moving(cloud, scheduler, task_state, host='src'):
     migration.create(cloud.in_cell())
     an_hour_ago = helpers.naive_utcnow() - datetime.timedelta(hours=1)
     with engines.writer(cloud.cell1.database_connection) as session:
-        session.execute(sa.update(models.Migration).values(
+        session.execute(sa.update(cell_models.Migration).values(
             created_at=an_hour_ago, updated_at=an_hour_ago))
     scheduler.held.update({migration.uuid: 'src', instance.uuid: 'h1'})
     return instance, migration
@@ -81,8 +81,8 @@ def test_a_move_that_happened_unrecorded_only_releases_the_source(
 def _an_hour_old(cloud, instance):
     an_hour_ago = helpers.naive_utcnow() - datetime.timedelta(hours=1)
     with engines.writer(cloud.cell1.database_connection) as session:
-        session.execute(sa.update(models.Instance).where(
-            models.Instance.uuid == instance.uuid).values(
+        session.execute(sa.update(cell_models.Instance).where(
+            cell_models.Instance.uuid == instance.uuid).values(
             updated_at=an_hour_ago))
 
 
@@ -134,8 +134,8 @@ def test_servers_soft_deleted_longer_than_the_interval_are_reclaimed(
     with engines.writer(cloud.cell1.database_connection) as session:
         for instance, when in ((old, an_hour_ago), (fresh, now),
                                (restoring, an_hour_ago)):
-            session.execute(sa.update(models.Instance).where(
-                models.Instance.uuid == instance.uuid).values(
+            session.execute(sa.update(cell_models.Instance).where(
+                cell_models.Instance.uuid == instance.uuid).values(
                 deleted_at=when))
 
     assert sweeps.reclaim_soft_deleted() == [old.uuid]

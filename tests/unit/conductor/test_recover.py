@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 from scheduler_split.conductor import periodic
 from scheduler_split.conductor import records
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import memory_bus
 from scheduler_split import objects
@@ -45,18 +45,19 @@ def _compute(cloud, host, seconds_ago=0):
     """The service record of ``host``'s compute, last heard of then."""
     seen = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds_ago)
     with engines.writer(cloud.cell1.database_connection) as session:
-        session.add(models.Service(host=host, binary=service_obj.COMPUTE,
-                                   topic='compute', report_count=1,
-                                   last_seen_up=seen, version=14))
+        session.add(cell_models.Service(host=host, binary=service_obj.COMPUTE,
+                                        topic='compute', report_count=1,
+                                        last_seen_up=seen, version=14))
 
 
 def _age(cloud, uuid, seconds):
     """Nothing touched the build or its plan for ``seconds``."""
     then = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds)
     with engines.writer(cloud.cell1.database_connection) as session:
-        for model, column in ((models.Instance, models.Instance.uuid),
-                              (models.BuildPlan,
-                               models.BuildPlan.instance_uuid)):
+        for model, column in ((cell_models.Instance,
+                               cell_models.Instance.uuid),
+                              (cell_models.BuildPlan,
+                               cell_models.BuildPlan.instance_uuid)):
             session.execute(sa.update(model).where(column == uuid).values(
                 created_at=then, updated_at=then))
 

@@ -8,8 +8,8 @@ import sqlalchemy as sa
 
 from scheduler_split.conductor import periodic
 from scheduler_split import conf
+from scheduler_split.db import api_models
 from scheduler_split.db import engines
-from scheduler_split.db import models
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
@@ -39,8 +39,8 @@ def _taken(cloud, host, seconds_ago):
     build_request, _ = cloud.boot()
     then = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds_ago)
     with engines.writer(_api_url()) as session:
-        session.execute(sa.update(models.BuildRequest).where(
-            models.BuildRequest.instance_uuid ==
+        session.execute(sa.update(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid ==
             build_request.instance_uuid).values(taken_at=then,
                                                 taken_by=host))
     return build_request
@@ -61,8 +61,8 @@ def _row_in_cell(cloud, build_request):
 
 def _untaken(cloud, uuid):
     with engines.reader(_api_url()) as session:
-        row = session.scalars(sa.select(models.BuildRequest).where(
-            models.BuildRequest.instance_uuid == uuid)).one()
+        row = session.scalars(sa.select(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid == uuid)).one()
     return row.taken_at is None and row.taken_by is None
 
 
