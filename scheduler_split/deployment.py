@@ -13,10 +13,11 @@ from scheduler_split import cells
 from scheduler_split.compute import manager as compute_manager
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import cell_manager
-from scheduler_split.conductor import periodic
+from scheduler_split.conductor import cell_periodic
 from scheduler_split.conductor import records
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor import super_manager
+from scheduler_split.conductor import super_periodic
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import outage
@@ -49,7 +50,7 @@ def scheduler_service(cell_mappings):
 
 def super_conductor_service():
     manager = super_manager.SuperConductorManager(rpc.get_transport())
-    sweeps = periodic.SuperConductorPeriodics(rpc.get_transport())
+    sweeps = super_periodic.SuperConductorPeriodics(rpc.get_transport())
     svc = service.Service('super-conductor')
     # A database that goes away mid-call is waited for (db.outage).
     svc.listen(rpc.get_transport(), conductor_rpcapi.TOPIC,
@@ -76,7 +77,7 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     one RPC server of its cell's bus, and the cell's sweeps."""
     transport = rpc.get_transport(transport_url)
     manager = cell_manager.CellConductorManager(cell_db, transport)
-    sweeps = periodic.CellConductorPeriodics(cell_db, transport)
+    sweeps = cell_periodic.CellConductorPeriodics(cell_db, transport)
     svc = service.Service(name, kind='cell-conductor')
     svc.listen(transport, conductor_rpcapi.TOPIC,
                [outage.RetryingEndpoint(manager),

@@ -2,7 +2,7 @@
 
 It only dispatches. Each long operation is a task (``conductor/tasks``),
 which of the scheduler's claims are still needed is ``reconcile``'s to
-say, and the sweeps are in ``periodic``. The super-conductor turns build
+say, and the sweeps are in ``super_periodic``. The super-conductor turns build
 requests into instances in the cell the scheduler chose, and places the
 moves the API asks for; it never sends a build or a move across cells.
 """

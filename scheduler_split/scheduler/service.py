@@ -13,7 +13,7 @@ from scheduler_split.db import outage
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split import rpc
-from scheduler_split.scheduler import endpoint
+from scheduler_split.scheduler import process
 from scheduler_split.scheduler import rpcapi as scheduler_rpcapi
 from scheduler_split import service
 from scheduler_split import servicegroup
@@ -86,7 +86,7 @@ class SchedulerService(service.Service):
 
 def build(cell_mappings):
     """The scheduler service on the API bus and on every cell's bus."""
-    manager = endpoint.Scheduler()
+    manager = process.Scheduler()
     # Before the first request rather than in it, and beside it: the
     # first select waits only for the first page of hosts, and chooses
     # among the hosts read so far (see host_manager).

@@ -5,7 +5,7 @@ import oslo_messaging as messaging
 import pytest
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
-from scheduler_split.conductor import periodic
+from scheduler_split.conductor import super_periodic
 from scheduler_split.conductor.tasks import build as build_task
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -225,7 +225,7 @@ def test_heal_releases_allocations_that_no_instance_needs(start_system):
 
     # The super-conductor's reconciliation, over the bus to the
     # scheduler and back.
-    sweeps = periodic.SuperConductorPeriodics()
+    sweeps = super_periodic.SuperConductorPeriodics()
     CONF.set_override('heal_allocations_grace', 0, group='conductor')
     assert sorted(sweeps.heal_allocations()) == sorted([gone, ghost])
     assert set(system.allocations()) == {keep}

@@ -397,7 +397,7 @@ def test_reconciliation_keeps_every_claim_while_a_cell_cannot_be_read(
 
     import sqlalchemy.exc
 
-    from scheduler_split.conductor import periodic
+    from scheduler_split.conductor import super_periodic
     from scheduler_split.scheduler import claims
 
     system = start_system(cells=1, hosts_per_cell=1)
@@ -409,7 +409,7 @@ def test_reconciliation_keeps_every_claim_while_a_cell_cannot_be_read(
     claims.claim(system.scheduler_db(), provider, ghost,
                  {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1})
     CONF.set_override('heal_allocations_grace', 0, group='conductor')
-    sweeps = periodic.SuperConductorPeriodics()
+    sweeps = super_periodic.SuperConductorPeriodics()
 
     def cell_down(*args, **kwargs):
         raise sqlalchemy.exc.OperationalError('SELECT', {},
@@ -425,7 +425,7 @@ def test_reconciliation_keeps_every_claim_while_a_cell_cannot_be_read(
 
 def test_reconciliation_stops_quietly_while_no_scheduler_answers(
         start_system, monkeypatch):
-    from scheduler_split.conductor import periodic
+    from scheduler_split.conductor import super_periodic
 
     system = start_system(cells=1, hosts_per_cell=1)
     api = system.api
@@ -437,7 +437,7 @@ def test_reconciliation_stops_quietly_while_no_scheduler_answers(
     monkeypatch.setattr(scheduler_client.SchedulerClient, 'list_consumers',
                         away)
     CONF.set_override('heal_allocations_grace', 0, group='conductor')
-    assert periodic.SuperConductorPeriodics().heal_allocations() == []
+    assert super_periodic.SuperConductorPeriodics().heal_allocations() == []
     assert set(system.allocations()) == {keep}
 
 

@@ -17,8 +17,8 @@ from scheduler_split import context
 from scheduler_split.db import engines
 from scheduler_split.db import migration
 from scheduler_split.db import scheduler_models
-from scheduler_split.scheduler import endpoint as scheduler_endpoint
-from scheduler_split.scheduler import host_manager
+from scheduler_split.scheduler import host_loads
+from scheduler_split.scheduler import process as scheduler_process
 from tests.integration import backends
 from tests.unit import helpers
 
@@ -89,11 +89,11 @@ def test_a_reload_reads_what_another_scheduler_changed_and_no_more(
         scheduler_db, reload_when_asked, monkeypatch):
     # Without the margin for late commits, which would read again the
     # hosts registered just before the first load.
-    monkeypatch.setattr(host_manager, 'CHANGE_OVERLAP',
+    monkeypatch.setattr(host_loads, 'CHANGE_OVERLAP',
                         datetime.timedelta(0))
     ctx = context.get_admin_context()
-    first = scheduler_endpoint.Scheduler(scheduler_db)
-    second = scheduler_endpoint.Scheduler(scheduler_db)
+    first = scheduler_process.Scheduler(scheduler_db)
+    second = scheduler_process.Scheduler(scheduler_db)
     for host in ('h1', 'h2', 'h3', 'h4'):
         _add_host(first, host)
     assert sorted(_states(second)) == ['h1', 'h2', 'h3', 'h4']

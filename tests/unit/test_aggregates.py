@@ -8,10 +8,10 @@ import pytest
 from scheduler_split import context
 from scheduler_split import exception
 from scheduler_split.scheduler import aggregates
-from scheduler_split.scheduler import endpoint as scheduler_endpoint
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler.filters import aggregate_instance_extra_specs
 from scheduler_split.scheduler import host_state
+from scheduler_split.scheduler import process as scheduler_process
 from scheduler_split.scheduler import weights
 from tests.unit import helpers
 
@@ -24,7 +24,7 @@ def ctx():
 
 
 def _manager(db):
-    return scheduler_endpoint.Scheduler(db)
+    return scheduler_process.Scheduler(db)
 
 
 def _add_host(manager, host, **extra):

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from scheduler_split.benchmark import boot
+from scheduler_split.benchmark import boot_report
 from scheduler_split.benchmark import cpu
 from scheduler_split.benchmark import plot
 
@@ -23,13 +24,13 @@ def made_up_run(measured):
         concurrency=4, flavor='m1.tiny', image='cirros', timeout=60)
     for index in range(40):
         started = FIRST_POST + index * 0.1
-        post = boot.Post('bench-%d' % index, started,
-                         latency=0.05 + index % 5 * 0.01)
+        post = boot_report.Post('bench-%d' % index, started,
+                                latency=0.05 + index % 5 * 0.01)
         if index == 7:
             post.status, post.message = 500, 'no answer'
         else:
             post.status, post.server_id = 202, 'server-%d' % index
-            bench.outcomes[post.server_id] = boot.Outcome(
+            bench.outcomes[post.server_id] = boot_report.Outcome(
                 'ERROR' if index == 11 else 'ACTIVE', started + 1.5)
         bench.posts.append(post)
     if measured:
@@ -38,7 +39,7 @@ def made_up_run(measured):
             cpu.Sample(FIRST_POST - 2 + step * 0.1,
                        {'all-in-one': step * 0.05})
             for step in range(90)]
-        bench.cpu_window = boot.CpuWindow(
+        bench.cpu_window = boot_report.CpuWindow(
             idle={'all-in-one': 0.01}, idle_span=2.0,
             start=bench.cpu_samples[20], end=bench.cpu_samples[70],
             costs=[{'all-in-one': 0.01}],

@@ -90,9 +90,9 @@ def test_the_search_is_bounded(cloud, scheduler_db, monkeypatch):
 
 def test_a_compute_node_stays_the_root_of_its_tree(scheduler_db):
     from scheduler_split import exception
-    from scheduler_split.scheduler import endpoint
+    from scheduler_split.scheduler import process
     from tests.unit import helpers
-    scheduler = endpoint.Scheduler(scheduler_db)
+    scheduler = process.Scheduler(scheduler_db)
     node = scheduler.host_manager.update_from_stats(
         '6f1d9c8e-1b4a-4a57-9d0e-3c2b1a0f9e01', 'h1', 'h1',
         helpers.host_stats(vcpus=4, memory_mb=4096, local_gb=40))

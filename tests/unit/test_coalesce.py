@@ -17,7 +17,7 @@ from scheduler_split import exception
 from scheduler_split import memory_bus
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
-from scheduler_split.scheduler import endpoint as scheduler_endpoint
+from scheduler_split.scheduler import process as scheduler_process
 from tests.unit import helpers
 
 CELL = '0f5b3a3e-7a1d-4d2b-9a0c-aaaaaaaaaaaa'
@@ -32,7 +32,7 @@ class Bus:
     def __init__(self, scheduler_db):
         self.url = scheduler_db
         self.hosts = {}
-        self.scheduler = scheduler_endpoint.Scheduler(scheduler_db)
+        self.scheduler = scheduler_process.Scheduler(scheduler_db)
         self.held = set()
         self.holding = threading.Event()
         self.release = threading.Event()

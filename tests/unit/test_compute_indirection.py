@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from scheduler_split.compute import manager as compute_manager
 from scheduler_split.conductor import cell_manager
-from scheduler_split.conductor import periodic
+from scheduler_split.conductor import cell_periodic
 from scheduler_split.conductor import records
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
@@ -109,7 +109,7 @@ def cell(tmp_path, override):
     rpc.reset_auto_caps()
     transport = rpc.get_transport(BUS)
     conductor = cell_manager.CellConductorManager(url, transport)
-    sweeps = periodic.CellConductorPeriodics(url, transport)
+    sweeps = cell_periodic.CellConductorPeriodics(url, transport)
     scheduler = FakeScheduler()
     servers = [rpc.get_server(transport, 'conductor',
                               [conductor, records.ComputeRecords(url)],

@@ -11,8 +11,8 @@ import pytest
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.scheduler import claims
-from scheduler_split.scheduler import endpoint as scheduler_endpoint
 from scheduler_split.scheduler import host_manager
+from scheduler_split.scheduler import process as scheduler_process
 from tests.unit import helpers
 
 CONF = conf.CONF
@@ -27,7 +27,7 @@ def endpoint(scheduler_db):
     # Only the scheduler's own database is configured.
     assert CONF.api_database.connection is None
     assert CONF.database.connection is None
-    scheduler = scheduler_endpoint.Scheduler(scheduler_db)
+    scheduler = scheduler_process.Scheduler(scheduler_db)
     provider = host_manager.HostManager(scheduler_db).update_from_stats(
         CELL, 'host1', 'host1-node', BIG)
     for consumer in reversed(CONSUMERS):

@@ -16,9 +16,9 @@ from scheduler_split.db import engines
 from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split import metrics
-from scheduler_split.scheduler import endpoint as scheduler_endpoint
-from scheduler_split.scheduler import host_manager
+from scheduler_split.scheduler import host_loads
 from scheduler_split.scheduler import host_state
+from scheduler_split.scheduler import process as scheduler_process
 from tests.unit import helpers
 
 CELL = '6f1d9c8e-1b4a-4a57-9d0e-3c2b1a0f9e01'
@@ -34,8 +34,8 @@ def two_schedulers(scheduler_db, override):
     """Two scheduler processes on one database, each reloading only when
     asked (an interval of an hour)."""
     override('host_state_refresh_interval', 3600, group='filter_scheduler')
-    return (scheduler_endpoint.Scheduler(scheduler_db),
-            scheduler_endpoint.Scheduler(scheduler_db))
+    return (scheduler_process.Scheduler(scheduler_db),
+            scheduler_process.Scheduler(scheduler_db))
 
 
 def _add_host(scheduler, host, **extra):
@@ -87,8 +87,8 @@ def test_a_restarted_scheduler_answers_before_its_load_ends(
     first, second = two_schedulers
     for index in range(7):
         _add_host(first, 'h%d' % index)
-    monkeypatch.setattr(host_manager, 'FIRST_PAGE', 2)
-    monkeypatch.setattr(host_manager, 'PAGE', 2)
+    monkeypatch.setattr(host_loads, 'FIRST_PAGE', 2)
+    monkeypatch.setattr(host_loads, 'PAGE', 2)
     spy = _ReadSpy(second.host_manager)
     pages = threading.Event()
 
@@ -114,8 +114,8 @@ def test_a_request_for_a_host_not_read_yet_waits_for_the_load(
     first, second = two_schedulers
     for index in range(5):
         _add_host(first, 'h%d' % index)
-    monkeypatch.setattr(host_manager, 'FIRST_PAGE', 2)
-    monkeypatch.setattr(host_manager, 'PAGE', 2)
+    monkeypatch.setattr(host_loads, 'FIRST_PAGE', 2)
+    monkeypatch.setattr(host_loads, 'PAGE', 2)
     spy = _ReadSpy(second.host_manager)
     pages = threading.Event()
 
@@ -173,7 +173,7 @@ def test_a_reload_reads_only_the_hosts_another_scheduler_changed(
         two_schedulers, ctx, monkeypatch):
     # Without the margin for late commits, which would read again the
     # hosts registered just before the first load.
-    monkeypatch.setattr(host_manager, 'CHANGE_OVERLAP',
+    monkeypatch.setattr(host_loads, 'CHANGE_OVERLAP',
                         datetime.timedelta(0))
     first, second = two_schedulers
     for index in range(6):
@@ -195,7 +195,7 @@ def test_a_reload_reads_only_the_hosts_another_scheduler_changed(
 
 def test_a_reload_skips_what_its_own_scheduler_changed(two_schedulers,
                                                        ctx, monkeypatch):
-    monkeypatch.setattr(host_manager, 'CHANGE_OVERLAP',
+    monkeypatch.setattr(host_loads, 'CHANGE_OVERLAP',
                         datetime.timedelta(0))
     first, second = two_schedulers
     _add_host(first, 'h1')

@@ -15,8 +15,8 @@ from scheduler_split.db import engines
 from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split.scheduler import claims
-from scheduler_split.scheduler import endpoint as scheduler_endpoint
 from scheduler_split.scheduler import filters
+from scheduler_split.scheduler import process as scheduler_process
 from scheduler_split.scheduler import service as scheduler_service
 from tests.unit import helpers
 
@@ -31,7 +31,7 @@ def ctx():
 
 @pytest.fixture
 def manager(scheduler_db):
-    return scheduler_endpoint.Scheduler(scheduler_db)
+    return scheduler_process.Scheduler(scheduler_db)
 
 
 def _add_host(manager, host, **extra):
@@ -102,7 +102,7 @@ def test_an_alternate_disabled_after_the_choice_is_refused(
     assert manager.claim_resources(ctx, alternate, uuid) is False
     # Even a scheduler whose memory still has it enabled: the claim reads
     # the database.
-    other = scheduler_endpoint.Scheduler(scheduler_db)
+    other = scheduler_process.Scheduler(scheduler_db)
     other.host_manager._hosts = {}
     assert other.claim_resources(ctx, alternate, uuid) is False
     assert list(claims.allocations_of(scheduler_db, uuid)) == [
@@ -142,8 +142,8 @@ def two_schedulers(scheduler_db, override):
     """Two scheduler processes' managers on one database, each keeping
     its host states cached for an hour."""
     override('host_state_refresh_interval', 3600, group='filter_scheduler')
-    return (scheduler_endpoint.Scheduler(scheduler_db),
-            scheduler_endpoint.Scheduler(scheduler_db))
+    return (scheduler_process.Scheduler(scheduler_db),
+            scheduler_process.Scheduler(scheduler_db))
 
 
 def test_every_scheduler_sees_a_status_on_its_next_select(two_schedulers,
@@ -253,7 +253,7 @@ def test_hypervisor_details_reach_the_host_state(manager):
     uuid = _add_host(manager, 'h1', host_ip='192.0.2.5',
                      hypervisor_type='fake', hypervisor_version=1000,
                      cpu_arch='aarch64', cpu_info='{"arch": "aarch64"}')
-    other = scheduler_endpoint.Scheduler(manager.db_url)
+    other = scheduler_process.Scheduler(manager.db_url)
     for state in (_state(manager, uuid), _state(other, uuid)):
         assert (state.host_ip, state.hypervisor_type,
                 state.hypervisor_version, state.cpu_arch) == (
@@ -296,8 +296,8 @@ def test_a_disable_racing_claims_leaves_no_claim_after_it(scheduler_db,
                                                           ctx):
     """Claims of one scheduler race the disable another writes: none that
     commits after the disable lands on the host."""
-    claimer = scheduler_endpoint.Scheduler(scheduler_db)
-    operator = scheduler_endpoint.Scheduler(scheduler_db)
+    claimer = scheduler_process.Scheduler(scheduler_db)
+    operator = scheduler_process.Scheduler(scheduler_db)
     uuid = _add_host(claimer, 'h1', vcpus=1000, memory_mb=512000,
                      local_gb=10000)
     results = []

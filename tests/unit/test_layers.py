@@ -1,8 +1,8 @@
 """The layering contract of the package: each module belongs to one
 layer, and imports (at module level or within a function) only from its
 own layer or those below it; no module reaches for another module's
-private names. Beside it, ``test_seam.py`` keeps the scheduler behind
-its client library.
+private names; and no module is over 600 lines. Beside it,
+``test_seam.py`` keeps the scheduler behind its client library.
 
 From the top: the entry points (console scripts, the WSGI application,
 the launchers and the benchmark), the APIs, the conductors, the
@@ -191,3 +191,32 @@ def test_the_contract_catches_a_private_name_of_another_module(tmp_path):
         'import _zones',
         'scheduler_split/api/hosts.py:4: services._cell_services',
     ]
+
+
+# A module longer than this holds more than one job: split it where the
+# jobs part.
+MAX_LINES = 600
+
+
+def too_long(root, limit=MAX_LINES):
+    """Every module of ``root`` over ``limit`` lines, with its count."""
+    found = []
+    for path in sorted(root.rglob('*.py')):
+        with open(path) as f:
+            count = sum(1 for _ in f)
+        if count > limit:
+            found.append('%s: %d lines' % (path.relative_to(root.parent),
+                                           count))
+    return found
+
+
+def test_no_module_is_over_600_lines():
+    assert too_long(PACKAGE) == []
+
+
+def test_the_contract_catches_a_module_over_the_limit(tmp_path):
+    root = _tree(tmp_path, {
+        'api/long.py': 'x = 1\n' * 601,
+        'api/short.py': 'x = 1\n' * 600,
+    })
+    assert too_long(root) == ['scheduler_split/api/long.py: 601 lines']

@@ -11,8 +11,8 @@ import pytest
 from scheduler_split import context
 from scheduler_split import exception
 from scheduler_split.scheduler import claims
-from scheduler_split.scheduler import endpoint as scheduler_endpoint
 from scheduler_split.scheduler import placement_allocations
+from scheduler_split.scheduler import process as scheduler_process
 from tests.unit import helpers
 
 CELL = '6f1d9c8e-1b4a-4a57-9d0e-3c2b1a0f9e01'
@@ -26,7 +26,7 @@ def ctx():
 
 @pytest.fixture
 def scheduler(scheduler_db):
-    return scheduler_endpoint.Scheduler(scheduler_db)
+    return scheduler_process.Scheduler(scheduler_db)
 
 
 def _host(scheduler, host='h1'):

@@ -12,8 +12,8 @@ from scheduler_split import memory_bus
 from scheduler_split import rpc
 from scheduler_split.scheduler import claims
 from scheduler_split.scheduler import client as scheduler_client
-from scheduler_split.scheduler import endpoint as scheduler_endpoint
 from scheduler_split.scheduler import placement_reads
+from scheduler_split.scheduler import process as scheduler_process
 from tests.unit import helpers
 
 CELL = '6f1d9c8e-1b4a-4a57-9d0e-3c2b1a0f9e01'
@@ -28,7 +28,7 @@ def ctx():
 
 @pytest.fixture
 def scheduler(scheduler_db):
-    return scheduler_endpoint.Scheduler(scheduler_db)
+    return scheduler_process.Scheduler(scheduler_db)
 
 
 def _add_host(scheduler, host, **extra):

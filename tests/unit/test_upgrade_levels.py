@@ -19,7 +19,7 @@ from scheduler_split import memory_bus
 from scheduler_split import objects
 from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
-from scheduler_split.scheduler import endpoint as scheduler_endpoint
+from scheduler_split.scheduler import process as scheduler_process
 from scheduler_split.scheduler import rpcapi as scheduler_rpcapi
 from tests.unit import helpers
 
@@ -334,7 +334,7 @@ def test_every_service_version_names_every_rpc_api():
 def test_schedulers_report_their_service_version_in_their_database(
         scheduler_db, override):
     override('host', 'scheduler-a')
-    manager = scheduler_endpoint.Scheduler(scheduler_db)
+    manager = scheduler_process.Scheduler(scheduler_db)
     ctx = context.get_admin_context()
     # Nothing recorded yet: the one answering is of this release.
     assert manager.get_minimum_service_version(ctx) == (
@@ -353,7 +353,7 @@ def test_schedulers_report_their_service_version_in_their_database(
 def test_a_scheduler_record_of_a_release_before_uuids_gets_one_at_a_heartbeat(
         scheduler_db, override):
     override('host', 'scheduler-a')
-    scheduler = scheduler_endpoint.Scheduler(scheduler_db)
+    scheduler = scheduler_process.Scheduler(scheduler_db)
     ctx = context.get_admin_context()
     with engines.writer(scheduler_db) as session:
         session.add(scheduler_models.SchedulerService(
@@ -373,7 +373,7 @@ def test_a_scheduler_record_of_a_release_before_uuids_gets_one_at_a_heartbeat(
 
 def test_select_destinations_answers_a_1_0_call_with_selection_1_0(
         scheduler_db):
-    manager = scheduler_endpoint.Scheduler(scheduler_db)
+    manager = scheduler_process.Scheduler(scheduler_db)
     manager.update_resource_stats(None, CELL_UUID, 'host1', 'node1',
                                   helpers.host_stats())
     endpoint = manager.endpoint(CELL_UUID)
@@ -456,7 +456,7 @@ def scheduler_bus():
 def test_auto_asks_a_scheduler_which_version_the_schedulers_run(
         scheduler_bus, scheduler_db, override):
     override('scheduler', 'auto', group='upgrade_levels')
-    manager = scheduler_endpoint.Scheduler(scheduler_db)
+    manager = scheduler_process.Scheduler(scheduler_db)
     manager.report_service()
 
     api = scheduler_bus(manager.endpoint(None))

@@ -6,7 +6,7 @@ import datetime
 import pytest
 import sqlalchemy as sa
 
-from scheduler_split.conductor import periodic
+from scheduler_split.conductor import cell_periodic
 from scheduler_split.db import cell_models
 from scheduler_split.db import engines
 from scheduler_split import memory_bus
@@ -22,7 +22,7 @@ from tests.unit import helpers
 def sweeps(cloud):
     memory_bus.reset()
     transport = rpc.get_transport('kombu+memory:////periodic-cell')
-    sweeps = periodic.CellConductorPeriodics(
+    sweeps = cell_periodic.CellConductorPeriodics(
         cloud.cell1.database_connection, transport)
     sweeps.scheduler = fakes.Scheduler()
     yield sweeps

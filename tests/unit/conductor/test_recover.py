@@ -9,7 +9,7 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from scheduler_split.conductor import periodic
+from scheduler_split.conductor import cell_periodic
 from scheduler_split.conductor import records
 from scheduler_split.db import cell_models
 from scheduler_split.db import engines
@@ -32,7 +32,7 @@ def sweeps(cloud, computes, override):
     override('service_down_time', 60)
     memory_bus.reset()
     transport = rpc.get_transport('kombu+memory:////recover-cell')
-    sweeps = periodic.CellConductorPeriodics(
+    sweeps = cell_periodic.CellConductorPeriodics(
         cloud.cell1.database_connection, transport)
     sweeps.scheduler = fakes.Scheduler()
     sweeps.compute = computes

@@ -6,7 +6,7 @@ import datetime
 
 import sqlalchemy as sa
 
-from scheduler_split.conductor import periodic
+from scheduler_split.conductor import super_periodic
 from scheduler_split import conf
 from scheduler_split.db import api_models
 from scheduler_split.db import engines
@@ -28,7 +28,7 @@ class SuperConductors:
 
 
 def _sweeps():
-    sweeps = periodic.SuperConductorPeriodics()
+    sweeps = super_periodic.SuperConductorPeriodics()
     sweeps.scheduler = fakes.Scheduler()
     sweeps._conductor = SuperConductors()
     return sweeps

@@ -1,29 +1,25 @@
-"""The conductors' periodic sweeps: nothing stays in flight forever.
+"""A cell conductor's periodic sweeps: nothing in a cell stays in
+flight forever.
 
 Messages get lost (a process crashes, a broker restarts without its
-queues) and database writes fail; these sweeps find what was left half
-done and settle it, each guarded so that it never undoes a step a
-service took meanwhile. The services run them (``deployment.py``):
-
-- the super-conductor (:class:`SuperConductorPeriodics`) re-drives boots
-  no super-conductor took, ends in cell0 those never scheduled, finishes
-  placements a crash interrupted, releases claims nothing needs, and
-  records itself in cell0;
-- a cell conductor (:class:`CellConductorPeriodics`) ends in ERROR the
-  builds of its cell no compute will finish, settles the other long
-  tasks (a rebuild, a shelve, an offload, an unshelve) nobody advances,
-  rolls back moves nobody advances, confirms resizes left unconfirmed,
-  reclaims soft-deleted servers, offloads shelved ones, and records
-  itself in its cell's database.
+queues) and database writes fail; these sweeps, over the cell's
+database, find what was left half done and settle it, each guarded so
+that it never undoes a step a service took meanwhile. A cell
+conductor's service runs them (``deployment.py``):
+:class:`CellConductorPeriodics` ends in ERROR the builds of its cell no
+compute will finish (or goes on with them from their plans), settles
+the other long tasks (a rebuild, a shelve, an offload, an unshelve)
+nobody advances, rolls back moves nobody advances, confirms resizes
+left unconfirmed, reclaims soft-deleted servers, offloads shelved ones,
+and records itself in its cell's database. The super-conductor's sweeps
+are in :mod:`.super_periodic`.
 """
 
 import datetime
 import logging
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
-from scheduler_split.conductor import reconcile
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
-from scheduler_split.conductor.tasks import build
 from scheduler_split.conductor.tasks import move
 from scheduler_split.conductor.tasks import recover
 from scheduler_split.conductor.tasks import unshelve
@@ -35,7 +31,6 @@ from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import build_plan
-from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_action
 from scheduler_split.objects import instance_sweeps
@@ -48,8 +43,6 @@ from scheduler_split import servicegroup
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
-                          '[conductor] lost_build_timeout; the boot was lost')
 LOST_IN_CELL = ('no compute took the build within [conductor] '
                 'lost_build_timeout; the build was lost')
 LOST_HOST_DOWN = ('the compute service of %s, where it was building, has '
@@ -62,245 +55,6 @@ LOST_TASKS = {instance_obj.REBUILDING: 'rebuild',
               instance_obj.SHELVING: 'shelve',
               instance_obj.SHELVING_OFFLOADING: 'shelveOffload',
               instance_obj.UNSHELVING: 'unshelve'}
-
-
-class SuperConductorPeriodics:
-    """The super-conductor's sweeps, over the API database and every
-    cell's."""
-
-    def __init__(self, transport=None):
-        self.transport = transport
-        self.scheduler = scheduler_client.SchedulerClient(transport)
-        self.cells = build.CellMappings()
-        self._conductor = None
-        # Boots this host took before then were taken by a run of it
-        # that is gone (resume_orphaned_boots).
-        self.started_at = obj_base.naive_utc(obj_base.utcnow())
-
-    @property
-    def conductor(self):
-        """The super-conductors' own client (re-drives of boots)."""
-        if self._conductor is None:
-            self._conductor = conductor_rpcapi.SuperConductorAPI(
-                self.transport or rpc.get_transport())
-        return self._conductor
-
-    def report_service(self):
-        """Heartbeat this super-conductor's record, with its service
-        version, in cell0 (the top level's services live there, as in
-        Nova), for the API's ``[upgrade_levels] conductor = auto``."""
-        ctx = ss_context.get_admin_context()
-        try:
-            cell0 = self.cells.get(ctx, cell_mapping_obj.CELL0_UUID)
-        except exception.CellMappingNotFound:
-            LOG.debug('cell0 is not mapped yet; no service record')
-            return
-        objects.Service.heartbeat(ss_context.target_cell(ctx, cell0),
-                                  CONF.host, service_obj.CONDUCTOR,
-                                  conductor_rpcapi.TOPIC)
-
-    def heal_allocations(self):
-        """Release the claims nothing needs any more (see
-        :mod:`scheduler_split.conductor.reconcile`)."""
-        ctx = ss_context.get_admin_context()
-        try:
-            return reconcile.heal_allocations(self.scheduler, ctx)
-        except Exception as exc:
-            LOG.warning('The reconciliation of claims stopped: %s; it '
-                        'resumes at the next run',
-                        exception.describe(exc))
-            return []
-
-    def fail_lost_builds(self):
-        """Build requests nothing scheduled end in cell0: untouched for
-        ``[conductor] lost_build_timeout`` seconds, and, if no
-        super-conductor took them, re-driven ``build_redrive_limit``
-        times already (the last re-drive starts the timeout again).
-
-        Like every placement of an instance, this one only counts if it
-        is the first to give the instance mapping its cell, so a late
-        delivery of the original boot and this sweep never both win.
-        """
-        ctx = ss_context.get_admin_context()
-        # This process's own placements in flight are not lost, however
-        # long they take; nor do other super-conductors take them for it.
-        objects.BuildRequest.renew(ctx, build.HELD.uuids(), CONF.host)
-        for build_request in objects.BuildRequest.get_older_than(
-                ctx, CONF.conductor.lost_build_timeout,
-                redrive_limit=CONF.conductor.build_redrive_limit):
-            uuid = build_request.instance_uuid
-            if not build.still_pending(ctx, build_request):
-                continue
-            LOG.warning('Build request of %s was never scheduled; putting '
-                        'the instance in ERROR', uuid,
-                        extra={'instance_uuid': uuid})
-            if build.bury_in_cell0(ctx, self.cells, build_request,
-                                   exception.BuildAbortException(
-                                       instance_uuid=uuid,
-                                       reason=LOST_BEFORE_SCHEDULING),
-                                   reason='lost'):
-                metrics.LOST_BUILDS_FAILED.labels(
-                    reason='never_scheduled').inc()
-                # A run that died after claiming leaves its claim behind.
-                self.scheduler.try_release_resources(ctx, uuid)
-
-    def redrive_lost_boots(self):
-        """Cast again the boots no super-conductor took.
-
-        A boot waits on the bus, in the super-conductor's queue, until one
-        takes its build request. A broker that restarts without keeping
-        that queue loses it. A build request nobody took for
-        ``[conductor] build_redrive_interval`` seconds is cast again, at
-        most ``build_redrive_limit`` times; whichever delivery takes it
-        first schedules it, the others find it taken. One never taken ends
-        in cell0 through :meth:`fail_lost_builds`.
-        """
-        ctx = ss_context.get_admin_context()
-        why = ('was taken by no super-conductor within %d seconds'
-               % CONF.conductor.build_redrive_interval)
-        return [build_request.instance_uuid
-                for build_request, seen in objects.BuildRequest.get_untaken(
-                    ctx, CONF.conductor.build_redrive_interval)
-                if self._redrive(ctx, build_request, seen, why)]
-
-    def resume_orphaned_boots(self):
-        """Place again the boots this host's previous run had taken.
-
-        A super-conductor that dies while it places a boot leaves its
-        build request taken (by its host) and in no cell; one that
-        starts on the same host finds those it took before it started:
-        whatever the dead run wrote into a cell for them (a row waiting
-        for its first host, which no mapping names) goes, whatever it
-        claimed is released, and the boot is cast again, as a re-drive
-        (``build_redrive_limit`` counts it). One process per host is
-        assumed, as for every service's RPC server. Returns the uuids
-        cast again.
-        """
-        ctx = ss_context.get_admin_context()
-        resumed = []
-        for build_request, seen in objects.BuildRequest.get_orphans(
-                ctx, CONF.host, self.started_at):
-            uuid = build_request.instance_uuid
-            for cell in objects.CellMapping.get_all(ctx):
-                objects.Instance.delete_unplaced(
-                    ss_context.target_cell(ctx, cell), uuid)
-            self.scheduler.try_release_resources(ctx, uuid)
-            if not build_request.give_back(ctx, taken_by=CONF.host):
-                continue
-            if self._redrive(ctx, build_request, seen,
-                             'was being placed by the previous run of this '
-                             'super-conductor'):
-                resumed.append(uuid)
-        return resumed
-
-    def _redrive(self, ctx, build_request, seen, why):
-        """Cast the boot of ``build_request`` again, unless it was re-driven
-        ``build_redrive_limit`` times (``seen``), is placed or gone, or
-        another super-conductor re-drove it first: whether it was."""
-        limit = CONF.conductor.build_redrive_limit
-        uuid = build_request.instance_uuid
-        if seen >= limit or not build.still_pending(ctx, build_request):
-            return False
-        try:
-            spec = objects.RequestSpec.get_by_instance_uuid(ctx, uuid)
-        except Exception as exc:
-            # Not found: the server was deleted since it was read.
-            exception.log_failure(LOG, exc, 'Reading the request spec of '
-                                  '%s failed; not re-driving its boot',
-                                  uuid, extra={'instance_uuid': uuid})
-            return False
-        if not build_request.note_redrive(ctx, seen):
-            return False
-        LOG.warning('Boot of instance %s %s; casting it again (%d of %d)',
-                    uuid, why, seen + 1, limit,
-                    extra={'instance_uuid': uuid})
-        try:
-            self.conductor.schedule_and_build_instances(
-                ctx, [build_request], [spec])
-        except Exception:
-            LOG.exception('Re-driving the boot of %s failed', uuid,
-                          extra={'instance_uuid': uuid})
-            return False
-        metrics.BOOTS_REDRIVEN.inc()
-        return True
-
-    def clean_up_placements(self):
-        """Finish placements a crash or an error interrupted.
-
-        An instance lives in exactly one cell, the one its mapping names:
-
-        - a build request whose mapping has named a cell for
-          ``[conductor] lost_build_timeout`` seconds was left by a
-          placement that stopped before deleting it: it goes, and the
-          user's edits it recorded reach the cell's row;
-        - a row in a cell other than the one its mapping names was
-          created by a placement that lost (to the lost-build sweep, or
-          before an error sent the instance to cell0): it is marked
-          deleted, and no claim is released, since the claims of an
-          instance are those of its one live copy.
-
-        Returns ``(build requests deleted, rows deleted)`` as uuids.
-        """
-        ctx = ss_context.get_admin_context()
-        stale = []
-        for build_request in objects.BuildRequest.get_placed(
-                ctx, CONF.conductor.lost_build_timeout):
-            if self._forget_build_request(ctx, build_request):
-                stale.append(build_request.instance_uuid)
-        strays = []
-        for cell in objects.CellMapping.get_all(ctx):
-            try:
-                strays.extend(self._remove_strays(ctx, cell))
-            except Exception:
-                LOG.exception('Looking for instances of cell %s that '
-                              'belong to another cell failed', cell.name)
-        return stale, strays
-
-    @staticmethod
-    def _forget_build_request(ctx, build_request):
-        uuid = build_request.instance_uuid
-        try:
-            recorded = build_request.destroy(ctx)
-        except exception.BuildRequestNotFound:
-            return False
-        LOG.warning('Build request of %s outlived the placement of the '
-                    'instance; deleted it', uuid,
-                    extra={'instance_uuid': uuid})
-        try:
-            mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
-            cctx = ss_context.target_cell(ctx, mapping.cell_mapping)
-            instance = objects.Instance.get_by_uuid(cctx, uuid)
-            if instance.take_user_edits(recorded):
-                instance.save(cctx)
-        except (exception.InstanceNotFound,
-                exception.InstanceMappingNotFound):
-            pass
-        return True
-
-    @staticmethod
-    def _remove_strays(ctx, cell):
-        """Rows of ``cell`` whose instance mapping names another cell."""
-        cctx = ss_context.target_cell(ctx, cell)
-        # Only a build leaves such a row: it is building or in ERROR.
-        candidates = instance_sweeps.uuids_in_vm_states(
-            cctx, (instance_obj.BUILDING, instance_obj.ERROR))
-        if not candidates:
-            return []
-        mapped = objects.InstanceMapping.get_cell_ids(ctx, candidates)
-        removed = []
-        for uuid in candidates:
-            cell_id = mapped.get(uuid)
-            if cell_id is None or cell_id == cell.id:
-                continue
-            LOG.warning('Instance %s has a row in cell %s but lives in '
-                        'another cell; marking that row deleted',
-                        uuid, cell.name, extra={'instance_uuid': uuid})
-            try:
-                objects.Instance.get_by_uuid(cctx, uuid).destroy(cctx)
-            except exception.InstanceNotFound:
-                continue
-            removed.append(uuid)
-        return removed
 
 
 class CellConductorPeriodics:
