@@ -84,6 +84,9 @@ def _wait(predicate, timeout, what):
 
 class RabbitMQ:
     BIN = '/usr/lib/rabbitmq/bin'
+    # What the node's commands run behind: ``ip netns exec <namespace>``
+    # for a node on a host of its own.
+    prefix = ()
 
     def __init__(self, base_dir, port=None):
         self.base = os.path.join(base_dir, 'rabbitmq')
@@ -112,9 +115,10 @@ class RabbitMQ:
         )
 
     def ctl(self, *args):
-        return subprocess.run([os.path.join(self.BIN, 'rabbitmqctl'), *args],
-                              env=self.env, check=True, capture_output=True,
-                              text=True, timeout=120)
+        return subprocess.run(
+            [*self.prefix, os.path.join(self.BIN, 'rabbitmqctl'), *args],
+            env=self.env, check=True, capture_output=True, text=True,
+            timeout=120)
 
     def start(self):
         if not os.path.exists(os.path.join(self.BIN, 'rabbitmq-server')):
@@ -123,18 +127,22 @@ class RabbitMQ:
         with open(os.path.join(self.base, 'enabled_plugins'), 'w') as f:
             f.write('[].\n')
         with open(os.path.join(self.base, 'rabbitmq.conf'), 'w') as f:
-            f.write('loopback_users = none\n'
-                    'listeners.tcp.default = 127.0.0.1:%d\n' % self.port)
+            f.write(self._config())
         with open(os.path.join(self.base, 'advanced.config'), 'w') as f:
             f.write('[].\n')
         open(os.path.join(self.base, 'env.conf'), 'w').close()
         return self._launch('w')
 
+    def _config(self):
+        return ('loopback_users = none\n'
+                'listeners.tcp.default = 127.0.0.1:%d\n' % self.port)
+
     def _launch(self, log_mode):
         """Start the node and wait until it serves."""
         self.log = open(os.path.join(self.base, 'server.out'), log_mode)
         self.proc = subprocess.Popen(
-            [os.path.join(self.BIN, 'rabbitmq-server')], env=self.env,
+            [*self.prefix, os.path.join(self.BIN, 'rabbitmq-server')],
+            env=self.env,
             stdout=self.log, stderr=subprocess.STDOUT,
             start_new_session=True)
         deadline = time.monotonic() + 180
@@ -170,7 +178,8 @@ class RabbitMQ:
             os.killpg(self.proc.pid, 9)
             self.proc.wait()
         # epmd is started by the node and outlives it.
-        subprocess.run(['epmd', '-kill'], env=self.env, check=False,
+        subprocess.run([*self.prefix, 'epmd', '-kill'], env=self.env,
+                       check=False,
                        capture_output=True)
         self.proc = None
         self.log.close()
@@ -380,11 +389,14 @@ class MariaDB:
                  "GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION")
         return self
 
+    def _popen(self, log):
+        return subprocess.Popen(
+            [self._server(), *self._options()], stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True)
+
     def _launch(self):
         self.log = open(os.path.join(self.base, 'server.out'), 'a')
-        self.proc = subprocess.Popen(
-            [self._server(), *self._options()], stdout=self.log,
-            stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = self._popen(self.log)
 
         def serving():
             if self.proc.poll() is not None:

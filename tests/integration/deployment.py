@@ -63,11 +63,17 @@ class Deployment:
 
     # --- set up -------------------------------------------------------------
 
-    def _write(self, name, text):
+    def _write(self, name, *texts):
+        """The file ``name`` of the config directory, made of ``texts``
+        (each dedented)."""
         path = os.path.join(self.conf_dir, name)
         with open(path, 'w') as f:
-            f.write(textwrap.dedent(text))
+            f.write(''.join(textwrap.dedent(text) for text in texts))
         return path
+
+    # Appended to the main file and to every compute's: settings a
+    # topology needs everywhere (the bus's queues, say).
+    COMMON_CONF = ''
 
     def setup(self):
         self.rabbit.start()
@@ -105,7 +111,8 @@ class Deployment:
             cores = -1
             ram = -1
             """ % (api_bus, self.api_db, self.scheduler_db,
-                   HOST_STATE_REFRESH_INTERVAL, self.host_memory_mb))
+                   HOST_STATE_REFRESH_INTERVAL, self.host_memory_mb),
+            self.COMMON_CONF)
         # What every compute reads besides its own file: no database, no
         # API bus. A hypervisor host holds no database credentials.
         self.compute_conf = self._write('compute-common.conf', """\
@@ -116,11 +123,55 @@ class Deployment:
             [fake_driver]
             spawn_delay = 0.2
             memory_mb = %d
-            """ % self.host_memory_mb)
+            """ % self.host_memory_mb, self.COMMON_CONF)
         self.api_conf = self._write('api.conf', """\
             [DEFAULT]
             log_file = %s
             """ % os.path.join(self.log_dir, 'api.log'))
+        self.cells = {}
+        for cell in self.CELLS:
+            self.cells[cell] = (self.rabbit.add_vhost(cell),
+                                self.database.create_database('ss_%s' % cell))
+        self.write_process_files()
+        self.manage_all(
+            [('db', 'sync'),
+             ('cell_v2', 'map_cell0', '--database_connection', cell0_db)] +
+            [('cell_v2', 'create_cell', '--name', cell, '--transport-url',
+              bus, '--database-connection', db)
+             for cell, (bus, db) in self.cells.items()] +
+            [('flavor', 'create-defaults')])
+        return self
+
+    def cell_file(self, cell, index, name=None, extra=''):
+        """The file of a conductor of ``cell`` (the ``index``-th cell),
+        named ``name`` (by default the cell's)."""
+        bus, db = self.cells[cell]
+        return self._write('%s.conf' % (name or cell), """\
+            [DEFAULT]
+            transport_url = %s
+            [database]
+            connection = %s
+            [conductor]
+            role = cell
+            [metrics]
+            cell_conductor_port = %d
+            """ % (bus, db, METRICS_PORT + 2 + 10 * index), extra)
+
+    def host_file(self, host, extra=''):
+        """The file of the compute ``host``."""
+        cell = next(c for c in self.CELLS if host in self.hosts_of(c))
+        zone = 'edge' if host == self.EDGE_HOST else 'nova'
+        return self._write('%s.conf' % host, """\
+            [DEFAULT]
+            host = %s
+            transport_url = %s
+            [compute]
+            availability_zone = %s
+            unfinished_build_check_interval = 2
+            """ % (host, self.cells[cell][0], zone), extra)
+
+    def write_process_files(self):
+        """Each process's own file."""
         # Each process of a kind on this one host serves its metrics on a
         # port of its own.
         for index in range(1, self.schedulers + 1):
@@ -135,39 +186,10 @@ class Deployment:
             [conductor]
             role = super
             """)
-        self.cells = {}
         for index, cell in enumerate(self.CELLS):
-            bus = self.rabbit.add_vhost(cell)
-            db = self.database.create_database('ss_%s' % cell)
-            self.cells[cell] = (bus, db)
-            self._write('%s.conf' % cell, """\
-                [DEFAULT]
-                transport_url = %s
-                [database]
-                connection = %s
-                [conductor]
-                role = cell
-                [metrics]
-                cell_conductor_port = %d
-                """ % (bus, db, METRICS_PORT + 2 + 10 * index))
+            self.cell_file(cell, index)
             for host in self.hosts_of(cell):
-                zone = 'edge' if host == self.EDGE_HOST else 'nova'
-                self._write('%s.conf' % host, """\
-                    [DEFAULT]
-                    host = %s
-                    transport_url = %s
-                    [compute]
-                    availability_zone = %s
-                    unfinished_build_check_interval = 2
-                    """ % (host, bus, zone))
-        self.manage_all(
-            [('db', 'sync'),
-             ('cell_v2', 'map_cell0', '--database_connection', cell0_db)] +
-            [('cell_v2', 'create_cell', '--name', cell, '--transport-url',
-              bus, '--database-connection', db)
-             for cell, (bus, db) in self.cells.items()] +
-            [('flavor', 'create-defaults')])
-        return self
+                self.host_file(host)
 
     def bring_up(self):
         """Set everything up, start every process, wait until the API
@@ -213,20 +235,25 @@ class Deployment:
                 ['--config-file', self.main_conf, *command]
                 for command in commands])
         result = subprocess.run(
-            [os.path.join(self.bin_dir, 'python'), '-c', script],
-            capture_output=True, text=True, timeout=300)
+            [*self.on_host(None), os.path.join(self.bin_dir, 'python'),
+             '-c', script], capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
 
     def manage(self, *args):
         result = subprocess.run(
-            [self.executable('scheduler-split-manage'), '--config-file',
-             self.main_conf, *args], capture_output=True, text=True,
-            timeout=300)
+            [*self.on_host(None), self.executable('scheduler-split-manage'),
+             '--config-file', self.main_conf, *args], capture_output=True,
+            text=True, timeout=300)
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
 
     # --- processes ----------------------------------------------------------
+
+    def on_host(self, name):
+        """What a command of process ``name`` (None: an operator's
+        command) runs behind: nothing, every process shares this host."""
+        return []
 
     def _commands(self):
         conf = ['--config-file', self.main_conf]
@@ -248,24 +275,32 @@ class Deployment:
                 '--config-file', os.path.join(self.conf_dir,
                                               '%s.conf' % cell)]
             for host in self.hosts_of(cell):
-                # Not the main file: a compute reads no database
-                # credentials and knows only its cell's bus.
-                commands[host] = [
-                    self.executable('scheduler-split-compute'),
-                    '--config-file', self.compute_conf,
-                    '--config-file', os.path.join(self.conf_dir,
-                                                  '%s.conf' % host)]
-        commands['api'] = [
-            self.executable('gunicorn'), '--bind',
-            '127.0.0.1:%d' % self.api_port, '--worker-class', 'gthread',
-            '--workers', '1', '--threads', str(self.api_threads),
-            '--graceful-timeout', '30',
-            'scheduler_split.api.wsgi_app:application']
+                commands[host] = self.compute_command(host)
+        commands['api'] = self.api_command('127.0.0.1', self.api_port)
         for number, port in enumerate(self.extra_api_ports, start=2):
-            command = list(commands['api'])
-            command[2] = '127.0.0.1:%d' % port
-            commands['api-%d' % number] = command
+            commands['api-%d' % number] = self.api_command('127.0.0.1', port)
         return commands
+
+    def compute_command(self, host):
+        # Not the main file: a compute reads no database credentials and
+        # knows only its cell's bus.
+        return [self.executable('scheduler-split-compute'),
+                '--config-file', self.compute_conf,
+                '--config-file', os.path.join(self.conf_dir,
+                                              '%s.conf' % host)]
+
+    def api_command(self, address, port):
+        return [self.executable('gunicorn'), '--bind',
+                '%s:%d' % (address, port), '--worker-class', 'gthread',
+                '--workers', '1', '--threads', str(self.api_threads),
+                '--graceful-timeout', '30',
+                'scheduler_split.api.wsgi_app:application']
+
+    @staticmethod
+    def is_api(name):
+        """Whether process ``name`` is an API (gunicorn): its files come
+        through the environment, and it writes its log where they say."""
+        return name.startswith('api')
 
     @property
     def api_urls(self):
@@ -298,7 +333,7 @@ class Deployment:
             extra = self.extra_conf.get(name, [])
             env = dict(os.environ, SCHEDULER_SPLIT_CONFIG_FILES=','.join(
                 [self.main_conf, self.api_conf] + extra))
-            if not name.startswith('api'):
+            if not self.is_api(name):
                 command += ['--log-file',
                             os.path.join(self.log_dir, '%s.log' % name)]
                 for path in extra:
@@ -314,8 +349,9 @@ class Deployment:
                 cwd = env['PYTHONPATH'] = self.sources[name]
             out = open(os.path.join(self.log_dir, '%s.out' % name), 'a')
             self.procs[name] = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                cwd=cwd, start_new_session=True)
+                [*self.on_host(name), *command], stdout=out,
+                stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                start_new_session=True)
         return self
 
     def stop(self, *names, timeout=150):
@@ -343,7 +379,7 @@ class Deployment:
         reach their conductors, then the conductors and schedulers.
         (``stop()`` sends every SIGTERM at once; computes with builds in
         flight then wait out RPC timeouts against stopped conductors.)"""
-        apis = [name for name in self.procs if name.startswith('api')]
+        apis = [name for name in self.procs if self.is_api(name)]
         computes = [name for name in self.procs if name in self.hosts]
         codes = {}
         for tier in (apis, computes, list(self.procs)):

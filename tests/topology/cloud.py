@@ -1,0 +1,200 @@
+"""A cloud of hosts apart, on one machine: three controllers and
+computes, each host a network namespace (:mod:`.network`).
+
+Every controller runs an API, a super-conductor, a conductor per cell
+and a scheduler, and a node of the RabbitMQ cluster (:mod:`.rabbit`) and
+of the Galera cluster (:mod:`.galera`, with its HAProxy); each compute
+host runs one compute. Every service binds to its host's address and
+reaches the others at theirs: the buses name every RabbitMQ node, the
+databases are ``db`` (see :mod:`.galera`). The services' queues are
+quorum queues.
+
+:class:`Cloud` is a :class:`tests.integration.deployment.Deployment`:
+the tests that look at one (its processes, logs, databases, claims) look
+at this one the same way, through the machine's own address on the
+bridge.
+"""
+
+import os
+import re
+import signal
+import subprocess
+
+from tests.integration import deployment
+from tests.topology import galera
+from tests.topology import network
+from tests.topology import rabbit
+
+CONTROLLERS = ('ctl1', 'ctl2', 'ctl3')
+API_PORT = 8774
+# The kinds of process of a controller, by the names their logs get
+# (``ctl1-scheduler``, ``ctl1-conductor-cell1``, ...).
+CONTROLLER_SERVICES = ('api', 'super-conductor', 'scheduler')
+
+# Quorum queues for every queue of the bus, the replies' and fanouts'
+# included (replicated, so that a node's loss loses none), named by the
+# queue manager after host and process rather than at random, so that a
+# service that restarts takes its queues back instead of leaving them
+# to expire.
+QUORUM_CONF = """\
+[oslo_messaging_rabbit]
+rabbit_quorum_queue = true
+rabbit_transient_quorum_queue = true
+use_queue_manager = true
+heartbeat_timeout_threshold = 10
+"""
+
+
+class Cloud(deployment.Deployment):
+    """Two cells of ``hosts_per_cell`` computes each, on the database
+    ``mode`` (``haproxy`` or ``multi-writer``, see :mod:`.galera`);
+    its hosts are the namespaces ``<prefix>-<host>`` on ``subnet``."""
+
+    COMMON_CONF = QUORUM_CONF
+
+    def __init__(self, base_dir, mode='haproxy', hosts_per_cell=2,
+                 prefix='ss', subnet='10.231.0.0/24', **kwargs):
+        super().__init__(base_dir, hosts_per_cell=hosts_per_cell, **kwargs)
+        self.mode = mode
+        self.controllers = CONTROLLERS
+        # What ``db`` is on each controller: its HAProxy, or its own
+        # Galera node (both on its own address).
+        self.network = network.Network(
+            self.controllers + tuple(self.hosts), prefix, subnet)
+        self.network.names = {host: {'db': self.network.hosts[host]}
+                              for host in self.controllers}
+        placed = {host: (self.network.hosts[host],
+                         self.network.exec_prefix(host))
+                  for host in self.controllers}
+        self.rabbit = rabbit.Cluster(self.base, placed)
+        self.database = galera.Cluster(self.base, placed, mode)
+        # {process name: the host it runs on}
+        self.host_of = {host: host for host in self.hosts}
+        for host in self.controllers:
+            for name in self.processes_of(host):
+                self.host_of[name] = host
+        self.base_url = self.api_urls[0]
+
+    def processes_of(self, host):
+        """The processes of ``host``, by name."""
+        if host not in self.controllers:
+            return [host]
+        return ['%s-%s' % (host, kind) for kind in CONTROLLER_SERVICES] + [
+            '%s-conductor-%s' % (host, cell) for cell in self.CELLS]
+
+    @property
+    def api_urls(self):
+        return ['http://%s:%d' % (self.network.hosts[host], API_PORT)
+                for host in self.controllers]
+
+    @staticmethod
+    def is_api(name):
+        return name.endswith('-api')
+
+    def on_host(self, name):
+        return self.network.exec_prefix(
+            self.host_of[name] if name else self.controllers[0])
+
+    # --- set up -------------------------------------------------------------
+
+    def setup(self):
+        self.network.up()
+        return super().setup()
+
+    def write_process_files(self):
+        cell_files = [self.cell_file(cell, number)
+                      for number, cell in enumerate(self.CELLS)]
+        super_file = self._write('super-conductor.conf',
+                                 '[conductor]\nrole = super\n')
+        for host in self.controllers:
+            address = self.network.hosts[host]
+            shared = self._write('%s.conf' % host, """\
+                [DEFAULT]
+                host = %s
+                my_ip = %s
+                [metrics]
+                bind_host = %s
+                """ % (host, address, address))
+            for name in self.processes_of(host):
+                files = [shared]
+                if name.endswith('-super-conductor'):
+                    files.append(super_file)
+                for cell, path in zip(self.CELLS, cell_files):
+                    if name.endswith('-conductor-%s' % cell):
+                        files.append(path)
+                files.append(self._own(host, name))
+                self.extra_conf[name] = files
+        for host in self.hosts:
+            address = self.network.hosts[host]
+            self.host_file(host, """\
+                [DEFAULT]
+                my_ip = %s
+                [metrics]
+                bind_host = %s
+                """ % (address, address))
+            self.extra_conf[host] = [self._own(host, host)]
+
+    def _own(self, host, name):
+        """The file of process ``name`` alone: its log, what its queues
+        are named after, and where the queue manager keeps its lock."""
+        return self._write('%s-process.conf' % name, """\
+            [DEFAULT]
+            log_file = %s
+            [oslo_messaging_rabbit]
+            hostname = %s
+            processname = %s
+            [oslo_concurrency]
+            lock_path = %s
+            """ % (os.path.join(self.log_dir, '%s.log' % name), host, name,
+                   os.path.join(self.base, 'lock', host)))
+
+    def _commands(self):
+        conf = ['--config-file', self.main_conf]
+        commands = {host: self.compute_command(host) for host in self.hosts}
+        for host in self.controllers:
+            for name in self.processes_of(host):
+                if self.is_api(name):
+                    commands[name] = self.api_command(
+                        self.network.hosts[host], API_PORT)
+                elif name.endswith('-scheduler'):
+                    commands[name] = [
+                        self.executable('scheduler-split-scheduler'), *conf]
+                else:
+                    commands[name] = [
+                        self.executable('scheduler-split-conductor'), *conf]
+        return commands
+
+    # --- looking ------------------------------------------------------------
+
+    def run_on(self, host, *command):
+        """Run ``command`` on ``host``; its completed process."""
+        return subprocess.run([*self.network.exec_prefix(host), *command],
+                              check=True, capture_output=True, text=True,
+                              timeout=60)
+
+    def query(self, url, sql, **params):
+        # ``db`` is a name of the controllers only: from this machine,
+        # the first Galera node.
+        url = re.sub(r'@db:\d+/', '@%s:%d/' % (
+            self.network.hosts[self.controllers[0]], galera.PORT), url)
+        return super().query(url, sql, **params)
+
+    # --- faults -------------------------------------------------------------
+
+    def kill_host(self, host):
+        """SIGKILL every process of ``host``: the services, and a
+        controller's RabbitMQ and Galera nodes and HAProxy, as a host
+        that loses its power."""
+        for name in self.processes_of(host):
+            self.kill(name)
+        for pid in self.network.pids(host):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def teardown(self):
+        try:
+            super().teardown()
+        finally:
+            self.network.down()
