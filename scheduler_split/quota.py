@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from scheduler_split import conf
 from scheduler_split.db import api_models
 from scheduler_split.db import engines
+from scheduler_split.db import outage
 from scheduler_split import exception
 
 CONF = conf.CONF
@@ -172,7 +173,9 @@ def lock_project(session, project_id):
     # two of them updating the row then wait on each other (a deadlock).
     for _ in range(3):
         try:
-            with engines.writer(_api_db()) as other:
+            # Whoever makes it, the row is there: the create may still
+            # be run again from the start (outage.retry_races).
+            with outage.repeatable(), engines.writer(_api_db()) as other:
                 other.add(api_models.ProjectQuotaLock(
                     project_id=project_id, generation=0))
         except sa.exc.IntegrityError:

@@ -37,9 +37,10 @@ class PeriodicTask:
         """One run. A run that fails because a database or the bus is
         away logs one WARNING when the outage starts and one INFO with
         the first run that works again, not a traceback each time; any
-        other failure logs its traceback."""
+        other failure logs its traceback. A run the database aborted for
+        a race is run again at once (``outage.retry_races``)."""
         try:
-            self.func()
+            outage.retry_races(self.func)
         except Exception as exc:
             if not outage.is_outage(exc):
                 LOG.exception('Periodic task %s failed', self.name)

@@ -304,9 +304,12 @@ class Router:
                 # handlers read ctx.is_admin.
                 ctx.is_admin = policy.check_is_admin(ctx)
             # A request does not wait for a database that is away: it
-            # is answered 503 with Retry-After at once.
+            # is answered 503 with Retry-After at once. It is run again
+            # when the database aborted it for a race before it wrote
+            # anything (Galera's certification, a deadlock).
             with outage.not_waiting():
-                result = handler(req, ctx, version, **args)
+                result = outage.retry_races(handler, req, ctx, version,
+                                            **args)
             response = self._to_response(result)
         except errors.HTTPError as exc:
             response = errors.fault(exc.status, exc.message)

@@ -58,6 +58,9 @@ PG_ISOLATION_OPTION = '-c default_transaction_isolation=read\\ committed'
 # wait_timeout (8 hours by default), after which it closes an idle
 # connection that the pool would otherwise hand out dead.
 MYSQL_POOL_RECYCLE = 3600
+# On a Galera node: reads wait for the writes the cluster committed
+# before them (1), not other statements (see _mysql_engine).
+GALERA_SYNC_WAIT = 1
 # What oslo.db sets: values that do not fit a column are refused, not
 # truncated or replaced by a zero.
 MYSQL_SQL_MODE = 'TRADITIONAL'
@@ -113,6 +116,15 @@ def _mysql_engine(url, **kwargs):
     def _connect(dbapi_connection, record):
         cursor = dbapi_connection.cursor()
         cursor.execute("SET SESSION sql_mode = '%s'" % MYSQL_SQL_MODE)
+        # A Galera node applies what the others committed a moment
+        # later: a read waits until it has (wsrep_sync_wait's bit 1), so
+        # that a service reading through one node sees what another
+        # service wrote through another before it sent its message.
+        cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
+        row = cursor.fetchone()
+        if row and str(row[1]).upper() == 'ON':
+            cursor.execute('SET SESSION wsrep_sync_wait = %d'
+                           % GALERA_SYNC_WAIT)
         cursor.close()
 
     return engine
@@ -182,24 +194,8 @@ def _ping_rested(engine):
     return engine
 
 
-# PostgreSQL's deadlock_detected and serialization_failure (SQLSTATE).
-_PG_ABORTED = ('40P01', '40001')
-# MySQL's ER_LOCK_DEADLOCK (errno): InnoDB rolled the whole transaction
-# back.
-_MYSQL_ABORTED = (1213,)
-
-
-def aborted_for_a_race(exc):
-    """Whether the database aborted the transaction that raised ``exc``
-    (a ``DBAPIError``) to break a deadlock or a serialization conflict
-    with another one: nothing of it was written, and trying it again may
-    succeed."""
-    orig = getattr(exc, 'orig', exc)
-    if getattr(orig, 'pgcode', None) in _PG_ABORTED:
-        return True
-    args = getattr(orig, 'args', ())
-    return (type(orig).__module__.split('.')[0] in ('pymysql', 'MySQLdb')
-            and bool(args) and args[0] in _MYSQL_ABORTED)
+# Kept here for the callers that ask it of a claim or a quota row.
+aborted_for_a_race = outage.aborted_for_a_race
 
 
 def get_engine(url, writer=True):
@@ -302,12 +298,20 @@ def writer(url, bulk=False):
     lock = _write_lock(url)
     held = lock is not None and lock.acquire(timeout=WRITE_LOCK_TIMEOUT,
                                              bulk=bulk)
+    committing = False
     try:
         with orm.Session(engine, expire_on_commit=False) as s:
             with s.begin():
                 yield s
-                # From here on, what fails may have been written.
+                # From here on, what fails may have been written...
                 outage.note_effect()
+                committing = True
+    except sa.exc.DBAPIError as exc:
+        # ...but for a commit the database aborted (a deadlock, Galera's
+        # certification): nothing of it was.
+        if committing and outage.aborted_for_a_race(exc):
+            outage.withdraw_effect()
+        raise
     finally:
         if held:
             lock.release()

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from scheduler_split.db import cell_models
 from scheduler_split.db import engines
 from scheduler_split import exception
+from scheduler_split.objects import base
 
 # Nova's limits.
 MAX_TAGS = 50
@@ -51,12 +52,18 @@ def get_all(ctx, uuid):
 def _lock_instance(session, uuid):
     """Take the instance row for this transaction, so that concurrent
     changes of one server's tags are counted one after the other (SQLite's
-    writing transactions are serial already: BEGIN IMMEDIATE)."""
+    writing transactions are serial already: BEGIN IMMEDIATE).
+
+    The row is written too (its ``updated_at``): on Galera a lock holds
+    on its own node only, and of two changes made through two nodes the
+    second to commit is refused (and run again) only if both wrote a
+    row in common."""
     row = session.scalars(sa.select(cell_models.Instance).where(
         cell_models.Instance.uuid == uuid,
         cell_models.Instance.deleted.is_(False)).with_for_update()).first()
     if row is None:
         raise exception.InstanceNotFound(instance_id=uuid)
+    row.updated_at = base.naive_utc(base.utcnow())
 
 
 def replace(ctx, uuid, tags):

@@ -33,6 +33,7 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
+from scheduler_split.db import outage
 from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split import metrics
@@ -258,7 +259,7 @@ class ReportWriter:
         of those that failed.
         """
         try:
-            written = self._store(reports, heartbeats)
+            written = outage.retry_races(self._store, reports, heartbeats)
         except Exception as exc:
             if len(reports) <= 1:
                 LOG.warning('Could not record the report of %s: %s',
@@ -267,7 +268,7 @@ class ReportWriter:
                 return dict.fromkeys(reports, exc)
             if heartbeats:
                 try:
-                    self._store({}, heartbeats)
+                    outage.retry_races(self._store, {}, heartbeats)
                 except Exception as exc:
                     LOG.warning('Could not record the time of %d reports: '
                                 '%s', len(heartbeats),
@@ -276,7 +277,8 @@ class ReportWriter:
             written = []
             for name, report in reports.items():
                 try:
-                    written += self._store({name: report}, {})
+                    written += outage.retry_races(self._store,
+                                                  {name: report}, {})
                 except Exception as exc:
                     LOG.warning('Could not record the report of %s/%s: %s',
                                 name[0], name[1], exception.describe(exc))

@@ -371,3 +371,82 @@ def test_the_schedulers_methods_are_answered_not_run_again(quick, caplog):
     (warning,) = _records(caplog, logging.WARNING)
     assert warning.getMessage().startswith(
         'Endpoint.list_consumers failed: a database is unavailable')
+
+
+class _Race(Exception):
+    """What psycopg2 raises for a deadlock the server broke."""
+    pgcode = '40P01'
+
+
+def _race():
+    return sa_exc.OperationalError('COMMIT', None, _Race('deadlock'))
+
+
+def test_work_the_database_aborted_for_a_race_runs_again_in_the_api():
+    """A deadlock, or Galera's certification refusing a commit, wrote
+    nothing, and the database answers: even a request that waits for no
+    database is run again."""
+    calls = []
+
+    def handler(req):
+        calls.append(req)
+        if len(calls) < 3:
+            raise _race()
+        return 'created'
+
+    with outage.not_waiting():
+        assert outage.retry_races(handler, 'req') == 'created'
+    assert calls == ['req'] * 3
+
+
+def test_races_are_run_again_a_bounded_number_of_times():
+    calls = []
+
+    def handler():
+        calls.append(1)
+        raise _race()
+
+    with pytest.raises(sa_exc.OperationalError):
+        outage.retry_races(handler)
+    assert len(calls) == outage.RACE_TRIES
+
+
+def test_a_race_after_a_message_was_sent_is_not_run_again():
+    calls = []
+
+    def handler():
+        calls.append(1)
+        outage.note_effect()
+        raise _race()
+
+    with pytest.raises(sa_exc.OperationalError):
+        outage.retry_races(handler)
+    assert calls == [1]
+
+
+def test_a_commit_aborted_for_a_race_is_nothing_written(tmp_path):
+    """The writer's commit fails as a Galera node refuses it: the work is
+    run again, and its second commit is the only row."""
+    url = 'sqlite:///%s' % (tmp_path / 'race.db')
+    engine = engines.get_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql('CREATE TABLE t (x INTEGER)')
+    refusals = [_race()]
+
+    @sa.event.listens_for(engine, 'commit')
+    def _refuse(conn):
+        if refusals:
+            conn.exec_driver_sql('DELETE FROM t')
+            raise refusals.pop()
+
+    def insert():
+        with engines.writer(url) as session:
+            session.execute(sa.text('INSERT INTO t VALUES (1)'))
+        return 'inserted'
+
+    try:
+        assert outage.retry_races(insert) == 'inserted'
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql('SELECT x FROM t').all() == [(1,)]
+    finally:
+        engines.dispose_all()
