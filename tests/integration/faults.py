@@ -122,6 +122,9 @@ class Burst:
         self.deletable = {}
         # Names of servers whose DELETE was answered 204.
         self.deleted = set()
+        # name -> when its boot was answered 202 (time.monotonic()).
+        self.accepted_at = {}
+        self.started = None
         # Set at each 202 for a boot of several servers: a moment when
         # every service has work in flight.
         self.multi_accepted = threading.Event()
@@ -130,6 +133,7 @@ class Burst:
         self.image = images.find('cirros')[0]
 
     def start(self):
+        self.started = time.monotonic()
         for index in range(self.threads):
             worker = threading.Thread(target=self._run, daemon=True,
                                       name='burst-%d' % index)
@@ -194,14 +198,17 @@ class Burst:
                                    json={'server': server})
         if resp is None or resp.status_code != 202:
             return resp
+        now = time.monotonic()
         with self.lock:
             if count == 1:
-                self.accepted.add(name)
+                names = [name]
                 self.deletable[name] = resp.json()['server']['id']
             else:
-                self.accepted.update('%s-%d' % (name, index)
-                                     for index in range(1, count + 1))
+                names = ['%s-%d' % (name, index)
+                         for index in range(1, count + 1)]
                 self.multi_accepted.set()
+            self.accepted.update(names)
+            self.accepted_at.update(dict.fromkeys(names, now))
         return resp
 
     def _delete(self, name, server_id):
@@ -238,7 +245,31 @@ class Figures:
     malformed: int = 0
     unreachable: int = 0
     settle: float = 0.0
+    # With the time of the fault: seconds from it to the first boot
+    # accepted after it that ended ACTIVE, and the boots accepted per
+    # second before it and while it lasted.
+    recovered: float = None
+    rate_before: float = None
+    rate_during: float = None
     details: list = dataclasses.field(default_factory=list)
+
+    def timing(self, burst, servers, struck, back):
+        """Fill in ``recovered`` and the rates, for a fault from
+        ``struck`` to ``back``."""
+        times = burst.accepted_at
+        after = [at for name, at in times.items() if at >= struck and
+                 servers.get(name, {}).get('status') == 'ACTIVE']
+        self.recovered = min(after) - struck if after else None
+        self.rate_before = sum(at < struck for at in times.values()) / max(
+            struck - burst.started, 0.001)
+        self.rate_during = sum(
+            struck <= at < back for at in times.values()) / max(
+            back - struck, 0.001)
+
+    def timing_line(self):
+        return 'recovered=%s boots/s before=%.2f during=%.2f' % (
+            'never' if self.recovered is None else
+            '%.1fs' % self.recovered, self.rate_before, self.rate_during)
 
     def line(self, victim):
         return ('victim=%s accepted=%d active=%d error=%d exhausted=%d '
@@ -418,11 +449,14 @@ def delete_everything(client, figures, timeout=60):
 
 
 def verify(deployment, client, burst, heal_window, back,
-           settle_timeout=120):
+           settle_timeout=120, struck=None):
     """Everything that must hold once the victim is back (at ``back``, a
-    ``time.monotonic()``); the figures."""
+    ``time.monotonic()``); the figures, with their timing from the
+    fault at ``struck`` when it is given."""
     figures = Figures(accepted=len(burst.accepted), refused=client.refused)
     servers, figures.settle = settle(client, burst, back, settle_timeout)
+    if struck is not None:
+        figures.timing(burst, servers, struck, back)
     expected = burst.accepted - burst.deleted
     mine = {n for n in servers if n.startswith(burst.prefix + '-')}
     figures.details.append('faults: %s' % dict(fault_messages(

@@ -123,7 +123,8 @@ class Cloud(deployment.Deployment):
                     if name.endswith('-conductor-%s' % cell):
                         files.append(path)
                 files.append(self._own(host, name))
-                self.extra_conf[name] = files
+                # Ahead of those a test added (add_config): theirs win.
+                self.extra_conf[name] = files + self.extra_conf.get(name, [])
         for host in self.hosts:
             address = self.network.hosts[host]
             self.host_file(host, """\
@@ -132,7 +133,8 @@ class Cloud(deployment.Deployment):
                 [metrics]
                 bind_host = %s
                 """ % (address, address))
-            self.extra_conf[host] = [self._own(host, host)]
+            self.extra_conf[host] = [self._own(host, host)] + \
+                self.extra_conf.get(host, [])
 
     def _own(self, host, name):
         """The file of process ``name`` alone: its log, what its queues
@@ -192,6 +194,38 @@ class Cloud(deployment.Deployment):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if host in self.controllers:
+            for server in (self.rabbit.node_of(host),
+                           self.database.node_of(host),
+                           self.database.haproxies[host]):
+                server.proc.wait()
+                server.log.close()
+
+    def start_host(self, host):
+        """Start what :meth:`kill_host` killed again: a controller's
+        RabbitMQ and Galera nodes (each rejoins its cluster) and HAProxy,
+        then its services."""
+        if host in self.controllers:
+            self.rabbit.node_of(host)._launch('a')
+            self.database.node_of(host)._launch()
+            self.database.haproxies[host].start()
+        self.start(*self.processes_of(host))
+
+    def rabbit_leader(self):
+        """The RabbitMQ node that leads the most of the services' topic
+        queues (the schedulers', the conductors'), over every vhost."""
+        counts = {}
+        node = self.rabbit.nodes[0]
+        for vhost in ('api',) + tuple(self.CELLS):
+            out = node.ctl('list_queues', '-p', vhost, '--no-table-headers',
+                           '--quiet', 'name', 'leader').stdout
+            for line in out.splitlines():
+                name, _, leader = line.partition('\t')
+                if name in ('scheduler', 'conductor', 'super_conductor'):
+                    counts[leader.strip()] = counts.get(
+                        leader.strip(), 0) + 1
+        leader = max(counts, key=counts.get)
+        return next(n for n in self.rabbit.nodes if n.name == leader)
 
     def teardown(self):
         try:

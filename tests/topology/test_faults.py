@@ -1,0 +1,133 @@
+"""Faults of the clustered cloud (:mod:`tests.topology`), each in the
+middle of a burst of boots, as the fault-injection rounds of one host
+are: once the victim is back, every accepted server is ACTIVE (but
+those the fake driver failed on every host, or that found no room), no
+build is left in BUILD, claims follow the live servers, no host is over
+capacity and no request was answered with a 500.
+
+The rounds: SIGKILL of the RabbitMQ node that leads the most topic
+queues; SIGKILL of the Galera node HAProxy sends every connection to;
+SIGKILL of every process of a controller (its services, RabbitMQ and
+Galera nodes and HAProxy); and the three RabbitMQ nodes restarted one
+after the other. Each prints its figures, and the seconds from the
+fault to the first boot that succeeds again.
+"""
+
+import time
+
+import pytest
+
+from tests.integration import faults
+from tests.topology import cloud as cloud_mod
+
+pytestmark = [pytest.mark.integration, pytest.mark.topology,
+              pytest.mark.faults]
+
+# Longer than a controller takes to come back (its RabbitMQ and Galera
+# nodes rejoin their clusters first): a build it held is re-driven,
+# not given up.
+LOST_BUILD_TIMEOUT = 60
+REDRIVE_INTERVAL = 3
+HEAL_INTERVAL = 3
+HEAL_GRACE = 5
+HEAL_WINDOW = HEAL_GRACE + 2 * HEAL_INTERVAL + 15
+# Seconds a victim stays dead, the burst going on meanwhile.
+DOWN = 5
+SETTLE = 180
+SPAWN_DELAY = 1.0
+FAILURE_RATE = 0.2
+# The controller whose API the burst goes through: never a victim.
+CLIENT_HOST = 'ctl1'
+VICTIMS = ('rabbitmq-leader', 'galera-writer', 'controller',
+           'rabbitmq-rolling')
+
+
+@pytest.fixture(scope='module')
+def cloud(tmp_path_factory):
+    the_cloud = cloud_mod.Cloud(tmp_path_factory.mktemp('faulted'),
+                                prefix='ssfault', subnet='10.231.201.0/24')
+    the_cloud.add_config(the_cloud.host_of, 'faults.conf', """\
+        [DEFAULT]
+        service_down_time = 60
+        [conductor]
+        lost_build_timeout = %d
+        build_redrive_interval = %d
+        heal_allocations_interval = %d
+        heal_allocations_grace = %d
+        [compute]
+        unfinished_build_check_interval = 3
+        [fake_driver]
+        spawn_delay = %s
+        failure_rate = %s
+        """ % (LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL, HEAL_INTERVAL,
+               HEAL_GRACE, SPAWN_DELAY, FAILURE_RATE))
+    try:
+        yield the_cloud.bring_up()
+    finally:
+        the_cloud.teardown()
+
+
+def _healthy(cloud, client):
+    """Every process running, every host reporting, no server left."""
+    dead = cloud.dead()
+    if dead:
+        cloud.start(*dead)
+    cloud.wait_for_api()
+    cloud.wait_for_hosts(cloud.hosts, timeout=120)
+    faults.delete_everything(client, faults.Figures())
+    deadline = time.monotonic() + HEAL_WINDOW
+    while faults.claims(cloud) and time.monotonic() < deadline:
+        time.sleep(1)
+
+
+def _fault(cloud, victim):
+    """Inflict the fault and end it; what was hit."""
+    if victim == 'rabbitmq-leader':
+        node = cloud.rabbit_leader()
+        node.kill_and_restart(down=DOWN)
+        return node.name
+    if victim == 'galera-writer':
+        # The node every HAProxy sends its connections to.
+        node = cloud.database.nodes[0]
+        node.kill_and_restart(down=DOWN)
+        return node.host
+    if victim == 'controller':
+        host = cloud.controllers[-1]
+        cloud.kill_host(host)
+        time.sleep(DOWN)
+        cloud.start_host(host)
+        return host
+    for node in cloud.rabbit.nodes:
+        node.stop()
+        node._launch('a')
+    return 'every RabbitMQ node in turn'
+
+
+@pytest.mark.parametrize('victim', VICTIMS)
+def test_a_fault_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
+        cloud, victim, capsys):
+    client = faults.Client(cloud.api_urls[0])
+    _healthy(cloud, client)
+    burst = faults.Burst(client, victim, seed=VICTIMS.index(victim)).start()
+    try:
+        burst.wait_for_busy_moment(after=6)
+        struck = time.monotonic()
+        hit = _fault(cloud, victim)
+        back = time.monotonic()
+        cloud.wait_for_hosts(cloud.hosts, timeout=120)
+        time.sleep(2)
+    finally:
+        burst.stop()
+    figures = faults.verify(cloud, client, burst, HEAL_WINDOW, back,
+                            settle_timeout=SETTLE, struck=struck)
+    line = '%s %s down=%.1fs %s' % (figures.line(victim), hit,
+                                    back - struck, figures.timing_line())
+    with capsys.disabled():
+        print('\n' + line)
+
+    assert figures.accepted, line
+    problems = ['failed', 'stuck', 'lost', 'undeleted', 'ghosts',
+                'leaked_claims', 'unclaimed', 'overcommitted', 'http_500',
+                'malformed', 'unreachable']
+    found = [p for p in problems if getattr(figures, p)]
+    assert not found, '%s\n%s' % (line, '\n'.join(figures.details))
