@@ -88,6 +88,7 @@ def consumers_needing_claims(ctx, consumer_uuids):
     unmapped = [uuid for uuid in uuids if uuid not in mapped]
     if unmapped:
         needed.update(_migrations_under_way(ctx, unmapped))
+    handed_over = []
     for uuid in uuids:
         if uuid not in mapped:
             continue
@@ -96,9 +97,18 @@ def consumers_needing_claims(ctx, consumer_uuids):
                 objects.BuildRequest.get_by_instance_uuid(ctx, uuid)
                 needed.add(uuid)
             except exception.BuildRequestNotFound:
-                pass
+                handed_over.append(uuid)
             continue
         by_cell.setdefault(mapped[uuid], []).append(uuid)
+    # A build handed to its cell between the two reads: its mapping
+    # named no cell yet, and its build request was gone (the hand-over
+    # points the mapping at the cell before it deletes the request).
+    # Read again, it names the cell that holds the instance.
+    if handed_over:
+        for uuid, cell_id in objects.InstanceMapping.get_cell_ids(
+                ctx, handed_over).items():
+            if cell_id is not None:
+                by_cell.setdefault(cell_id, []).append(uuid)
     cells = {cell.id: cell for cell in objects.CellMapping.get_all(ctx)}
     for cell_id, in_cell in by_cell.items():
         if cell_id not in cells:

@@ -57,8 +57,7 @@ class Cloud(deployment.Deployment):
         super().__init__(base_dir, hosts_per_cell=hosts_per_cell, **kwargs)
         self.mode = mode
         self.controllers = CONTROLLERS
-        # What ``db`` is on each controller: its HAProxy, or its own
-        # Galera node (both on its own address).
+        # ``db`` is each controller's own HAProxy (see galera).
         self.network = network.Network(
             self.controllers + tuple(self.hosts), prefix, subnet)
         self.network.names = {host: {'db': self.network.hosts[host]}

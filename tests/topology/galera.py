@@ -10,11 +10,12 @@ A node that is killed and started again rejoins (IST, or SST if it
 missed too much).
 
 The services reach the database as ``db``, which each controller's
-hosts file resolves: to the controller itself, where its HAProxy
-listens on port 3307 (``haproxy`` mode), or to the controller's own
-Galera node (``multi-writer`` mode, port 3306: each controller writes
-to its own node, and Galera certifies at commit what nodes wrote at
-once).
+hosts file resolves to the controller itself, where its HAProxy listens
+on port 3307. In ``haproxy`` mode every HAProxy sends its connections
+to the same node, the first; in ``multi-writer`` mode each sends them
+to its own controller's node (the others are its backups, for when
+that node is away): each controller writes to its own node, and Galera
+certifies at commit what nodes wrote at once.
 """
 
 from concurrent import futures
@@ -101,7 +102,7 @@ class Cluster:
 
     @property
     def port(self):
-        return HAPROXY_PORT if self.mode == 'haproxy' else PORT
+        return HAPROXY_PORT
 
     def start(self):
         first = self.nodes[0]
@@ -118,7 +119,11 @@ class Cluster:
             node.start()
             backends._wait(node.synced, 120, 'Galera node %s' % node.host)
         for node in self.nodes:
-            self.haproxies[node.host] = HAProxy(self.base, node, self.nodes)
+            # The node this controller writes to first.
+            first = node if self.mode == 'multi-writer' else self.nodes[0]
+            self.haproxies[node.host] = HAProxy(
+                self.base, node, [first] + [n for n in self.nodes
+                                            if n is not first])
         with futures.ThreadPoolExecutor(len(self.nodes)) as pool:
             list(pool.map(lambda proxy: proxy.start(),
                           self.haproxies.values()))
@@ -128,10 +133,6 @@ class Cluster:
         self.nodes[0].sql('CREATE DATABASE `%s` CHARACTER SET utf8mb4'
                           % name)
         return self.nodes[0].url(name, host='db', port=self.port)
-
-    def db_address(self, host):
-        """What ``db`` is on the controller ``host``."""
-        return self.node_of(host).address
 
     def node_of(self, host):
         return next(n for n in self.nodes if n.host == host)
@@ -145,8 +146,9 @@ class Cluster:
 
 class HAProxy:
     """HAProxy on the controller of ``local``, on its address and
-    HAPROXY_PORT: every connection to the first node, the others its
-    backups (Kolla's Galera frontend), each checked by a MySQL login."""
+    HAPROXY_PORT: every connection to the first of ``nodes``, the others
+    its backups (Kolla's Galera frontend), each checked by a MySQL
+    login."""
 
     def __init__(self, base_dir, local, nodes):
         self.base = os.path.join(base_dir, 'haproxy-%s' % local.host)

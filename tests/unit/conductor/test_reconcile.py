@@ -88,3 +88,27 @@ def test_a_page_that_cannot_be_decided_keeps_every_claim(cloud,
     monkeypatch.setattr(objects.Instance, 'get_all', cell_down)
     assert reconcile.heal_allocations(scheduler, cloud.ctx, grace=0) == []
     assert scheduler.held == held
+
+
+def test_a_build_handed_to_its_cell_between_the_reads_keeps_its_claim(
+        cloud, monkeypatch):
+    """The reconciliation reads a boot's mapping (no cell yet), then its
+    build request, which the hand-over deleted meanwhile: the instance is
+    in its cell by then, and its claim stays."""
+    scheduler = fakes.Scheduler()
+    build_request, _ = cloud.boot()
+    scheduler.held[build_request.instance_uuid] = 'h1'
+    read = objects.BuildRequest.get_by_instance_uuid
+
+    def handed_over_meanwhile(ctx, uuid):
+        found = read(ctx, uuid)
+        instance = found.instance
+        instance.host, instance.node = 'h1', 'h1-node'
+        instance.create(cloud.in_cell())
+        found.hand_over(ctx, cloud.cell1)
+        return read(ctx, uuid)
+
+    monkeypatch.setattr(objects.BuildRequest, 'get_by_instance_uuid',
+                        handed_over_meanwhile)
+    assert reconcile.heal_allocations(scheduler, cloud.ctx, grace=0) == []
+    assert set(scheduler.held) == {build_request.instance_uuid}
