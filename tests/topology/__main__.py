@@ -54,8 +54,17 @@ def main(argv=None):
         network.Network((), args.prefix).down()
         return 0
     base = args.dir or tempfile.mkdtemp(prefix='scheduler-split-cloud-')
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    up, stop = threading.Event(), threading.Event()
+
+    def _stop(signum, frame):
+        # Coming up, what is up so far is torn down at once.
+        if not up.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    # Ctrl-C too, even where the shell started it with SIGINT ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _stop)
     the_cloud = cloud.Cloud(base, mode=args.mode,
                             hosts_per_cell=args.hosts_per_cell,
                             prefix=args.prefix, subnet=args.subnet)
@@ -74,11 +83,14 @@ def main(argv=None):
         print('export OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=scheduler-split'
               % clouds)
         print('Press Ctrl-C to stop.', flush=True)
+        up.set()
         while not stop.wait(1):
             pass
     except KeyboardInterrupt:
         pass
     finally:
+        # A signal from here on waits for the teardown.
+        up.set()
         print('Stopping ...', flush=True)
         the_cloud.teardown()
     return 0
