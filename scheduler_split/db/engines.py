@@ -58,9 +58,11 @@ PG_ISOLATION_OPTION = '-c default_transaction_isolation=read\\ committed'
 # wait_timeout (8 hours by default), after which it closes an idle
 # connection that the pool would otherwise hand out dead.
 MYSQL_POOL_RECYCLE = 3600
-# On a Galera node: reads wait for the writes the cluster committed
-# before them (1), not other statements (see _mysql_engine).
-GALERA_SYNC_WAIT = 1
+# On a Galera node: reads (1), and updates and deletes (2), wait for
+# the writes the cluster committed before them (see _mysql_engine). An
+# update of a row another node created a moment ago would otherwise
+# match nothing while a node's loss holds up the others' applying.
+GALERA_SYNC_WAIT = 3
 # What oslo.db sets: values that do not fit a column are refused, not
 # truncated or replaced by a zero.
 MYSQL_SQL_MODE = 'TRADITIONAL'
@@ -117,9 +119,9 @@ def _mysql_engine(url, **kwargs):
         cursor = dbapi_connection.cursor()
         cursor.execute("SET SESSION sql_mode = '%s'" % MYSQL_SQL_MODE)
         # A Galera node applies what the others committed a moment
-        # later: a read waits until it has (wsrep_sync_wait's bit 1), so
-        # that a service reading through one node sees what another
-        # service wrote through another before it sent its message.
+        # later: a read, update or delete waits until it has, so that a
+        # service working through one node sees what another service
+        # wrote through another before it sent its message.
         cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
         row = cursor.fetchone()
         if row and str(row[1]).upper() == 'ON':
