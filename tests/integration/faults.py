@@ -448,6 +448,21 @@ def delete_everything(client, figures, timeout=60):
     figures.note('undeleted', undeleted)
 
 
+def healthy(deployment, client, heal_window):
+    """Every process running and every host reporting, no server left,
+    and within ``heal_window`` no claim: one victim's failure does not
+    spill into the next one's figures."""
+    dead = deployment.dead()
+    if dead:
+        deployment.start(*dead)
+    deployment.wait_for_api()
+    deployment.wait_for_hosts(deployment.hosts, timeout=120)
+    delete_everything(client, Figures())
+    deadline = time.monotonic() + heal_window
+    while claims(deployment) and time.monotonic() < deadline:
+        time.sleep(1)
+
+
 def verify(deployment, client, burst, heal_window, back,
            settle_timeout=120, struck=None):
     """Everything that must hold once the victim is back (at ``back``, a

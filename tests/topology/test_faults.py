@@ -67,19 +67,6 @@ def cloud(tmp_path_factory):
         the_cloud.teardown()
 
 
-def _healthy(cloud, client):
-    """Every process running, every host reporting, no server left."""
-    dead = cloud.dead()
-    if dead:
-        cloud.start(*dead)
-    cloud.wait_for_api()
-    cloud.wait_for_hosts(cloud.hosts, timeout=120)
-    faults.delete_everything(client, faults.Figures())
-    deadline = time.monotonic() + HEAL_WINDOW
-    while faults.claims(cloud) and time.monotonic() < deadline:
-        time.sleep(1)
-
-
 def _fault(cloud, victim):
     """Inflict the fault and end it; what was hit."""
     if victim == 'rabbitmq-leader':
@@ -107,7 +94,7 @@ def _fault(cloud, victim):
 def test_a_fault_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
         cloud, victim, capsys):
     client = faults.Client(cloud.api_urls[0])
-    _healthy(cloud, client)
+    faults.healthy(cloud, client, HEAL_WINDOW)
     burst = faults.Burst(client, victim, seed=VICTIMS.index(victim)).start()
     try:
         burst.wait_for_busy_moment(after=6)
