@@ -23,8 +23,9 @@ class PeriodicTask:
         self._stop = threading.Event()
         self._thread = None
         # When the outage that stops its runs began (monotonic), if one
-        # does.
+        # does, and whether its start was a WARNING.
         self._outage_since = None
+        self._warned = False
 
     def _loop(self):
         if not self.run_first:
@@ -35,10 +36,12 @@ class PeriodicTask:
 
     def run_once(self):
         """One run. A run that fails because a database or the bus is
-        away logs one WARNING when the outage starts and one INFO with
-        the first run that works again, not a traceback each time; any
-        other failure logs its traceback. A run the database aborted for
-        a race is run again at once (``outage.retry_races``)."""
+        away logs one line when the outage starts and one with the first
+        run that works again, not a traceback each time: a WARNING and
+        an INFO, or both at DEBUG for a database outage the process
+        reported already (``outage.report``); any other failure logs its
+        traceback. A run the database aborted for a race is run again at
+        once (``outage.retry_races``)."""
         try:
             outage.retry_races(self.func)
         except Exception as exc:
@@ -47,16 +50,18 @@ class PeriodicTask:
                 return
             if self._outage_since is None:
                 self._outage_since = time.monotonic()
-                LOG.warning('Periodic task %s cannot run: %s; trying again '
-                            'every %s seconds', self.name,
-                            outage.describe(exc), self.interval)
+                self._warned = outage.report(
+                    LOG, exc, 'Periodic task %s cannot run: %s; trying '
+                    'again every %s seconds', self.name,
+                    outage.describe(exc), self.interval)
             else:
                 LOG.debug('Periodic task %s still cannot run: %s',
                           self.name, outage.describe(exc))
             return
         if self._outage_since is not None:
-            LOG.info('Periodic task %s runs again, after %.1f seconds',
-                     self.name, time.monotonic() - self._outage_since)
+            LOG.log(logging.INFO if self._warned else logging.DEBUG,
+                    'Periodic task %s runs again, after %.1f seconds',
+                    self.name, time.monotonic() - self._outage_since)
             self._outage_since = None
 
     def start(self):

@@ -148,8 +148,8 @@ def cell_services(ctx, cells=None, down=None):
         except outage.DATABASE_UNAVAILABLE as exc:
             if down is None:
                 raise
-            LOG.warning('Cell %s cannot be reached (%s); its services are '
-                        'not listed', cell.name, exc)
+            outage.report(LOG, exc, 'Cell %s cannot be reached (%s); its '
+                          'services are not listed', cell.name, exc)
             down.append(cell)
             continue
         found.extend(_from_cell(service, cell) for service in services)

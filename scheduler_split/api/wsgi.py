@@ -319,8 +319,10 @@ class Router:
         except outage.DATABASE_UNAVAILABLE as exc:
             # Each write is one transaction, so what failed was not
             # recorded and the client may simply try again later.
-            LOG.warning('Request %s: a database is unavailable: %s',
-                        request_id, outage.describe(exc))
+            # One WARNING an outage, not one a request.
+            outage.report(LOG, exc, 'Request %s: a database is '
+                          'unavailable: %s', request_id,
+                          outage.describe(exc))
             response = _unavailable(
                 'The service is temporarily unavailable: a database cannot '
                 'be reached. Please try again later.')

@@ -25,6 +25,7 @@ import yaml
 from scheduler_split.api import http_server
 from scheduler_split.cmd import common
 from scheduler_split import conf
+from scheduler_split.db import outage
 from scheduler_split import deployment
 from scheduler_split.image import catalog as images
 from scheduler_split import rpc
@@ -134,6 +135,7 @@ def setup_logging(args):
     CONF.set_override('use_stderr', args.verbose)
     CONF.set_override('debug', args.debug)
     oslo_logging.setup(CONF, 'scheduler-split')
+    outage.one_line_outages()
 
 
 def log_path(state_dir):

@@ -72,6 +72,7 @@ def parse_args(argv, description=None):
     except cfg.Error as exc:
         sys.exit(preflight.bad_value(prog) or '%s: %s' % (
             prog, ' '.join(str(exc).split())))
+    outage.one_line_outages()
     # After the logging: an option read here that is deprecated is
     # logged as such.
     problem = preflight.bad_value(prog)

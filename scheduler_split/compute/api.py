@@ -387,11 +387,11 @@ class ComputeAPI(api_moves.Moves):
                 # compute finishes a delete whose last steps failed (see
                 # ComputeManager.settle_instances). Answering 503 would
                 # tell the user it did not happen.
-                LOG.warning('Server %s is being deleted; its compute %s '
-                            'finishes the delete once the database is '
-                            'back (%s)', uuid, instance.host,
-                            outage.describe(exc),
-                            extra={'instance_uuid': uuid})
+                outage.report(LOG, exc, 'Server %s is being deleted; its '
+                              'compute %s finishes the delete once the '
+                              'database is back (%s)', uuid, instance.host,
+                              outage.describe(exc),
+                              extra={'instance_uuid': uuid})
                 return
             if local:
                 # Nothing runs anywhere (a failed build's VM is gone with

@@ -24,6 +24,7 @@ import oslo_messaging as messaging
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
@@ -62,9 +63,9 @@ def heal_allocations(scheduler, ctx, grace=None):
         try:
             needed = set(consumers_needing_claims(ctx, page))
         except Exception as exc:
-            LOG.warning('Cannot tell which of %d claims are still needed '
-                        '(%s); releasing none of them', len(page),
-                        exception.describe(exc))
+            outage.report(LOG, exc, 'Cannot tell which of %d claims are '
+                          'still needed (%s); releasing none of them',
+                          len(page), exception.describe(exc))
             needed = set(page)
         for consumer in page:
             if consumer in needed:

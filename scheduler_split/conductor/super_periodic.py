@@ -18,6 +18,7 @@ from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor.tasks import build
 from scheduler_split import conf
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import objects
@@ -78,9 +79,9 @@ class SuperConductorPeriodics:
         try:
             return reconcile.heal_allocations(self.scheduler, ctx)
         except Exception as exc:
-            LOG.warning('The reconciliation of claims stopped: %s; it '
-                        'resumes at the next run',
-                        exception.describe(exc))
+            outage.report(LOG, exc, 'The reconciliation of claims stopped: '
+                          '%s; it resumes at the next run',
+                          exception.describe(exc))
             return []
 
     def fail_lost_builds(self):

@@ -143,9 +143,12 @@ def _create(url, writer):
         engine = _ping_rested(_server_engine(parsed, kwargs))
     except ImportError as exc:
         raise DriverMissing(parsed, exc) from exc
-    # A server that refuses connections is waited for (a restart).
-    event.listen(engine, 'do_connect', outage.connect(
-        parsed.render_as_string(hide_password=True)))
+    # A server that refuses connections is waited for (a restart), and
+    # its outage is one WARNING in the log, whichever of its databases
+    # and connections meet it.
+    server = outage.server_of(parsed)
+    event.listen(engine, 'do_connect', outage.connect(server))
+    event.listen(engine, 'handle_error', outage.cut(server))
     return engine
 
 

@@ -23,11 +23,16 @@ Each rule lives here, once:
   the same rows first) wrote nothing: the work is run again at once, a
   bounded number of times (:func:`retry_races`), in every service and
   in the API, if it did nothing else that outlives it.
-- The first connection refused logs one WARNING for its database, and
-  the first one opened after it one INFO (:class:`_Outages`); a periodic
-  task failing on an outage does the same (``service.PeriodicTask``,
-  with :func:`is_outage`); a connection the pool could not reset is one
-  WARNING line too (:class:`_PoolResetFilter`).
+- An outage of a database server is one WARNING line in each process's
+  log, and its end one INFO (:class:`_Outages`): the first sign of it
+  (a connection it refused, or work that failed for it after it closed
+  a connection in use) is the WARNING, the first connection opened to
+  it after that the INFO. What else fails for it meanwhile (requests
+  answered 503, periodic tasks, work given up, connections the pool
+  could not reset) logs at DEBUG (:func:`report`, which those callers
+  log through), and so does work that logs the outage's error with its
+  traceback (:class:`_OneLine`, on every handler of the log): not one
+  WARNING per request or per task, and never a traceback.
 """
 
 import functools
@@ -38,6 +43,7 @@ import threading
 import time
 
 import oslo_messaging as messaging
+from sqlalchemy.engine import url as sa_url
 from sqlalchemy import exc as sa_exc
 
 from scheduler_split import conf
@@ -127,27 +133,50 @@ def is_database_outage(exc):
             exc.exc_type in _UNAVAILABLE_NAMES)
 
 
-class _PoolResetFilter(logging.Filter):
-    """SQLAlchemy's pool logs a connection it could not reset as it came
-    back (the server went away meanwhile) as an ERROR with a traceback;
-    the pool drops it and opens another. Here it is one WARNING line."""
+class _OneLine(logging.Filter):
+    """A record that carries the error of a database outage (work that
+    met it, logged with its traceback by ``LOG.exception``; SQLAlchemy's
+    pool, which logs a connection it could not reset as it came back as
+    an ERROR with a traceback, and drops it) is one line, with what the
+    error says: a WARNING if it is the first sign of the outage
+    (:func:`report`), else at DEBUG. On the pool's loggers, and on every
+    handler of the services' logs (:func:`one_line_outages`)."""
 
     def filter(self, record):
+        # Every handler sees the record: it is decided once.
+        shown = getattr(record, 'outage_line_shown', None)
+        if shown is not None:
+            return shown
         exc = record.exc_info[1] if record.exc_info else None
-        if record.levelno >= logging.ERROR and exc is not None and \
-                is_database_outage(exc):
-            record.msg = '%s: %s' % (record.getMessage(), describe(exc))
-            record.args = None
-            record.exc_info = record.exc_text = None
-            record.levelno = logging.WARNING
-            record.levelname = logging.getLevelName(logging.WARNING)
-        return True
+        if record.levelno < logging.WARNING or exc is None or \
+                not is_database_outage(exc):
+            return True
+        level = (logging.WARNING if _outages.first_failure()
+                 else logging.DEBUG)
+        record.msg = '%s: %s' % (record.getMessage(), describe(exc))
+        record.args = None
+        record.exc_info = record.exc_text = None
+        record.levelno = level
+        record.levelname = logging.getLevelName(level)
+        record.outage_line_shown = logging.getLogger(
+            record.name).isEnabledFor(level)
+        return record.outage_line_shown
 
 
+_one_line = _OneLine()
 for _pool in ('QueuePool', 'NullPool', 'SingletonThreadPool',
               'StaticPool'):
     logging.getLogger('sqlalchemy.pool.impl.%s' % _pool).addFilter(
-        _PoolResetFilter())
+        _one_line)
+
+
+def one_line_outages():
+    """Have every handler of the log (set up already) write a record
+    that carries a database outage's error as :class:`_OneLine` does:
+    never a traceback."""
+    for handler in logging.getLogger().handlers:
+        if _one_line not in handler.filters:
+            handler.addFilter(_one_line)
 
 
 def is_outage(exc):
@@ -268,8 +297,13 @@ class _Pauses:
     returns False once no time is left."""
 
     def __init__(self, seconds):
+        self.seconds = seconds
         self.deadline = time.monotonic() + seconds
         self.pause = CONF.database.retry_interval
+
+    def ran_out(self):
+        """Whether it waited its whole time, and no more is left."""
+        return bool(self.seconds) and self.deadline <= time.monotonic()
 
     def next(self):
         left = self.deadline - time.monotonic()
@@ -280,38 +314,103 @@ class _Pauses:
 
 
 class _Outages:
-    """Which databases refuse connections now: one WARNING as the first
-    refusal is seen, one INFO as the first connection opens after it."""
+    """The database servers this process sees away, each named by its
+    URL without user, password nor database (:func:`server_of`): one
+    WARNING as the first sign of an outage is seen, one INFO as the first
+    connection to the server opens after it.
+
+    A connection the server closed as it was in use (:func:`cut`, the
+    engines' hook) is a sign only once work fails for it
+    (:meth:`first_failure`) or a connection is refused: a server that
+    closed one idle connection is no outage, and the next connection
+    opened says so silently. Work that failed for an outage another
+    service met (its answer was ``DatabaseUnavailable``) is the WARNING
+    of an outage of no server named; what this process meets of one in
+    the next ``[database] retry_timeout`` seconds, or until a connection
+    opens, is taken for that outage."""
 
     def __init__(self):
+        # {server: when the WARNING said it was away}.
         self._since = {}
+        # Servers that closed a connection in use, not reported yet.
+        self._cut = set()
+        # When work failed for an outage of no server named, if it did.
+        self._heard = None
         self._lock = threading.Lock()
 
+    def _heard_of_one(self, now):
+        return (self._heard is not None and
+                now - self._heard < CONF.database.retry_timeout)
+
     def refused(self, name, exc):
+        now = time.monotonic()
         with self._lock:
             if name in self._since:
                 return
-            self._since[name] = time.monotonic()
-        LOG.warning('Database %s refuses connections (%s); waiting for it '
-                    'for up to %s seconds a step ([database] '
-                    'retry_timeout)', name, describe(exc), wait_seconds())
+            self._since[name] = now
+            self._cut.discard(name)
+            if self._heard_of_one(now):
+                return
+        seconds = wait_seconds()
+        if seconds:
+            LOG.warning('Database server %s refuses connections (%s); '
+                        'waiting for it for up to %s seconds a step '
+                        '([database] retry_timeout)', name, describe(exc),
+                        seconds)
+        else:
+            LOG.warning('Database server %s refuses connections (%s)',
+                        name, describe(exc))
+
+    def cut(self, name):
+        with self._lock:
+            if name not in self._since:
+                self._cut.add(name)
+
+    def first_failure(self):
+        """Work failed for a database outage: whether it is the first
+        sign of one that this process sees (to log as a WARNING), the
+        servers that closed connections in use since their last one
+        opened being away from now on; False while one is reported."""
+        now = time.monotonic()
+        with self._lock:
+            if self._since or self._heard_of_one(now):
+                return False
+            if not self._cut:
+                self._heard = now
+            for name in self._cut:
+                self._since[name] = now
+            self._cut.clear()
+            return True
 
     def opened(self, name):
-        if name not in self._since:
+        if name not in self._since and name not in self._cut and \
+                self._heard is None:
             return
         with self._lock:
             since = self._since.pop(name, None)
+            self._cut.discard(name)
+            self._heard = None
         if since is not None:
-            LOG.info('Database %s accepts connections again after %.1f '
-                     'seconds', name, time.monotonic() - since)
+            LOG.info('Database server %s accepts connections again after '
+                     '%.1f seconds', name, time.monotonic() - since)
 
 
 _outages = _Outages()
 
 
+def server_of(url):
+    """How :class:`_Outages` names the server of ``url`` (a SQLAlchemy
+    URL): the databases of one server are away together."""
+    return sa_url.URL.create(url.drivername, host=url.host, port=url.port,
+                             query={key: value for key, value
+                                    in url.query.items() if key in
+                                    ('host', 'port', 'unix_socket')}
+                             ).render_as_string()
+
+
 def connect(name):
-    """The engines' ``do_connect`` hook for the database ``name`` (a URL
-    without its password): open a DBAPI connection, waiting for a server
+    """The engines' ``do_connect`` hook for the database server ``name``
+    (:func:`server_of`): open a DBAPI connection, waiting for a server
     that refuses it."""
     def _connect(dialect, conn_rec, cargs, cparams):
         pauses = None
@@ -319,7 +418,7 @@ def connect(name):
             try:
                 connection = dialect.connect(*cargs, **cparams)
             except Exception as exc:
-                if not _transient(exc) or not wait_seconds():
+                if not _transient(exc):
                     raise
                 _outages.refused(name, exc)
                 if pauses is None:
@@ -332,14 +431,34 @@ def connect(name):
     return _connect
 
 
+def cut(name):
+    """The engines' ``handle_error`` hook for the database server
+    ``name``: note a connection it closed in use."""
+    def _handle_error(context):
+        if context.is_disconnect:
+            _outages.cut(name)
+    return _handle_error
+
+
+def report(log, exc, msg, *args, **kwargs):
+    """Log ``msg % args``, said of work that failed for ``exc``: as a
+    WARNING, but for a database outage this process reported already,
+    at DEBUG (:class:`_Outages`). True if it was a WARNING."""
+    if is_database_outage(exc) and not _outages.first_failure():
+        log.debug(msg, *args, **kwargs)
+        return False
+    log.warning(msg, *args, **kwargs)
+    return True
+
+
 def run(func, *args, what=None, again=True, idempotent=False, check=None,
         **kwargs):
     """``func(*args, **kwargs)``, run again when a database outage broke
     it, for ``[database] retry_timeout`` seconds (with ``again`` False,
     run once). What still fails on an outage raises
-    ``DatabaseUnavailable`` (from the outage's error) after one WARNING
-    line that says what failed (``what``, by default the function's
-    name).
+    ``DatabaseUnavailable`` (from the outage's error) after one line that
+    says what failed (``what``, by default the function's name): a
+    WARNING past the bound, else as :func:`report` logs it.
 
     A server that dies closes the connections in use: the statement under
     way fails, or the commit, and a commit that failed may have been
@@ -381,8 +500,14 @@ def run(func, *args, what=None, again=True, idempotent=False, check=None,
                 if done:
                     return result
                 continue
-        LOG.warning('%s failed: a database is unavailable (%s)', what,
-                    describe(failure))
+        # Past the bound, the work fails for good: a WARNING of its own.
+        # Answered at once, or unsure whether it committed, it is part of
+        # the outage reported already.
+        message = '%s failed: a database is unavailable (%s)'
+        if pauses.ran_out():
+            LOG.warning(message, what, describe(failure))
+        else:
+            report(LOG, failure, message, what, describe(failure))
         error = exception.DatabaseUnavailable(reason=describe(failure))
         error.waited_out = True
         raise error from failure

@@ -11,6 +11,7 @@ import logging
 
 import oslo_messaging as messaging
 
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import rpc
 from scheduler_split.scheduler import coalesce
@@ -425,8 +426,14 @@ class SchedulerClient:
         Every later path (a claim elsewhere, a delete) releases again."""
         try:
             return self.release_resources(ctx, instance_uuid)
-        except Exception:
-            LOG.exception('Releasing the claim of instance %s failed',
-                          instance_uuid,
-                          extra={'instance_uuid': instance_uuid})
+        except Exception as exc:
+            if not outage.is_outage(exc):
+                LOG.exception('Releasing the claim of instance %s failed',
+                              instance_uuid,
+                              extra={'instance_uuid': instance_uuid})
+            else:
+                outage.report(LOG, exc, 'Releasing the claim of instance %s '
+                              'failed: %s', instance_uuid,
+                              outage.describe(exc),
+                              extra={'instance_uuid': instance_uuid})
             return False

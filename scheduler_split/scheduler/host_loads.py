@@ -49,6 +49,7 @@ import time
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
+from scheduler_split.db import outage
 from scheduler_split.db import scheduler_models
 from scheduler_split import exception
 from scheduler_split import metrics
@@ -175,8 +176,8 @@ class HostLoads:
                 if not self._load_page(page):
                     return
             except Exception as exc:
-                LOG.warning('Could not read host states (%s); trying again',
-                            exception.describe(exc))
+                outage.report(LOG, exc, 'Could not read host states (%s); '
+                              'trying again', exception.describe(exc))
                 with self._lock:
                     self._load_error = exc
                     self._progress.notify_all()

@@ -262,17 +262,18 @@ class ReportWriter:
             written = outage.retry_races(self._store, reports, heartbeats)
         except Exception as exc:
             if len(reports) <= 1:
-                LOG.warning('Could not record the report of %s: %s',
-                            ', '.join('%s/%s' % name for name in reports)
-                            or 'no compute', exception.describe(exc))
+                outage.report(LOG, exc, 'Could not record the report of '
+                              '%s: %s', ', '.join('%s/%s' % name
+                                                  for name in reports)
+                              or 'no compute', exception.describe(exc))
                 return dict.fromkeys(reports, exc)
             if heartbeats:
                 try:
                     outage.retry_races(self._store, {}, heartbeats)
                 except Exception as exc:
-                    LOG.warning('Could not record the time of %d reports: '
-                                '%s', len(heartbeats),
-                                exception.describe(exc))
+                    outage.report(LOG, exc, 'Could not record the time of '
+                                  '%d reports: %s', len(heartbeats),
+                                  exception.describe(exc))
             failed = {}
             written = []
             for name, report in reports.items():
@@ -280,8 +281,9 @@ class ReportWriter:
                     written += outage.retry_races(self._store,
                                                   {name: report}, {})
                 except Exception as exc:
-                    LOG.warning('Could not record the report of %s/%s: %s',
-                                name[0], name[1], exception.describe(exc))
+                    outage.report(LOG, exc, 'Could not record the report '
+                                  'of %s/%s: %s', name[0], name[1],
+                                  exception.describe(exc))
                     failed[name] = exc
             self.cache.apply_reports(written)
             return failed

@@ -150,8 +150,8 @@ def test_a_real_engine_waits_for_a_server_that_starts_listening(
     assert time.monotonic() - start >= 0.5
     (warning,) = _records(caplog, logging.WARNING)
     assert 'secret' not in warning.getMessage()
-    assert '127.0.0.1:%d/nowhere refuses connections' % port in (
-        warning.getMessage())
+    assert ('Database server postgresql+psycopg2://127.0.0.1:%d refuses '
+            'connections' % port) in warning.getMessage()
     engines.dispose_all()
 
 
@@ -284,6 +284,111 @@ def test_a_periodic_task_logs_an_outage_once_and_its_end(caplog):
         ('ERROR', 'Periodic task conductor-sweep failed', True)]
 
 
+def test_one_outage_is_one_warning_whatever_meets_it(quick, caplog):
+    """A server away: the first refusal is the WARNING; the requests,
+    periodic tasks and work that fail for it meanwhile, and the refusals
+    of its other databases, are DEBUG lines; the first connection opened
+    after it is the INFO. The next outage is a WARNING again."""
+    caplog.set_level(logging.DEBUG)
+    server = outage.server_of(sa.engine.make_url(
+        'postgresql+psycopg2://nova:secret@db:5432/nova_api'))
+    assert server == outage.server_of(sa.engine.make_url(
+        'postgresql+psycopg2://other@db:5432/nova_cell1')) == (
+        'postgresql+psycopg2://db:5432')
+    log = logging.getLogger('scheduler_split.test')
+    with outage.not_waiting():
+        for _ in range(2):
+            with pytest.raises(Exception, match='Connection refused'):
+                outage.connect(server)(_Dialect(1), None, (), {})
+            assert not outage.report(log, _broken('Connection refused'),
+                                     'Request %s failed', 'r1')
+    failures = [_broken(), None]
+
+    def reload():
+        failure = failures.pop(0)
+        if failure is not None:
+            raise failure
+
+    task = service.PeriodicTask('scheduler-reload', reload, 5)
+    task.run_once()
+    task.run_once()
+    with pytest.raises(exception.DatabaseUnavailable):
+        outage.run(reload_fails, again=False)
+    assert outage.connect(server)(_Dialect(0), None, (), {})
+    assert outage.report(log, _broken(), 'Request %s failed', 'r2')
+    lines = [(r.levelname, r.getMessage().split(' (')[0])
+             for r in caplog.records if r.levelno > logging.DEBUG]
+    assert lines == [
+        ('WARNING', 'Database server postgresql+psycopg2://db:5432 refuses '
+                    'connections'),
+        ('INFO', 'Database server postgresql+psycopg2://db:5432 accepts '
+                 'connections again after 0.0 seconds'),
+        ('WARNING', 'Request r2 failed')]
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+def reload_fails():
+    raise _broken()
+
+
+class _Context:
+    """What SQLAlchemy hands its ``handle_error`` hooks."""
+
+    def __init__(self, is_disconnect):
+        self.is_disconnect = is_disconnect
+
+
+def test_a_connection_closed_in_use_is_an_outage_once_work_fails(
+        quick, caplog):
+    caplog.set_level(logging.INFO)
+    log = logging.getLogger('scheduler_split.test')
+    cut = outage.cut('pg')
+    # A server that closed one connection and opens the next is no
+    # outage; nor is an error that is no disconnect.
+    cut(_Context(is_disconnect=True))
+    cut(_Context(is_disconnect=False))
+    assert outage.connect('pg')(_Dialect(0), None, (), {})
+    assert not caplog.records
+    # Work failing after a connection was closed is the outage's
+    # WARNING; the refusals that follow are part of it.
+    cut(_Context(is_disconnect=True))
+    assert outage.report(log, _broken(), 'Periodic task %s cannot run',
+                         'sweep')
+    assert outage.connect('pg')(_Dialect(2), None, (), {})
+    assert [(r.levelname, r.getMessage()[:30]) for r in caplog.records] == [
+        ('WARNING', 'Periodic task sweep cannot run'),
+        ('INFO', 'Database server pg accepts con')]
+
+
+def test_an_outage_another_service_met_is_the_one_this_one_meets(
+        quick, caplog):
+    """The scheduler answered DatabaseUnavailable: that is the outage's
+    WARNING here, and the refusals that follow are part of it, until a
+    connection opens; then the next one is a WARNING again."""
+    caplog.set_level(logging.INFO)
+    log = logging.getLogger('scheduler_split.test')
+    answer = messaging.RemoteError('DatabaseUnavailable', 'away')
+    assert outage.report(log, answer, 'The reconciliation stopped')
+    assert not outage.report(log, answer, 'The reconciliation stopped')
+    assert outage.connect('pg')(_Dialect(2), None, (), {})
+    assert outage.report(log, answer, 'The reconciliation stopped')
+    assert [(r.levelname, r.getMessage()[:30]) for r in caplog.records] == [
+        ('WARNING', 'The reconciliation stopped'),
+        ('INFO', 'Database server pg accepts con'),
+        ('WARNING', 'The reconciliation stopped')]
+
+
+def test_what_is_no_database_outage_is_always_a_warning(caplog):
+    with outage.not_waiting():
+        with pytest.raises(Exception):
+            outage.connect('pg')(_Dialect(1), None, (), {})
+    log = logging.getLogger('scheduler_split.test')
+    assert outage.report(log, messaging.MessagingTimeout('no answer'),
+                         'Heartbeat failed')
+    assert outage.report(log, ValueError('a bug'), 'Something failed')
+    assert [r.levelname for r in caplog.records] == ['WARNING'] * 3
+
+
 def test_a_broker_that_is_away_is_a_warning_not_an_error(caplog):
     # scheduler_split.rpc filters the driver's log.
     log = logging.getLogger('oslo.messaging._drivers.impl_rabbit')
@@ -329,6 +434,48 @@ def test_a_connection_the_pool_could_not_reset_is_one_warning(caplog):
         'Exception during reset or similar: (builtins.Exception) server '
         'closed the connection unexpectedly')
     assert bug.levelname == 'ERROR' and bug.exc_info
+
+
+class _Kept(logging.Handler):
+    """A handler that keeps what it is given to write."""
+
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_work_that_logs_an_outage_with_its_traceback_is_one_line():
+    """``LOG.exception`` of work that met the outage, through every
+    handler of the log: one line, a WARNING as the first sign of the
+    outage, and not shown after; a bug keeps its traceback."""
+    root = logging.getLogger()
+    kept = [_Kept(), _Kept()]
+    for handler in kept:
+        root.addHandler(handler)
+    try:
+        outage.one_line_outages()
+        log = logging.getLogger('scheduler_split.test')
+        # The statement under way met a connection the server closed.
+        outage.cut('pg')(_Context(is_disconnect=True))
+        for error in (_broken(), _broken(), ValueError('a bug')):
+            try:
+                raise error
+            except Exception:
+                log.exception('Looking for strays failed')
+    finally:
+        for handler in root.handlers:
+            handler.removeFilter(outage._one_line)
+        for handler in kept:
+            root.removeHandler(handler)
+    for handler in kept:
+        assert [(r.levelname, r.getMessage(), bool(r.exc_info))
+                for r in handler.records] == [
+            ('WARNING', 'Looking for strays failed: (builtins.Exception) '
+                        'server closed the connection unexpectedly', False),
+            ('ERROR', 'Looking for strays failed', True)]
 
 
 def test_a_warning_with_a_traceback_reads_as_a_warning_on_every_line():

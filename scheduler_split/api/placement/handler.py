@@ -169,8 +169,9 @@ def _answer(fn, req, ctx, args, public, request_id, rule, target=None):
         return _unavailable(SCHEDULER_UNREACHABLE % type(exc).__name__,
                             request_id, version), version
     except outage.DATABASE_UNAVAILABLE as exc:
-        LOG.warning('Request %s: a database is unavailable: %s',
-                    request_id, outage.describe(exc))
+        # One WARNING an outage, not one a request.
+        outage.report(LOG, exc, 'Request %s: a database is unavailable: '
+                      '%s', request_id, outage.describe(exc))
         return _unavailable('The service is temporarily unavailable: a '
                             'database cannot be reached. Please try again '
                             'later.', request_id, version), version

@@ -26,8 +26,9 @@ def claim_alternate(scheduler, ctx, selection, uuid):
         what = ('Claiming %s for instance %s failed; trying the next '
                 'alternate')
         if outage.is_outage(exc):
-            LOG.warning(what + ': %s', selection.service_host, uuid,
-                        outage.describe(exc), extra={'instance_uuid': uuid})
+            outage.report(LOG, exc, what + ': %s', selection.service_host,
+                          uuid, outage.describe(exc),
+                          extra={'instance_uuid': uuid})
         else:
             exception.log_failure(LOG, exc, what, selection.service_host,
                                   uuid, extra={'instance_uuid': uuid})
