@@ -506,6 +506,33 @@ class Deployment:
         except OSError:
             return 0
 
+    def log_sizes(self):
+        """``{file: size}`` of every process's log (``<name>.log``) and
+        output (``<name>.out``) in the log directory: where what they
+        write from now on starts (see ``written_since``)."""
+        sizes = {}
+        for name in self._commands():
+            for suffix in ('.log', '.out'):
+                try:
+                    sizes[name + suffix] = os.path.getsize(
+                        os.path.join(self.log_dir, name + suffix))
+                except OSError:
+                    sizes[name + suffix] = 0
+        return sizes
+
+    def written_since(self, sizes):
+        """``{file: text}``: what every process wrote to its log and
+        output since ``sizes`` (``log_sizes()``) were taken."""
+        written = {}
+        for name, size in sizes.items():
+            try:
+                with open(os.path.join(self.log_dir, name), 'rb') as f:
+                    f.seek(size)
+                    written[name] = f.read().decode('utf-8', 'replace')
+            except OSError:
+                written[name] = ''
+        return written
+
     def wait_for_log(self, name, text, since=0, timeout=60):
         """Wait until the log of ``name`` says ``text`` after byte
         ``since`` (its size before a restart, say)."""

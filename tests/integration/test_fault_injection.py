@@ -3,7 +3,9 @@ is back, every accepted server is ACTIVE (but those whose every host
 failed the spawn as the fake driver was told to, or that found no room),
 no build is left in BUILD, every listed server can be shown and
 deleted, claims follow the live servers, no host is over capacity, and
-no request was answered with a 500.
+no request was answered with a 500. A database server's restart also
+leaves no traceback in any service's log, and one WARNING for it at
+most in each.
 
 One deployment (two cells of two computes, two schedulers, RabbitMQ and
 PostgreSQL) serves every victim in turn; each prints one line of
@@ -14,6 +16,7 @@ settled within the test's bounds.
 
 import datetime
 import os
+import re
 import time
 
 import pytest
@@ -36,10 +39,25 @@ HEAL_GRACE = 5
 # How long the claims may take to follow the servers: one heal after
 # the grace, and some slack for a loaded machine.
 HEAL_WINDOW = HEAL_GRACE + 2 * HEAL_INTERVAL + 10
-# Seconds a victim stays dead, the burst going on meanwhile.
+# Seconds a victim stays dead, the burst going on meanwhile; a database
+# server longer, as a restart of a real one takes (and well within
+# [database] retry_timeout, which the services wait it out for).
 DOWN = 3
+DATABASE_DOWN = 6
 # Seconds after the victim is back within which every build settles.
 SETTLE = 120
+# A line of a service's log that is a WARNING about a database: its
+# outage, or work that failed for it.
+DATABASE_WARNING = re.compile(
+    r' WARNING .*(database|psycopg|pymysql|OperationalError|'
+    r'InterfaceError|DisconnectionError)', re.IGNORECASE)
+# What a database server's restart may leave in each service's log:
+# one WARNING for the outage (the requests, tasks and tries that meet it
+# next log at DEBUG), and, should it cut a delete halfway, one for each
+# step it left undone (taking the server out of its group and out of
+# its project's quota), which names the server (``[instance: <uuid>]``).
+OUTAGE_WARNINGS = 1
+SERVER_WARNINGS = 2
 
 # A spawn takes a second and one in five fails (and is rescheduled by
 # its cell conductor), so that every service has work in flight.
@@ -121,8 +139,8 @@ def _log(dep, text):
 
 
 def _kill_and_bring_back(dep, victim):
-    """SIGKILL the victim, leave it dead for DOWN seconds, start it
-    again and wait until it serves."""
+    """SIGKILL the victim, leave it dead for DOWN seconds (a database
+    server DATABASE_DOWN), start it again and wait until it serves."""
     name = VICTIMS[victim][0]
     if victim == 'rabbitmq':
         dep.rabbit.kill_and_restart(down=DOWN)
@@ -130,7 +148,7 @@ def _kill_and_bring_back(dep, victim):
         dep.wait_for_hosts(dep.hosts, timeout=120)
         return
     if victim in backends.DATABASES:
-        dep.database.kill_and_restart(down=DOWN)
+        dep.database.kill_and_restart(down=DATABASE_DOWN)
         dep.wait_for_hosts(dep.hosts, timeout=120)
         return
     dep.kill(name)
@@ -153,6 +171,8 @@ def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
     client = faults.Client(system.base_url)
     _healthy(system, client)
     client = faults.Client(system.base_url)
+    # Where what the services log during the round starts.
+    log_sizes = system.log_sizes()
     _log(system, '%s: burst' % victim)
     burst = faults.Burst(client, 'kill-%s' % victim,
                          seed=list(VICTIMS).index(victim)).start()
@@ -187,3 +207,44 @@ def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
     found = [p for p in problems if getattr(figures, p)]
     assert not found, '%s\n%s' % (figures.line(victim),
                                   '\n'.join(figures.details))
+    if victim in backends.DATABASES:
+        _check_logs_of_database_restart(system, log_sizes)
+
+
+def _check_logs_of_database_restart(dep, log_sizes):
+    """What every service wrote during the round (since ``log_sizes``)
+    holds no traceback, and in each log at most OUTAGE_WARNINGS WARNING
+    lines about the database's outage and SERVER_WARNINGS about servers
+    it left work of undone; some service reported the outage."""
+    written = dep.written_since(log_sizes)
+    tracebacks = {name: text for name, text in written.items()
+                  if 'Traceback' in text}
+    assert not tracebacks, 'tracebacks in %s:\n%s' % (
+        sorted(tracebacks), '\n'.join(
+            text[max(0, text.index('Traceback') - 300):][:3000]
+            for text in tracebacks.values()))
+    # {log: ([lines about the outage], [lines about a server])}
+    warnings = {}
+    for name, text in written.items():
+        lines = [line for line in text.splitlines()
+                 if name.endswith('.log') and DATABASE_WARNING.search(line)]
+        warnings[name] = ([line for line in lines
+                           if '[instance: ' not in line],
+                          [line for line in lines if '[instance: ' in line])
+    _log(dep, 'database WARNINGs per log (outage, servers): %s' % {
+        name: (len(outage), len(servers))
+        for name, (outage, servers) in sorted(warnings.items())
+        if outage or servers})
+    flooded = {name: outage + servers
+               for name, (outage, servers) in warnings.items()
+               if len(outage) > OUTAGE_WARNINGS or
+               len(servers) > SERVER_WARNINGS}
+    assert not flooded, (
+        'more than %d WARNING about the database outage (or %d about '
+        'servers) in a log:\n%s' % (
+            OUTAGE_WARNINGS, SERVER_WARNINGS, '\n'.join(
+                '%s:\n  %s' % (name, '\n  '.join(
+                    line[:300] for line in lines[:20]))
+                for name, lines in sorted(flooded.items()))))
+    assert any(outage for outage, _ in warnings.values()), (
+        'no service reported the outage')
