@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 
+from tests.integration import backends
 from tests.integration import deployment
 from tests.topology import galera
 from tests.topology import network
@@ -97,6 +98,9 @@ class Cloud(deployment.Deployment):
     # --- set up -------------------------------------------------------------
 
     def setup(self):
+        # What is missing of iproute2, RabbitMQ, MariaDB, Galera, rsync
+        # (its SST) and HAProxy, before anything starts.
+        backends.install_packages('topology')
         self.network.up()
         return super().setup()
 

@@ -20,7 +20,6 @@ certifies at commit what nodes wrote at once.
 
 from concurrent import futures
 import os
-import shutil
 import subprocess
 import time
 
@@ -177,8 +176,6 @@ listen galera
 """ % (self.local.address, HAPROXY_PORT, servers)
 
     def start(self):
-        if shutil.which('haproxy') is None:
-            backends.install_packages('topology')
         os.makedirs(self.base, exist_ok=True)
         path = os.path.join(self.base, 'haproxy.cfg')
         with open(path, 'w') as f:
