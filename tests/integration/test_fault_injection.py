@@ -51,13 +51,10 @@ SETTLE = 120
 DATABASE_WARNING = re.compile(
     r' WARNING .*(database|psycopg|pymysql|OperationalError|'
     r'InterfaceError|DisconnectionError)', re.IGNORECASE)
-# What a database server's restart may leave in each service's log:
-# one WARNING for the outage (the requests, tasks and tries that meet it
-# next log at DEBUG), and, should it cut a delete halfway, one for each
-# step it left undone (taking the server out of its group and out of
-# its project's quota), which names the server (``[instance: <uuid>]``).
-OUTAGE_WARNINGS = 1
-SERVER_WARNINGS = 2
+# What a database server's restart may leave in each service's log: one
+# WARNING, its first sign there (the requests, tasks, tries and steps
+# that meet it next log at DEBUG), not one per request, task or try.
+DATABASE_WARNINGS = 1
 
 # A spawn takes a second and one in five fails (and is rescheduled by
 # its cell conductor), so that every service has work in flight.
@@ -117,20 +114,6 @@ def system(request, tmp_path_factory):
         dep.teardown()
 
 
-def _healthy(dep, client):
-    """Every process running and every host reporting, no server left:
-    one victim's failure does not spill into the next one's figures."""
-    dead = dep.dead()
-    if dead:
-        dep.start(*dead)
-    dep.wait_for_api()
-    dep.wait_for_hosts(dep.hosts, timeout=120)
-    faults.delete_everything(client, faults.Figures())
-    deadline = time.monotonic() + HEAL_WINDOW
-    while faults.claims(dep) and time.monotonic() < deadline:
-        time.sleep(1)
-
-
 def _log(dep, text):
     """A line in the deployment's log directory, beside the services'
     logs, to tell what the test did when."""
@@ -169,7 +152,7 @@ def _kill_and_bring_back(dep, victim):
 def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
         system, victim, capsys):
     client = faults.Client(system.base_url)
-    _healthy(system, client)
+    faults.healthy(system, client, HEAL_WINDOW)
     client = faults.Client(system.base_url)
     # Where what the services log during the round starts.
     log_sizes = system.log_sizes()
@@ -213,9 +196,8 @@ def test_sigkill_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
 
 def _check_logs_of_database_restart(dep, log_sizes):
     """What every service wrote during the round (since ``log_sizes``)
-    holds no traceback, and in each log at most OUTAGE_WARNINGS WARNING
-    lines about the database's outage and SERVER_WARNINGS about servers
-    it left work of undone; some service reported the outage."""
+    holds no traceback, nor more than DATABASE_WARNINGS WARNING lines
+    about the database in any log; some service reported the outage."""
     written = dep.written_since(log_sizes)
     tracebacks = {name: text for name, text in written.items()
                   if 'Traceback' in text}
@@ -223,28 +205,18 @@ def _check_logs_of_database_restart(dep, log_sizes):
         sorted(tracebacks), '\n'.join(
             text[max(0, text.index('Traceback') - 300):][:3000]
             for text in tracebacks.values()))
-    # {log: ([lines about the outage], [lines about a server])}
-    warnings = {}
-    for name, text in written.items():
-        lines = [line for line in text.splitlines()
-                 if name.endswith('.log') and DATABASE_WARNING.search(line)]
-        warnings[name] = ([line for line in lines
-                           if '[instance: ' not in line],
-                          [line for line in lines if '[instance: ' in line])
-    _log(dep, 'database WARNINGs per log (outage, servers): %s' % {
-        name: (len(outage), len(servers))
-        for name, (outage, servers) in sorted(warnings.items())
-        if outage or servers})
-    flooded = {name: outage + servers
-               for name, (outage, servers) in warnings.items()
-               if len(outage) > OUTAGE_WARNINGS or
-               len(servers) > SERVER_WARNINGS}
+    warnings = {name: [line for line in text.splitlines()
+                       if DATABASE_WARNING.search(line)]
+                for name, text in written.items() if name.endswith('.log')}
+    _log(dep, 'database WARNINGs per log: %s' % {
+        name: len(lines) for name, lines in sorted(warnings.items())
+        if lines})
+    flooded = {name: lines for name, lines in warnings.items()
+               if len(lines) > DATABASE_WARNINGS}
     assert not flooded, (
-        'more than %d WARNING about the database outage (or %d about '
-        'servers) in a log:\n%s' % (
-            OUTAGE_WARNINGS, SERVER_WARNINGS, '\n'.join(
+        'more than %d WARNING about the database in a log:\n%s' % (
+            DATABASE_WARNINGS, '\n'.join(
                 '%s:\n  %s' % (name, '\n  '.join(
                     line[:300] for line in lines[:20]))
                 for name, lines in sorted(flooded.items()))))
-    assert any(outage for outage, _ in warnings.values()), (
-        'no service reported the outage')
+    assert any(warnings.values()), 'no service reported the outage'
