@@ -263,17 +263,18 @@ class ComputeAPI(api_moves.Moves):
         try:
             objects.InstanceGroup.remove_instance(ctx, uuid)
         except sa_exc.SQLAlchemyError as exc:
-            LOG.warning('Server %s is being deleted but could not be taken '
-                        'out of its server group (%s); it stays listed there',
-                        uuid, outage.describe(exc),
-                        extra={'instance_uuid': uuid})
+            outage.report(LOG, exc, 'Server %s is being deleted but could '
+                          'not be taken out of its server group (%s); it '
+                          'stays listed there', uuid, outage.describe(exc),
+                          extra={'instance_uuid': uuid})
         # From now on it counts against no quota (as in Nova).
         try:
             objects.InstanceMapping.queue_for_delete(ctx, uuid)
         except sa_exc.SQLAlchemyError as exc:
-            LOG.warning('Server %s is being deleted but still counts against '
-                        'its project\'s quota (%s)', uuid,
-                        outage.describe(exc), extra={'instance_uuid': uuid})
+            outage.report(LOG, exc, 'Server %s is being deleted but still '
+                          'counts against its project\'s quota (%s)', uuid,
+                          outage.describe(exc),
+                          extra={'instance_uuid': uuid})
 
     # A server in one of these, on its host and with no task, is
     # soft-deleted when a reclaim interval is set.

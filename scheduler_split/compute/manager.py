@@ -148,9 +148,9 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                                   'off %s yet; trying again later',
                                   self.host)
                 else:
-                    LOG.warning('Could not look for servers evacuated off '
-                                '%s yet (%s); trying again later',
-                                self.host, outage.describe(exc))
+                    outage.report(LOG, exc, 'Could not look for servers '
+                                  'evacuated off %s yet (%s); trying again '
+                                  'later', self.host, outage.describe(exc))
         first, self._first_settle = self._first_settle, False
         try:
             instances = self.conductor.instance_get_all_by_host(
@@ -433,9 +433,9 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                 LOG.exception('Could not record event %s of instance %s',
                               event, uuid, extra={'instance_uuid': uuid})
                 return
-            LOG.warning('Could not record event %s of instance %s: %s',
-                        event, uuid, outage.describe(exc),
-                        extra={'instance_uuid': uuid})
+            outage.report(LOG, exc, 'Could not record event %s of instance '
+                          '%s: %s', event, uuid, outage.describe(exc),
+                          extra={'instance_uuid': uuid})
 
     def _reschedule(self, ctx, instance, request_spec, host_list, retry,
                     exc):
@@ -522,10 +522,11 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                     raise
                 # It stays deleting: the next look of settle_instances
                 # finishes the delete.
-                LOG.warning('Could not mark instance %s deleted (%s); the '
-                            'next look for unfinished work finishes its '
-                            'delete', uuid, outage.describe(exc),
-                            extra={'instance_uuid': uuid})
+                outage.report(LOG, exc, 'Could not mark instance %s deleted '
+                              '(%s); the next look for unfinished work '
+                              'finishes its delete', uuid,
+                              outage.describe(exc),
+                              extra={'instance_uuid': uuid})
                 return
             self._unsaved_errors.pop(uuid, None)
             self._record_event(ctx, uuid, 'compute_terminate_instance',

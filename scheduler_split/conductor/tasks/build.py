@@ -451,9 +451,10 @@ class ScheduleAndBuildTask(base.ConductorTask):
             outage.run(plan.create, cctx,
                        what='Recording the build plan of %s' % uuid)
         except Exception as exc:
-            LOG.warning('Could not record the build plan of instance %s '
-                        '(%s); building it without one', uuid,
-                        outage.describe(exc), extra={'instance_uuid': uuid})
+            outage.report(LOG, exc, 'Could not record the build plan of '
+                          'instance %s (%s); building it without one', uuid,
+                          outage.describe(exc),
+                          extra={'instance_uuid': uuid})
 
     def _unsure_hand_over(self, ctx, cctx, cell, build_request, instance,
                           exc):
