@@ -43,6 +43,8 @@ class Client:
         self.http_500 = []
         self.malformed = []
         self.unreachable = 0
+        # What each request without an answer met.
+        self.unanswered = []
 
     def request(self, method, path, **kwargs):
         """The response, or None when none came (connection refused or
@@ -50,9 +52,10 @@ class Client:
         try:
             resp = self.session.request(method, self.base_url + path,
                                         timeout=self.timeout, **kwargs)
-        except requests.RequestException:
+        except requests.RequestException as exc:
             with self.lock:
                 self.unreachable += 1
+                self.unanswered.append('%s %s: %r' % (method, path, exc))
             return None
         if resp.status_code >= 400:
             with self.lock:
@@ -518,6 +521,7 @@ def verify(deployment, client, burst, heal_window, back,
     figures.http_500 = len(client.http_500)
     figures.malformed = len(client.malformed)
     figures.unreachable = client.unreachable
+    figures.note('no answer', client.unanswered)
     figures.note('500s', client.http_500)
     figures.note('not in Nova\'s error shape', client.malformed)
     return figures
