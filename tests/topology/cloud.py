@@ -38,6 +38,11 @@ CONTROLLER_SERVICES = ('api', 'super-conductor', 'scheduler')
 # service that restarts takes its queues back instead of leaving them
 # to expire.
 QUORUM_CONF = """\
+[DEFAULT]
+# Some 25 processes and six cluster nodes share the machine: a call
+# waits longer than on one host before it is taken for lost (Nova's
+# default is 60 s).
+rpc_response_timeout = 30
 [oslo_messaging_rabbit]
 rabbit_quorum_queue = true
 rabbit_transient_quorum_queue = true
