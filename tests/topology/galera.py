@@ -4,10 +4,11 @@
 one node takes every connection, the others are its backups.
 
 Each node listens on its host's address, port 3306, and replicates on
-Galera's ports (4567, IST 4568, SST 4444 by rsync). The first node
-bootstraps the cluster; the others join it and take its data by SST.
-A node that is killed and started again rejoins (IST, or SST if it
-missed too much).
+Galera's ports (4567; 4568 for incremental state transfers; 4444
+for full ones, by rsync). The first node bootstraps the cluster; the
+others join it and take its data by a full transfer. A node that is
+killed and started again rejoins (by an incremental transfer, or a
+full one if it missed too much).
 
 The services reach the database as ``db``, which each controller's
 hosts file resolves to the controller itself, where its HAProxy listens
