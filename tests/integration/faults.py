@@ -451,6 +451,29 @@ def delete_everything(client, figures, timeout=60):
     figures.note('undeleted', undeleted)
 
 
+def timers_conf(lost_build_timeout, redrive_interval, heal_interval,
+                heal_grace, unfinished_build_check_interval, spawn_delay,
+                failure_rate):
+    """The config file of a fault round's short timers and its fake
+    driver's spawns (a delay, and a rate of injected failures)."""
+    return """\
+        [DEFAULT]
+        service_down_time = 60
+        [conductor]
+        lost_build_timeout = %d
+        build_redrive_interval = %d
+        heal_allocations_interval = %d
+        heal_allocations_grace = %d
+        [compute]
+        unfinished_build_check_interval = %d
+        [fake_driver]
+        spawn_delay = %s
+        failure_rate = %s
+        """ % (lost_build_timeout, redrive_interval, heal_interval,
+               heal_grace, unfinished_build_check_interval, spawn_delay,
+               failure_rate)
+
+
 def healthy(deployment, client, heal_window):
     """Every process running and every host reporting, no server left,
     and within ``heal_window`` no claim: one victim's failure does not

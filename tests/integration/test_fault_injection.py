@@ -92,22 +92,9 @@ def system(request, tmp_path_factory):
                  ['conductor-%s' % cell for cell in dep.CELLS] + dep.hosts)
     # service_down_time stays at its default: a broker restart shorter
     # than it must not make every compute look down.
-    dep.add_config(processes, 'faults.conf', """\
-        [DEFAULT]
-        service_down_time = 60
-        [conductor]
-        lost_build_timeout = %d
-        build_redrive_interval = %d
-        heal_allocations_interval = %d
-        heal_allocations_grace = %d
-        [compute]
-        unfinished_build_check_interval = %d
-        [fake_driver]
-        spawn_delay = %s
-        failure_rate = %s
-        """ % (LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL, HEAL_INTERVAL,
-               HEAL_GRACE, UNFINISHED_BUILD_CHECK_INTERVAL, SPAWN_DELAY,
-               FAILURE_RATE))
+    dep.add_config(processes, 'faults.conf', faults.timers_conf(
+        LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL, HEAL_INTERVAL, HEAL_GRACE,
+        UNFINISHED_BUILD_CHECK_INTERVAL, SPAWN_DELAY, FAILURE_RATE))
     try:
         yield dep.bring_up()
     finally:

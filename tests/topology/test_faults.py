@@ -36,8 +36,6 @@ DOWN = 5
 SETTLE = 180
 SPAWN_DELAY = 1.0
 FAILURE_RATE = 0.2
-# The controller whose API the burst goes through: never a victim.
-CLIENT_HOST = 'ctl1'
 VICTIMS = ('rabbitmq-leader', 'galera-writer', 'controller',
            'rabbitmq-rolling')
 
@@ -46,21 +44,9 @@ VICTIMS = ('rabbitmq-leader', 'galera-writer', 'controller',
 def cloud(tmp_path_factory):
     the_cloud = cloud_mod.Cloud(tmp_path_factory.mktemp('faulted'),
                                 prefix='ssfault', subnet='10.231.201.0/24')
-    the_cloud.add_config(the_cloud.host_of, 'faults.conf', """\
-        [DEFAULT]
-        service_down_time = 60
-        [conductor]
-        lost_build_timeout = %d
-        build_redrive_interval = %d
-        heal_allocations_interval = %d
-        heal_allocations_grace = %d
-        [compute]
-        unfinished_build_check_interval = 3
-        [fake_driver]
-        spawn_delay = %s
-        failure_rate = %s
-        """ % (LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL, HEAL_INTERVAL,
-               HEAL_GRACE, SPAWN_DELAY, FAILURE_RATE))
+    the_cloud.add_config(the_cloud.host_of, 'faults.conf', faults.timers_conf(
+        LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL, HEAL_INTERVAL, HEAL_GRACE, 3,
+        SPAWN_DELAY, FAILURE_RATE))
     try:
         yield the_cloud.bring_up()
     finally:
