@@ -221,12 +221,23 @@ class Service(base.SchedulerSplitObject):
         record the operator deleted is not made again:
         ``ServiceNotFound``.
         """
-        with engines.writer(ctx.cell_db) as session:
-            row = heartbeat_row(session, cell_models.Service, host, binary,
-                                topic, version, create=create)
-            if row is None:
-                raise exception.ServiceNotFound(host=host, binary=binary)
-            return base.apply_row(cls(), row, _ALL_FIELDS)
+        for last in (False, True):
+            try:
+                with engines.writer(ctx.cell_db) as session:
+                    row = heartbeat_row(session, cell_models.Service, host,
+                                        binary, topic, version,
+                                        create=create)
+                    if row is None:
+                        raise exception.ServiceNotFound(host=host,
+                                                        binary=binary)
+                    return base.apply_row(cls(), row, _ALL_FIELDS)
+            except sa.exc.IntegrityError:
+                # Two first heartbeats of one service at once (a call
+                # sent again while the first was held up, through two
+                # conductors): the other created the record, which the
+                # next try refreshes.
+                if last:
+                    raise
 
     @classmethod
     def get_all(cls, ctx, binary=None, host=None):

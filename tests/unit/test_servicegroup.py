@@ -5,11 +5,15 @@ import datetime
 
 import sqlalchemy as sa
 
+from scheduler_split import context
+from scheduler_split.db import cell_models
 from scheduler_split.db import engines
 from scheduler_split.db import scheduler_models
+from scheduler_split import objects
 from scheduler_split.objects import service as service_obj
 from scheduler_split.scheduler import host_state
 from scheduler_split import servicegroup
+from tests.unit import helpers
 
 NOW = datetime.datetime(2030, 1, 1, 12, 0, 0)
 
@@ -96,3 +100,40 @@ def test_the_database_counts_the_same_services_up(scheduler_db, override):
         up = set(session.scalars(sa.select(svc.host).where(
             servicegroup.recent(svc.last_seen_up, since))))
     assert up == {'edge'}
+
+
+def test_a_first_heartbeat_that_loses_the_race_to_create_the_record_reports(
+        tmp_path, monkeypatch):
+    """Two first heartbeats of one compute at once (a call sent again
+    through another conductor): the one whose insert of the record the
+    database refuses as a duplicate refreshes the record the other made,
+    instead of failing the service's start."""
+    url = 'sqlite:///' + str(tmp_path / 'cell.sqlite')
+    helpers.database_at_head('cell', tmp_path / 'cell.sqlite')
+    ctx = context.targeted(context.get_admin_context(), url)
+    real = service_obj.heartbeat_row
+    calls = []
+
+    def racing(session, model, host, binary, topic, *args, **kwargs):
+        calls.append(host)
+        if len(calls) == 1:
+            # The other conductor creates the record first; this one,
+            # having found none, inserts its own.
+            with engines.writer(url) as other:
+                real(other, model, host, binary, topic)
+            session.add(model(host=host, binary=binary, topic=topic,
+                              report_count=0))
+            session.flush()
+        return real(session, model, host, binary, topic, *args, **kwargs)
+
+    monkeypatch.setattr(service_obj, 'heartbeat_row', racing)
+    try:
+        service = objects.Service.heartbeat(ctx, 'h', service_obj.COMPUTE,
+                                            'compute')
+        assert len(calls) == 2
+        assert service.host == 'h' and service.uuid
+        with engines.reader(url) as session:
+            rows = session.scalars(sa.select(cell_models.Service)).all()
+        assert [(r.host, r.report_count) for r in rows] == [('h', 2)]
+    finally:
+        engines.dispose_all()
