@@ -19,7 +19,9 @@ import os
 import re
 import signal
 import subprocess
+import time
 
+from scheduler_split.db import engines
 from tests.integration import backends
 from tests.integration import deployment
 from tests.topology import galera
@@ -79,6 +81,8 @@ class Cloud(deployment.Deployment):
             for name in self.processes_of(host):
                 self.host_of[name] = host
         self.base_url = self.api_urls[0]
+        # What configure() gave every service.
+        self.configured = {}
 
     def processes_of(self, host):
         """The processes of ``host``, by name."""
@@ -173,6 +177,42 @@ class Cloud(deployment.Deployment):
                     commands[name] = [
                         self.executable('scheduler-split-conductor'), *conf]
         return commands
+
+    # --- changing it --------------------------------------------------------
+
+    def set_mode(self, mode):
+        """Reach Galera as ``mode`` says from now on (see :mod:`.galera`).
+
+        The services' pooled connections went with the HAProxies they
+        went through: once they have rested as long as a connection
+        does before it is pinged as it is taken out, the next use of
+        each finds it gone and opens another, instead of failing the
+        work it was taken for."""
+        if mode == self.mode:
+            return
+        self.database.set_mode(mode)
+        self.mode = mode
+        time.sleep(engines.PING_AFTER_REST + 1)
+
+    def configure(self, files):
+        """Give every service the extra config ``files`` (``{file name:
+        text}``) in place of those an earlier call gave, and start them
+        all again if that changed what they read. The clusters stay
+        up."""
+        if files == self.configured:
+            return
+        for filename in self.configured:
+            path = os.path.join(self.conf_dir, filename)
+            for held in self.extra_conf.values():
+                if path in held:
+                    held.remove(path)
+        for filename, text in files.items():
+            self.add_config(self.host_of, filename, text)
+        self.configured = dict(files)
+        self.stop_in_order()
+        self.start()
+        self.wait_for_api()
+        self.wait_for_hosts(self.hosts, timeout=120)
 
     # --- looking ------------------------------------------------------------
 

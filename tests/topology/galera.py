@@ -21,6 +21,7 @@ certifies at commit what nodes wrote at once.
 
 from concurrent import futures
 import os
+import shutil
 import subprocess
 import time
 
@@ -118,6 +119,10 @@ class Cluster:
         for node in self.nodes[1:]:
             node.start()
             backends._wait(node.synced, 120, 'Galera node %s' % node.host)
+        self._start_haproxies()
+        return self
+
+    def _start_haproxies(self):
         for node in self.nodes:
             # The node this controller writes to first.
             first = node if self.mode == 'multi-writer' else self.nodes[0]
@@ -127,7 +132,22 @@ class Cluster:
         with futures.ThreadPoolExecutor(len(self.nodes)) as pool:
             list(pool.map(lambda proxy: proxy.start(),
                           self.haproxies.values()))
-        return self
+
+    def set_mode(self, mode):
+        """Have every HAProxy send its connections as ``mode`` says, from
+        now on (each is started again: the connections it held close,
+        and their holders connect again)."""
+        if mode not in MODES:
+            raise ValueError('mode %r: one of %s' % (mode, MODES))
+        if mode == self.mode:
+            return
+        for proxy in self.haproxies.values():
+            proxy.stop()
+        self.mode = mode
+        self._start_haproxies()
+        for proxy in self.haproxies.values():
+            backends._wait(proxy.serves, 30, 'HAProxy of %s'
+                           % proxy.local.host)
 
     def create_database(self, name):
         self.nodes[0].sql('CREATE DATABASE `%s` CHARACTER SET utf8mb4'
@@ -181,7 +201,7 @@ listen galera
         path = os.path.join(self.base, 'haproxy.cfg')
         with open(path, 'w') as f:
             f.write(self._config())
-        self.log = open(os.path.join(self.base, 'haproxy.out'), 'w')
+        self.log = open(os.path.join(self.base, 'haproxy.out'), 'a')
         self.proc = subprocess.Popen(
             [*self.local.prefix, 'haproxy', '-db', '-f', path],
             stdout=self.log, stderr=subprocess.STDOUT,
@@ -191,6 +211,20 @@ listen galera
             raise RuntimeError('HAProxy did not start; see %s'
                                % self.log.name)
         return self
+
+    def serves(self):
+        """Whether a login through it reaches a node."""
+        client = shutil.which('mariadb') or shutil.which('mysql')
+        try:
+            subprocess.run(
+                [*self.local.prefix, client, '--no-defaults',
+                 '--host=%s' % self.local.address,
+                 '--port=%d' % HAPROXY_PORT, '--user=%s' % USER,
+                 '--password=%s' % PASSWORD, '--connect-timeout=5', '-e',
+                 'SELECT 1'], check=True, capture_output=True, timeout=30)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            return False
+        return True
 
     def stop(self):
         if self.proc is not None:

@@ -17,29 +17,20 @@ import pytest
 import requests
 
 from tests.functional import fixtures
-from tests.topology import cloud as cloud_mod
 from tests.topology import galera
 
 pytestmark = [pytest.mark.integration, pytest.mark.topology]
 
-# Room for PER_HOST m1.tiny (512 MiB each, 512 MiB reserved) per host.
-PER_HOST = 30
 BOOTS = 100
-# The race: 4 hosts of RACE_PER_HOST each, fewer than RACE_BOOTS.
-RACE_PER_HOST = 12
-RACE_BOOTS = 80
 
 
 @pytest.fixture(scope='module', params=galera.MODES)
-def cloud(request, tmp_path_factory):
-    the_cloud = cloud_mod.Cloud(
-        tmp_path_factory.mktemp('cloud'), mode=request.param,
-        host_memory_mb=512 * (PER_HOST + 1), prefix='sstest',
-        subnet='10.231.200.0/24')
-    try:
-        yield the_cloud.bring_up()
-    finally:
-        the_cloud.teardown()
+def cloud(request, shared_cloud):
+    """The shared cloud (see conftest) in each Galera mode, with no
+    faults configured."""
+    shared_cloud.configure({})
+    shared_cloud.set_mode(request.param)
+    return shared_cloud
 
 
 def _apis(cloud):
@@ -126,7 +117,7 @@ def test_every_server_listens_on_its_own_hosts_address_only(cloud):
 
 def test_three_schedulers_racing_for_too_little_room_never_overcommit(
         cloud):
-    """Boots of a flavor that fits RACE_FITS servers in all, three times
+    """Boots of a flavor that fits ``fits`` servers in all, three times
     as many asked at once through the three APIs: in multi-writer mode
     each controller's scheduler claims on its own Galera node."""
     api = _apis(cloud)[0]

@@ -5,11 +5,13 @@ those the fake driver failed on every host, or that found no room), no
 build is left in BUILD, claims follow the live servers, no host is over
 capacity and no request was answered with a 500.
 
-The rounds: SIGKILL of the RabbitMQ node that leads the most topic
-queues; SIGKILL of the Galera node HAProxy sends every connection to;
-SIGKILL of every process of a controller (its services, RabbitMQ and
-Galera nodes and HAProxy); and the three RabbitMQ nodes restarted one
-after the other. Each prints its figures, and the seconds from the
+The rounds, on Galera through HAProxy: SIGKILL of the RabbitMQ node
+that leads the most topic queues; SIGKILL of the Galera node HAProxy
+sends every connection to; SIGKILL of every process of a controller
+(its services, RabbitMQ and Galera nodes and HAProxy); and the three
+RabbitMQ nodes restarted one after the other. In multi-writer mode:
+SIGKILL of the Galera node the second controller's scheduler and
+conductors write to. Each prints its figures, and the seconds from the
 fault to the first boot that succeeds again.
 """
 
@@ -18,7 +20,6 @@ import time
 import pytest
 
 from tests.integration import faults
-from tests.topology import cloud as cloud_mod
 
 pytestmark = [pytest.mark.integration, pytest.mark.topology,
               pytest.mark.faults]
@@ -36,21 +37,20 @@ DOWN = 5
 SETTLE = 180
 SPAWN_DELAY = 1.0
 FAILURE_RATE = 0.2
-VICTIMS = ('rabbitmq-leader', 'galera-writer', 'controller',
-           'rabbitmq-rolling')
+# (Galera mode, victim)
+ROUNDS = (('haproxy', 'rabbitmq-leader'), ('haproxy', 'galera-writer'),
+          ('haproxy', 'controller'), ('haproxy', 'rabbitmq-rolling'),
+          ('multi-writer', 'galera-writer'))
 
 
 @pytest.fixture(scope='module')
-def cloud(tmp_path_factory):
-    the_cloud = cloud_mod.Cloud(tmp_path_factory.mktemp('faulted'),
-                                prefix='ssfault', subnet='10.231.201.0/24')
-    the_cloud.add_config(the_cloud.host_of, 'faults.conf', faults.timers_conf(
+def cloud(shared_cloud):
+    """The shared cloud (see conftest) with the rounds' short timers and
+    injected failures."""
+    shared_cloud.configure({'faults.conf': faults.timers_conf(
         LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL, HEAL_INTERVAL, HEAL_GRACE, 3,
-        SPAWN_DELAY, FAILURE_RATE))
-    try:
-        yield the_cloud.bring_up()
-    finally:
-        the_cloud.teardown()
+        SPAWN_DELAY, FAILURE_RATE)})
+    return shared_cloud
 
 
 def _fault(cloud, victim):
@@ -60,8 +60,9 @@ def _fault(cloud, victim):
         node.kill_and_restart(down=DOWN)
         return node.name
     if victim == 'galera-writer':
-        # The node every HAProxy sends its connections to.
-        node = cloud.database.nodes[0]
+        # Through HAProxy, the node every HAProxy sends its connections
+        # to; in multi-writer mode, the second controller's own node.
+        node = cloud.database.nodes[0 if cloud.mode == 'haproxy' else 1]
         node.kill_and_restart(down=DOWN)
         return node.host
     if victim == 'controller':
@@ -76,12 +77,16 @@ def _fault(cloud, victim):
     return 'every RabbitMQ node in turn'
 
 
-@pytest.mark.parametrize('victim', VICTIMS)
+@pytest.mark.parametrize('mode,victim', ROUNDS, ids=[
+    victim if mode == 'haproxy' else '%s-%s' % (mode, victim)
+    for mode, victim in ROUNDS])
 def test_a_fault_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
-        cloud, victim, capsys):
+        cloud, mode, victim, capsys):
     client = faults.Client(cloud.api_urls[0])
+    cloud.set_mode(mode)
     faults.healthy(cloud, client, HEAL_WINDOW)
-    burst = faults.Burst(client, victim, seed=VICTIMS.index(victim)).start()
+    burst = faults.Burst(client, victim, seed=ROUNDS.index(
+        (mode, victim))).start()
     try:
         burst.wait_for_busy_moment(after=6)
         struck = time.monotonic()
@@ -93,8 +98,9 @@ def test_a_fault_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
         burst.stop()
     figures = faults.verify(cloud, client, burst, HEAL_WINDOW, back,
                             settle_timeout=SETTLE, struck=struck)
-    line = '%s %s down=%.1fs %s' % (figures.line(victim), hit,
-                                    back - struck, figures.timing_line())
+    line = '%s %s %s down=%.1fs %s' % (
+        figures.line(victim), mode, hit, back - struck,
+        figures.timing_line())
     with capsys.disabled():
         print('\n' + line)
 
