@@ -23,6 +23,7 @@ from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
+from scheduler_split.objects import build_plan
 from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import instance_sweeps
@@ -210,9 +211,18 @@ class SuperConductorPeriodics:
           created by a placement that lost (to the lost-build sweep, or
           before an error sent the instance to cell0): it is marked
           deleted, and no claim is released, since the claims of an
-          instance are those of its one live copy.
+          instance are those of its one live copy;
+        - a build handed to its cell (its mapping names the cell, its
+          build request is gone) that waits for a host without a build
+          plan, untouched for ``[conductor] build_redrive_interval``
+          seconds, was left by a placement that stopped before it cast
+          the build: it gets the plan that placement would have
+          recorded, with the host its claim is on, and its cell's
+          conductor casts it there (``cell_periodic.recover_builds``)
+          instead of ending it in ERROR as lost.
 
-        Returns ``(build requests deleted, rows deleted)`` as uuids.
+        Returns ``(build requests deleted, rows deleted, builds
+        planned)`` as uuids.
         """
         ctx = ss_context.get_admin_context()
         stale = []
@@ -220,14 +230,21 @@ class SuperConductorPeriodics:
                 ctx, CONF.conductor.lost_build_timeout):
             if self._forget_build_request(ctx, build_request):
                 stale.append(build_request.instance_uuid)
-        strays = []
+        strays, planned = [], []
         for cell in objects.CellMapping.get_all(ctx):
             try:
                 strays.extend(self._remove_strays(ctx, cell))
             except Exception:
                 LOG.exception('Looking for instances of cell %s that '
                               'belong to another cell failed', cell.name)
-        return stale, strays
+            if cell.uuid == cell_mapping_obj.CELL0_UUID:
+                continue
+            try:
+                planned.extend(self._plan_uncast_builds(ctx, cell))
+            except Exception:
+                LOG.exception('Looking for builds of cell %s that were '
+                              'never cast failed', cell.name)
+        return stale, strays, planned
 
     @staticmethod
     def _forget_build_request(ctx, build_request):
@@ -249,6 +266,59 @@ class SuperConductorPeriodics:
                 exception.InstanceMappingNotFound):
             pass
         return True
+
+    def _plan_uncast_builds(self, ctx, cell):
+        """Builds of ``cell`` its placement stopped before casting (see
+        :meth:`clean_up_placements`), each given its plan."""
+        cctx = ss_context.target_cell(ctx, cell)
+        waiting = [instance for instance, why in
+                   instance_sweeps.get_unhandled_builds(
+                       cctx, CONF.conductor.build_redrive_interval,
+                       service_obj.COMPUTE, CONF.service_down_time)
+                   if why == instance_sweeps.LOST_NO_HOST and
+                   instance.task_state == instance_obj.SCHEDULING]
+        planned, nodes = [], None
+        for instance in waiting:
+            uuid = instance.uuid
+            try:
+                mapping = objects.InstanceMapping.get_by_instance_uuid(
+                    ctx, uuid)
+            except exception.InstanceMappingNotFound:
+                continue
+            if mapping.cell_mapping is None or \
+                    mapping.cell_mapping.uuid != cell.uuid:
+                # Not handed over (yet), or a stray: not this sweep's.
+                continue
+            try:
+                objects.BuildRequest.get_by_instance_uuid(ctx, uuid)
+                continue
+            except exception.BuildRequestNotFound:
+                pass
+            held = self.scheduler.consumer_allocations(ctx, uuid)
+            if not held:
+                # Nothing claimed for it: the lost-build sweep ends it.
+                continue
+            if nodes is None:
+                nodes = {node['uuid']: node for node in
+                         self.scheduler.get_compute_nodes(ctx)}
+            roots = [nodes[p] for p in held if p in nodes]
+            if len(roots) != 1:
+                continue
+            host, node = roots[0]['host'], roots[0]['hypervisor_hostname']
+            plan = build_plan.BuildPlan(
+                uuid, host, node,
+                objects.RequestSpec.get_by_instance_uuid(ctx, uuid), [],
+                objects.SchedulerRetries(num_attempts=1, hosts=[host]))
+            if not plan.create(cctx):
+                # Its placement recorded it after all.
+                continue
+            LOG.warning('Instance %s was handed to cell %s, but its '
+                        'placement stopped before casting its build; '
+                        'recorded its plan, and the cell\'s conductor '
+                        'casts it to %s, where its claim is', uuid,
+                        cell.name, host, extra={'instance_uuid': uuid})
+            planned.append(uuid)
+        return planned
 
     @staticmethod
     def _remove_strays(ctx, cell):

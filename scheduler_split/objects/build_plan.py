@@ -67,7 +67,7 @@ class BuildPlan:
 
     def create(self, ctx):
         """Record it: once per build, as it is handed to its first host
-        (one statement)."""
+        (one statement). False if the build has a plan already."""
         now = base.naive_utc(base.utcnow())
         values = dict(instance_uuid=self.instance_uuid, host=self.host,
                       node=self.node,
@@ -75,9 +75,18 @@ class BuildPlan:
                       alternates=self._alternates_json(self.alternates),
                       retry=self.retry.to_json(), recasts=self.recasts,
                       created_at=now, updated_at=now)
-        with engines.writer(instance_obj.cell_db(ctx)) as session:
-            session.connection().execute(_INSERT, values)
+        try:
+            with engines.writer(instance_obj.cell_db(ctx)) as session:
+                session.connection().execute(_INSERT, values)
+        except sa.exc.IntegrityError:
+            with engines.reader(instance_obj.cell_db(ctx)) as session:
+                if session.execute(sa.select(_PLANS.c.instance_uuid).where(
+                        _PLANS.c.instance_uuid ==
+                        self.instance_uuid)).first() is None:
+                    raise
+            return False
         self.updated_at = now
+        return True
 
     @classmethod
     def get(cls, ctx, instance_uuid):

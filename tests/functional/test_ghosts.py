@@ -157,6 +157,45 @@ def test_row_left_in_a_cell_by_a_placement_the_sweep_overtook(
     assert api.servers() == []
 
 
+def test_a_build_handed_over_but_never_cast_is_cast_and_becomes_active(
+        start_system, sweeps, monkeypatch):
+    """A super-conductor killed between the hand-over and the cast: the
+    instance is its cell's, waits for a host and has no build plan. It is
+    cast to the host of its claim, not ended in ERROR as lost."""
+    system = start_system(cells=2, hosts_per_cell=1)
+    api = system.api
+    handed = threading.Event()
+    chosen = []
+
+    def stop_after_hand_over(self, ctx, build_request, request_spec,
+                             host_list):
+        cell = self._cell(ctx, host_list[0].cell_uuid)
+        instance = build_request.instance
+        instance.vm_state = 'building'
+        instance.task_state = 'scheduling'
+        instance.create(ss_context.target_cell(ctx, cell))
+        build_request.hand_over(ctx, cell)
+        chosen.append(host_list[0].service_host)
+        handed.set()
+
+    monkeypatch.setattr(build_task.ScheduleAndBuildTask,
+                        '_build_in_cell', stop_after_hand_over)
+    server_id = api.boot(name='never-cast')
+    assert handed.wait(20)
+    monkeypatch.undo()
+    assert server_id not in _build_requests()
+
+    # Past the lost-build timeout (10 s) it is still going on.
+    server = api.wait_for(server_id, statuses=('ACTIVE', 'ERROR'),
+                          timeout=30)
+    assert server['status'] == 'ACTIVE', server.get('fault')
+    assert server['OS-EXT-SRV-ATTR:host'] == chosen[0]
+    # Its one claim is the one made before the hand-over.
+    assert list(system.allocations()) == [server_id]
+    assert list(system.allocations()[server_id]) == chosen
+    assert _rows(system, server_id) == {system.cell_of(server_id): False}
+
+
 def test_removing_a_stray_row_leaves_the_live_copy_and_its_claim(
         start_system, sweeps):
     system = start_system(cells=2, hosts_per_cell=1)
