@@ -13,6 +13,8 @@ A cell conductor's sweeps are in :mod:`.cell_periodic`.
 
 import logging
 
+import oslo_messaging as messaging
+
 from scheduler_split.conductor import reconcile
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor.tasks import build
@@ -212,11 +214,12 @@ class SuperConductorPeriodics:
           before an error sent the instance to cell0): it is marked
           deleted, and no claim is released, since the claims of an
           instance are those of its one live copy;
-        - a build handed to its cell (its mapping names the cell, its
-          build request is gone) that waits for a host without a build
-          plan, untouched for ``[conductor] build_redrive_interval``
-          seconds, was left by a placement that stopped before it cast
-          the build: it gets the plan that placement would have
+        - a build handed to its cell ``[conductor]
+          build_redrive_interval`` seconds ago or earlier (its mapping
+          names the cell, its build request is gone) that waits for a
+          host without a build plan, its row saved by nobody since it
+          was created, was left by a placement that stopped before it
+          cast the build: it gets the plan that placement would have
           recorded, with the host its claim is on, and its cell's
           conductor casts it there (``cell_periodic.recover_builds``)
           instead of ending it in ERROR as lost.
@@ -230,7 +233,7 @@ class SuperConductorPeriodics:
                 ctx, CONF.conductor.lost_build_timeout):
             if self._forget_build_request(ctx, build_request):
                 stale.append(build_request.instance_uuid)
-        strays, planned = [], []
+        strays, planned, nodes = [], [], {}
         for cell in objects.CellMapping.get_all(ctx):
             try:
                 strays.extend(self._remove_strays(ctx, cell))
@@ -240,7 +243,7 @@ class SuperConductorPeriodics:
             if cell.uuid == cell_mapping_obj.CELL0_UUID:
                 continue
             try:
-                planned.extend(self._plan_uncast_builds(ctx, cell))
+                planned.extend(self._plan_uncast_builds(ctx, cell, nodes))
             except Exception:
                 LOG.exception('Looking for builds of cell %s that were '
                               'never cast failed', cell.name)
@@ -267,58 +270,71 @@ class SuperConductorPeriodics:
             pass
         return True
 
-    def _plan_uncast_builds(self, ctx, cell):
+    def _plan_uncast_builds(self, ctx, cell, nodes):
         """Builds of ``cell`` its placement stopped before casting (see
-        :meth:`clean_up_placements`), each given its plan."""
+        :meth:`clean_up_placements`), each given its plan. ``nodes``
+        caches the compute nodes by uuid for the whole pass."""
         cctx = ss_context.target_cell(ctx, cell)
-        waiting = [instance for instance, why in
-                   instance_sweeps.get_unhandled_builds(
-                       cctx, CONF.conductor.build_redrive_interval,
-                       service_obj.COMPUTE, CONF.service_down_time)
-                   if why == instance_sweeps.LOST_NO_HOST and
-                   instance.task_state == instance_obj.SCHEDULING]
-        planned, nodes = [], None
-        for instance in waiting:
-            uuid = instance.uuid
-            try:
-                mapping = objects.InstanceMapping.get_by_instance_uuid(
-                    ctx, uuid)
-            except exception.InstanceMappingNotFound:
-                continue
-            if mapping.cell_mapping is None or \
-                    mapping.cell_mapping.uuid != cell.uuid:
-                # Not handed over (yet), or a stray: not this sweep's.
+        interval = CONF.conductor.build_redrive_interval
+        planned = []
+        for instance, why in instance_sweeps.get_unhandled_builds(
+                cctx, interval, service_obj.COMPUTE, CONF.service_down_time):
+            # Saved by nobody since its placement created it: no compute
+            # started it, no reschedule moved it.
+            if why != instance_sweeps.LOST_NO_HOST or \
+                    instance.task_state != instance_obj.SCHEDULING or \
+                    instance.updated_at is not None:
                 continue
             try:
-                objects.BuildRequest.get_by_instance_uuid(ctx, uuid)
-                continue
-            except exception.BuildRequestNotFound:
-                pass
-            held = self.scheduler.consumer_allocations(ctx, uuid)
-            if not held:
-                # Nothing claimed for it: the lost-build sweep ends it.
-                continue
-            if nodes is None:
-                nodes = {node['uuid']: node for node in
-                         self.scheduler.get_compute_nodes(ctx)}
-            roots = [nodes[p] for p in held if p in nodes]
-            if len(roots) != 1:
-                continue
-            host, node = roots[0]['host'], roots[0]['hypervisor_hostname']
-            plan = build_plan.BuildPlan(
-                uuid, host, node,
-                objects.RequestSpec.get_by_instance_uuid(ctx, uuid), [],
-                objects.SchedulerRetries(num_attempts=1, hosts=[host]))
-            if not plan.create(cctx):
-                # Its placement recorded it after all.
-                continue
-            LOG.warning('Instance %s was handed to cell %s, but its '
-                        'placement stopped before casting its build; '
-                        'recorded its plan, and the cell\'s conductor '
-                        'casts it to %s, where its claim is', uuid,
-                        cell.name, host, extra={'instance_uuid': uuid})
-            planned.append(uuid)
+                if self._plan_uncast_build(ctx, cctx, cell, instance,
+                                           interval, nodes):
+                    planned.append(instance.uuid)
+            except Exception as exc:
+                outage.report(LOG, exc, 'Could not plan the build of '
+                              'instance %s, which was never cast: %s',
+                              instance.uuid, outage.describe(exc),
+                              extra={'instance_uuid': instance.uuid})
+                if outage.is_database_outage(exc) or isinstance(
+                        exc, messaging.MessagingException):
+                    break
         return planned
+
+    def _plan_uncast_build(self, ctx, cctx, cell, instance, interval,
+                           nodes):
+        uuid = instance.uuid
+        # Handed to this cell that long ago (not a stray, and not a
+        # placement going on now), and its build request gone.
+        if objects.InstanceMapping.cell_id_placed_before(
+                ctx, uuid, interval) != cell.id:
+            return False
+        try:
+            objects.BuildRequest.get_by_instance_uuid(ctx, uuid)
+            return False
+        except exception.BuildRequestNotFound:
+            pass
+        held = self.scheduler.consumer_allocations(ctx, uuid)
+        if not held:
+            # Nothing claimed for it: the lost-build sweep ends it.
+            return False
+        if not nodes:
+            nodes.update((node['uuid'], node) for node in
+                         self.scheduler.get_compute_nodes(ctx))
+        roots = [nodes[p] for p in held if p in nodes]
+        if len(roots) != 1 or roots[0].get('cell_uuid') != cell.uuid:
+            return False
+        host, node = roots[0]['host'], roots[0]['hypervisor_hostname']
+        plan = build_plan.BuildPlan(
+            uuid, host, node, objects.RequestSpec.of_instance(ctx, instance),
+            [], objects.SchedulerRetries(num_attempts=1, hosts=[host]))
+        if not plan.create(cctx):
+            # Its placement recorded it after all.
+            return False
+        LOG.warning('Instance %s was handed to cell %s, but its placement '
+                    'stopped before casting its build; recorded its plan, '
+                    'and the cell\'s conductor casts it to %s, where its '
+                    'claim is', uuid, cell.name, host,
+                    extra={'instance_uuid': uuid})
+        return True
 
     @staticmethod
     def _remove_strays(ctx, cell):

@@ -1,3 +1,5 @@
+import datetime
+
 from oslo_utils import uuidutils
 from oslo_versionedobjects import fields
 import sqlalchemy as sa
@@ -138,6 +140,19 @@ class InstanceMapping(base.SchedulerSplitObject):
                           project_id=row.project_id, user_id=row.user_id)
             mapping.obj_reset_changes()
             return mapping
+
+    @classmethod
+    def cell_id_placed_before(cls, ctx, instance_uuid, seconds):
+        """The id of the cell the instance's mapping names, if it was
+        written ``seconds`` ago or earlier (the instance was handed to
+        that cell then); None otherwise."""
+        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
+            seconds=seconds)
+        table = api_models.InstanceMapping
+        with engines.reader(_api_db()) as session:
+            return session.scalar(sa.select(table.cell_id).where(
+                table.instance_uuid == instance_uuid,
+                table.cell_id.is_not(None), table.updated_at < cutoff))
 
     @classmethod
     def get_cell_ids(cls, ctx, instance_uuids):

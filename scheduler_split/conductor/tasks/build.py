@@ -448,8 +448,13 @@ class ScheduleAndBuildTask(base.ConductorTask):
                                     chosen.nodename, request_spec,
                                     alternates, retry)
         try:
-            outage.run(plan.create, cctx,
-                       what='Recording the build plan of %s' % uuid)
+            if not outage.run(plan.create, cctx,
+                              what='Recording the build plan of %s' % uuid):
+                # The sweep of interrupted placements took this one for
+                # stopped (it was held up that long) and recorded it.
+                LOG.warning('Instance %s had a build plan already; its '
+                            'alternates are not in it', uuid,
+                            extra={'instance_uuid': uuid})
         except Exception as exc:
             outage.report(LOG, exc, 'Could not record the build plan of '
                           'instance %s (%s); building it without one', uuid,
