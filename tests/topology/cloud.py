@@ -63,7 +63,6 @@ class Cloud(deployment.Deployment):
     def __init__(self, base_dir, mode='haproxy', hosts_per_cell=2,
                  prefix='ss', subnet='10.231.0.0/24', **kwargs):
         super().__init__(base_dir, hosts_per_cell=hosts_per_cell, **kwargs)
-        self.mode = mode
         self.controllers = CONTROLLERS
         # ``db`` is each controller's own HAProxy (see galera).
         self.network = network.Network(
@@ -191,8 +190,12 @@ class Cloud(deployment.Deployment):
         if mode == self.mode:
             return
         self.database.set_mode(mode)
-        self.mode = mode
         time.sleep(engines.PING_AFTER_REST + 1)
+
+    @property
+    def mode(self):
+        """How the controllers reach Galera (see :mod:`.galera`)."""
+        return self.database.mode
 
     def configure(self, files):
         """Give every service the extra config ``files`` (``{file name:
