@@ -14,6 +14,7 @@ line, which keeps it running until interrupted::
 """
 
 import argparse
+import fcntl
 import json
 import os
 import secrets
@@ -45,11 +46,14 @@ def venv_dir():
 def ensure_venv(path=None, requirements=REQUIREMENTS, probe='keystone-manage'):
     """A virtualenv at ``path`` with ``requirements``, made if missing."""
     path = path or venv_dir()
-    if os.path.exists(os.path.join(path, 'bin', probe)):
-        return path
-    subprocess.run([sys.executable, '-m', 'venv', path], check=True)
-    subprocess.run([os.path.join(path, 'bin', 'pip'), 'install', '-q',
-                    *requirements], check=True, timeout=1200)
+    # Test processes running side by side make it once: the others wait.
+    with open(path.rstrip('/') + '.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(os.path.join(path, 'bin', probe)):
+            return path
+        subprocess.run([sys.executable, '-m', 'venv', path], check=True)
+        subprocess.run([os.path.join(path, 'bin', 'pip'), 'install', '-q',
+                        *requirements], check=True, timeout=1200)
     return path
 
 

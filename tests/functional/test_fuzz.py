@@ -27,7 +27,7 @@ from scheduler_split.api import wsgi
 from scheduler_split import conf
 from scheduler_split.image import catalog as images
 
-pytestmark = pytest.mark.functional
+pytestmark = [pytest.mark.functional, pytest.mark.serial]
 
 CONF = conf.CONF
 

@@ -10,7 +10,7 @@ import webob
 from scheduler_split import conf
 from tests.functional import fixtures
 
-pytestmark = pytest.mark.functional
+pytestmark = [pytest.mark.functional, pytest.mark.serial]
 
 CONF = conf.CONF
 CIRROS = 'a8c3e2a6-0f4e-4c8a-9d1e-3c1b8f2a7e01'

@@ -18,7 +18,7 @@ from scheduler_split.api import http_server
 from scheduler_split import conf
 from tests.functional import fixtures
 
-pytestmark = pytest.mark.functional
+pytestmark = [pytest.mark.functional, pytest.mark.serial]
 
 CONF = conf.CONF
 

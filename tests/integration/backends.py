@@ -35,6 +35,20 @@ def _ephemeral_range():
         return 32768, 60999
 
 
+def _worker_range():
+    """Where this test process picks ports: below the ephemeral range,
+    and with pytest-xdist a slice of it of this worker's own, so that
+    two workers never hand out one port to two servers."""
+    low, high = _LOWEST_PORT, _ephemeral_range()[0]
+    worker = os.environ.get('PYTEST_XDIST_WORKER', '')
+    count = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT') or 1)
+    if worker.startswith('gw') and count > 1:
+        width = (high - low) // count
+        low += int(worker[2:]) * width
+        high = low + width
+    return low, high
+
+
 def free_port():
     """A TCP port of 127.0.0.1 free now, for a server started later.
 
@@ -43,9 +57,9 @@ def free_port():
     RabbitMQ, to PostgreSQL) may take it as its local port before the
     server meant to listen on it starts ("Address already in use").
     """
-    low, _ = _ephemeral_range()
-    for _ in range(1000 if low > _LOWEST_PORT else 0):
-        port = random.randrange(_LOWEST_PORT, low)
+    low, high = _worker_range()
+    for _ in range(1000 if high > low else 0):
+        port = random.randrange(low, high)
         if port in _HANDED_OUT:
             continue
         with socket.socket() as sock:

@@ -19,8 +19,6 @@ BIN = os.path.dirname(sys.executable)
 _SERVICES = sa.table('services', sa.column('host'), sa.column('binary'))
 # How often every scheduler reloads host states from its database.
 HOST_STATE_REFRESH_INTERVAL = 5
-# [metrics] scheduler_port's default; the other kinds' follow it.
-METRICS_PORT = 9771
 
 
 class Deployment:
@@ -54,6 +52,7 @@ class Deployment:
         # installed code (an older release), and extra config files.
         self.sources = {}
         self.extra_conf = {}
+        self.metrics_ports = {}
         self.api_port = backends.free_port()
         self.base_url = 'http://127.0.0.1:%d' % self.api_port
         # More API processes on the same databases and bus, each its own
@@ -62,6 +61,12 @@ class Deployment:
                                 for _ in range(extra_apis)]
 
     # --- set up -------------------------------------------------------------
+
+    def metrics_port(self, name):
+        """The port the process ``name`` serves its metrics on: free, not
+        the kind's default, which another deployment on this machine
+        may hold."""
+        return self.metrics_ports.setdefault(name, backends.free_port())
 
     def _write(self, name, *texts):
         """The file ``name`` of the config directory, made of ``texts``
@@ -155,7 +160,7 @@ class Deployment:
             role = cell
             [metrics]
             cell_conductor_port = %d
-            """ % (bus, db, METRICS_PORT + 2 + 10 * index), extra)
+            """ % (bus, db, self.metrics_port(name or cell)), extra)
 
     def host_file(self, host, extra=''):
         """The file of the compute ``host``."""
@@ -172,8 +177,8 @@ class Deployment:
 
     def write_process_files(self):
         """Each process's own file."""
-        # Each process of a kind on this one host serves its metrics on a
-        # port of its own.
+        # Each process on this one host serves its metrics on a port of
+        # its own.
         for index in range(1, self.schedulers + 1):
             name = 'scheduler' if index == 1 else 'scheduler-%d' % index
             self._write('%s.conf' % name, """\
@@ -181,11 +186,13 @@ class Deployment:
                 host = %s
                 [metrics]
                 scheduler_port = %d
-                """ % (name, METRICS_PORT + 10 * (index - 1)))
+                """ % (name, self.metrics_port(name)))
         self._write('super-conductor.conf', """\
             [conductor]
             role = super
-            """)
+            [metrics]
+            super_conductor_port = %d
+            """ % self.metrics_port('super-conductor'))
         for index, cell in enumerate(self.CELLS):
             self.cell_file(cell, index)
             for host in self.hosts_of(cell):

@@ -26,7 +26,8 @@ from tests.integration import conftest
 from tests.integration import deployment as deployment_mod
 from tests.integration import faults
 
-pytestmark = [pytest.mark.integration, pytest.mark.faults]
+pytestmark = [pytest.mark.integration, pytest.mark.faults,
+              pytest.mark.serial]
 
 LOST_BUILD_TIMEOUT = 15
 # Boots the bus lost are cast again after this long (three times at

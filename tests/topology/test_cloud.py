@@ -19,7 +19,8 @@ import requests
 from tests.functional import fixtures
 from tests.topology import galera
 
-pytestmark = [pytest.mark.integration, pytest.mark.topology]
+pytestmark = [pytest.mark.integration, pytest.mark.topology,
+              pytest.mark.serial]
 
 BOOTS = 100
 

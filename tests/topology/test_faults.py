@@ -22,7 +22,7 @@ import pytest
 from tests.integration import faults
 
 pytestmark = [pytest.mark.integration, pytest.mark.topology,
-              pytest.mark.faults]
+              pytest.mark.faults, pytest.mark.serial]
 
 # Longer than a controller takes to come back (its RabbitMQ and Galera
 # nodes rejoin their clusters first): a build it held is re-driven,
