@@ -126,10 +126,14 @@ def test_every_kind_of_service_stops_quickly_while_rabbitmq_is_down(
 
 
 def _start_waiting(dep, names, text):
-    """Start ``names`` again (their earlier processes are gone) and wait
-    until each logs ``text``: its start waits for what is away."""
+    """Start ``names`` again (their earlier processes are gone, or
+    killed now if a test that failed left them) and wait until each
+    logs ``text``: its start waits for what is away."""
     for name in names:
-        dep.procs.pop(name, None)
+        proc = dep.procs.pop(name, None)
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     since = {name: dep.log_size(name) for name in names}
     dep.start(*names)
     for name in names:

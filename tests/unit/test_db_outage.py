@@ -455,9 +455,13 @@ def test_work_that_logs_an_outage_with_its_traceback_is_one_line():
     kept = [_Kept(), _Kept()]
     for handler in kept:
         root.addHandler(handler)
+    log = logging.getLogger('scheduler_split.test')
+    # At INFO, as a service logs without debug (an earlier test of this
+    # process may have left the logger at DEBUG).
+    level = log.level
+    log.setLevel(logging.INFO)
     try:
         outage.one_line_outages()
-        log = logging.getLogger('scheduler_split.test')
         # The statement under way met a connection the server closed.
         outage.cut('pg')(_Context(is_disconnect=True))
         for error in (_broken(), _broken(), ValueError('a bug')):
@@ -466,6 +470,7 @@ def test_work_that_logs_an_outage_with_its_traceback_is_one_line():
             except Exception:
                 log.exception('Looking for strays failed')
     finally:
+        log.setLevel(level)
         for handler in root.handlers:
             handler.removeFilter(outage._one_line)
         for handler in kept:
@@ -479,13 +484,17 @@ def test_work_that_logs_an_outage_with_its_traceback_is_one_line():
 
 
 def test_a_warning_with_a_traceback_reads_as_a_warning_on_every_line():
+    from oslo_config import cfg
     from oslo_log import formatters
 
     from scheduler_split.cmd import common
-    from scheduler_split import conf
 
-    common.register_logging_options(conf.CONF)
-    formatter = formatters.ContextFormatter(config=conf.CONF)
+    # Options of its own: the global ones may have been parsed already
+    # by an earlier test of this process, and CLI options cannot be
+    # registered then.
+    options = cfg.ConfigOpts()
+    common.register_logging_options(options)
+    formatter = formatters.ContextFormatter(config=options)
     try:
         raise _broken()
     except sa_exc.OperationalError:
@@ -597,3 +606,31 @@ def test_a_commit_aborted_for_a_race_is_nothing_written(tmp_path):
             assert conn.exec_driver_sql('SELECT x FROM t').all() == [(1,)]
     finally:
         engines.dispose_all()
+
+
+def test_a_report_cut_by_an_outage_is_one_line_saying_so(monkeypatch,
+                                                         caplog):
+    # The statement of a compute's report under way when the server
+    # went away: one WARNING line that says a database is unavailable,
+    # not the driver's SQL and parameters.
+    from scheduler_split.scheduler import reports
+
+    def cut(*args, **kwargs):
+        raise sa_exc.OperationalError(
+            'UPDATE resource_providers SET last_report_at=%(seen)s', {
+                'seen': 'now'}, Exception(
+                    'server closed the connection unexpectedly\n\tThis '
+                    'probably means the server terminated abnormally'))
+
+    writer = reports.ReportWriter('sqlite://', cache=None)
+    monkeypatch.setattr(writer, '_store', cut)
+    failed = writer._write_batch({('host1', 'node1'): {}}, {})
+
+    assert list(failed) == [('host1', 'node1')]
+    (warning,) = _records(caplog, logging.WARNING)
+    message = warning.getMessage()
+    assert message.startswith(
+        'Could not record the report of host1/node1: a database is '
+        'unavailable (')
+    assert 'server closed the connection unexpectedly' in message
+    assert '\n' not in message and 'SQL' not in message

@@ -1,0 +1,32 @@
+"""The order the suite's files run in.
+
+With pytest-xdist's ``--dist loadfile`` (the README's test command) each
+file runs whole on one worker, and a worker takes the next file when it
+is done. The tiers of the longest files come first, so that the run does
+not end on one of them alone while the other worker has nothing left.
+Each file's own tests keep their order.
+"""
+
+import os
+
+import pytest
+
+# Tiers by how long their longest file takes (Tempest's one test takes
+# minutes, a unit test file seconds).
+LONGEST_FIRST = ('tempest', 'devstack', 'gabbi', 'packaging',
+                 'integration', 'topology', 'functional', 'project',
+                 'unit')
+
+
+def _rank(item):
+    parts = os.path.relpath(str(item.path), os.path.dirname(
+        __file__)).split(os.sep)
+    tier = parts[0] if len(parts) > 1 else ''
+    return (LONGEST_FIRST.index(tier) if tier in LONGEST_FIRST
+            else len(LONGEST_FIRST))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    # A stable sort: the items of one file stay together, in order.
+    items.sort(key=_rank)
