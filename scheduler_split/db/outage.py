@@ -440,6 +440,15 @@ def cut(name):
     return _handle_error
 
 
+def reason(exc):
+    """Why work failed, in one line: for a database outage, that a
+    database is unavailable and the first line of the driver's error
+    (never its SQL)."""
+    if is_database_outage(exc):
+        return 'a database is unavailable (%s)' % describe(exc)
+    return exception.describe(exc)
+
+
 def report(log, exc, msg, *args, **kwargs):
     """Log ``msg % args``, said of work that failed for ``exc``: as a
     WARNING, but for a database outage this process reported already,

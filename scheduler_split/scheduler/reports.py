@@ -265,7 +265,7 @@ class ReportWriter:
                 outage.report(LOG, exc, 'Could not record the report of '
                               '%s: %s', ', '.join('%s/%s' % name
                                                   for name in reports)
-                              or 'no compute', exception.describe(exc))
+                              or 'no compute', outage.reason(exc))
                 return dict.fromkeys(reports, exc)
             if heartbeats:
                 try:
@@ -273,7 +273,7 @@ class ReportWriter:
                 except Exception as exc:
                     outage.report(LOG, exc, 'Could not record the time of '
                                   '%d reports: %s', len(heartbeats),
-                                  exception.describe(exc))
+                                  outage.reason(exc))
             failed = {}
             written = []
             for name, report in reports.items():
@@ -283,7 +283,7 @@ class ReportWriter:
                 except Exception as exc:
                     outage.report(LOG, exc, 'Could not record the report '
                                   'of %s/%s: %s', name[0], name[1],
-                                  exception.describe(exc))
+                                  outage.reason(exc))
                     failed[name] = exc
             self.cache.apply_reports(written)
             return failed
