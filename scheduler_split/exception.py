@@ -221,6 +221,17 @@ class DatabaseUnavailable(SchedulerSplitException):
     code = 503
 
 
+class CellUnavailable(DatabaseUnavailable):
+    """The database of the cell holding an instance cannot be reached;
+    the API database could (``mapping`` is the instance's mapping)."""
+    msg_fmt = ('The cell %(cell)s cannot be reached: %(reason)s. Please '
+               'try again later.')
+
+    def __init__(self, message=None, mapping=None, **kwargs):
+        super().__init__(message, **kwargs)
+        self.mapping = mapping
+
+
 class ServiceUnavailable(SchedulerSplitException):
     msg_fmt = 'Service unavailable: %(reason)s. Please try again.'
     code = 503

@@ -12,11 +12,15 @@ the cell is then asked for more after the last row it answered.
 """
 
 import heapq
+import logging
 
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance_list
+
+LOG = logging.getLogger(__name__)
 
 
 class _Position:
@@ -92,12 +96,23 @@ def merge(shares, order, limit):
     return page[:limit], len(page) > limit
 
 
-def _servers_of_cell(ctx, cell, query, order, batch, after):
+def _servers_of_cell(ctx, cell, query, order, batch, after, down):
     cctx = ss_context.target_cell(ctx, cell)
 
     def fetch(size, after):
-        return instance_list.get_sorted(cctx, query.filters, order.keys,
-                                        order.dirs, size, after)
+        try:
+            return instance_list.get_sorted(cctx, query.filters, order.keys,
+                                            order.dirs, size, after)
+        except outage.DATABASE_UNAVAILABLE as exc:
+            if down is None:
+                raise
+            # The list goes on with the other cells: one WARNING an
+            # outage, not one a request.
+            outage.report(LOG, exc, 'Cell %s cannot be reached (%s); its '
+                          'servers are listed without their details or '
+                          'not at all', cell.name, outage.describe(exc))
+            down.append(cell)
+            return []
 
     def keep(found):
         # A server is listed from where its instance mapping says it is:
@@ -122,7 +137,7 @@ def _build_requests(ctx, query, order, marker):
     return [i for i in found if start < order.position(i)]
 
 
-def get_servers(ctx, query, order, limit, marker=None):
+def get_servers(ctx, query, order, limit, marker=None, down=None):
     """A page of the servers ``query`` admits (its ``filters`` for each
     cell's database, its ``matches`` for each server) in ``order``, after
     the server ``marker`` (an Instance the query admits), at most
@@ -131,9 +146,14 @@ def get_servers(ctx, query, order, limit, marker=None):
     Each cell is read at most ``limit + 1`` at a time: a page costs every
     cell one query of at most that many rows unless the filters only
     Python evaluates leave out some of them.
+
+    A cell whose database cannot be reached fails the list, unless
+    ``down`` is a list: then the page is made of the other cells and the
+    cell is appended to ``down``.
     """
     after = order.values(marker) if marker is not None else None
-    shares = [_servers_of_cell(ctx, cell, query, order, limit + 1, after)
+    shares = [_servers_of_cell(ctx, cell, query, order, limit + 1, after,
+                               down)
               for cell in objects.CellMapping.get_all(ctx)]
     shares.append(_build_requests(ctx, query, order, marker))
     return merge(shares, order, limit)

@@ -20,6 +20,7 @@ from scheduler_split.api import schemas
 from scheduler_split.api import server_views
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split import objects
 from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import instance_list
 from scheduler_split import policy
@@ -221,8 +222,32 @@ def _marker(req, ctx, query):
     return instance
 
 
+# The only parameters a list may have for it to show the servers of a
+# cell that cannot be reached (2.69): whose they are is known without
+# the cell, nothing else is.
+_PLAIN_PARAMETERS = frozenset(('all_tenants', 'project_id', 'tenant_id',
+                               'deleted'))
+
+
+def _plain(req):
+    """Whether the list asks only for what the API database knows of a
+    server: no filter but its project, no sort, no limit, no marker."""
+    return set(req.GET) <= _PLAIN_PARAMETERS and req.GET.get(
+        'deleted', 'false').lower() in ('false', '0', 'no', 'f', 'off')
+
+
 def listed(req, ctx, rule, all_tenants_rule):
-    """The servers of this page of the list and whether more follow."""
+    """The servers of this page of the list, whether more follow, and
+    what the API database says of the servers of cells that cannot be
+    reached.
+
+    Those cells are left out of the list. From 2.69, a list with no
+    filter but the project (``openstack server list``, with
+    ``--all-projects`` too) also holds their servers, newest first after
+    the others, each as its instance mapping has it (rows of
+    instance_uuid, project_id, user_id and created_at), for the view to
+    show as UNKNOWN.
+    """
     policy.authorize(ctx, rule)
     all_tenants = req.GET.get('all_tenants', 'false').lower() not in (
         'false', '0', 'no', 'f', 'off')
@@ -233,13 +258,20 @@ def listed(req, ctx, rule, all_tenants_rule):
     name_filter = _name_filter(req)
     admin = ctx.is_admin
     order = _sort(req, admin)
-    query = _query(req, ctx, microversion.parse(req), all_tenants, admin,
-                   name_filter)
+    version = microversion.parse(req)
+    query = _query(req, ctx, version, all_tenants, admin, name_filter)
     marker = _marker(req, ctx, query)
     limit = schemas.non_negative_query(req, 'limit')
     limit = min(CONF.api.max_limit,
                 CONF.api.max_limit if limit is None else limit)
-    return multi_cell_list.get_servers(ctx, query, order, limit, marker)
+    down = []
+    servers, full = multi_cell_list.get_servers(ctx, query, order, limit,
+                                                marker, down=down)
+    unknown = []
+    if down and version >= (2, 69) and _plain(req):
+        unknown = objects.InstanceMapping.get_in_cells(
+            ctx, [cell.id for cell in down], query.filters.project_id)
+    return servers, full, unknown
 
 
 def page_links(req, servers, full):

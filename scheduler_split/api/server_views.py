@@ -4,6 +4,7 @@ map), its body at each microversion and what of it the caller may see."""
 import hashlib
 
 from scheduler_split import context as ss_context
+from scheduler_split.db import outage
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import service as service_obj
@@ -81,6 +82,25 @@ def render_summary(req, instance):
             'links': links(req, instance.uuid)}
 
 
+# What 2.69 shows of a server whose cell cannot be reached.
+UNKNOWN = 'UNKNOWN'
+
+
+def render_unknown_summary(req, mapping):
+    """A server of a cell that cannot be reached, in a list: its
+    instance mapping (see ``server_list.listed``) is all there is."""
+    return {'id': mapping.instance_uuid, 'status': UNKNOWN,
+            'links': links(req, mapping.instance_uuid)}
+
+
+def render_unknown(req, mapping):
+    """The same in a detailed list: also whose it is and when it was
+    created."""
+    return dict(render_unknown_summary(req, mapping),
+                tenant_id=mapping.project_id,
+                created=_time(mapping.created_at))
+
+
 class Disclosure:
     """The optional parts of a server body the caller may see, decided by
     policy once per request rather than once per server."""
@@ -133,8 +153,14 @@ def host_statuses(ctx, version, instances, disclosure):
     for cell in objects.CellMapping.get_all(ctx):
         if cell.is_cell0:
             continue
-        for service in objects.Service.get_all(
-                ss_context.target_cell(ctx, cell)):
+        try:
+            services = objects.Service.get_all(
+                ss_context.target_cell(ctx, cell))
+        except outage.DATABASE_UNAVAILABLE:
+            # Its servers are not listed (see server_list.listed); a
+            # host of it is UNKNOWN.
+            continue
+        for service in services:
             if (service.binary != service_obj.COMPUTE or
                     service.host not in hosts):
                 continue
@@ -148,32 +174,52 @@ def host_statuses(ctx, version, instances, disclosure):
     return {host: found.get(host, 'UNKNOWN') for host in hosts}
 
 
+def _flavor(req, version, flavor, disclosure):
+    if version >= (2, 47):
+        body = {'vcpus': flavor.vcpus, 'ram': flavor.memory_mb,
+                'disk': flavor.root_gb, 'ephemeral': flavor.ephemeral_gb,
+                'swap': flavor.swap, 'original_name': flavor.name}
+        if disclosure.flavor_extra_specs:
+            body['extra_specs'] = dict(flavor.extra_specs)
+        return body
+    return {'id': flavor.flavorid,
+            'links': [{'rel': 'bookmark',
+                       'href': '%s/flavors/%s' % (req.application_url,
+                                                  flavor.flavorid)}]}
+
+
+def _image(req, image_ref):
+    if not image_ref:
+        return ''
+    return {'id': image_ref,
+            'links': [{'rel': 'bookmark',
+                       'href': '%s/images/%s' % (req.application_url,
+                                                 image_ref)}]}
+
+
+def render_unknown_server(req, version, mapping, spec, disclosure):
+    """What 2.69 shows of one server whose cell cannot be reached: what
+    its instance mapping (a row of ``InstanceMapping.get_in_cells``) and
+    its request spec (None if it has none) tell."""
+    body = dict(render_unknown(req, mapping),
+                user_id=mapping.user_id or UNKNOWN,
+                image='', **{'OS-EXT-AZ:availability_zone': UNKNOWN,
+                             'OS-EXT-STS:power_state': 0})
+    if spec is not None:
+        body['image'] = _image(req, spec.image_ref)
+        body['flavor'] = _flavor(req, version, spec.flavor, disclosure)
+        body['OS-EXT-AZ:availability_zone'] = \
+            spec.availability_zone or UNKNOWN
+    return body
+
+
 def render(req, version, instance, disclosure, zones=None, statuses=None):
     """The server body of ``instance``; ``zones`` are the
     ``pinned_zones`` of a list it is in (read for it alone if None), and
     ``statuses`` its ``host_statuses`` (the same)."""
     host_id_ = host_id(instance.project_id, instance.host)
-    flavor = instance.flavor
-    if version >= (2, 47):
-        flavor_body = {'vcpus': flavor.vcpus, 'ram': flavor.memory_mb,
-                       'disk': flavor.root_gb,
-                       'ephemeral': flavor.ephemeral_gb,
-                       'swap': flavor.swap, 'original_name': flavor.name}
-        if disclosure.flavor_extra_specs:
-            flavor_body['extra_specs'] = dict(flavor.extra_specs)
-    else:
-        flavor_body = {'id': flavor.flavorid,
-                       'links': [{'rel': 'bookmark',
-                                  'href': '%s/flavors/%s' % (
-                                      req.application_url,
-                                      flavor.flavorid)}]}
-    image_body = ''
-    if instance.image_ref:
-        image_body = {'id': instance.image_ref,
-                      'links': [{'rel': 'bookmark',
-                                 'href': '%s/images/%s' % (
-                                     req.application_url,
-                                     instance.image_ref)}]}
+    flavor_body = _flavor(req, version, instance.flavor, disclosure)
+    image_body = _image(req, instance.image_ref)
     body = {
         'id': instance.uuid,
         'name': instance.display_name,

@@ -237,17 +237,19 @@ def create(req, ctx, version):
 
 
 def index(req, ctx, version):
-    instances, full = server_list.listed(
+    instances, full, unknown = server_list.listed(
         req, ctx, 'os_compute_api:servers:index',
         'os_compute_api:servers:index:get_all_tenants')
     body = {'servers': [server_views.render_summary(req, i)
-                        for i in instances]}
+                        for i in instances] +
+            [server_views.render_unknown_summary(req, mapping)
+             for mapping in unknown]}
     body.update(server_list.page_links(req, instances, full))
     return body
 
 
 def detail(req, ctx, version):
-    instances, full = server_list.listed(
+    instances, full, unknown = server_list.listed(
         req, ctx, 'os_compute_api:servers:detail',
         'os_compute_api:servers:detail:get_all_tenants')
     disclosure = server_views.Disclosure(ctx)
@@ -256,7 +258,9 @@ def detail(req, ctx, version):
                                           disclosure)
     body = {'servers': [server_views.render(req, version, i, disclosure,
                                             zones, statuses)
-                        for i in instances]}
+                        for i in instances] +
+            [server_views.render_unknown(req, mapping)
+             for mapping in unknown]}
     body.update(server_list.page_links(req, instances, full))
     return body
 
@@ -266,10 +270,41 @@ def show(req, ctx, version, server_id):
         instance = req.compute_api.get(ctx, server_id)
     except exception.InstanceNotFound as exc:
         raise errors.not_found(exc.format_message())
+    except exception.CellUnavailable as exc:
+        if version < (2, 69):
+            raise
+        return _show_unknown(req, ctx, version, server_id, exc)
     policy.authorize(ctx, 'os_compute_api:servers:show',
                      {'project_id': instance.project_id})
     body = server_views.render(req, version, instance,
                                server_views.Disclosure(ctx))
+    if version >= (2, 71):
+        group = objects.InstanceGroup.get_by_instance_uuid(ctx, server_id)
+        body['server_groups'] = [group.uuid] if group else []
+    return {'server': body}
+
+
+def _show_unknown(req, ctx, version, server_id, unavailable):
+    """2.69's answer for a server whose cell cannot be reached: what the
+    API database knows of it, status UNKNOWN."""
+    mapping = unavailable.mapping
+    if not ctx.is_admin and mapping.project_id != ctx.project_id:
+        raise errors.not_found('Instance %s could not be found.'
+                               % server_id)
+    policy.authorize(ctx, 'os_compute_api:servers:show',
+                     {'project_id': mapping.project_id})
+    known = objects.InstanceMapping.get_in_cells(
+        ctx, [mapping.cell_mapping.id], instance_uuid=server_id)
+    if not known:
+        # Deleted meanwhile.
+        raise errors.not_found('Instance %s could not be found.'
+                               % server_id)
+    try:
+        spec = objects.RequestSpec.get_by_instance_uuid(ctx, server_id)
+    except exception.NotFound:
+        spec = None
+    body = server_views.render_unknown_server(
+        req, version, known[0], spec, server_views.Disclosure(ctx))
     if version >= (2, 71):
         group = objects.InstanceGroup.get_by_instance_uuid(ctx, server_id)
         body['server_groups'] = [group.uuid] if group else []

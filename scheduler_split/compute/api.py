@@ -205,9 +205,15 @@ class ComputeAPI(api_moves.Moves):
                 if mapping.cell_mapping is None:
                     raise exception.InstanceNotFound(instance_id=uuid)
         cctx = ss_context.target_cell(ctx, mapping.cell_mapping)
-        return (objects.Instance.get_by_uuid(cctx, uuid,
-                                             read_deleted=read_deleted),
-                mapping.cell_mapping)
+        try:
+            instance = objects.Instance.get_by_uuid(
+                cctx, uuid, read_deleted=read_deleted)
+        except outage.DATABASE_UNAVAILABLE as exc:
+            # Still a 503 (a DatabaseUnavailable), which says the cell.
+            raise exception.CellUnavailable(
+                cell=mapping.cell_mapping.name,
+                reason=outage.describe(exc), mapping=mapping) from exc
+        return instance, mapping.cell_mapping
 
     # --- update -------------------------------------------------------------
 

@@ -181,6 +181,27 @@ class InstanceMapping(base.SchedulerSplitObject):
         with engines.reader(_api_db()) as session:
             return list(session.scalars(query))
 
+    @staticmethod
+    def get_in_cells(ctx, cell_ids, project_id=None, instance_uuid=None):
+        """What the API database knows of the instances of the cells
+        ``cell_ids`` (of ``project_id``, the instance ``instance_uuid``,
+        if given) not being deleted:
+        rows of instance_uuid, project_id, user_id and created_at,
+        newest first. All there is to say of the servers of a cell
+        whose database cannot be reached."""
+        im = api_models.InstanceMapping
+        query = sa.select(im.instance_uuid, im.project_id, im.user_id,
+                          im.created_at).where(
+            im.cell_id.in_(list(cell_ids)),
+            im.queued_for_delete.is_(False)).order_by(
+            im.created_at.desc(), im.instance_uuid.desc())
+        if project_id is not None:
+            query = query.where(im.project_id == project_id)
+        if instance_uuid is not None:
+            query = query.where(im.instance_uuid == instance_uuid)
+        with engines.reader(_api_db()) as session:
+            return session.execute(query).all()
+
     def destroy(self, ctx):
         with engines.writer(_api_db()) as session:
             session.execute(sa.delete(api_models.InstanceMapping).where(

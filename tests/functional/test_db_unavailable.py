@@ -111,10 +111,12 @@ def test_api_database_down_is_503_with_retry_after(system, server_id, what):
     assert system.api.server(server_id)['status'] == 'ACTIVE'
 
 
-@pytest.mark.parametrize('what', ['list', 'list detail', 'show', 'delete'])
+# A list leaves a cell it cannot reach out (test_down_cells), and
+# from 2.69 a show answers what the API database knows.
+@pytest.mark.parametrize('what', ['show', 'delete'])
 def test_cell_database_down_is_503_with_retry_after(system, server_id,
                                                     what):
-    send = _requests(system.api, server_id)[what]
+    send = _requests(system.api.at('2.68'), server_id)[what]
     with _cell_database_down(system):
         _unavailable(send())
     assert system.api.server(server_id)['status'] == 'ACTIVE'
@@ -170,9 +172,10 @@ def test_database_back_means_service_back(system, server_id):
     with _api_database_down():
         _unavailable(system.api.get('/v2.1/servers'))
     assert system.api.get('/v2.1/servers').status_code == 200
+    show = '/v2.1/servers/%s' % server_id
     with _cell_database_down(system):
-        _unavailable(system.api.get('/v2.1/servers'))
-    assert system.api.get('/v2.1/servers').status_code == 200
+        _unavailable(system.api.at('2.68').get(show))
+    assert system.api.at('2.68').get(show).status_code == 200
 
 
 def test_a_delete_under_way_is_not_reported_as_refused(system, monkeypatch):
