@@ -4,7 +4,9 @@ With pytest-xdist's ``--dist loadfile`` (the README's test command) each
 file runs whole on one worker, and a worker takes the next file when it
 is done. The tiers of the longest files come first, so that the run does
 not end on one of them alone while the other worker has nothing left.
-Each file's own tests keep their order.
+Each file's own tests keep their order. (xdist would otherwise hand out
+the files with the most tests first: Tempest's one test, minutes long,
+came last.)
 """
 
 import os
@@ -30,3 +32,8 @@ def _rank(item):
 def pytest_collection_modifyitems(items):
     # A stable sort: the items of one file stay together, in order.
     items.sort(key=_rank)
+
+
+def pytest_configure(config):
+    if hasattr(config.option, 'loadscopereorder'):
+        config.option.loadscopereorder = False
