@@ -65,7 +65,7 @@ def heal_allocations(scheduler, ctx, grace=None):
         except Exception as exc:
             outage.report(LOG, exc, 'Cannot tell which of %d claims are '
                           'still needed (%s); releasing none of them',
-                          len(page), exception.describe(exc))
+                          len(page), outage.reason(exc))
             needed = set(page)
         for consumer in page:
             if consumer in needed:

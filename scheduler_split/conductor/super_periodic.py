@@ -84,7 +84,7 @@ class SuperConductorPeriodics:
         except Exception as exc:
             outage.report(LOG, exc, 'The reconciliation of claims stopped: '
                           '%s; it resumes at the next run',
-                          exception.describe(exc))
+                          outage.reason(exc))
             return []
 
     def fail_lost_builds(self):

@@ -153,7 +153,7 @@ class _OneLine(logging.Filter):
             return True
         level = (logging.WARNING if _outages.first_failure()
                  else logging.DEBUG)
-        record.msg = '%s: %s' % (record.getMessage(), describe(exc))
+        record.msg = '%s: %s' % (record.getMessage(), reason(exc))
         record.args = None
         record.exc_info = record.exc_text = None
         record.levelno = level

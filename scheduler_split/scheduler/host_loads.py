@@ -51,7 +51,6 @@ import sqlalchemy as sa
 from scheduler_split.db import engines
 from scheduler_split.db import outage
 from scheduler_split.db import scheduler_models
-from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split.objects import base as obj_base
 from scheduler_split.scheduler import aggregates as aggregates_mod
@@ -177,7 +176,7 @@ class HostLoads:
                     return
             except Exception as exc:
                 outage.report(LOG, exc, 'Could not read host states (%s); '
-                              'trying again', exception.describe(exc))
+                              'trying again', outage.reason(exc))
                 with self._lock:
                     self._load_error = exc
                     self._progress.notify_all()

@@ -431,8 +431,8 @@ def test_a_connection_the_pool_could_not_reset_is_one_warning(caplog):
     assert (outage_record.levelname, outage_record.exc_info) == (
         'WARNING', None)
     assert outage_record.getMessage() == (
-        'Exception during reset or similar: (builtins.Exception) server '
-        'closed the connection unexpectedly')
+        'Exception during reset or similar: a database is unavailable '
+        '((builtins.Exception) server closed the connection unexpectedly)')
     assert bug.levelname == 'ERROR' and bug.exc_info
 
 
@@ -478,8 +478,9 @@ def test_work_that_logs_an_outage_with_its_traceback_is_one_line():
     for handler in kept:
         assert [(r.levelname, r.getMessage(), bool(r.exc_info))
                 for r in handler.records] == [
-            ('WARNING', 'Looking for strays failed: (builtins.Exception) '
-                        'server closed the connection unexpectedly', False),
+            ('WARNING', 'Looking for strays failed: a database is '
+                        'unavailable ((builtins.Exception) server closed '
+                        'the connection unexpectedly)', False),
             ('ERROR', 'Looking for strays failed', True)]
 
 
