@@ -1,8 +1,10 @@
 """One fixture that starts the whole system in this process."""
 
+import contextlib
 import importlib.metadata
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -275,3 +277,35 @@ def processes_naming(text):
         except (OSError, ValueError):
             pass
     return found
+
+
+def nobody_listens():
+    """A PostgreSQL URL on a port of this machine where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    return 'postgresql+psycopg2://nova:secret@127.0.0.1:%d/nova' % port
+
+
+@contextlib.contextmanager
+def cell_database_down(system, cell_name=None):
+    """The engines of the cell ``cell_name`` (by default the last) of
+    ``system`` replaced by ones whose server is gone: what the API meets
+    when that database is stopped."""
+    cells = [cell for cell in system.aio.cells
+             if cell_name in (None, cell.name)]
+    url = cells[-1].database_connection
+    gone = sa.create_engine(nobody_listens())
+    saved = {key: engines._engines.get(key)
+             for key in ((url, True), (url, False))}
+    for key in saved:
+        engines._engines[key] = gone
+    try:
+        yield
+    finally:
+        for key, engine in saved.items():
+            if engine is None:
+                engines._engines.pop(key, None)
+            else:
+                engines._engines[key] = engine
+        gone.dispose()

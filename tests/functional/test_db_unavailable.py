@@ -2,15 +2,14 @@
 with a Retry-After header, and it accepts nothing it could not record."""
 
 import contextlib
-import socket
 import time
 
 import pytest
 import sqlalchemy as sa
 
 from scheduler_split import conf
-from scheduler_split.db import engines
 from scheduler_split import objects
+from tests.functional import fixtures
 
 pytestmark = pytest.mark.functional
 
@@ -34,43 +33,19 @@ def server_id(system):
     return server_id
 
 
-def _nobody_listens():
-    """A PostgreSQL URL on a port of this machine where nothing listens."""
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port = sock.getsockname()[1]
-    return 'postgresql+psycopg2://nova:secret@127.0.0.1:%d/nova' % port
-
-
 @contextlib.contextmanager
 def _api_database_down():
     url = CONF.api_database.connection
-    CONF.set_override('connection', _nobody_listens(), group='api_database')
+    CONF.set_override('connection', fixtures.nobody_listens(),
+                      group='api_database')
     try:
         yield
     finally:
         CONF.set_override('connection', url, group='api_database')
 
 
-@contextlib.contextmanager
 def _cell_database_down(system):
-    """The cell's database engines replaced by ones whose server is gone.
-    """
-    url = system.aio.cells[-1].database_connection
-    gone = sa.create_engine(_nobody_listens())
-    saved = {key: engines._engines.get(key)
-             for key in ((url, True), (url, False))}
-    for key in saved:
-        engines._engines[key] = gone
-    try:
-        yield
-    finally:
-        for key, engine in saved.items():
-            if engine is None:
-                engines._engines.pop(key, None)
-            else:
-                engines._engines[key] = engine
-        gone.dispose()
+    return fixtures.cell_database_down(system)
 
 
 def _unavailable(resp):

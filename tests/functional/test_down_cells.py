@@ -2,15 +2,11 @@
 servers of the other cells are listed, and from 2.69 those of the down
 cell as UNKNOWN, as Nova shows them."""
 
-import contextlib
-import socket
 import time
 
 import pytest
-import sqlalchemy as sa
 
 from scheduler_split import conf
-from scheduler_split.db import engines
 
 pytestmark = pytest.mark.functional
 
@@ -43,33 +39,9 @@ def servers(system):
     return found
 
 
-def _nobody_listens():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port = sock.getsockname()[1]
-    return 'postgresql+psycopg2://nova:secret@127.0.0.1:%d/nova' % port
-
-
-@contextlib.contextmanager
 def _database_down(system, cell_name):
-    """The engines of the cell ``cell_name`` replaced by ones whose
-    server is gone: what the API meets when that database is stopped."""
-    url = next(cell for cell in system.aio.cells
-               if cell.name == cell_name).database_connection
-    gone = sa.create_engine(_nobody_listens())
-    saved = {key: engines._engines.get(key)
-             for key in ((url, True), (url, False))}
-    for key in saved:
-        engines._engines[key] = gone
-    try:
-        yield
-    finally:
-        for key, engine in saved.items():
-            if engine is None:
-                engines._engines.pop(key, None)
-            else:
-                engines._engines[key] = engine
-        gone.dispose()
+    from tests.functional import fixtures
+    return fixtures.cell_database_down(system, cell_name)
 
 
 def _cell_of(system, server_id):
