@@ -200,6 +200,17 @@ def _migration_statuses(api, server_id):
     return sorted(m['status'] for m in _migrations(api, server_id))
 
 
+def _wait_for_migration_statuses(api, server_id, expected, timeout=10):
+    """The source saves the migration confirmed just after it gives its
+    resources back, so the status may lag the allocations."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = _migration_statuses(api, server_id)
+        if found == expected or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
 def test_a_source_or_destination_failure_leaves_the_server_where_it_was(
         start_system, fake_driver):
     system = start_system(cells=1, hosts_per_cell=2)
@@ -245,7 +256,8 @@ def test_deleting_a_resized_server_releases_both_hosts(start_system):
     assert api.delete('/v2.1/servers/%s' % server_id).status_code == 204
     api.wait_gone(server_id)
     _wait_for_allocations(system, {})
-    assert _migration_statuses(api, server_id) == ['confirmed']
+    assert _wait_for_migration_statuses(api, server_id,
+                                        ['confirmed']) == ['confirmed']
 
 
 def test_a_resize_waiting_longer_than_the_window_is_confirmed(
