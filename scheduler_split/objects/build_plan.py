@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from scheduler_split.db import cell_models
 from scheduler_split.db import engines
+from scheduler_split.db import outage
 from scheduler_split.objects import base
 from scheduler_split.objects import instance as instance_obj
 from scheduler_split.objects import request_spec as request_spec_obj
@@ -100,7 +101,16 @@ class BuildPlan:
     def _update_if_unchanged(self, ctx, **values):
         """Write ``values`` into the plan if nobody changed it since this
         copy was read (its host and its casts as this copy has them):
-        whether it did. One of several conductors doing so wins."""
+        whether it did. One of several conductors doing so wins.
+
+        On Galera with conductors writing to different nodes, each
+        node's update matches and the loser learns it lost only at
+        commit, which the cluster refuses (a deadlock error): the update
+        is run again, and matches nothing once the winner's write is
+        there."""
+        return outage.retry_races(self._update_once, ctx, values)
+
+    def _update_once(self, ctx, values):
         now = base.naive_utc(base.utcnow())
         with engines.writer(instance_obj.cell_db(ctx)) as session:
             result = session.connection().execute(

@@ -16,6 +16,7 @@ import logging
 from scheduler_split.conductor.tasks import alternates
 from scheduler_split.conductor.tasks import base
 from scheduler_split.conductor.tasks import build
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import objects
@@ -185,8 +186,20 @@ class RescheduleBuildTask(RescheduleTask):
         return exc
 
     def rollback(self, exc):
-        """ERROR with a fault first, then give the claim back."""
+        """ERROR with a fault first, then give the claim back.
+
+        Not when the database refused a write of a build with a plan for
+        a race: another conductor (the sweep of stalled builds, say)
+        wrote the build first, on another Galera node, and goes on with
+        it. Its claim is the instance's claim: giving it back, or the
+        ERROR, would undo the winner's attempt."""
         instance = self.instance
+        if self.plan is not None and outage.aborted_for_a_race(exc):
+            LOG.info('The build of instance %s was changed by another '
+                     'conductor meanwhile (%s); leaving it to it',
+                     instance.uuid, outage.describe(exc),
+                     extra={'instance_uuid': instance.uuid})
+            return True
         if not self.exhausted:
             exception.log_failure(LOG, exc, 'Rescheduling instance %s '
                                   'failed', instance.uuid,

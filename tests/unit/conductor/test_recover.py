@@ -270,6 +270,60 @@ def test_one_of_many_conductors_moves_a_plan_on(cloud, sweeps):
     assert sorted(moved) == [False] * 7 + [True]
 
 
+def _galera_refuses_the_first_commit(monkeypatch, before=None):
+    """The first write of a plan fails as a Galera node refuses a commit
+    whose rows another node committed first (error 1213 at commit);
+    ``before()`` is that other node's write."""
+    import pymysql
+    real = build_plan.BuildPlan._update_once
+    calls = []
+
+    def update_once(self, ctx, values):
+        calls.append(values)
+        if len(calls) == 1:
+            if before is not None:
+                # Another conductor's, in a thread of its own.
+                other = threading.Thread(target=before)
+                other.start()
+                other.join()
+            raise sa.exc.OperationalError(
+                'COMMIT', {}, pymysql.err.OperationalError(
+                    1213, 'Deadlock found when trying to get lock; try '
+                          'restarting transaction'))
+        return real(self, ctx, values)
+
+    monkeypatch.setattr(build_plan.BuildPlan, '_update_once', update_once)
+    return calls
+
+
+def test_a_plan_move_refused_at_commit_for_anothers_is_overtaken(
+        cloud, sweeps, monkeypatch):
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2', 'h3'])
+    mine, theirs = _plan(cloud, instance.uuid), _plan(cloud, instance.uuid)
+    retry = objects.SchedulerRetries(num_attempts=2, hosts=['h1', 'h2'])
+    real = build_plan.BuildPlan._update_once
+    calls = _galera_refuses_the_first_commit(
+        monkeypatch, before=lambda: real(
+            theirs, cloud.in_cell(), dict(host='h3', node='h3-node')))
+
+    # Run again, the update finds the plan moved: this conductor lost.
+    assert mine.move_to(cloud.in_cell(), cloud.hosts('h2')[0], [],
+                        retry) is False
+    assert len(calls) == 2
+    assert _plan(cloud, instance.uuid).host == 'h3'
+
+
+def test_a_plan_move_refused_at_commit_for_nothing_is_run_again(
+        cloud, sweeps, monkeypatch):
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2', 'h3'])
+    plan = _plan(cloud, instance.uuid)
+    _galera_refuses_the_first_commit(monkeypatch)
+    retry = objects.SchedulerRetries(num_attempts=2, hosts=['h1', 'h2'])
+
+    assert plan.move_to(cloud.in_cell(), cloud.hosts('h2')[0], [], retry)
+    assert _plan(cloud, instance.uuid).host == 'h2'
+
+
 def test_the_plans_of_finished_builds_go(cloud, sweeps):
     active = _handed_over(cloud, sweeps.scheduler, ['h1'])
     building = _handed_over(cloud, sweeps.scheduler, ['h1'], age=0)

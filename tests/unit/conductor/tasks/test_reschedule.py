@@ -136,3 +136,42 @@ def test_a_reschedule_with_every_alternate_full_is_one_warning(
     assert [(level, traceback) for level, _, traceback in log_of(uuid)] == [
         ('WARNING', False)]
     assert 'Exhausted all hosts' in log_of(uuid)[0][1]
+
+
+def test_a_reschedule_that_lost_a_race_at_commit_leaves_the_build_be(
+        cloud, computes, failed_build, monkeypatch, log_of):
+    # Another conductor (on another Galera node) took the build on and
+    # claimed for it; this one's write of the instance was refused at
+    # commit. The winner's claim and build stay.
+    import pymysql
+    import sqlalchemy as sa
+
+    from scheduler_split.objects import build_plan
+    uuid = failed_build.uuid
+    chosen, *alternates = cloud.hosts('h0', 'h1', 'h2')
+    plan = build_plan.BuildPlan(
+        uuid, chosen.service_host, chosen.nodename,
+        objects.RequestSpec(instance_uuid=uuid, project_id='p',
+                            flavor=failed_build.flavor), alternates,
+        objects.SchedulerRetries(num_attempts=1, hosts=['h0']))
+    plan.create(cloud.in_cell())
+    scheduler = fakes.Scheduler()
+    scheduler.held[uuid] = 'h2'
+
+    def refused(*args, **kwargs):
+        raise sa.exc.OperationalError('COMMIT', {}, pymysql.err.
+                                      OperationalError(1213, 'Deadlock'))
+
+    monkeypatch.setattr(objects.Instance, 'save', refused)
+    monkeypatch.setattr(reschedule.build, 'take_host_zone',
+                        lambda *args: True)
+    task = reschedule.RescheduleBuildTask(
+        scheduler, computes, cloud.in_cell(), failed_build, None, [],
+        objects.SchedulerRetries(num_attempts=1, hosts=['h0']))
+
+    base.run_cast(task)
+
+    assert computes.sent == []
+    assert ('release', uuid) not in scheduler.calls
+    assert cloud.instance(uuid).vm_state == instance_obj.BUILDING
+    assert [level for level, _, _ in log_of(uuid)] == ['INFO']
