@@ -104,6 +104,10 @@ HOST_STATE_RELOAD_SECONDS = _metric(
     prom.Histogram, 'scheduler', 'host_state_reload_seconds',
     'Time a reload of the host states changed since the last one took.',
     buckets=_SECONDS)
+CELL_DOWN = _metric(
+    prom.Gauge, 'scheduler', 'cell_down',
+    'Whether the last look at the cell\'s database failed (1), so that its '
+    'hosts get no new instances, or answered (0).', ['cell'])
 
 # --- conductors --------------------------------------------------------------
 

@@ -126,6 +126,15 @@ scheduler_opts = [
                help='Seconds between two looks at the cell mappings for '
                     'cells whose bus the scheduler does not listen on yet. '
                     'SIGHUP looks at once.'),
+    cfg.IntOpt('cell_check_interval',
+               default=10, min=0,
+               help='Seconds between two looks of the scheduler service '
+                    'at the database of every cell (one query, bounded '
+                    'to 5 seconds, that does not wait for an outage). '
+                    'The hosts of a cell whose last look failed get no '
+                    'new instances until a look succeeds again: boots '
+                    'go to the cells that are up. 0 turns the looks '
+                    'off.'),
 ]
 
 

@@ -79,7 +79,8 @@ _TRANSIENT = ('connection refused', 'starting up', 'shutting down',
               'could not connect', "can't connect", 'lost connection',
               'timeout expired', 'timed out', 'too many connections',
               'terminating connection', 'connection reset',
-              'not yet accepting connections')
+              'not yet accepting connections',
+              'not currently accepting connections')
 
 # The longest pause between two tries.
 MAX_PAUSE = 2.0

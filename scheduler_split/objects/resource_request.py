@@ -67,7 +67,7 @@ class ResourceRequest:
         # Whether the unnumbered group takes from the tree's root
         # whatever its amounts say: a part of a request whose VCPU,
         # MEMORY_MB or DISK_GB were left to the filters (see
-        # ``scheduler.manager.model_part``) still takes them from the
+        # ``scheduler.constraints.model_part``) still takes them from the
         # compute node, whose traits then count for the group.
         self.root_used = False
 

@@ -21,7 +21,9 @@ from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split.objects import resource_request
+from scheduler_split.scheduler import cell_health as cell_health_mod
 from scheduler_split.scheduler import claims
+from scheduler_split.scheduler import constraints
 from scheduler_split.scheduler import filters
 from scheduler_split.scheduler import host_manager as host_manager_mod
 from scheduler_split.scheduler import weights
@@ -45,75 +47,6 @@ MIN_FILTER_BATCH = 32
 # request's server group.
 GROUP_FILTERS = ('ServerGroupAntiAffinityFilter',
                  'ServerGroupAffinityFilter')
-
-
-# The labels of what a request asks of the Placement model (traits,
-# classes beyond the filters' VCPU, MEMORY_MB and DISK_GB, isolated
-# groups) start so: a request no host has them for says which.
-MODEL = 'no host has '
-
-
-def model_part(request):
-    """What ``request`` asks of the Placement model beyond the filters:
-    the same request without the unnumbered group's VCPU, MEMORY_MB and
-    DISK_GB (which the resource filters check); None if that is
-    nothing."""
-    beyond = {rc: amount for rc, amount in request.unnumbered.resources.items()
-              if amount and rc not in resource_request.STANDARD_BASE}
-    if not (beyond or request.placed_by_groups()):
-        return None
-    part = resource_request.ResourceRequest.from_primitive(
-        request.to_primitive())
-    part.unnumbered.resources = beyond
-    part.root_used = request.root_used or any(
-        request.unnumbered.resources.get(rc)
-        for rc in resource_request.STANDARD_BASE)
-    return part
-
-
-def _model_constraints(request, indexed=False):
-    """``(label, test of a host)`` of what ``request`` (a
-    ``ResourceRequest``) asks of a host's provider tree beyond the
-    filters: its traits, the resource classes the resource filters do
-    not check, numbered groups ``group_policy=isolate`` puts on
-    providers of their own, and last, all of it together as Placement
-    would place it (:func:`tree_fit.place`). ``indexed``: the hosts
-    were narrowed to those whose trees have the traits already."""
-    part = model_part(request)
-    if part is None:
-        return
-    required = request.required_traits()
-    forbidden = request.unnumbered.forbidden
-    if required and not indexed:
-        yield (MODEL + 'the traits %s' % ', '.join(sorted(required)),
-               lambda h: required <= h.tree_traits())
-    if forbidden:
-        yield (MODEL + 'none of the traits %s' % ', '.join(
-            sorted(forbidden)), lambda h: not (forbidden & h.traits))
-    beyond = {rc: amount for rc, amount in request.totals().items()
-              if rc not in resource_request.STANDARD_BASE}
-    if beyond:
-        yield (MODEL + 'room for %s' % ', '.join(
-            '%s=%d' % item for item in sorted(beyond.items())),
-            lambda h: all(h.tree_room(rc) >= amount
-                          for rc, amount in beyond.items()))
-    isolated = request.isolated_groups()
-    if isolated > 1:
-        yield (MODEL + 'a provider of its own for each of %d request '
-               'groups (group_policy=isolate)' % isolated,
-               lambda h: len(h.children) + 1 >= isolated)
-    yield (MODEL + 'providers that together fit %s' % part.describe(),
-           lambda h: h.place(part) is not None)
-
-
-def _indexed(host_manager, request):
-    """The hosts whose trees have every class beyond VCPU, MEMORY_MB
-    and DISK_GB and every trait the request asks (a superset of those
-    that fit it), from the host manager's index; None to look at every
-    host."""
-    classes = [rc for rc in request.totals()
-               if rc not in resource_request.STANDARD_BASE]
-    return host_manager.having(classes, request.required_traits())
 
 
 def _resources_of(spec_obj):
@@ -148,6 +81,8 @@ class SchedulerManager:
             self.db_url)
         self.filters = filters.load(CONF.filter_scheduler.enabled_filters)
         self.weighers = weights.load(CONF.filter_scheduler.weighers)
+        # Which cells' databases answer (the scheduler service looks).
+        self.cell_health = cell_health_mod.CellHealth()
         self.group_filters = filters.load(GROUP_FILTERS)
         self._claim_locks = {}
         self._claim_locks_guard = threading.Lock()
@@ -166,10 +101,15 @@ class SchedulerManager:
         share = math.ceil(num_hosts * opts.hosts_to_score_percentage / 100)
         return min(num_hosts, max(opts.hosts_to_score, share))
 
-    @staticmethod
-    def _request_constraints(spec_obj):
-        """``(label, test of a host)`` of what the request itself narrows
-        the hosts to before any filter: a cell, forced or ignored hosts."""
+    def _request_constraints(self, spec_obj):
+        """``(label, test of a host)`` of what narrows the hosts before
+        any filter: the cells that answer, and what the request itself
+        asks for (a cell, forced or ignored hosts)."""
+        down = self.cell_health.down
+        if down:
+            yield '%s%s' % (constraints.CELLS_DOWN, ', '.join(sorted(
+                self.cell_health.name(uuid) for uuid in down))), \
+                lambda h: h.cell_uuid not in down
         cell = spec_obj.get('requested_cell')
         if cell:
             yield 'cell %s' % cell, lambda h: h.cell_uuid == cell
@@ -195,9 +135,10 @@ class SchedulerManager:
         of one scheduler, and of several, over the whole cloud.
         """
         request = spec_obj.resource_request
-        indexed = _indexed(self.host_manager, request)
-        record = filters.FilterPass(self.filters, stages=_model_constraints(
-            request, indexed=bool(indexed)))
+        indexed = constraints.indexed(self.host_manager, request)
+        record = filters.FilterPass(
+            self.filters, stages=constraints.model_constraints(
+                request, indexed=bool(indexed)))
         record.known = len(host_states)
         hosts = host_states
         if indexed:
@@ -229,45 +170,6 @@ class SchedulerManager:
         metrics.SCORED_HOSTS.observe(len(record.passed))
         ranked = weights.weigh(self.weighers, record.passed, spec_obj)
         return [h for _, h in ranked], complete, record
-
-    @staticmethod
-    def _no_host_reason(record):
-        """The fault of a request that found no host: as Nova's, and
-        which part of what it asks of the Placement model no host had,
-        if one did."""
-        reason = 'There are not enough hosts available.'
-        emptied = next((label for label, left in record.constraints
-                        if not left), '')
-        if emptied.startswith(MODEL):
-            reason += ' No host has %s.' % emptied[len(MODEL):]
-        return reason
-
-    def _why_no_host(self, record, spec_obj):
-        """What the request and each filter left of the hosts, for the
-        log of a request that found none; ``record`` is the pass that
-        looked at every host.
-
-        Every host that passed the filters was refused its claim, which
-        brought its state up to date: the first filter that refuses it
-        now takes it, and what no filter refuses reads as "every claim
-        refused"."""
-        late = [0] * len(record.filters)
-        for host in record.passed:
-            for index, host_filter in enumerate(record.filters):
-                if not host_filter.filter_all([host], spec_obj):
-                    late[index] += 1
-                    break
-        steps = ['%d hosts known' % record.known]
-        steps += ['%s: %d' % step for step in record.constraints]
-        left = record.looked - sum(record.stage_removed)
-        for (name, removed), refused in zip(record.counts(), late):
-            left -= removed + refused
-            steps.append('%s: %d' % (name, left))
-            if not left:
-                break
-        else:
-            steps.append('every claim refused')
-        return ', '.join(steps)
 
     # --- the claim (reserve) phase -----------------------------------------
 
@@ -426,10 +328,10 @@ class SchedulerManager:
                                                instance_uuid, spec_obj)
                 if chosen is None:
                     LOG.info('Instance %s: no host; %s', instance_uuid,
-                             self._why_no_host(record, spec_obj),
+                             constraints.why_no_host(record, spec_obj),
                              extra={'instance_uuid': instance_uuid})
                     raise exception.NoValidHost(
-                        reason=self._no_host_reason(record))
+                        reason=constraints.no_host_reason(record))
                 claimed.append(instance_uuid)
                 if group is not None:
                     # Later instances of the request see this one placed.
@@ -518,7 +420,7 @@ class SchedulerManager:
                            % (host, type(host_filter).__name__))
         request = spec_obj.resource_request
         required = request.required_traits()
-        part = model_part(request)
+        part = constraints.model_part(request)
         if not required <= state.tree_traits() or (
                 part is not None and state.place(part) is None):
             raise exception.NoValidHost(

@@ -38,6 +38,7 @@ class Scheduler:
         self.manager = manager_mod.SchedulerManager(self.db_url,
                                                     self.host_manager)
         self.admin = admin_mod.SchedulerAdmin(self.db_url, self.host_manager)
+        self.cell_health = self.manager.cell_health
 
     def endpoint(self, cell_uuid=None):
         """The RPC endpoint for one bus: the API bus or a cell's bus."""

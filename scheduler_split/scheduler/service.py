@@ -38,6 +38,9 @@ class SchedulerService(service.Service):
         self.add_periodic(self.discover_cells,
                           CONF.scheduler.cell_discovery_interval,
                           run_first=False)
+        if CONF.scheduler.cell_check_interval:
+            self.add_periodic(self.check_cells,
+                              CONF.scheduler.cell_check_interval)
         # In the background, so that no select waits for a reload (at
         # tens of thousands of hosts it takes a second).
         self.add_periodic(manager.host_manager.reload,
@@ -71,6 +74,12 @@ class SchedulerService(service.Service):
         ctx = ss_context.get_admin_context()
         for cell in objects.CellMapping.get_all(ctx):
             self.listen_on_cell(cell)
+
+    def check_cells(self):
+        """Look at the database of every cell: the selects leave out
+        the hosts of those that do not answer (see :mod:`cell_health`)."""
+        ctx = ss_context.get_admin_context()
+        self.manager.cell_health.check(objects.CellMapping.get_all(ctx))
 
     def reload(self):
         self.discover_cells()

@@ -1,6 +1,7 @@
 """A cell whose database cannot be reached does not fail the rest: the
 servers of the other cells are listed, and from 2.69 those of the down
-cell as UNKNOWN, as Nova shows them."""
+cell as UNKNOWN, as Nova shows them; boots go to the other cell; quotas
+and limits are counted; an API started meanwhile serves."""
 
 import time
 
@@ -16,6 +17,8 @@ CONF = conf.CONF
 @pytest.fixture(scope='module')
 def system(tmp_path_factory):
     from tests.functional import fixtures
+    # The scheduler looks at the cells' databases every second.
+    CONF.set_override('cell_check_interval', 1, group='scheduler')
     system = fixtures.System(tmp_path_factory.mktemp('down-cells'), 2,
                              1).start()
     yield system
@@ -178,3 +181,69 @@ def test_the_cell_back_lists_whole(system, servers):
     listed = system.api.servers(all_tenants=1)
     assert {s['id'] for s in listed} == set(servers.values())
     assert {s['status'] for s in listed} == {'ACTIVE'}
+
+
+def _scheduler_sees_down(system, names, timeout=10):
+    """Wait until the scheduler's look at the cells finds ``names``
+    (a set of cell names) down."""
+    health = system.aio.services[0].manager.cell_health
+    deadline = time.monotonic() + timeout
+    while {health.name(uuid) for uuid in health.down} != names:
+        assert time.monotonic() < deadline, health.down
+        time.sleep(0.1)
+
+
+def test_boots_go_to_the_cell_that_answers(system, servers):
+    with _database_down(system, 'cell2'):
+        _scheduler_sees_down(system, {'cell2'})
+        booted = [system.api.boot(name='while-cell2-is-down-%d' % n)
+                  for n in range(4)]
+        found = [system.api.wait_for(server_id) for server_id in booted]
+    assert [s['status'] for s in found] == ['ACTIVE'] * 4
+    assert {_cell_of(system, s) for s in booted} == {'cell1'}
+    _scheduler_sees_down(system, set())
+    for server_id in booted:
+        system.api.delete('/v2.1/servers/%s' % server_id)
+        system.api.wait_gone(server_id)
+
+
+def test_a_boot_when_no_cell_answers_says_why(system, servers):
+    with _database_down(system, 'cell1'), _database_down(system, 'cell2'):
+        _scheduler_sees_down(system, {'cell1', 'cell2'})
+        server_id = system.api.boot(name='nowhere')
+        server = system.api.wait_for(server_id, statuses=('ERROR',))
+    assert 'cannot be reached' in server['fault']['message'], server
+    system.api.delete('/v2.1/servers/%s' % server_id)
+    system.api.wait_gone(server_id)
+
+
+def test_quotas_and_limits_are_counted_while_a_cell_is_down(system,
+                                                            servers):
+    with _database_down(system, 'cell2'):
+        limits, took = _timed_get(system.api, '/v2.1/limits')
+        quotas, _ = _timed_get(system.api,
+                               '/v2.1/os-quota-sets/admin/detail')
+    assert limits.status_code == 200, limits.text
+    assert took < 5
+    # Both of project admin's servers count, the one in cell2 too.
+    assert limits.json()['limits']['absolute']['totalInstancesUsed'] == 2
+    assert quotas.status_code == 200, quotas.text
+    assert quotas.json()['quota_set']['instances']['in_use'] == 2
+
+
+def test_an_api_started_while_a_cell_is_down_serves(system, servers):
+    from scheduler_split.api import wsgi
+    from tests.functional import fixtures
+    with _database_down(system, 'cell2'):
+        started = time.monotonic()
+        server = fixtures._serve(wsgi.make_app())
+        try:
+            api = fixtures.Api(server.url).at('2.69')
+            resp = api.get('/v2.1/servers', params={'all_tenants': 1})
+        finally:
+            server.stop(graceful=False)
+        took = time.monotonic() - started
+    assert resp.status_code == 200, resp.text
+    assert took < 5
+    assert {s['id']: s.get('status') for s in resp.json()['servers']}[
+        servers['cell2']] == 'UNKNOWN'

@@ -489,6 +489,62 @@ def test_alternate_claim_that_would_break_the_policy_returns_false(
         host_list[0].compute_node_uuid]
 
 
+# --- cells whose database does not answer -----------------------------------
+
+class _Cell:
+    def __init__(self, uuid, name):
+        self.uuid = uuid
+        self.name = name
+        self.database_connection = name
+        self.is_cell0 = False
+
+
+def _cells_answering(manager, *answering):
+    """The scheduler service's look at cells A and B, of which only
+    ``answering`` (names) answer."""
+    def look(url):
+        if url not in answering:
+            raise sa.exc.OperationalError('SELECT 1', {},
+                                          Exception('connection refused'))
+
+    manager.cell_health._look = look
+    return manager.cell_health.check([_Cell(CELL_A, 'cell-a'),
+                                      _Cell(CELL_B, 'cell-b')])
+
+
+def test_the_hosts_of_a_cell_that_does_not_answer_get_nothing(
+        manager, two_cells, ctx, scheduler_db):
+    assert _cells_answering(manager, 'cell-b') == {CELL_A}
+    uuids = _uuids(3)
+    host_lists = manager.select_destinations(
+        ctx, _spec(), uuids, return_alternates=True, num_alternates=3)
+    # a1 ranks first, but only cell B's hosts are chosen or offered.
+    assert {s.service_host for host_list in host_lists
+            for s in host_list} == {'b1', 'b2'}
+    assert {host for uuid in uuids
+            for host in claims.allocations_of(scheduler_db, uuid)} <= {
+        two_cells['b1'], two_cells['b2']}
+
+    # Once it answers again, its hosts are chosen again.
+    assert _cells_answering(manager, 'cell-a', 'cell-b') == frozenset()
+    [[chosen]] = manager.select_destinations(ctx, _spec(), _uuids(1))
+    assert chosen.service_host == 'a1'
+
+
+def test_no_host_for_the_cells_down_says_which_cannot_be_reached(
+        manager, two_cells, ctx, caplog):
+    caplog.set_level('INFO', logger='scheduler_split.scheduler.manager')
+    _cells_answering(manager)
+    [uuid] = _uuids(1)
+    with pytest.raises(exception.NoValidHost) as caught:
+        manager.select_destinations(ctx, _spec(), [uuid])
+    assert str(caught.value) == (
+        'No valid host was found. There are not enough hosts available. '
+        'The databases of cells cell-a, cell-b cannot be reached.')
+    assert ('Instance %s: no host; 5 hosts known, cells that answer, not '
+            'cell-a, cell-b: 0' % uuid) in caplog.text, caplog.text
+
+
 # --- moves ------------------------------------------------------------------
 
 def test_a_move_is_kept_to_its_cell_and_off_its_source(

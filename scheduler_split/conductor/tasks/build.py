@@ -361,11 +361,16 @@ class ScheduleAndBuildTask(base.ConductorTask):
         return bury_in_cell0(ctx, self.cells, build_request, exc,
                              reason=reason, start_time=self.started)
 
-    def _build_in_cell(self, ctx, build_request, request_spec, host_list):
+    def _build_in_cell(self, ctx, build_request, request_spec, host_list,
+                       elsewhere=True):
         """Create the instance in the chosen cell and cast its build.
 
         Until the cell holds the instance, a failure sends it to cell0;
-        after that, it fails where it is: ERROR in its cell.
+        after that, it fails where it is: ERROR in its cell. A cell whose
+        database stayed away while the instance was being created in it
+        is the exception, once (``elsewhere``): the claim goes, and the
+        scheduler, which no longer chooses the hosts of a cell that does
+        not answer it either, is asked again.
         """
         chosen, alternates = host_list[0], host_list[1:]
         uuid = build_request.instance_uuid
@@ -386,6 +391,11 @@ class ScheduleAndBuildTask(base.ConductorTask):
                 what='Creating instance %s in its cell' % uuid,
                 check=functools.partial(_created, cctx, uuid))
         except Exception as exc:
+            if elsewhere and outage.is_database_outage(exc):
+                self.scheduler.try_release_resources(ctx, uuid)
+                self._elsewhere(ctx, build_request, request_spec, chosen,
+                                exc)
+                return
             LOG.exception('Creating instance %s in cell %s failed', uuid,
                           chosen.cell_uuid, extra={'instance_uuid': uuid})
             self.scheduler.try_release_resources(ctx, uuid)
@@ -437,6 +447,30 @@ class ScheduleAndBuildTask(base.ConductorTask):
                                   'failed', uuid, chosen.service_host,
                                   extra={'instance_uuid': uuid})
             self._fail_in_cell(ctx, cctx, build_request, instance, exc)
+
+    def _elsewhere(self, ctx, build_request, request_spec, chosen, exc):
+        """Instance ``uuid`` could not be created in the cell of
+        ``chosen``, whose database is away: schedule it once more, to a
+        cell that answers, or end it in cell0 with why."""
+        uuid = build_request.instance_uuid
+        # What failed is logged already, as outages are.
+        LOG.info('Instance %s could not be created in cell %s: scheduling '
+                 'it again', uuid, chosen.cell_uuid,
+                 extra={'instance_uuid': uuid})
+        try:
+            host_lists = self.scheduler.select_destinations(
+                ctx, request_spec, [uuid], return_alternates=True,
+                num_alternates=CONF.conductor.build_max_attempts - 1)
+        except Exception as again:
+            exception.log_failure(LOG, again, 'Scheduling %s again failed',
+                                  uuid, extra={'instance_uuid': uuid})
+            no_host = isinstance(again, exception.NoValidHost)
+            self._bury_in_cell0(
+                ctx, build_request, again if no_host else exc,
+                reason='no_valid_host' if no_host else 'error')
+            return
+        self._build_in_cell(ctx, build_request, request_spec, host_lists[0],
+                            elsewhere=False)
 
     @staticmethod
     def _record_plan(cctx, uuid, chosen, request_spec, alternates, retry):

@@ -276,3 +276,84 @@ def test_a_scheduler_that_crashed_is_logged_with_its_traceback(
 
     assert log_of(uuid) == [('ERROR', "Scheduling ['%s'] failed" % uuid,
                              True)]
+
+
+@pytest.fixture
+def cell_away(cloud, override, tmp_path):
+    """A second cell whose database cannot be opened (its directory is
+    gone), and no wait for it: an outage that outlasted [database]
+    retry_timeout."""
+    from scheduler_split import cells
+    from scheduler_split.db import engines
+    from tests.unit import helpers
+    (tmp_path / 'cell2').mkdir()
+    path = tmp_path / 'cell2' / 'cell2.sqlite'
+    helpers.database_at_head('cell', path)
+    cell = cells.create_cell('cell2', 'fake:///cell2', 'sqlite:///%s' % path,
+                             echo=lambda *args: None)
+    engines.dispose_all()
+    (tmp_path / 'cell2').rename(tmp_path / 'gone')
+    override('retry_timeout', 0, group='database')
+    return cell
+
+
+def test_a_boot_whose_cell_is_away_is_scheduled_again_elsewhere(
+        cloud, computes, cell_away, log_of):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler([cloud.hosts('h3', 'h4', cell=cell_away)],
+                                [cloud.hosts('h1', 'h2')])
+
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    # The claim in the cell that is away went before the second question.
+    assert scheduler.calls == [('select', [uuid]), ('release', uuid),
+                               ('select', [uuid])]
+    assert scheduler.held == {uuid: 'h1'}
+    assert computes.sent == [('build_and_run_instance', 'h1')]
+    assert _cell_of(cloud, uuid) == 'cell1'
+    assert cloud.instance(uuid).vm_state == instance_obj.BUILDING
+    assert not _build_request_left(cloud, uuid)
+    # What failed, once, and what was done about it; no traceback.
+    assert [(level, traceback) for level, _, traceback in log_of(uuid)] == [
+        ('WARNING', False), ('INFO', False)]
+    failed, then = [message for _, message, _ in log_of(uuid)]
+    assert failed.startswith('Creating instance %s in its cell failed: a '
+                             'database is unavailable' % uuid)
+    assert then == ('Instance %s could not be created in cell %s: '
+                    'scheduling it again' % (uuid, cell_away.uuid))
+
+
+def test_a_boot_away_once_and_then_without_a_host_ends_in_cell0(
+        cloud, computes, cell_away):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler(
+        [cloud.hosts('h3', cell=cell_away)],
+        exception.NoValidHost(reason='The database of cell cell2 cannot be '
+                                     'reached.'))
+
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    assert computes.sent == []
+    assert scheduler.held == {}
+    assert _cell_of(cloud, uuid) == 'cell0'
+    fault = cloud.instance(uuid, cloud.cell0).fault
+    assert 'cell cell2 cannot be reached' in fault.message
+
+
+def test_a_boot_whose_second_cell_is_away_too_ends_in_cell0(
+        cloud, computes, cell_away):
+    # Asked once more, not for ever.
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler([cloud.hosts('h3', cell=cell_away)],
+                                [cloud.hosts('h4', cell=cell_away)])
+
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    assert [c[0] for c in scheduler.calls] == ['select', 'release', 'select',
+                                               'release']
+    assert scheduler.held == {}
+    assert _cell_of(cloud, uuid) == 'cell0'
+    assert computes.sent == []
