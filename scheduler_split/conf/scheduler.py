@@ -131,10 +131,10 @@ scheduler_opts = [
                help='Seconds between two looks of the scheduler service '
                     'at the database of every cell (one query, bounded '
                     'to 5 seconds, that does not wait for an outage). '
-                    'The hosts of a cell whose last look failed get no '
-                    'new instances until a look succeeds again: boots '
-                    'go to the cells that are up. 0 turns the looks '
-                    'off.'),
+                    'The hosts of a cell whose last two looks failed '
+                    'get no new instances until a look succeeds again: '
+                    'boots go to the cells that are up. While every cell '
+                    'is down none is left out. 0 turns the looks off.'),
 ]
 
 

@@ -103,13 +103,9 @@ class SchedulerManager:
 
     def _request_constraints(self, spec_obj):
         """``(label, test of a host)`` of what narrows the hosts before
-        any filter: the cells that answer, and what the request itself
-        asks for (a cell, forced or ignored hosts)."""
-        down = self.cell_health.down
-        if down:
-            yield '%s%s' % (constraints.CELLS_DOWN, ', '.join(sorted(
-                self.cell_health.name(uuid) for uuid in down))), \
-                lambda h: h.cell_uuid not in down
+        any filter: what the request itself asks for (a cell, forced or
+        ignored hosts), then the cells that answer (:mod:`cell_health`),
+        so that a request for a host of a cell that is down says so."""
         cell = spec_obj.get('requested_cell')
         if cell:
             yield 'cell %s' % cell, lambda h: h.cell_uuid == cell
@@ -120,6 +116,11 @@ class SchedulerManager:
         if ignored:
             yield 'ignored hosts %s' % ignored, \
                 lambda h: h.host not in ignored
+        down = self.cell_health.excluded
+        if down:
+            yield '%s%s' % (constraints.CELLS_DOWN, ', '.join(sorted(
+                self.cell_health.name(uuid) for uuid in down))), \
+                lambda h: h.cell_uuid not in down
 
     def _candidates(self, host_states, spec_obj, every_host=False):
         """Hosts that pass every enabled filter, best first; whether

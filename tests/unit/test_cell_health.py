@@ -1,6 +1,7 @@
 """The scheduler's look at the cells' databases: which cells it can
-confirm, one WARNING when a cell goes and one INFO when it is back, and
-a look that hangs (a partition) bounded."""
+confirm (a cell is down after two failed looks in a row, and none is
+left out while all are), one WARNING when a cell goes and one INFO when
+it is back, and a look that hangs (a partition) bounded."""
 
 import logging
 import threading
@@ -53,7 +54,8 @@ def _lines(caplog):
             if r.name == cell_health.__name__]
 
 
-def test_a_cell_that_refuses_is_down_once_and_back_once(looks, caplog):
+def test_a_cell_that_refuses_twice_is_down_once_and_back_once(looks,
+                                                              caplog):
     caplog.set_level(logging.INFO, logger=cell_health.__name__)
     health = cell_health.CellHealth(look=looks)
     assert health.check(CELLS) == frozenset()
@@ -61,10 +63,14 @@ def test_a_cell_that_refuses_is_down_once_and_back_once(looks, caplog):
     assert looks.looked == ['db-of-cell1', 'db-of-cell2']
 
     looks.refusing.add('db-of-cell2')
+    # One look that fails is a blip the services wait out.
+    assert health.check(CELLS) == frozenset()
     assert health.check(CELLS) == {'cell2-uuid'}
+    assert health.excluded == {'cell2-uuid'}
     assert health.check(CELLS) == {'cell2-uuid'}
     looks.refusing.clear()
     assert health.check(CELLS) == frozenset()
+    assert health.excluded == frozenset()
 
     assert _lines(caplog) == [
         ('WARNING', 'Cell cell2 (cell2-uuid) cannot be confirmed: a database '
@@ -75,11 +81,35 @@ def test_a_cell_that_refuses_is_down_once_and_back_once(looks, caplog):
                  'instances')]
 
 
-def test_a_look_that_hangs_counts_as_down_and_is_not_piled_up(looks):
+def test_a_blip_between_answers_leaves_the_cell_up(looks):
+    health = cell_health.CellHealth(look=looks)
+    for refusing in (True, False, True, False):
+        looks.refusing = {'db-of-cell1'} if refusing else set()
+        assert health.check(CELLS) == frozenset()
+
+
+def test_with_every_cell_down_none_is_left_out(looks, caplog):
+    caplog.set_level(logging.INFO, logger=cell_health.__name__)
+    health = cell_health.CellHealth(look=looks)
+    looks.refusing = {'db-of-cell1', 'db-of-cell2'}
+    health.check(CELLS)
+    assert health.check(CELLS) == {'cell1-uuid', 'cell2-uuid'}
+    assert health.check(CELLS) == {'cell1-uuid', 'cell2-uuid'}
+    assert health.excluded == frozenset()
+    assert [line for line in _lines(caplog) if 'No cell' in line[1]] == [
+        ('WARNING', 'No cell can be confirmed: the selects leave none out, '
+                    'and the services wait for the databases')]
+    looks.refusing = {'db-of-cell1'}
+    health.check(CELLS)
+    assert health.excluded == {'cell1-uuid'}
+
+
+def test_a_look_that_hangs_counts_as_failed_and_is_not_piled_up(looks):
     health = cell_health.CellHealth(look=looks, timeout=0.2)
     looks.hanging.add('db-of-cell1')
-    assert health.check(CELLS) == {'cell1-uuid'}
-    # The hanging look is not started again while it lasts.
+    assert health.check(CELLS) == frozenset()
+    # The hanging look is not started again while it lasts, and counts
+    # as a failed look again.
     assert health.check(CELLS) == {'cell1-uuid'}
     assert looks.looked.count('db-of-cell1') == 1
     looks.release.set()
@@ -97,4 +127,6 @@ def test_a_database_that_answers_is_looked_at_for_real(tmp_path):
     gone = _Cell('cell2')
     gone.database_connection = 'sqlite:///%s' % (
         tmp_path / 'no-such-dir' / 'cell2.sqlite')
-    assert cell_health.CellHealth().check([cell, gone]) == {'cell2-uuid'}
+    health = cell_health.CellHealth()
+    health.check([cell, gone])
+    assert health.check([cell, gone]) == {'cell2-uuid'}

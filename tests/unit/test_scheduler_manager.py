@@ -508,8 +508,10 @@ def _cells_answering(manager, *answering):
                                           Exception('connection refused'))
 
     manager.cell_health._look = look
-    return manager.cell_health.check([_Cell(CELL_A, 'cell-a'),
-                                      _Cell(CELL_B, 'cell-b')])
+    cells = [_Cell(CELL_A, 'cell-a'), _Cell(CELL_B, 'cell-b')]
+    # A cell is down after two failed looks in a row.
+    manager.cell_health.check(cells)
+    return manager.cell_health.check(cells)
 
 
 def test_the_hosts_of_a_cell_that_does_not_answer_get_nothing(
@@ -531,18 +533,29 @@ def test_the_hosts_of_a_cell_that_does_not_answer_get_nothing(
     assert chosen.service_host == 'a1'
 
 
-def test_no_host_for_the_cells_down_says_which_cannot_be_reached(
+def test_no_host_in_a_cell_that_is_down_says_it_cannot_be_reached(
         manager, two_cells, ctx, caplog):
     caplog.set_level('INFO', logger='scheduler_split.scheduler.manager')
-    _cells_answering(manager)
+    _cells_answering(manager, 'cell-b')
     [uuid] = _uuids(1)
     with pytest.raises(exception.NoValidHost) as caught:
-        manager.select_destinations(ctx, _spec(), [uuid])
+        manager.select_destinations(
+            ctx, _spec(requested_cell=CELL_A), [uuid])
     assert str(caught.value) == (
         'No valid host was found. There are not enough hosts available. '
-        'The databases of cells cell-a, cell-b cannot be reached.')
-    assert ('Instance %s: no host; 5 hosts known, cells that answer, not '
-            'cell-a, cell-b: 0' % uuid) in caplog.text, caplog.text
+        'The database of cell cell-a cannot be reached.')
+    assert ('Instance %s: no host; 5 hosts known, cell %s: 3, cells that '
+            'answer, not cell-a: 0' % (uuid, CELL_A)) in caplog.text, \
+        caplog.text
+
+
+def test_with_no_cell_answering_no_host_is_left_out(
+        manager, two_cells, ctx):
+    # More likely this scheduler's link than every cell: the boot goes
+    # on, and its cell's database is waited for.
+    assert _cells_answering(manager) == {CELL_A, CELL_B}
+    [[chosen]] = manager.select_destinations(ctx, _spec(), _uuids(1))
+    assert chosen.service_host == 'a1'
 
 
 # --- moves ------------------------------------------------------------------
