@@ -21,6 +21,8 @@ import signal
 import subprocess
 import time
 
+import sqlalchemy as sa
+
 from scheduler_split.db import engines
 from tests.integration import backends
 from tests.integration import deployment
@@ -226,11 +228,21 @@ class Cloud(deployment.Deployment):
                               timeout=60)
 
     def query(self, url, sql, **params):
-        # ``db`` is a name of the controllers only: from this machine,
-        # the first Galera node.
-        url = re.sub(r'@db:\d+/', '@%s:%d/' % (
-            self.network.hosts[self.controllers[0]], galera.PORT), url)
-        return super().query(url, sql, **params)
+        """As a deployment's, on the first Galera node that answers:
+        ``db`` is a name of the controllers only, and a node a fault
+        round restarted refuses queries until it has caught up with
+        the cluster (``WSREP has not yet prepared node``)."""
+        failures = []
+        for host in self.controllers:
+            node_url = re.sub(r'@db:\d+/', '@%s:%d/' % (
+                self.network.hosts[host], galera.PORT), url)
+            try:
+                return super().query(node_url, sql, **params)
+            except sa.exc.OperationalError as exc:
+                failures.append('%s: %s' % (host, exc.orig))
+                if node_url == url:
+                    raise
+        raise AssertionError('no Galera node answers: %s' % failures)
 
     # --- faults -------------------------------------------------------------
 
