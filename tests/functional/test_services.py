@@ -8,6 +8,7 @@ import sqlalchemy as sa
 
 from scheduler_split import conf
 from scheduler_split.db import engines
+from tests.functional import fixtures
 from tests.functional.fixtures import nova_error
 
 CONF = conf.CONF
@@ -314,26 +315,11 @@ def test_a_disable_the_scheduler_did_not_hear_arrives_with_the_next_report(
     assert _hosts_of(api, servers) == ['cell1-compute2'] * 4
 
 
-def _nobody_listens():
-    import socket
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port = sock.getsockname()[1]
-    return 'postgresql+psycopg2://nova:secret@127.0.0.1:%d/nova' % port
-
-
 def test_a_cell_that_cannot_be_reached_is_shown_as_nova_shows_it(
         start_system):
     system = start_system(cells=2, hosts_per_cell=1)
     api = system.api
-    cell2 = [c for c in system.aio.cells if c.name == 'cell2'][0]
-    url = cell2.database_connection
-    gone = sa.create_engine(_nobody_listens())
-    saved = {key: engines._engines.get(key)
-             for key in ((url, True), (url, False))}
-    for key in saved:
-        engines._engines[key] = gone
-    try:
+    with fixtures.cell_database_down(system, 'cell2'):
         computes = _services(api, binary='nova-compute')
         unknown = [s for s in computes if s['status'] == 'UNKNOWN']
         assert unknown == [{'binary': 'nova-compute',
@@ -345,13 +331,6 @@ def test_a_cell_that_cannot_be_reached_is_shown_as_nova_shows_it(
         hypervisors = api.get('/v2.1/os-hypervisors').json()['hypervisors']
         assert [h['hypervisor_hostname'] for h in hypervisors] == [
             'cell1-compute1']
-    finally:
-        for key, engine in saved.items():
-            if engine is None:
-                engines._engines.pop(key, None)
-            else:
-                engines._engines[key] = engine
-        gone.dispose()
 
 
 def test_os_hosts_lists_shows_and_disables_hosts_until_2_42(start_system):
