@@ -87,8 +87,7 @@ class CellHealth:
         cell0 has no hosts and is skipped), each in a thread of its own,
         and mark each up or down. Returns the uuids of those down."""
         looks = {}
-        every_cell_was_down = bool(self._looked) and not self.excluded \
-            and bool(self.down)
+        every_cell_was_down = bool(self.down) and not self.excluded
         for cell in cells:
             if cell.is_cell0:
                 continue
