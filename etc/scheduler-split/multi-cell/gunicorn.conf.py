@@ -10,6 +10,12 @@ threads = 8
 # Let requests in flight finish on SIGTERM.
 graceful_timeout = 30
 timeout = 60
+# Seconds an idle connection is kept open. gunicorn's own 2 s closes it
+# just as a client polling every 2 s (openstacksdk's waits) sends its
+# next request, which then fails with a reset connection that the client
+# does not retry for a POST. On SIGTERM a kept-alive connection is held
+# 2 s at most, to answer a request already sent on it.
+keepalive = 75
 accesslog = '-'
 
 
