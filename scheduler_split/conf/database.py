@@ -51,6 +51,20 @@ database_opts += [
                       'scheduler databases included. The API does not '
                       'wait: it answers 503 with Retry-After at once. 0: '
                       'never wait.'),
+    cfg.IntOpt('link_timeout', default=10, min=2, max=600,
+               help='Seconds a connection to a database server may go '
+                    'without any answer from the server\'s host (a cut '
+                    'link, a host gone, packets dropped) before it counts '
+                    'as lost: the call under way fails as in an outage '
+                    '(the API lists the cells it can read, a service '
+                    'waits for the server as for a restart) instead of '
+                    'hanging for the quarter of an hour TCP would wait. '
+                    'Kept by TCP keep-alive probes and TCP_USER_TIMEOUT, '
+                    'so a long statement on a server that answers is not '
+                    'cut. Opening a connection is bounded by the lower of '
+                    'this and 5 seconds. It applies to every database the '
+                    'service opens (PostgreSQL, and MySQL/MariaDB through '
+                    'PyMySQL).'),
     cfg.FloatOpt('retry_interval', default=0.2, min=0.01,
                  help='Seconds of the first pause while waiting for a '
                       'database server (see retry_timeout); each next '

@@ -31,10 +31,19 @@ transaction.
 MySQL connections also get utf8mb4, a strict ``sql_mode`` (what
 oslo.db sets) and are recycled before the server's ``wait_timeout``
 drops them.
+
+A connection to a server whose host stops answering (a cut link) is
+given up within ``[database] link_timeout`` seconds: TCP keep-alive
+probes start after half of it without traffic, and TCP_USER_TIMEOUT
+drops a connection whose data or probes go unacknowledged that long.
+Without them a read waits for an answer that never comes for as long as
+TCP retransmits, a quarter of an hour, and holds up the request, or the
+cell's part of a list, with it.
 """
 
 import collections
 import contextlib
+import socket
 import threading
 import time
 
@@ -42,15 +51,23 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import orm
 
+from scheduler_split import conf
 from scheduler_split.db import outage
 
+CONF = conf.CONF
 _engines = {}
 _lock = threading.Lock()
 
-# Seconds to open a connection: a database server that is gone fails a
-# request (the API answers 503) instead of hanging it.
+# Seconds to open a connection (at most; see link_bounds): a database
+# server that is gone fails a request (the API answers 503) instead of
+# hanging it.
 CONNECT_TIMEOUT = 5
 _TAKE_CONNECT_TIMEOUT = ('psycopg2', 'psycopg', 'pymysql', 'mysqldb')
+# The drivers that take libpq's keep-alive and TCP_USER_TIMEOUT
+# parameters; PyMySQL's socket gets them as it connects.
+_LIBPQ = ('psycopg2', 'psycopg')
+# Keep-alive probes sent before a silent peer is given up.
+KEEPALIVE_PROBES = 3
 
 ISOLATION_LEVEL = 'READ COMMITTED'
 PG_ISOLATION_OPTION = '-c default_transaction_isolation=read\\ committed'
@@ -108,7 +125,44 @@ def _sqlite_engine(url, begin):
     return engine
 
 
-def _mysql_engine(url, **kwargs):
+class LinkBounds(collections.namedtuple(
+        'LinkBounds', 'connect idle interval probes user_timeout_ms')):
+    """How long a connection waits on a silent peer, from
+    ``[database] link_timeout``: seconds to connect, seconds without
+    traffic before the first keep-alive probe, seconds between probes,
+    how many, and TCP_USER_TIMEOUT in milliseconds."""
+
+
+def link_bounds():
+    timeout = CONF.database.link_timeout
+    idle = max(1, timeout // 2)
+    interval = max(1, (timeout - idle) // KEEPALIVE_PROBES)
+    return LinkBounds(min(CONNECT_TIMEOUT, timeout), idle, interval,
+                      KEEPALIVE_PROBES, timeout * 1000)
+
+
+def _bound_link(sock, bounds):
+    """Give the TCP socket ``sock`` the keep-alive probes and
+    TCP_USER_TIMEOUT of ``bounds``; a Unix socket has no link to lose."""
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, bounds.idle)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL,
+                    bounds.interval)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, bounds.probes)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT,
+                    bounds.user_timeout_ms)
+
+
+def _libpq_link_args(bounds):
+    return {'keepalives': 1, 'keepalives_idle': bounds.idle,
+            'keepalives_interval': bounds.interval,
+            'keepalives_count': bounds.probes,
+            'tcp_user_timeout': bounds.user_timeout_ms}
+
+
+def _mysql_engine(url, bounds, **kwargs):
     if 'charset' not in url.query:
         url = url.update_query_dict({'charset': 'utf8mb4'})
     engine = sa.create_engine(url, pool_recycle=MYSQL_POOL_RECYCLE,
@@ -116,6 +170,8 @@ def _mysql_engine(url, **kwargs):
 
     @event.listens_for(engine, 'connect')
     def _connect(dbapi_connection, record):
+        # PyMySQL's socket (mysqlclient keeps its own out of reach).
+        _bound_link(getattr(dbapi_connection, '_sock', None), bounds)
         cursor = dbapi_connection.cursor()
         cursor.execute("SET SESSION sql_mode = '%s'" % MYSQL_SQL_MODE)
         # A Galera node applies what the others committed a moment
@@ -137,10 +193,13 @@ def _create(url, writer):
         return _sqlite_engine(url, 'BEGIN IMMEDIATE' if writer else 'BEGIN')
     parsed = sa.engine.make_url(url)
     kwargs = {'pool_size': 10, 'max_overflow': 20, 'connect_args': {}}
+    bounds = link_bounds()
     if parsed.get_driver_name() in _TAKE_CONNECT_TIMEOUT:
-        kwargs['connect_args']['connect_timeout'] = CONNECT_TIMEOUT
+        kwargs['connect_args']['connect_timeout'] = bounds.connect
+    if parsed.get_driver_name() in _LIBPQ:
+        kwargs['connect_args'].update(_libpq_link_args(bounds))
     try:
-        engine = _ping_rested(_server_engine(parsed, kwargs))
+        engine = _ping_rested(_server_engine(parsed, kwargs, bounds))
     except ImportError as exc:
         raise DriverMissing(parsed, exc) from exc
     # A server that refuses connections is waited for (a restart), and
@@ -152,10 +211,10 @@ def _create(url, writer):
     return engine
 
 
-def _server_engine(parsed, kwargs):
+def _server_engine(parsed, kwargs, bounds):
     if parsed.get_backend_name() in ('mysql', 'mariadb'):
-        return _mysql_engine(parsed, isolation_level=ISOLATION_LEVEL,
-                             **kwargs)
+        return _mysql_engine(parsed, bounds,
+                             isolation_level=ISOLATION_LEVEL, **kwargs)
     if parsed.get_backend_name() == 'postgresql':
         # The session's default, set as it connects, rather than the
         # driver's isolation level: psycopg2 then begins with a bare
