@@ -53,7 +53,7 @@ database_opts += [
                       'never wait.'),
     cfg.IntOpt('link_timeout', default=10, min=2, max=600,
                help='Seconds a connection to a database server may go '
-                    'without any answer from the server\'s host (a cut '
+                    'without hearing from the server\'s host (a cut '
                     'link, a host gone, packets dropped) before it counts '
                     'as lost: the call under way fails as in an outage '
                     '(the API lists the cells it can read, a service '
@@ -62,9 +62,12 @@ database_opts += [
                     'Kept by TCP keep-alive probes and TCP_USER_TIMEOUT, '
                     'so a long statement on a server that answers is not '
                     'cut. Opening a connection is bounded by the lower of '
-                    'this and 5 seconds. It applies to every database the '
-                    'service opens (PostgreSQL, and MySQL/MariaDB through '
-                    'PyMySQL).'),
+                    'this and 5 seconds, so a call on a pooled connection '
+                    'that finds the link cut fails within this plus that. '
+                    'It applies to every database the service opens '
+                    'through psycopg2 or psycopg (PostgreSQL; '
+                    'TCP_USER_TIMEOUT from libpq 12) or PyMySQL '
+                    '(MySQL/MariaDB); other drivers get neither.'),
     cfg.FloatOpt('retry_interval', default=0.2, min=0.01,
                  help='Seconds of the first pause while waiting for a '
                       'database server (see retry_timeout); each next '

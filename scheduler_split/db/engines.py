@@ -33,12 +33,14 @@ oslo.db sets) and are recycled before the server's ``wait_timeout``
 drops them.
 
 A connection to a server whose host stops answering (a cut link) is
-given up within ``[database] link_timeout`` seconds: TCP keep-alive
-probes start after half of it without traffic, and TCP_USER_TIMEOUT
-drops a connection whose data or probes go unacknowledged that long.
-Without them a read waits for an answer that never comes for as long as
-TCP retransmits, a quarter of an hour, and holds up the request, or the
-cell's part of a list, with it.
+given up ``[database] link_timeout`` seconds after the host was last
+heard: TCP keep-alive probes start after about half of it without
+traffic, and TCP_USER_TIMEOUT drops a connection whose data or probes go
+unacknowledged that long (libpq's parameters for psycopg2 and psycopg,
+set on the socket for PyMySQL from its handshake on; other drivers get
+neither). Without them a read waits for an answer that never comes for
+as long as TCP retransmits, a quarter of an hour, and holds up the
+request, or the cell's part of a list, with it.
 """
 
 import collections
@@ -64,9 +66,13 @@ _lock = threading.Lock()
 CONNECT_TIMEOUT = 5
 _TAKE_CONNECT_TIMEOUT = ('psycopg2', 'psycopg', 'pymysql', 'mysqldb')
 # The drivers that take libpq's keep-alive and TCP_USER_TIMEOUT
-# parameters; PyMySQL's socket gets them as it connects.
+# parameters (TCP_USER_TIMEOUT from libpq 12); PyMySQL's socket is made
+# here with them (see _pymysql_opener).
 _LIBPQ = ('psycopg2', 'psycopg')
-# Keep-alive probes sent before a silent peer is given up.
+_LIBPQ_USER_TIMEOUT = 120000
+# Keep-alive probes after the idle time: the last one is sent
+# link_timeout seconds after the peer was last heard, when
+# TCP_USER_TIMEOUT drops the connection.
 KEEPALIVE_PROBES = 3
 
 ISOLATION_LEVEL = 'READ COMMITTED'
@@ -134,9 +140,13 @@ class LinkBounds(collections.namedtuple(
 
 
 def link_bounds():
+    """Linux drops a connection with TCP_USER_TIMEOUT set at the first
+    keep-alive probe due once that long has passed since the peer was
+    last heard (it then ignores the probe count): the idle time and the
+    interval are chosen so that a probe falls due exactly then."""
     timeout = CONF.database.link_timeout
-    idle = max(1, timeout // 2)
-    interval = max(1, (timeout - idle) // KEEPALIVE_PROBES)
+    interval = max(1, (timeout - max(1, timeout // 2)) // KEEPALIVE_PROBES)
+    idle = max(1, timeout - KEEPALIVE_PROBES * interval)
     return LinkBounds(min(CONNECT_TIMEOUT, timeout), idle, interval,
                       KEEPALIVE_PROBES, timeout * 1000)
 
@@ -144,7 +154,7 @@ def link_bounds():
 def _bound_link(sock, bounds):
     """Give the TCP socket ``sock`` the keep-alive probes and
     TCP_USER_TIMEOUT of ``bounds``; a Unix socket has no link to lose."""
-    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+    if sock.family not in (socket.AF_INET, socket.AF_INET6):
         return
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, bounds.idle)
@@ -155,14 +165,58 @@ def _bound_link(sock, bounds):
                     bounds.user_timeout_ms)
 
 
-def _libpq_link_args(bounds):
-    return {'keepalives': 1, 'keepalives_idle': bounds.idle,
+def _libpq_version(driver):
+    try:
+        if driver == 'psycopg2':
+            from psycopg2 import extensions
+            return extensions.libpq_version()
+        from psycopg import pq
+        return pq.version()
+    except ImportError:
+        # The engine's creation says which extra brings the driver.
+        return 0
+
+
+def _libpq_link_args(driver, bounds):
+    args = {'keepalives': 1, 'keepalives_idle': bounds.idle,
             'keepalives_interval': bounds.interval,
-            'keepalives_count': bounds.probes,
-            'tcp_user_timeout': bounds.user_timeout_ms}
+            'keepalives_count': bounds.probes}
+    if _libpq_version(driver) >= _LIBPQ_USER_TIMEOUT:
+        args['tcp_user_timeout'] = bounds.user_timeout_ms
+    return args
 
 
-def _mysql_engine(url, bounds, **kwargs):
+def _pymysql_opener(bounds):
+    """Open a PyMySQL connection on a socket made here with the link
+    bounds, so that they hold from the handshake on (PyMySQL makes its
+    own with no timeout past the TCP connect, and no way in before the
+    handshake)."""
+    def _open(dialect, cargs, cparams):
+        connection = dialect.connect(*cargs, **dict(cparams,
+                                                    defer_connect=True))
+        if connection.unix_socket:
+            connection.connect()
+            return connection
+        source = None
+        if connection.bind_address:
+            source = (connection.bind_address, 0)
+        try:
+            sock = socket.create_connection(
+                (connection.host, connection.port), bounds.connect,
+                source_address=source)
+        except OSError as exc:
+            raise dialect.loaded_dbapi.OperationalError(
+                2003, "Can't connect to MySQL server on %r (%s)"
+                % (connection.host, exc)) from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _bound_link(sock, bounds)
+        # The handshake: its failures come as PyMySQL's own errors.
+        connection.connect(sock)
+        return connection
+    return _open
+
+
+def _mysql_engine(url, **kwargs):
     if 'charset' not in url.query:
         url = url.update_query_dict({'charset': 'utf8mb4'})
     engine = sa.create_engine(url, pool_recycle=MYSQL_POOL_RECYCLE,
@@ -170,8 +224,6 @@ def _mysql_engine(url, bounds, **kwargs):
 
     @event.listens_for(engine, 'connect')
     def _connect(dbapi_connection, record):
-        # PyMySQL's socket (mysqlclient keeps its own out of reach).
-        _bound_link(getattr(dbapi_connection, '_sock', None), bounds)
         cursor = dbapi_connection.cursor()
         cursor.execute("SET SESSION sql_mode = '%s'" % MYSQL_SQL_MODE)
         # A Galera node applies what the others committed a moment
@@ -196,25 +248,29 @@ def _create(url, writer):
     bounds = link_bounds()
     if parsed.get_driver_name() in _TAKE_CONNECT_TIMEOUT:
         kwargs['connect_args']['connect_timeout'] = bounds.connect
+    opener = None
     if parsed.get_driver_name() in _LIBPQ:
-        kwargs['connect_args'].update(_libpq_link_args(bounds))
+        kwargs['connect_args'].update(_libpq_link_args(
+            parsed.get_driver_name(), bounds))
+    elif parsed.get_driver_name() == 'pymysql':
+        opener = _pymysql_opener(bounds)
     try:
-        engine = _ping_rested(_server_engine(parsed, kwargs, bounds))
+        engine = _ping_rested(_server_engine(parsed, kwargs))
     except ImportError as exc:
         raise DriverMissing(parsed, exc) from exc
     # A server that refuses connections is waited for (a restart), and
     # its outage is one WARNING in the log, whichever of its databases
     # and connections meet it.
     server = outage.server_of(parsed)
-    event.listen(engine, 'do_connect', outage.connect(server))
+    event.listen(engine, 'do_connect', outage.connect(server, opener))
     event.listen(engine, 'handle_error', outage.cut(server))
     return engine
 
 
-def _server_engine(parsed, kwargs, bounds):
+def _server_engine(parsed, kwargs):
     if parsed.get_backend_name() in ('mysql', 'mariadb'):
-        return _mysql_engine(parsed, bounds,
-                             isolation_level=ISOLATION_LEVEL, **kwargs)
+        return _mysql_engine(parsed, isolation_level=ISOLATION_LEVEL,
+                             **kwargs)
     if parsed.get_backend_name() == 'postgresql':
         # The session's default, set as it connects, rather than the
         # driver's isolation level: psycopg2 then begins with a bare

@@ -409,15 +409,19 @@ def server_of(url):
                              ).render_as_string()
 
 
-def connect(name):
+def connect(name, opener=None):
     """The engines' ``do_connect`` hook for the database server ``name``
-    (:func:`server_of`): open a DBAPI connection, waiting for a server
+    (:func:`server_of`): open a DBAPI connection (``opener(dialect,
+    cargs, cparams)``, by default the dialect's), waiting for a server
     that refuses it."""
     def _connect(dialect, conn_rec, cargs, cparams):
         pauses = None
         while True:
             try:
-                connection = dialect.connect(*cargs, **cparams)
+                if opener is None:
+                    connection = dialect.connect(*cargs, **cparams)
+                else:
+                    connection = opener(dialect, cargs, cparams)
             except Exception as exc:
                 if not _transient(exc):
                     raise
@@ -436,6 +440,13 @@ def cut(name):
     """The engines' ``handle_error`` hook for the database server
     ``name``: note a connection it closed in use."""
     def _handle_error(context):
+        if (not context.is_disconnect and context.connection is not None
+                and 'timed out' in str(
+                    context.original_exception).lower()):
+            # A connection in use whose peer stopped answering
+            # (link_timeout): the pool replaces it and those opened
+            # before it.
+            context.is_disconnect = True
         if context.is_disconnect:
             _outages.cut(name)
     return _handle_error

@@ -44,6 +44,23 @@ def _waiting(lock, order, name, bulk=False):
     return thread
 
 
+def test_a_silent_peer_is_given_up_at_the_link_timeout_for_every_value(
+        override):
+    """Linux drops a connection with TCP_USER_TIMEOUT at the first
+    keep-alive probe due once that long passed since the peer was last
+    heard: one must fall due exactly at link_timeout, or the drop comes
+    up to an interval later."""
+    for timeout in range(2, 601):
+        override('link_timeout', timeout, group='database')
+        bounds = engines.link_bounds()
+        assert bounds.idle >= 1 and bounds.interval >= 1, timeout
+        due = [bounds.idle + k * bounds.interval
+               for k in range(1, bounds.probes + 1)]
+        assert timeout in due, (timeout, bounds)
+        assert bounds.user_timeout_ms == timeout * 1000
+        assert bounds.connect == min(engines.CONNECT_TIMEOUT, timeout)
+
+
 def test_a_claim_waiting_goes_before_the_next_batch_of_reports():
     lock = engines.WriteLock()
     order = []

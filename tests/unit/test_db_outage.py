@@ -334,8 +334,26 @@ def reload_fails():
 class _Context:
     """What SQLAlchemy hands its ``handle_error`` hooks."""
 
-    def __init__(self, is_disconnect):
+    def __init__(self, is_disconnect, error='closed', connection=object()):
         self.is_disconnect = is_disconnect
+        self.original_exception = Exception(error)
+        self.connection = connection
+
+
+def test_a_call_timed_out_on_a_connection_in_use_is_a_disconnect():
+    """What a cut link gives (link_timeout): the connection is replaced,
+    as one the server closed would be; a connect that timed out is the
+    connect hook's to wait for, and a lock wait is no disconnect."""
+    cut = outage.cut('pg')
+    timed_out = _Context(False, 'could not receive data from server: '
+                                'Connection timed out')
+    cut(timed_out)
+    assert timed_out.is_disconnect
+    for context in (_Context(False, 'Connection timed out',
+                             connection=None),
+                    _Context(False, 'Lock wait timeout exceeded')):
+        cut(context)
+        assert not context.is_disconnect
 
 
 def test_a_connection_closed_in_use_is_an_outage_once_work_fails(
