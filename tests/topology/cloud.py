@@ -64,7 +64,7 @@ class Cloud(deployment.Deployment):
     # As the shipped gunicorn.conf.py: clients that poll every 2 s (the
     # fault rounds' pollers, openstacksdk's waits) reuse a connection just
     # as gunicorn's default 2 s keep-alive closes it.
-    API_KEEPALIVE = 75
+    API_KEEPALIVE = 10
 
     def __init__(self, base_dir, mode='haproxy', hosts_per_cell=2,
                  prefix='ss', subnet='10.231.0.0/24', **kwargs):

@@ -13,9 +13,11 @@ timeout = 60
 # Seconds an idle connection is kept open. gunicorn's own 2 s closes it
 # just as a client polling every 2 s (openstacksdk's waits) sends its
 # next request, which then fails with a reset connection that the client
-# does not retry for a POST. On SIGTERM a kept-alive connection is held
-# 2 s at most, to answer a request already sent on it.
-keepalive = 75
+# does not retry for a POST; 10 s is well clear of such polls. On
+# SIGTERM a kept-alive connection is held 2 s at most, to answer a
+# request already sent on it, but a connection on which nothing was sent
+# yet is held up to this long.
+keepalive = 10
 accesslog = '-'
 
 
