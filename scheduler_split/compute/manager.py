@@ -8,6 +8,7 @@ import threading
 import oslo_messaging as messaging
 
 from scheduler_split.compute import evacuation
+from scheduler_split.compute import fencing
 from scheduler_split.compute import inspect
 from scheduler_split.compute import lifecycle
 from scheduler_split.compute import moves
@@ -89,7 +90,8 @@ def _claimed_elsewhere(current, host):
 
 class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                      evacuation.EvacuationMixin, rebuild.RebuildMixin,
-                     inspect.InspectMixin, shelve.ShelveMixin):
+                     inspect.InspectMixin, shelve.ShelveMixin,
+                     fencing.FencingMixin):
     """One hypervisor host. It holds no database credentials: every
     instance record it reads or writes, its instance-action events and
     its service heartbeat go through its cell conductor (object
@@ -116,6 +118,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         self._unsaved_errors = {}
         self._first_settle = True
         self._evacuations_cleaned = False
+        self._init_fencing()
 
     def init_host(self):
         """At start: nothing to read yet; the first run of the periodic
@@ -153,6 +156,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                                   'later', self.host, outage.describe(exc))
         first, self._first_settle = self._first_settle, False
         try:
+            self.resolve_unconfirmed(ctx)
             instances = self.conductor.instance_get_all_by_host(
                 ctx, self.host)
         except Exception:
@@ -248,8 +252,14 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
 
     def heartbeat(self):
         """Periodic, beside :meth:`report` so that a slow conductor never
-        delays what the scheduler hears: refresh the service record."""
-        self.resource_tracker.heartbeat(ss_context.get_admin_context())
+        delays what the scheduler hears: refresh the service record. A
+        heartbeat answered ends a silence; one unanswered for long
+        enough fences the unconfirmed builds (see :mod:`.fencing`)."""
+        try:
+            self.resource_tracker.heartbeat(ss_context.get_admin_context())
+            self.heard_from_conductor()
+        finally:
+            self.fence()
 
     @messaging.expose
     def build_and_run_instance(self, ctx, instance, request_spec, host_list,
@@ -268,9 +278,22 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             try:
                 self._build(ctx, instance, request_spec, host_list, retry,
                             node)
+            except outage.BUS_UNAVAILABLE as exc:
+                # The conductor never answered a step, even after the
+                # tries: what becomes of the build is settled once it
+                # answers again (resolve_unconfirmed, settle_instances),
+                # and its VM, if it spawned, is fenced meanwhile if the
+                # silence lasts.
+                spawned = self._unanswered(instance)
+                LOG.warning('Build of instance %s on %s got no answer from '
+                            'its conductor (%s); %s', uuid, self.host, exc,
+                            'its VM waits for the conductor to answer'
+                            if spawned else 'it started nothing',
+                            extra={'instance_uuid': uuid})
             except Exception as exc:
                 # A cast has nobody to report to: whatever went wrong, the
                 # instance must not stay in BUILD.
+                self._settled(uuid)
                 exception.log_failure(LOG, exc, 'Build of instance %s '
                                       'failed', uuid,
                                       extra={'instance_uuid': uuid})
@@ -330,6 +353,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         self._notify(ctx, instance, 'start')
         try:
             self.driver.spawn(instance)
+            self._spawned(instance)
         except exception.RescheduledException as exc:
             self.resource_tracker.build_failed(ctx)
             self._notify(ctx, instance, 'error', exc)
@@ -367,6 +391,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             # Deleted while spawning, the row gone already: clean up here.
             LOG.info('Instance %s was deleted during its build', uuid,
                      extra={'instance_uuid': uuid})
+            self._settled(uuid)
             self.driver.destroy(instance)
             self.scheduler.try_release_resources(ctx, uuid)
             return
@@ -381,10 +406,15 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                      '%s/%s on %s', uuid, self.host, current.vm_state,
                      current.task_state, current.host,
                      extra={'instance_uuid': uuid})
+            self._settled(uuid)
             self.driver.destroy(instance)
             if not _claimed_elsewhere(current, self.host):
                 self.scheduler.try_release_resources(ctx, uuid)
             return
+        self.heard_from_conductor()
+        if self._settled(uuid):
+            # Fenced while the save went unanswered; it was written.
+            self.driver.power_on(instance)
         self._notify(ctx, instance, 'end')
         LOG.info('Instance %s is ACTIVE on %s', uuid, self.host,
                  extra={'instance_uuid': uuid})

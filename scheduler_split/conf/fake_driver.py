@@ -126,6 +126,12 @@ fake_driver_opts = [
                      'it was, with a fault, and so does a shelve (shelve). '
                      'An unshelve spawns as a build does, and fails as '
                      'fail_hosts and failure_rate say.'),
+    cfg.StrOpt('record_dir',
+               help='A directory where each fake host keeps, in '
+                    '<host>.json, the servers it runs now and their power '
+                    'states, rewritten at every change: what runs where, '
+                    'for tests that count servers running on two hosts. '
+                    'Unset: no record is written.'),
     cfg.FloatOpt('action_delay', default=0.0, min=0.0,
                  help='Seconds a fake power, pause or suspend action '
                       'takes.'),

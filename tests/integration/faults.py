@@ -13,12 +13,17 @@ host is over capacity, and no request was answered with a 500.
 
 import collections
 import dataclasses
+import glob
+import json
+import os
 import random
 import re
 import threading
 import time
 
 import requests
+
+from scheduler_split.compute.virt.fake import RUNNING
 
 # The states a build may rest in.
 FINAL = ('ACTIVE', 'ERROR')
@@ -222,6 +227,65 @@ class Burst:
         return resp
 
 
+class Runs:
+    """What the fake hosts run, from their records in ``record_dir``
+    (``[fake_driver] record_dir``), looked at every ``interval`` seconds
+    from :meth:`start` to :meth:`stop`: the servers seen running on two
+    hosts at once, and for how long at most."""
+
+    def __init__(self, record_dir, interval=0.2):
+        self.record_dir = record_dir
+        self.interval = interval
+        # uuid -> (hosts, seconds seen on two or more at once)
+        self.twice = {}
+        self._since = {}
+        self._stopping = threading.Event()
+        self._thread = None
+
+    def running(self):
+        """``{uuid: {host}}`` of the servers running now."""
+        found = {}
+        for path in glob.glob(os.path.join(self.record_dir, '*.json')):
+            host = os.path.basename(path)[:-len('.json')]
+            try:
+                with open(path) as f:
+                    record = json.load(f)
+            except (OSError, ValueError):
+                continue
+            for uuid, power_state in record.items():
+                if power_state == RUNNING:
+                    found.setdefault(uuid, set()).add(host)
+        return found
+
+    def look(self):
+        now = time.monotonic()
+        doubled = {uuid: hosts for uuid, hosts in self.running().items()
+                   if len(hosts) > 1}
+        for uuid, hosts in doubled.items():
+            since = self._since.setdefault(uuid, now)
+            seen, longest = self.twice.get(uuid, (set(), 0.0))
+            self.twice[uuid] = (seen | hosts, max(longest, now - since))
+        for uuid in set(self._since) - set(doubled):
+            del self._since[uuid]
+
+    def start(self):
+        def run():
+            while not self._stopping.wait(self.interval):
+                self.look()
+
+        self._thread = threading.Thread(target=run, daemon=True,
+                                        name='runs')
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.look()
+        return self
+
+
 @dataclasses.dataclass
 class Figures:
     """What one victim's run left behind; ``line`` is what it prints."""
@@ -244,6 +308,11 @@ class Figures:
     leaked_claims: int = 0
     unclaimed: int = 0
     overcommitted: int = 0
+    # From the fake hosts' records (see Runs), when they keep them:
+    # servers seen running on two hosts at once, and ACTIVE servers that
+    # do not run on their host alone once settled.
+    twice: int = 0
+    misrun: int = 0
     http_500: int = 0
     malformed: int = 0
     unreachable: int = 0
@@ -278,14 +347,15 @@ class Figures:
         return ('victim=%s accepted=%d active=%d error=%d exhausted=%d '
                 'no_room=%d failed=%d refused=%d '
                 'stuck=%d lost=%d undeleted=%d ghosts=%d leaked_claims=%d '
-                'unclaimed=%d overcommitted=%d http_500=%d malformed=%d '
-                'unreachable=%d settle=%.1fs' % (
+                'unclaimed=%d overcommitted=%d twice=%d misrun=%d '
+                'http_500=%d malformed=%d unreachable=%d settle=%.1fs' % (
                     victim, self.accepted, self.active, self.error,
                     self.exhausted, self.no_room, self.failed,
                     self.refused, self.stuck, self.lost, self.undeleted,
                     self.ghosts, self.leaked_claims, self.unclaimed,
-                    self.overcommitted, self.http_500, self.malformed,
-                    self.unreachable, self.settle))
+                    self.overcommitted, self.twice, self.misrun,
+                    self.http_500, self.malformed, self.unreachable,
+                    self.settle))
 
     def note(self, what, items):
         if items:
@@ -453,9 +523,11 @@ def delete_everything(client, figures, timeout=60):
 
 def timers_conf(lost_build_timeout, redrive_interval, heal_interval,
                 heal_grace, unfinished_build_check_interval, spawn_delay,
-                failure_rate):
+                failure_rate, record_dir=None):
     """The config file of a fault round's short timers and its fake
-    driver's spawns (a delay, and a rate of injected failures)."""
+    driver's spawns (a delay, and a rate of injected failures), and
+    where each fake host records what it runs (see :class:`Runs`)."""
+    record = '        record_dir = %s\n' % record_dir if record_dir else ''
     return """\
         [DEFAULT]
         service_down_time = 60
@@ -471,7 +543,7 @@ def timers_conf(lost_build_timeout, redrive_interval, heal_interval,
         failure_rate = %s
         """ % (lost_build_timeout, redrive_interval, heal_interval,
                heal_grace, unfinished_build_check_interval, spawn_delay,
-               failure_rate)
+               failure_rate) + record
 
 
 def healthy(deployment, client, heal_window):
@@ -490,10 +562,11 @@ def healthy(deployment, client, heal_window):
 
 
 def verify(deployment, client, burst, heal_window, back,
-           settle_timeout=120, struck=None):
+           settle_timeout=120, struck=None, runs=None):
     """Everything that must hold once the victim is back (at ``back``, a
     ``time.monotonic()``); the figures, with their timing from the
-    fault at ``struck`` when it is given."""
+    fault at ``struck`` when it is given, and what the fake hosts ran
+    when ``runs`` (a started :class:`Runs`) looks at their records."""
     figures = Figures(accepted=len(burst.accepted), refused=client.refused)
     servers, figures.settle = settle(client, burst, back, settle_timeout)
     if struck is not None:
@@ -531,6 +604,20 @@ def verify(deployment, client, burst, heal_window, back,
     over = overcommitted(deployment)
     figures.overcommitted = len(over)
     figures.note('over capacity', over)
+    if runs is not None:
+        runs.stop()
+        figures.twice = len(runs.twice)
+        figures.note('running on two hosts (hosts, seconds)', {
+            '%s %s %.1fs' % (uuid, sorted(hosts), seconds)
+            for uuid, (hosts, seconds) in runs.twice.items()})
+        running = runs.running()
+        misrun = {'%s on %s, runs on %s' % (
+            s['id'], s['OS-EXT-SRV-ATTR:host'],
+            sorted(running.get(s['id'], ())))
+            for s in servers.values() if s['status'] == 'ACTIVE' and
+            running.get(s['id']) != {s['OS-EXT-SRV-ATTR:host']}}
+        figures.misrun = len(misrun)
+        figures.note('ACTIVE but not running on its host alone', misrun)
 
     delete_everything(client, figures)
     # Deleting every server gives every claim back (or the heal does).

@@ -101,6 +101,23 @@ class Network:
         ip('-n', self.namespace(host), 'link', 'set', 'eth0',
            'up' if up else 'down')
 
+    def drop(self, host, *rules):
+        """Drop, on ``host``, the packets each of ``rules`` matches (an
+        iptables rule of the OUTPUT or INPUT chain: ``('OUTPUT', '-p',
+        'tcp', '--dport', '5672')``): a link cut for them only, the
+        peers' packets lost rather than refused."""
+        for chain, *match in rules:
+            subprocess.run([*self.exec_prefix(host), 'iptables', '-A', chain,
+                            *match, '-j', 'DROP'], check=True,
+                           capture_output=True, text=True, timeout=30)
+
+    def undrop(self, host):
+        """Every rule :meth:`drop` set on ``host`` gone."""
+        for chain in ('OUTPUT', 'INPUT'):
+            subprocess.run([*self.exec_prefix(host), 'iptables', '-F',
+                            chain], check=True, capture_output=True,
+                           text=True, timeout=30)
+
     def pids(self, host):
         """The processes running on ``host``."""
         out = ip('netns', 'pids', self.namespace(host), check=False).stdout

@@ -22,6 +22,9 @@ USER = 'scheduler-split'
 PASSWORD = 'rabbit-secret'
 COOKIE = 'SCHEDULERSPLITTOPOLOGYCOOKIE'
 PORT = 5672
+# Clustering: the nodes' distribution port, and epmd's.
+DIST_PORT = 25672
+EPMD_PORT = 4369
 
 
 class Node(backends.RabbitMQ):
@@ -48,9 +51,9 @@ class Node(backends.RabbitMQ):
             RABBITMQ_NODENAME=self.name,
             RABBITMQ_USE_LONGNAME='true',
             RABBITMQ_NODE_IP_ADDRESS=self.address,
-            RABBITMQ_DIST_PORT='25672',
+            RABBITMQ_DIST_PORT=str(DIST_PORT),
             ERL_EPMD_ADDRESS=self.address,
-            ERL_EPMD_PORT='4369',
+            ERL_EPMD_PORT=str(EPMD_PORT),
             # The distribution port (clustering) on this address alone.
             RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=(
                 '-kernel inet_dist_use_interface {%s}'

@@ -19,24 +19,13 @@ import time
 
 import pytest
 
-from tests.integration import faults
+from tests.topology import rounds
 
 pytestmark = [pytest.mark.integration, pytest.mark.topology,
               pytest.mark.faults, pytest.mark.serial]
 
-# Longer than a controller takes to come back (its RabbitMQ and Galera
-# nodes rejoin their clusters first): a build it held is re-driven,
-# not given up.
-LOST_BUILD_TIMEOUT = 60
-REDRIVE_INTERVAL = 3
-HEAL_INTERVAL = 3
-HEAL_GRACE = 5
-HEAL_WINDOW = HEAL_GRACE + 2 * HEAL_INTERVAL + 15
 # Seconds a victim stays dead, the burst going on meanwhile.
 DOWN = 5
-SETTLE = 180
-SPAWN_DELAY = 1.0
-FAILURE_RATE = 0.2
 # (Galera mode, victim)
 ROUNDS = (('haproxy', 'rabbitmq-leader'), ('haproxy', 'galera-writer'),
           ('haproxy', 'controller'), ('haproxy', 'rabbitmq-rolling'),
@@ -47,10 +36,7 @@ ROUNDS = (('haproxy', 'rabbitmq-leader'), ('haproxy', 'galera-writer'),
 def cloud(shared_cloud):
     """The shared cloud (see conftest) with the rounds' short timers and
     injected failures."""
-    shared_cloud.configure({'faults.conf': faults.timers_conf(
-        LOST_BUILD_TIMEOUT, REDRIVE_INTERVAL, HEAL_INTERVAL, HEAL_GRACE, 3,
-        SPAWN_DELAY, FAILURE_RATE)})
-    return shared_cloud
+    return rounds.configure(shared_cloud)
 
 
 def _fault(cloud, victim):
@@ -82,34 +68,12 @@ def _fault(cloud, victim):
     for mode, victim in ROUNDS])
 def test_a_fault_mid_burst_leaves_no_build_stuck_and_no_claim_astray(
         cloud, mode, victim, capsys):
-    client = faults.Client(cloud.api_urls[0])
-    cloud.set_mode(mode)
-    faults.healthy(cloud, client, HEAL_WINDOW)
-    burst = faults.Burst(client, victim, seed=ROUNDS.index(
-        (mode, victim))).start()
-    try:
-        burst.wait_for_busy_moment(after=6)
-        struck = time.monotonic()
-        hit = _fault(cloud, victim)
-        back = time.monotonic()
-        cloud.wait_for_hosts(cloud.hosts, timeout=120)
-        time.sleep(2)
-    finally:
-        burst.stop()
-    figures = faults.verify(cloud, client, burst, HEAL_WINDOW, back,
-                            settle_timeout=SETTLE, struck=struck)
-    line = '%s %s %s down=%.1fs %s' % (
-        figures.line(victim), mode, hit, back - struck,
-        figures.timing_line())
+    figures, line = rounds.run(
+        cloud, mode, victim, lambda: _fault(cloud, victim),
+        seed=ROUNDS.index((mode, victim)))
     with capsys.disabled():
         print('\n' + line)
 
     assert figures.accepted, line
-    # The cloud has room for every server a burst can ask for (36
-    # requests of at most 3 servers, ROOM_PER_HOST on each of 4 hosts):
-    # a boot that found no host did not lack room.
-    problems = ['failed', 'no_room', 'stuck', 'lost', 'undeleted',
-                'ghosts', 'leaked_claims', 'unclaimed', 'overcommitted',
-                'http_500', 'malformed', 'unreachable']
-    found = [p for p in problems if getattr(figures, p)]
+    found = rounds.problems(figures)
     assert not found, '%s\n%s' % (line, '\n'.join(figures.details))

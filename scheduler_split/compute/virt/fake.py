@@ -2,7 +2,9 @@
 pause and suspend actions with their own injected failures."""
 
 import json
+import os
 import random
+import tempfile
 import threading
 import time
 
@@ -42,6 +44,43 @@ class MoveStepFailed(exception.SchedulerSplitException):
     code = 500
 
 
+class _Record(dict):
+    """uuid -> power state of the VMs a fake host runs, written whole to
+    ``<record_dir>/<host>.json`` at every change when ``[fake_driver]
+    record_dir`` is set: what runs where, read from outside the process
+    (a test counting servers that run on two hosts at once). Changed
+    only under the driver's lock."""
+
+    def __init__(self, host):
+        super().__init__()
+        self._path = None
+        if CONF.fake_driver.record_dir:
+            self._path = os.path.join(CONF.fake_driver.record_dir,
+                                      '%s.json' % host)
+            self._write()
+
+    def _write(self):
+        if self._path is None:
+            return
+        folder = os.path.dirname(self._path)
+        os.makedirs(folder, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=folder, prefix='.record-')
+        with os.fdopen(fd, 'w') as f:
+            json.dump(dict(self), f)
+        os.replace(temp, self._path)
+
+    def __setitem__(self, uuid, power_state):
+        super().__setitem__(uuid, power_state)
+        self._write()
+
+    def pop(self, uuid, *default):
+        found = uuid in self
+        value = super().pop(uuid, *default)
+        if found:
+            self._write()
+        return value
+
+
 class FakeDriver:
 
     # Where every fake server's root disk is.
@@ -50,7 +89,7 @@ class FakeDriver:
     def __init__(self, host):
         self.host = host
         # uuid -> power state of each VM this driver runs.
-        self._running = {}
+        self._running = _Record(host)
         # uuid -> (when it last started, its console's lines).
         self._started = {}
         self._console = {}
