@@ -527,7 +527,7 @@ def timers_conf(lost_build_timeout, redrive_interval, heal_interval,
     """The config file of a fault round's short timers and its fake
     driver's spawns (a delay, and a rate of injected failures), and
     where each fake host records what it runs (see :class:`Runs`)."""
-    record = '        record_dir = %s\n' % record_dir if record_dir else ''
+    record = 'record_dir = %s' % record_dir if record_dir else ''
     return """\
         [DEFAULT]
         service_down_time = 60
@@ -541,9 +541,10 @@ def timers_conf(lost_build_timeout, redrive_interval, heal_interval,
         [fake_driver]
         spawn_delay = %s
         failure_rate = %s
+        %s
         """ % (lost_build_timeout, redrive_interval, heal_interval,
                heal_grace, unfinished_build_check_interval, spawn_delay,
-               failure_rate) + record
+               failure_rate, record)
 
 
 def healthy(deployment, client, heal_window):
