@@ -10,6 +10,7 @@ import os
 import time
 
 from scheduler_split import cells
+from scheduler_split.compute import fencing
 from scheduler_split.compute import manager as compute_manager
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor import cell_manager
@@ -117,6 +118,8 @@ def compute_service(host, transport_url):
     svc.listen(transport, compute_rpcapi.TOPIC, [manager], host)
     svc.add_periodic(manager.report, CONF.report_interval)
     svc.add_periodic(manager.heartbeat, CONF.report_interval)
+    # Its own task: a heartbeat may hang on a bus that is away.
+    svc.add_periodic(manager.fence, fencing.CHECK_INTERVAL)
     svc.add_periodic(manager.settle_instances,
                      CONF.compute.unfinished_build_check_interval)
     svc.manager = manager

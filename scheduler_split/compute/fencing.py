@@ -5,8 +5,10 @@ The cell conductor takes a build on a host whose compute it has not
 heard from for ``[DEFAULT] service_down_time`` on to the build's next
 alternate (``cell_periodic.fail_lost_builds``). A compute measures the
 same silence from its side: the time since its conductor last answered
-it (a heartbeat, a step of a build). Once that silence passes half of
-``service_down_time`` (:func:`fence_after`), it powers off every VM
+a heartbeat, which the conductor had written before it answered. Once
+that silence passes half of ``service_down_time`` (:func:`fence_after`;
+looked at every :data:`CHECK_INTERVAL` seconds, apart from the
+heartbeat, which may hang while the bus is away), it powers off every VM
 whose build it spawned but could not confirm yet (the build's ACTIVE
 save got no answer), before the conductor can hand that build to
 another host. A build whose first step got no answer has spawned
@@ -33,6 +35,10 @@ from scheduler_split.objects import instance as instance_obj
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
+
+# Seconds between two looks at the silence: a periodic task of its own,
+# since a heartbeat may hang while the bus is away.
+CHECK_INTERVAL = 1
 
 
 def fence_after():
@@ -65,6 +71,12 @@ class FencingMixin:
         with self._fence_guard:
             self._unconfirmed[instance.uuid] = instance
 
+    def _destroy(self, instance):
+        """The VM of ``instance`` goes: whatever its build was, it is not
+        this host's to confirm any more."""
+        self._settled(instance.uuid)
+        self.driver.destroy(instance)
+
     def _settled(self, uuid):
         """The build of ``uuid`` was confirmed or ended: whether its VM
         had been fenced meanwhile."""
@@ -83,26 +95,30 @@ class FencingMixin:
             return instance.uuid in self._unconfirmed
 
     def fence(self):
-        """Periodic, with the heartbeat: past :func:`fence_after` seconds
-        of silence, power off the VMs of the unconfirmed builds."""
+        """Periodic (:data:`CHECK_INTERVAL`): past :func:`fence_after`
+        seconds of silence, power off the VMs of the unconfirmed builds.
+        Each is powered off and marked under the guard that
+        :meth:`_settled` takes, so that a build confirmed meanwhile
+        either finds its VM marked (and powers it on again) or is not
+        powered off at all."""
         silent = time.monotonic() - self._last_heard
         if silent <= fence_after():
             return
         with self._fence_guard:
-            todo = [instance for uuid, instance in self._unconfirmed.items()
+            todo = [uuid for uuid in self._unconfirmed
                     if uuid not in self._fenced]
-        for instance in todo:
-            uuid = instance.uuid
-            try:
-                self.driver.power_off(instance)
-            except Exception:
-                LOG.exception('Could not power off instance %s, whose '
-                              'build is not confirmed; trying again', uuid,
-                              extra={'instance_uuid': uuid})
-                continue
+        for uuid in todo:
             with self._fence_guard:
-                if uuid not in self._unconfirmed:
-                    # Confirmed meanwhile: its thread powers it on again.
+                instance = self._unconfirmed.get(uuid)
+                if instance is None:
+                    # Confirmed or ended meanwhile: that outcome stands.
+                    continue
+                try:
+                    self.driver.power_off(instance)
+                except Exception:
+                    LOG.exception('Could not power off instance %s, whose '
+                                  'build is not confirmed; trying again',
+                                  uuid, extra={'instance_uuid': uuid})
                     continue
                 self._fenced.add(uuid)
             LOG.warning('Compute %s has not heard from its conductor for '
@@ -139,8 +155,7 @@ class FencingMixin:
                          'again', uuid, self.host,
                          extra={'instance_uuid': uuid})
             return
-        self._settled(uuid)
-        self.driver.destroy(instance)
+        self._destroy(instance)
         if here and current.vm_state == instance_obj.BUILDING:
             # settle_instances gives the build back for its next
             # alternate: it does not go on here.

@@ -229,7 +229,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                     'stopped; handed back to the cell conductor for its '
                     'next alternate', uuid, self.host,
                     extra={'instance_uuid': uuid})
-        self.driver.destroy(instance)
+        self._destroy(instance)
         return True
 
     @staticmethod
@@ -253,13 +253,11 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
     def heartbeat(self):
         """Periodic, beside :meth:`report` so that a slow conductor never
         delays what the scheduler hears: refresh the service record. A
-        heartbeat answered ends a silence; one unanswered for long
-        enough fences the unconfirmed builds (see :mod:`.fencing`)."""
-        try:
-            self.resource_tracker.heartbeat(ss_context.get_admin_context())
-            self.heard_from_conductor()
-        finally:
-            self.fence()
+        heartbeat answered ends a silence (see :mod:`.fencing`, whose
+        periodic check runs apart: a call may hang while the bus is
+        away)."""
+        self.resource_tracker.heartbeat(ss_context.get_admin_context())
+        self.heard_from_conductor()
 
     @messaging.expose
     def build_and_run_instance(self, ctx, instance, request_spec, host_list,
@@ -288,12 +286,11 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                 LOG.warning('Build of instance %s on %s got no answer from '
                             'its conductor (%s); %s', uuid, self.host, exc,
                             'its VM waits for the conductor to answer'
-                            if spawned else 'it started nothing',
+                            if spawned else 'nothing runs here for it',
                             extra={'instance_uuid': uuid})
             except Exception as exc:
                 # A cast has nobody to report to: whatever went wrong, the
                 # instance must not stay in BUILD.
-                self._settled(uuid)
                 exception.log_failure(LOG, exc, 'Build of instance %s '
                                       'failed', uuid,
                                       extra={'instance_uuid': uuid})
@@ -377,6 +374,8 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         instance.task_state = None
         instance.power_state = instance_obj.RUNNING
         instance.launched_at = obj_base.utcnow()
+        # What the build ended as, if not ACTIVE here.
+        current = None
         try:
             # The event of the attempt goes with the save: one call.
             instance = self._save_build(
@@ -391,27 +390,30 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             # Deleted while spawning, the row gone already: clean up here.
             LOG.info('Instance %s was deleted during its build', uuid,
                      extra={'instance_uuid': uuid})
-            self._settled(uuid)
-            self.driver.destroy(instance)
+            self._destroy(instance)
             self.scheduler.try_release_resources(ctx, uuid)
             return
         except exception.Conflict:
             # Deleted while spawning (the terminate queued behind this
             # build finishes the delete), or handed on to an alternate
             # while this host was thought down: the claim is then the
-            # other host's.
+            # other host's. Or an earlier try of this save was written
+            # and its answer lost: the build is done.
             current = self.conductor.instance_get(ctx, uuid,
                                                   read_deleted=True)
+            if (not current.deleted and current.host == self.host and
+                    current.vm_state == instance_obj.ACTIVE):
+                instance = current
+                current = None
+        if current is not None:
             LOG.info('Build of instance %s on %s ended elsewhere: it is '
                      '%s/%s on %s', uuid, self.host, current.vm_state,
                      current.task_state, current.host,
                      extra={'instance_uuid': uuid})
-            self._settled(uuid)
-            self.driver.destroy(instance)
+            self._destroy(instance)
             if not _claimed_elsewhere(current, self.host):
                 self.scheduler.try_release_resources(ctx, uuid)
             return
-        self.heard_from_conductor()
         if self._settled(uuid):
             # Fenced while the save went unanswered; it was written.
             self.driver.power_on(instance)
@@ -473,7 +475,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         LOG.warning('Build of instance %s on %s failed, rescheduling: %s',
                     uuid, self.host, exc.format_message(),
                     extra={'instance_uuid': uuid})
-        self.driver.destroy(instance)
+        self._destroy(instance)
         instance.host = None
         instance.node = None
         instance.task_state = instance_obj.SCHEDULING
@@ -504,7 +506,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         settling = bool(expected_task_states)
         if not settling:
             # A build of this process failed: its VM goes first.
-            self.driver.destroy(instance)
+            self._destroy(instance)
         fault = objects.InstanceFault.from_exception(uuid, exc,
                                                      host=self.host)
         try:
@@ -530,7 +532,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         if settling:
             # Only once the ERROR is this call's: whatever the build left
             # on this host goes.
-            self.driver.destroy(instance)
+            self._destroy(instance)
         self.scheduler.try_release_resources(ctx, uuid)
 
     @messaging.expose
@@ -541,7 +543,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         with self._locks(uuid):
             notifications.instance_event(ctx, self._publisher(), instance,
                                          'instance.delete.start')
-            self.driver.destroy(instance)
+            self._destroy(instance)
             # The claim goes before the row, so that no claim outlives the
             # server a user sees; a release that fails is healed later.
             self.scheduler.try_release_resources(ctx, uuid)

@@ -241,6 +241,9 @@ class Runs:
         self._since = {}
         self._stopping = threading.Event()
         self._thread = None
+        # What stopped the looks, if anything did: the count would be
+        # short, so verify fails on it.
+        self.error = None
 
     def running(self):
         """``{uuid: {host}}`` of the servers running now."""
@@ -250,7 +253,7 @@ class Runs:
             try:
                 with open(path) as f:
                     record = json.load(f)
-            except (OSError, ValueError):
+            except FileNotFoundError:
                 continue
             for uuid, power_state in record.items():
                 if power_state == RUNNING:
@@ -270,8 +273,11 @@ class Runs:
 
     def start(self):
         def run():
-            while not self._stopping.wait(self.interval):
-                self.look()
+            try:
+                while not self._stopping.wait(self.interval):
+                    self.look()
+            except Exception as exc:
+                self.error = repr(exc)
 
         self._thread = threading.Thread(target=run, daemon=True,
                                         name='runs')
@@ -607,6 +613,8 @@ def verify(deployment, client, burst, heal_window, back,
     figures.note('over capacity', over)
     if runs is not None:
         runs.stop()
+        assert runs.error is None, 'the records stopped being read: %s' % (
+            runs.error)
         figures.twice = len(runs.twice)
         figures.note('running on two hosts (hosts, seconds)', {
             '%s %s %.1fs' % (uuid, sorted(hosts), seconds)

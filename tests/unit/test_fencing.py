@@ -105,14 +105,15 @@ def test_an_unconfirmed_vm_runs_until_the_silence_passes_half_the_down_time(
     _silence(compute, fencing.fence_after() - 1)
     with pytest.raises(messaging.MessagingTimeout):
         compute.heartbeat()
+    compute.fence()
     assert _power(compute) == fake.RUNNING
 
     caplog.set_level(logging.WARNING)
     _silence(compute, fencing.fence_after() + 0.5)
     with pytest.raises(messaging.MessagingTimeout):
         compute.heartbeat()
+    compute.fence()
     assert _power(compute) == fake.SHUTDOWN
-    assert fencing.fence_after() < SERVICE_DOWN_TIME
     warnings = [r.getMessage() for r in caplog.records
                 if r.levelname == 'WARNING' and 'powered off' in
                 r.getMessage()]
@@ -120,6 +121,7 @@ def test_an_unconfirmed_vm_runs_until_the_silence_passes_half_the_down_time(
     # A second look powers off nothing more and says nothing more.
     with pytest.raises(messaging.MessagingTimeout):
         compute.heartbeat()
+    compute.fence()
     assert len([r for r in caplog.records
                 if 'powered off' in r.getMessage()]) == 1
 
@@ -130,6 +132,7 @@ def test_a_fenced_vm_whose_build_was_written_runs_again_once_heard(
     _silence(compute, fencing.fence_after() + 1)
     with pytest.raises(messaging.MessagingTimeout):
         compute.heartbeat()
+    compute.fence()
     assert _power(compute) == fake.SHUTDOWN
     assert _row(cell.url).vm_state == instance_obj.ACTIVE
 
@@ -149,6 +152,7 @@ def test_a_fenced_vm_whose_build_moved_on_is_destroyed_once_heard(
     _silence(compute, fencing.fence_after() + 1)
     with pytest.raises(messaging.MessagingTimeout):
         compute.heartbeat()
+    compute.fence()
     # Meanwhile the conductor took the build on to another host, which
     # runs it now.
     with engines.writer(cell.url) as session:
@@ -192,5 +196,45 @@ def test_a_build_confirmed_in_time_is_never_fenced(cell, compute):  # noqa
     _silence(compute, fencing.fence_after() + 1)
     with pytest.raises(messaging.MessagingTimeout):
         compute.heartbeat()
+    compute.fence()
     assert _power(compute) == fake.RUNNING
     assert _row(cell.url).vm_state == instance_obj.ACTIVE
+
+
+def test_a_save_written_whose_resend_is_refused_keeps_its_vm_and_claim(
+        cell, compute, monkeypatch):  # noqa: F811
+    """The ACTIVE save is written but its answer lost, and so is the
+    read that would have shown it: the save sent again is refused
+    (Conflict) because it was written. The build is done: its VM runs
+    and its claim stays."""
+    monkeypatch.setattr(compute_manager, 'BUILD_SAVE_TRIES', 2)
+    conductor = compute.conductor
+    real_save, real_get = conductor.instance_save, conductor.instance_get
+    lost = []
+
+    def instance_save(ctx, instance, **kwargs):
+        if kwargs['expected_task_states'] == [instance_obj.SPAWNING] and \
+                not lost:
+            real_save(ctx, instance.obj_clone(), **kwargs)
+            lost.append('save')
+            raise messaging.MessagingTimeout('answer lost')
+        return real_save(ctx, instance, **kwargs)
+
+    def instance_get(ctx, uuid, **kwargs):
+        if lost == ['save']:
+            lost.append('read')
+            raise messaging.MessagingTimeout('answer lost')
+        return real_get(ctx, uuid, **kwargs)
+
+    monkeypatch.setattr(conductor, 'instance_save', instance_save)
+    monkeypatch.setattr(conductor, 'instance_get', instance_get)
+    instance = _create(cell.url)
+    compute.build_and_run_instance(
+        context.get_admin_context(), instance, helpers.make_spec(UUID), [],
+        objects.SchedulerRetries(num_attempts=1, hosts=[HOST]), HOST)
+
+    assert lost == ['save', 'read']
+    assert _power(compute) == fake.RUNNING
+    row = _row(cell.url)
+    assert (row.vm_state, row.host) == (instance_obj.ACTIVE, HOST)
+    assert cell.scheduler.released == []
