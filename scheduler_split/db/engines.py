@@ -165,23 +165,24 @@ def _bound_link(sock, bounds):
                     bounds.user_timeout_ms)
 
 
-def _libpq_version(driver):
+def _libpq_version(parsed):
+    """The libpq version of the URL's driver (psycopg2 or psycopg), 0
+    when the driver is not installed (the engine's creation says which
+    extra brings it)."""
     try:
-        if driver == 'psycopg2':
-            from psycopg2 import extensions
-            return extensions.libpq_version()
-        from psycopg import pq
-        return pq.version()
+        dbapi = parsed.get_dialect().import_dbapi()
     except ImportError:
-        # The engine's creation says which extra brings the driver.
         return 0
+    if parsed.get_driver_name() == 'psycopg2':
+        return dbapi.extensions.libpq_version()
+    return dbapi.pq.version()
 
 
-def _libpq_link_args(driver, bounds):
+def _libpq_link_args(parsed, bounds):
     args = {'keepalives': 1, 'keepalives_idle': bounds.idle,
             'keepalives_interval': bounds.interval,
             'keepalives_count': bounds.probes}
-    if _libpq_version(driver) >= _LIBPQ_USER_TIMEOUT:
+    if _libpq_version(parsed) >= _LIBPQ_USER_TIMEOUT:
         args['tcp_user_timeout'] = bounds.user_timeout_ms
     return args
 
@@ -250,8 +251,7 @@ def _create(url, writer):
         kwargs['connect_args']['connect_timeout'] = bounds.connect
     opener = None
     if parsed.get_driver_name() in _LIBPQ:
-        kwargs['connect_args'].update(_libpq_link_args(
-            parsed.get_driver_name(), bounds))
+        kwargs['connect_args'].update(_libpq_link_args(parsed, bounds))
     elif parsed.get_driver_name() == 'pymysql':
         opener = _pymysql_opener(bounds)
     try:
