@@ -93,6 +93,15 @@ def _silence(compute, seconds):
     compute._last_heard = time.monotonic() - seconds
 
 
+def _unanswered_for(compute, seconds):
+    """The conductor last answered ``seconds`` ago, a heartbeat goes
+    unanswered now, and the fence takes its look."""
+    _silence(compute, seconds)
+    with pytest.raises(messaging.MessagingTimeout):
+        compute.heartbeat()
+    compute.fence()
+
+
 def _power(compute):
     return compute.driver._running.get(UUID)
 
@@ -129,10 +138,7 @@ def test_an_unconfirmed_vm_runs_until_the_silence_passes_half_the_down_time(
 def test_a_fenced_vm_whose_build_was_written_runs_again_once_heard(
         cell, compute):  # noqa: F811
     _build_cut_after_spawn(cell, compute, after_write=True)
-    _silence(compute, fencing.fence_after() + 1)
-    with pytest.raises(messaging.MessagingTimeout):
-        compute.heartbeat()
-    compute.fence()
+    _unanswered_for(compute, fencing.fence_after() + 1)
     assert _power(compute) == fake.SHUTDOWN
     assert _row(cell.url).vm_state == instance_obj.ACTIVE
 
@@ -149,10 +155,7 @@ def test_a_fenced_vm_whose_build_was_written_runs_again_once_heard(
 def test_a_fenced_vm_whose_build_moved_on_is_destroyed_once_heard(
         cell, compute):  # noqa: F811
     _build_cut_after_spawn(cell, compute, after_write=False)
-    _silence(compute, fencing.fence_after() + 1)
-    with pytest.raises(messaging.MessagingTimeout):
-        compute.heartbeat()
-    compute.fence()
+    _unanswered_for(compute, fencing.fence_after() + 1)
     # Meanwhile the conductor took the build on to another host, which
     # runs it now.
     with engines.writer(cell.url) as session:
@@ -193,10 +196,7 @@ def test_a_build_confirmed_in_time_is_never_fenced(cell, compute):  # noqa
         context.get_admin_context(), instance, helpers.make_spec(UUID), [],
         objects.SchedulerRetries(num_attempts=1, hosts=[HOST]), HOST)
     compute.cut(True)
-    _silence(compute, fencing.fence_after() + 1)
-    with pytest.raises(messaging.MessagingTimeout):
-        compute.heartbeat()
-    compute.fence()
+    _unanswered_for(compute, fencing.fence_after() + 1)
     assert _power(compute) == fake.RUNNING
     assert _row(cell.url).vm_state == instance_obj.ACTIVE
 
