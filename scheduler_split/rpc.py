@@ -5,6 +5,7 @@ import logging
 import threading
 import time
 
+from kombu import exceptions as kombu_exc
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
 from oslo_messaging.rpc import dispatcher
@@ -30,6 +31,9 @@ class _BrokerAway(logging.Filter):
     _AWAY = ('is unreachable', 'Connection failed')
 
     def filter(self, record):
+        if threading.current_thread().name == _LOOK_THREAD:
+            # A look at a bus (look_at_bus) says what it found itself.
+            return False
         if record.levelno == logging.ERROR and isinstance(
                 record.msg, str) and any(
                 text in record.msg for text in self._AWAY):
@@ -37,6 +41,9 @@ class _BrokerAway(logging.Filter):
             record.levelname = logging.getLevelName(logging.WARNING)
         return True
 
+
+# The threads of look_at_bus.
+_LOOK_THREAD = 'bus-look'
 
 logging.getLogger('oslo.messaging._drivers.impl_rabbit').addFilter(
     _BrokerAway())
@@ -134,6 +141,56 @@ def _set_listener_wait():
             wait, amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX)
 
 
+def look_at_bus(url, timeout):
+    """Raise unless the bus at ``url`` takes a new connection within
+    ``timeout`` seconds: for RabbitMQ, one of its brokers completes an
+    AMQP handshake (each broker of a cluster tried at once, with the
+    TLS and login options of ``[oslo_messaging_rabbit]``); the in-memory
+    bus always does, and other drivers are not looked at. A new
+    connection, not one of the pool: a pooled connection to a broker
+    whose packets are dropped looks open until its heartbeat misses."""
+    url = memory_bus.canonical(url if url is not None else
+                               CONF.transport_url)
+    parsed = messaging.TransportURL.parse(CONF, url)
+    if parsed.transport not in ('rabbit', 'kombu', 'amqp') or \
+            not parsed.hosts:
+        return
+    from oslo_messaging._drivers import common as driver_common
+    from oslo_messaging._drivers import impl_rabbit
+    answered = threading.Event()
+    errors = []
+    lock = threading.Lock()
+
+    def look(host):
+        try:
+            connection = impl_rabbit.Connection(
+                CONF, messaging.TransportURL(
+                    CONF, transport=parsed.transport,
+                    virtual_host=parsed.virtual_host, hosts=[host],
+                    query=parsed.query),
+                driver_common.PURPOSE_LISTEN, retry=0)
+        except Exception as exc:
+            with lock:
+                errors.append('%s:%s: %s' % (host.hostname, host.port,
+                                             exc))
+                if len(errors) == len(parsed.hosts):
+                    answered.set()
+            return
+        answered.set()
+        connection.close()
+
+    for host in parsed.hosts:
+        threading.Thread(target=look, args=(host,), daemon=True,
+                         name=_LOOK_THREAD).start()
+    if not answered.wait(timeout):
+        raise messaging.MessageDeliveryFailure(
+            'no broker answered within %s seconds' % timeout)
+    with lock:
+        if len(errors) == len(parsed.hosts):
+            raise messaging.MessageDeliveryFailure(
+                'no broker took a connection (%s)' % '; '.join(errors))
+
+
 def cleanup():
     with _transports_lock:
         for transport in _transports.values():
@@ -209,6 +266,16 @@ class _Patient:
         while True:
             try:
                 result = send(ctxt, method, **kwargs)
+            except kombu_exc.OperationalError as exc:
+                # A client whose tries to reach its bus are bounded
+                # (``retry``) spent them before it had a connection:
+                # nothing was sent.
+                target = self._client.target
+                raise messaging.MessageDeliveryFailure(
+                    '%s for %s was not sent: its bus cannot be reached '
+                    '(%s)' % (method, target.topic if target.server is None
+                              else '%s.%s' % (target.topic, target.server),
+                              exc))
             except messaging.MessageUndeliverable:
                 now = time.monotonic()
                 target = self._client.target
@@ -259,13 +326,70 @@ class _Patient:
 
 
 def get_client(transport, topic, version, server=None, version_cap=None,
-               timeout=None, version_manifest=None):
+               timeout=None, version_manifest=None, retry=None):
+    """A client of ``topic``; ``retry`` bounds how many times a message
+    tries to reach a bus that cannot be reached (None: until it can)."""
     target = messaging.Target(exchange=EXCHANGE, topic=topic, server=server,
                               version=version)
     return _Patient(messaging.get_rpc_client(
         transport, target, version_cap=version_cap,
         serializer=RequestContextSerializer(version_manifest),
-        timeout=timeout, transport_options=_MANDATORY))
+        timeout=timeout, retry=retry, transport_options=_MANDATORY))
+
+
+# The longest one try to reach a RabbitMQ broker takes when its packets
+# are dropped rather than refused: kombu's connect timeout.
+CONNECT_TRY = 5.0
+
+
+def cell_retries(seconds=None):
+    """How many times a message into a cell tries to reach its bus again
+    before it is given up unsent: as many tries as fit in ``seconds``
+    (``[DEFAULT] cell_rpc_timeout``), each counted at CONNECT_TRY, with
+    the pauses that oslo.messaging's RabbitMQ driver makes between them
+    (``rabbit_retry_interval``, growing by ``rabbit_retry_backoff`` up to
+    ``rabbit_interval_max``). A broker that refuses connections is given
+    up sooner: only the pauses are waited for."""
+    seconds = CONF.cell_rpc_timeout if seconds is None else seconds
+    rabbit = CONF.oslo_messaging_rabbit
+    retries, spent, pause = 0, CONNECT_TRY, rabbit.rabbit_retry_interval
+    while True:
+        spent += pause + CONNECT_TRY
+        if spent > seconds:
+            return retries
+        retries += 1
+        pause = min(pause + rabbit.rabbit_retry_backoff,
+                    rabbit.rabbit_interval_max)
+
+
+def cell_call_timeout():
+    """The seconds a call into a cell waits for its answer."""
+    return min(CONF.cell_rpc_timeout, CONF.rpc_response_timeout)
+
+
+def call_within(seconds, func, *args, **kwargs):
+    """``func(*args, **kwargs)`` (a call that changes nothing: a read),
+    or MessagingTimeout after ``seconds``. A call waits for its reply
+    queue's connection as long as its bus is away, whatever its
+    timeout; here that wait is left behind in a thread of its own."""
+    result = []
+
+    def run():
+        try:
+            result.append((True, func(*args, **kwargs)))
+        except BaseException as exc:
+            result.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True, name='cell-call')
+    thread.start()
+    thread.join(seconds)
+    if not result:
+        raise messaging.MessagingTimeout(
+            'no answer within %s seconds' % seconds)
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
 
 
 def database_name(url):
@@ -371,13 +495,14 @@ class Client:
     """
 
     def __init__(self, transport, topic, version, object_versions, cap,
-                 timeout=None):
+                 timeout=None, retry=None):
         self.transport = transport
         self.topic = topic
         self.version = version
         self.object_versions = object_versions
         self.cap = cap
         self.timeout = timeout
+        self.retry = retry
         self._clients = {}
         self._lock = threading.Lock()
 
@@ -401,7 +526,7 @@ class Client:
                 client = self._clients[cap] = get_client(
                     self.transport, self.topic, self.version,
                     version_cap=cap, timeout=self.timeout,
-                    version_manifest=self._manifest(cap))
+                    version_manifest=self._manifest(cap), retry=self.retry)
             return client
 
     def prepare(self, *versions, **kwargs):

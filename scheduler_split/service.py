@@ -85,6 +85,11 @@ class PeriodicTask:
             self._thread.join(timeout)
 
 
+# Seconds a service's start waits for the listeners that start in
+# threads of their own (``listen(wait=False)``) to have a connection.
+LISTEN_WAIT = 5.0
+
+
 class Service:
     """One service: ``(transport, topic, server, endpoints)`` listeners.
 
@@ -102,17 +107,46 @@ class Service:
         self._listeners = []
         self._periodic = []
         self._started = False
+        self._stopped = False
+        self._servers_lock = threading.Lock()
 
-    def listen(self, transport, topic, endpoints, server):
-        """Consume ``topic`` on a bus; at once if the service runs."""
-        self._listeners.append((transport, topic, endpoints, server))
+    def listen(self, transport, topic, endpoints, server, wait=True,
+               on_start=None):
+        """Consume ``topic`` on a bus; at once if the service runs.
+
+        A listener starts once it has a connection to its bus. With
+        ``wait`` False it gets one in a thread of its own, so that a bus
+        that cannot be reached (another cell's) holds up neither the
+        start of the service nor its other buses; ``on_start()`` is
+        called once it listens."""
+        listener = (transport, topic, endpoints, server, wait, on_start)
+        self._listeners.append(listener)
         if self._started:
-            self._start_server(transport, topic, endpoints, server)
+            self._start_server(*listener)
 
-    def _start_server(self, transport, topic, endpoints, server):
+    def _start_server(self, transport, topic, endpoints, server, wait=True,
+                      on_start=None):
+        """Start a listener; with ``wait`` False, the thread that does."""
         rpc_server = rpc.get_server(transport, topic, endpoints, server)
+        if wait:
+            self._started_server(rpc_server, on_start)
+            return None
+        thread = threading.Thread(target=self._started_server,
+                                  args=(rpc_server, on_start), daemon=True,
+                                  name='%s-listen-%s' % (self.name, topic))
+        thread.start()
+        return thread
+
+    def _started_server(self, rpc_server, on_start):
         rpc_server.start()
-        self._servers.append(rpc_server)
+        with self._servers_lock:
+            if self._stopped:
+                # Its bus answered only once the service was stopping.
+                rpc_server.stop()
+                return
+            self._servers.append(rpc_server)
+        if on_start is not None:
+            on_start()
 
     def reload(self):
         """SIGHUP: what the service re-reads besides mutable options."""
@@ -130,8 +164,16 @@ class Service:
                             None)
         if init_host is not None:
             init_host()
-        for listener in self._listeners:
-            self._start_server(*listener)
+        with self._servers_lock:
+            self._stopped = False
+        starting = [self._start_server(*listener)
+                    for listener in self._listeners]
+        # A listener of its own thread normally has its connection in
+        # a moment: the start waits that long for it, not for a bus
+        # that cannot be reached.
+        deadline = time.monotonic() + LISTEN_WAIT
+        for thread in filter(None, starting):
+            thread.join(max(0.0, deadline - time.monotonic()))
         self._started = True
         for task in self._periodic:
             task.start()
@@ -154,7 +196,10 @@ class Service:
         if self._serving_metrics:
             self._serving_metrics = False
             metrics.Exporter.release()
-        _each_at_once('stop', self._servers)
+        with self._servers_lock:
+            self._stopped = True
+            servers = list(self._servers)
+        _each_at_once('stop', servers)
         if graceful:
             self.wait()
         for task in self._periodic:

@@ -326,6 +326,14 @@ class Router:
             response = _unavailable(
                 'The service is temporarily unavailable: a database cannot '
                 'be reached. Please try again later.')
+        except outage.BUS_UNAVAILABLE as exc:
+            # A bus that cannot be reached (a cell's, say), or a service
+            # that did not answer over it: not the request's fault.
+            LOG.warning('Request %s: %s', request_id, outage.describe(exc))
+            response = _unavailable(
+                'The service is temporarily unavailable: a message bus '
+                'cannot be reached or a service did not answer over it. '
+                'Please try again later.')
         except exception.SchedulerSplitException as exc:
             if exc.code == 503:
                 response = _unavailable(exc.format_message())

@@ -36,6 +36,18 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
+def _cast_failed(exc, what, uuid):
+    """Log that casting ``what`` for server ``uuid`` failed: one line
+    when its cell's bus (or a database) is away, else with the
+    traceback."""
+    if outage.is_outage(exc):
+        outage.report(LOG, exc, 'Casting %s of %s failed: %s', what, uuid,
+                      outage.describe(exc), extra={'instance_uuid': uuid})
+    else:
+        LOG.exception('Casting %s of %s failed', what, uuid,
+                      extra={'instance_uuid': uuid})
+
+
 @dataclasses.dataclass
 class Boot:
     """A boot as the REST API accepted it, what :meth:`ComputeAPI.create`
@@ -313,8 +325,8 @@ class ComputeAPI(api_moves.Moves):
                          instance_obj.SOFT_DELETING)
         try:
             compute.soft_delete_instance(ctx, instance.host, instance)
-        except Exception:
-            LOG.exception('Casting the soft delete of %s failed', uuid)
+        except Exception as exc:
+            _cast_failed(exc, 'the soft delete', uuid)
             instance.deleted_at = None
             self._undo_task(cctx, instance, instance_obj.SOFT_DELETING)
             raise exception.ServiceUnavailable(
@@ -347,7 +359,7 @@ class ComputeAPI(api_moves.Moves):
             compute.restore_instance(ctx, instance.host, instance)
         except Exception as exc:
             if not isinstance(exc, quota.OverQuota):
-                LOG.exception('Casting the restore of %s failed', uuid)
+                _cast_failed(exc, 'the restore', uuid)
             instance.task_state = None
             instance.deleted_at = deleted_at
             try:
@@ -407,7 +419,16 @@ class ComputeAPI(api_moves.Moves):
                 instance.destroy(cctx)
                 return
             compute = compute_rpcapi.ComputeAPI.for_cell(cell)
-            compute.terminate_instance(ctx, instance.host, instance)
+            try:
+                compute.terminate_instance(ctx, instance.host, instance)
+            except messaging.MessageDeliveryFailure as exc:
+                # As above: DELETING is saved, and the compute finishes
+                # a delete whose cast was lost once its bus is back.
+                outage.report(LOG, exc, 'Server %s is being deleted; its '
+                              'compute %s finishes the delete once it can '
+                              'be reached (%s)', uuid, instance.host,
+                              outage.describe(exc),
+                              extra={'instance_uuid': uuid})
             return
         raise exception.Conflict(
             reason='server %s keeps changing state; try again' % uuid)
@@ -491,8 +512,8 @@ class ComputeAPI(api_moves.Moves):
             try:
                 getattr(compute, method)(ctx, instance.host, instance,
                                          **kwargs)
-            except Exception:
-                LOG.exception('Casting %s of %s failed', method, uuid)
+            except Exception as exc:
+                _cast_failed(exc, method, uuid)
                 self._undo_task(cctx, instance, task_state, back_to=seen)
                 raise exception.ServiceUnavailable(
                     reason='the compute service could not be reached; '
@@ -522,11 +543,19 @@ class ComputeAPI(api_moves.Moves):
                 action=action, instance_uuid=uuid, cap=exc.version_cap,
                 needed='1.6')
         try:
-            return getattr(compute, method)(ctx, instance.host, instance,
-                                            **kwargs)
+            # Bounded here too: a call waits for its bus's connection
+            # without any bound of its own.
+            return rpc.call_within(rpc.cell_call_timeout() + 1,
+                                   getattr(compute, method), ctx,
+                                   instance.host, instance, **kwargs)
         except messaging.MessagingTimeout:
             raise exception.ServiceUnavailable(
-                reason='the compute service of %s did not answer'
+                reason='the compute service of %s did not answer within '
+                       '%d seconds' % (instance.host,
+                                       rpc.cell_call_timeout()))
+        except messaging.MessageDeliveryFailure:
+            raise exception.ServiceUnavailable(
+                reason='the bus of the cell of %s cannot be reached'
                        % instance.host)
 
     def record_api_action(self, ctx, instance, cell, action):

@@ -93,10 +93,13 @@ def version_cap(cell_db):
 class ComputeAPI:
     VERSION = '1.7'
 
-    def __init__(self, transport, cell_db, conductor=None):
+    def __init__(self, transport, cell_db, conductor=None, timeout=None,
+                 retry=None):
         """A client for the computes of one cell: its bus and database.
         A compute, which has no database, passes ``cell_db`` None and its
-        ``conductor`` client: ``auto`` then asks the cell conductor."""
+        ``conductor`` client: ``auto`` then asks the cell conductor.
+        ``timeout`` and ``retry`` bound its calls and sends as
+        :func:`scheduler_split.rpc.get_client` says."""
         if cell_db is None:
             cap = rpc.VersionCap(
                 'compute_rpc', CONF.upgrade_levels.compute,
@@ -107,7 +110,8 @@ class ComputeAPI:
         else:
             cap = version_cap(cell_db)
         self.client = rpc.Client(transport, TOPIC, self.VERSION,
-                                 OBJECT_VERSIONS, cap)
+                                 OBJECT_VERSIONS, cap, timeout=timeout,
+                                 retry=retry)
 
     def build_and_run_instance(self, ctx, host, node, instance, request_spec,
                                host_list, retry):
@@ -172,9 +176,14 @@ class ComputeAPI:
 
     @classmethod
     def for_cell(cls, cell):
-        """A client for the computes of ``cell`` (a CellMapping)."""
+        """A client for the computes of ``cell`` (a CellMapping), for the
+        API and the super-conductor: bounded by ``[DEFAULT]
+        cell_rpc_timeout``, so that a cell whose bus is away fails what
+        is sent into it (MessageDeliveryFailure, nothing sent) or waits
+        for an answer (MessagingTimeout) only that long."""
         return cls(rpc.get_transport(cell.transport_url),
-                   cell.database_connection)
+                   cell.database_connection, timeout=rpc.cell_call_timeout(),
+                   retry=rpc.cell_retries())
 
     def can_move(self):
         """Whether the computes of the cell take the casts of moves

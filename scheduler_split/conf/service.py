@@ -67,6 +67,25 @@ service_opts = [
                     'MessageDeliveryFailure; it is never dropped silently. '
                     'RabbitMQ only (messages are published mandatory); 0 '
                     'fails at once.'),
+    cfg.IntOpt('cell_rpc_timeout',
+               default=15, min=1, max=300,
+               help='Seconds the API and the super-conductor give a '
+                    'message into a cell over its bus: a call into a cell '
+                    '(console output, diagnostics) waits this long at '
+                    'most for its answer (or [DEFAULT] '
+                    'rpc_response_timeout if shorter), and a message to '
+                    'a cell whose bus cannot be reached is given up '
+                    'unsent after the reconnection attempts that fit in '
+                    'about this long ([oslo_messaging_rabbit] '
+                    'rabbit_retry_interval and rabbit_retry_backoff '
+                    'space them; an attempt at a broker whose packets '
+                    'are dropped takes up to 5 seconds). An action on a '
+                    'server then answers 503 and changes nothing (a '
+                    'delete is accepted, and finished by its compute once '
+                    'its bus is back), and a build whose cast was given '
+                    'up is cast by its cell conductor once the bus '
+                    'answers. The services of a cell wait for their own '
+                    'bus as long as it takes.'),
     cfg.FloatOpt('rpc_listener_wait',
                  default=0.25, min=0,
                  help='Shortest time, in seconds, an RPC listener on '

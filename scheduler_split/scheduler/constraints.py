@@ -91,9 +91,10 @@ def no_host_reason(record):
         reason += ' No host has %s.' % emptied[len(MODEL):]
     elif emptied.startswith(CELLS_DOWN):
         names = emptied[len(CELLS_DOWN):]
-        reason += (' The databases of cells %s cannot be reached.'
+        reason += (' Cells %s cannot be reached (their database or bus).'
                    if ', ' in names else
-                   ' The database of cell %s cannot be reached.') % names
+                   ' Cell %s cannot be reached (its database or bus).'
+                   ) % names
     return reason
 
 

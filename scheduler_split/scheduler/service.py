@@ -59,14 +59,18 @@ class SchedulerService(service.Service):
             return False
         self._cells.add(cell.uuid)
         metrics.name_cell(cell.uuid, cell.name)
+        # In the background: a cell whose bus cannot be reached holds up
+        # neither this service's start nor the other cells (its hosts'
+        # reports wait for its bus, and the selects leave it out).
         self.listen(rpc.get_transport(cell.transport_url),
                     scheduler_rpcapi.TOPIC,
                     [outage.RetryingEndpoint(
                         self.manager.endpoint(cell.uuid), again=False,
                         again_for=AGAIN)],
-                    CONF.host)
-        LOG.info('Listening on the bus of cell %s (%s)', cell.name,
-                 cell.uuid)
+                    CONF.host, wait=False,
+                    on_start=lambda: LOG.info(
+                        'Listening on the bus of cell %s (%s)', cell.name,
+                        cell.uuid))
         return True
 
     def discover_cells(self):

@@ -17,8 +17,65 @@ CONF = conf.CONF
 pytestmark = pytest.mark.functional
 
 
-def test_failed_cast_to_the_compute_ends_in_error_in_its_cell(
+def _from_the_super_conductor(client):
+    """Whether a compute client is one the API and the super-conductor
+    send into a cell with (bounded by [DEFAULT] cell_rpc_timeout), not
+    one of the cell's own services."""
+    return client.client.retry is not None
+
+
+def test_a_build_cast_not_sent_into_its_cell_is_cast_by_its_cell_conductor(
+        start_system, monkeypatch, caplog):
+    """The super-conductor's cast found the cell's bus unreachable and
+    gave up unsent: the build waits with its plan, and the cell's
+    conductor casts it to the host holding its claim."""
+    CONF.set_override('build_redrive_interval', 1, group='conductor')
+    CONF.set_override('lost_build_check_interval', 1, group='conductor')
+    system = start_system(cells=1, hosts_per_cell=2)
+    real = compute_rpcapi.ComputeAPI.build_and_run_instance
+    refused = []
+
+    def bus_away_from_the_super_conductor(self, ctx, host, *args, **kwargs):
+        if _from_the_super_conductor(self):
+            refused.append(host)
+            raise messaging.MessageDeliveryFailure(
+                'build_and_run_instance for compute.%s was not sent: its '
+                'bus cannot be reached' % host)
+        return real(self, ctx, host, *args, **kwargs)
+
+    monkeypatch.setattr(compute_rpcapi.ComputeAPI, 'build_and_run_instance',
+                        bus_away_from_the_super_conductor)
+    server = system.api.wait_for(system.api.boot(name='cast-later'),
+                                 timeout=30)
+    assert server['status'] == 'ACTIVE'
+    host = server['OS-EXT-SRV-ATTR:host']
+    assert refused == [host]
+    events = []
+    api = system.api
+    for action in api.get('/v2.1/servers/%s/os-instance-actions'
+                          % server['id']).json()['instanceActions']:
+        events += api.get('/v2.1/servers/%s/os-instance-actions/%s' % (
+            server['id'], action['request_id'])).json()['instanceAction'][
+            'events']
+    assert sorted((e['event'], e['host']) for e in events) == [
+        ('compute_build_and_run_instance', host),
+        ('conductor_recover_build', host),
+        ('conductor_schedule_and_build_instances', host)]
+    assert list(system.allocations()) == [server['id']]
+    assert any('its cell conductor casts the build to %s from its plan'
+               % host in r.getMessage() for r in caplog.records
+               if r.levelname == 'WARNING')
+
+
+def test_failed_casts_to_the_computes_end_in_error_in_their_cell(
         start_system, monkeypatch):
+    """No cast of the build reaches a compute, from the super-conductor
+    nor from the cell conductor: once its casts and alternates are
+    spent it is in ERROR with a fault, in its cell, and its claim is
+    gone."""
+    CONF.set_override('build_redrive_interval', 1, group='conductor')
+    CONF.set_override('build_redrive_limit', 1, group='conductor')
+    CONF.set_override('lost_build_check_interval', 1, group='conductor')
     system = start_system(cells=1, hosts_per_cell=2)
 
     def broker_gone(self, *args, **kwargs):
@@ -26,7 +83,8 @@ def test_failed_cast_to_the_compute_ends_in_error_in_its_cell(
 
     monkeypatch.setattr(compute_rpcapi.ComputeAPI, 'build_and_run_instance',
                         broker_gone)
-    server = system.api.wait_for(system.api.boot(name='castfail'))
+    server = system.api.wait_for(system.api.boot(name='castfail'),
+                                 timeout=60)
     assert server['status'] == 'ERROR'
     # The kind of error for everyone, what it said for admins only.
     assert server['fault']['message'] == 'MessageDeliveryFailure'

@@ -4,6 +4,7 @@ left out while all are), one WARNING when a cell goes and one INFO when
 it is back, and a look that hangs (a partition) bounded."""
 
 import logging
+import socket
 import threading
 
 import pytest
@@ -75,8 +76,8 @@ def test_a_cell_that_refuses_twice_is_down_once_and_back_once(looks,
     assert _lines(caplog) == [
         ('WARNING', 'Cell cell2 (cell2-uuid) cannot be confirmed: a database '
                     'is unavailable ((builtins.Exception) connection '
-                    'refused). Its hosts get no new instances until its '
-                    'database answers.'),
+                    'refused). Its hosts get no new instances until it '
+                    'answers again.'),
         ('INFO', 'Cell cell2 (cell2-uuid) answers again; its hosts get new '
                  'instances')]
 
@@ -98,7 +99,7 @@ def test_with_every_cell_down_none_is_left_out(looks, caplog):
     assert health.excluded == frozenset()
     assert [line for line in _lines(caplog) if 'No cell' in line[1]] == [
         ('WARNING', 'No cell can be confirmed: the selects leave none out, '
-                    'and the services wait for the databases')]
+                    'and the services wait for the databases and buses')]
     looks.refusing = {'db-of-cell1'}
     health.check(CELLS)
     assert health.excluded == {'cell1-uuid'}
@@ -130,3 +131,53 @@ def test_a_database_that_answers_is_looked_at_for_real(tmp_path):
     health = cell_health.CellHealth()
     health.check([cell, gone])
     assert health.check([cell, gone]) == {'cell2-uuid'}
+
+
+def test_a_cell_whose_bus_refuses_is_down_though_its_database_answers(
+        tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger=cell_health.__name__)
+    port = _refused_port()
+    cell = _Cell('cell1')
+    cell.database_connection = 'sqlite:///%s' % (tmp_path / 'cell1.sqlite')
+    cell.transport_url = 'memory://'
+    cut = _Cell('cell2')
+    cut.database_connection = 'sqlite:///%s' % (tmp_path / 'cell2.sqlite')
+    cut.transport_url = ('rabbit://guest:guest@127.0.0.1:%d,'
+                         'guest:guest@127.0.0.1:%d/cell2' % (port, port))
+    health = cell_health.CellHealth()
+    health.check([cell, cut])
+    assert health.check([cell, cut]) == {'cell2-uuid'}
+    assert health.excluded == {'cell2-uuid'}
+    [(level, line)] = _lines(caplog)
+    assert level == 'WARNING'
+    assert line.startswith('Cell cell2 (cell2-uuid) cannot be confirmed: '
+                           'its bus cannot be reached: no broker took a '
+                           'connection (127.0.0.1:%d: ' % port), line
+    assert 'Connection refused' in line
+
+    # The bus answers again (here: the cell moved to one that does).
+    cut.transport_url = 'memory://'
+    assert health.check([cell, cut]) == frozenset()
+    assert _lines(caplog)[-1] == (
+        'INFO', 'Cell cell2 (cell2-uuid) answers again; its hosts get new '
+                'instances')
+
+
+def test_a_bus_look_that_hangs_counts_as_failed_within_the_timeout():
+    hang = threading.Event()
+    cell = _Cell('cell1')
+    cell.transport_url = 'rabbit://somewhere/'
+    health = cell_health.CellHealth(look=lambda url: None, timeout=0.2,
+                                    look_at_bus=lambda url: hang.wait(10))
+    try:
+        health.check([cell])
+        assert health.check([cell]) == {'cell1-uuid'}
+    finally:
+        hang.set()
+
+
+def _refused_port():
+    """A port of 127.0.0.1 that nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]

@@ -543,7 +543,7 @@ def test_no_host_in_a_cell_that_is_down_says_it_cannot_be_reached(
             ctx, _spec(requested_cell=CELL_A), [uuid])
     assert str(caught.value) == (
         'No valid host was found. There are not enough hosts available. '
-        'The database of cell cell-a cannot be reached.')
+        'Cell cell-a cannot be reached (its database or bus).')
     assert ('Instance %s: no host; 5 hosts known, cell %s: 3, cells that '
             'answer, not cell-a: 0' % (uuid, CELL_A)) in caplog.text, \
         caplog.text

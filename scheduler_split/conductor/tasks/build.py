@@ -435,11 +435,24 @@ class ScheduleAndBuildTask(base.ConductorTask):
                 instance.save(cctx)
             retry = objects.SchedulerRetries(num_attempts=1,
                                              hosts=[chosen.service_host])
-            self._record_plan(cctx, uuid, chosen, request_spec,
-                              alternates, retry)
-            self.computes(cell).build_and_run_instance(
-                ctx, chosen.service_host, chosen.nodename, instance,
-                request_spec, alternates, retry)
+            planned = self._record_plan(cctx, uuid, chosen, request_spec,
+                                        alternates, retry)
+            try:
+                self.computes(cell).build_and_run_instance(
+                    ctx, chosen.service_host, chosen.nodename, instance,
+                    request_spec, alternates, retry)
+            except messaging.MessageDeliveryFailure as exc:
+                if not planned:
+                    raise
+                # Nothing was sent (the cell's bus is away): the cell
+                # conductor casts it from its plan once the bus answers,
+                # rather than this thread waiting for that bus.
+                LOG.warning('Instance %s: %s; its cell conductor casts '
+                            'the build to %s from its plan once the bus '
+                            'of cell %s answers', uuid, outage.describe(exc),
+                            chosen.service_host, cell.name,
+                            extra={'instance_uuid': uuid})
+                return
             metrics.BUILDS_STARTED.inc()
         except Exception as exc:
             # A user's delete as it reached its cell is no bug.
@@ -494,6 +507,8 @@ class ScheduleAndBuildTask(base.ConductorTask):
                           'instance %s (%s); building it without one', uuid,
                           outage.describe(exc),
                           extra={'instance_uuid': uuid})
+            return False
+        return True
 
     def _unsure_hand_over(self, ctx, cctx, cell, build_request, instance,
                           exc):

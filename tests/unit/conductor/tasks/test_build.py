@@ -156,8 +156,35 @@ def test_a_server_deleted_while_it_was_scheduled_gives_its_claim_back(
         cloud.instance(uuid)
 
 
-def test_a_build_that_cannot_be_handed_over_ends_in_error_in_its_cell(
+def test_a_build_whose_cast_was_not_sent_waits_for_its_cell_conductor(
         cloud):
+    """The cell's bus could not be reached (the cast gave up unsent):
+    the build keeps its claim and its plan, for the cell's conductor to
+    cast once its bus answers, and this thread does not wait for it."""
+    computes = fakes.Computes(unreachable={'build_and_run_instance'})
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    scheduler = fakes.Scheduler([cloud.hosts('h1', 'h2')])
+
+    _task(cloud, scheduler, computes, [(build_request, spec)]).execute()
+
+    instance = cloud.instance(uuid)
+    assert (instance.vm_state, instance.task_state, instance.host) == (
+        instance_obj.BUILDING, instance_obj.SCHEDULING, None)
+    assert _cell_of(cloud, uuid) == 'cell1'
+    assert not _build_request_left(cloud, uuid)
+    assert scheduler.held == {uuid: 'h1'}
+    plan = build_plan.BuildPlan.get(cloud.in_cell(), uuid)
+    assert (plan.host, [s.service_host for s in plan.alternates]) == (
+        'h1', ['h2'])
+
+
+def test_a_build_with_no_plan_whose_cast_was_not_sent_ends_in_error(
+        cloud, monkeypatch):
+    def no_plan(self, ctx):
+        raise exception.ServiceUnavailable()
+
+    monkeypatch.setattr(build_plan.BuildPlan, 'create', no_plan)
     computes = fakes.Computes(unreachable={'build_and_run_instance'})
     build_request, spec = cloud.boot()
     uuid = build_request.instance_uuid
@@ -330,8 +357,8 @@ def test_a_boot_away_once_and_then_without_a_host_ends_in_cell0(
     uuid = build_request.instance_uuid
     scheduler = fakes.Scheduler(
         [cloud.hosts('h3', cell=cell_away)],
-        exception.NoValidHost(reason='The database of cell cell2 cannot be '
-                                     'reached.'))
+        exception.NoValidHost(reason='Cell cell2 cannot be reached (its '
+                                     'database or bus).'))
 
     base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
 
@@ -339,7 +366,7 @@ def test_a_boot_away_once_and_then_without_a_host_ends_in_cell0(
     assert scheduler.held == {}
     assert _cell_of(cloud, uuid) == 'cell0'
     fault = cloud.instance(uuid, cloud.cell0).fault
-    assert 'cell cell2 cannot be reached' in fault.message
+    assert 'Cell cell2 cannot be reached' in fault.message
 
 
 def test_a_boot_whose_second_cell_is_away_too_ends_in_cell0(
