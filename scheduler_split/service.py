@@ -132,13 +132,20 @@ class Service:
             self._started_server(rpc_server, on_start)
             return None
         thread = threading.Thread(target=self._started_server,
-                                  args=(rpc_server, on_start), daemon=True,
+                                  args=(rpc_server, on_start, True),
+                                  daemon=True,
                                   name='%s-listen-%s' % (self.name, topic))
         thread.start()
         return thread
 
-    def _started_server(self, rpc_server, on_start):
-        rpc_server.start()
+    def _started_server(self, rpc_server, on_start, in_thread=False):
+        try:
+            rpc_server.start()
+        except Exception:
+            if not in_thread:
+                raise
+            LOG.exception('%s could not listen on a bus', self.name)
+            return
         with self._servers_lock:
             if self._stopped:
                 # Its bus answered only once the service was stopping.

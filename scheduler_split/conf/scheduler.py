@@ -129,8 +129,9 @@ scheduler_opts = [
     cfg.IntOpt('cell_check_interval',
                default=10, min=0,
                help='Seconds between two looks of the scheduler service '
-                    'at the database of every cell (one query, bounded '
-                    'to 5 seconds, that does not wait for an outage). '
+                    'at the database and the bus of every cell (one '
+                    'query that does not wait for an outage, and a new '
+                    'connection to its bus, each bounded to 5 seconds). '
                     'The hosts of a cell whose last two looks failed '
                     'get no new instances until a look succeeds again: '
                     'boots go to the cells that are up. While every cell '
