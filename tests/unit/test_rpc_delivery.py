@@ -124,3 +124,27 @@ def test_a_consumer_not_started_yet_is_waited_for_without_a_warning(
 
     assert [r.levelname for r in caplog.records] == ['WARNING']
     assert 'broker restart' in caplog.records[0].getMessage()
+
+
+@pytest.mark.parametrize('seconds,retries', [(4, 0), (11, 1), (15, 1),
+                                             (19, 2), (30, 3)])
+def test_a_send_into_a_cell_tries_its_bus_as_often_as_fits_its_timeout(
+        seconds, retries):
+    # oslo.messaging's defaults: pauses of 1, 3, 5, ... seconds between
+    # tries; each try counted at 5 s, as one at a dropped link takes.
+    assert rpc.cell_retries(seconds) == retries
+
+
+def test_a_send_that_could_not_reach_its_bus_fails_unsent():
+    from kombu import exceptions as kombu_exc
+
+    class Away(Refusing):
+        def cast(self, ctxt, method, **kwargs):
+            raise kombu_exc.OperationalError('[Errno 111] Connection refused')
+
+    with pytest.raises(messaging.MessageDeliveryFailure) as caught:
+        rpc._Patient(Away(0, server='cell2-compute1')).cast(
+            {}, 'terminate_instance')
+    assert str(caught.value) == (
+        'terminate_instance for conductor.cell2-compute1 was not sent: its '
+        'bus cannot be reached ([Errno 111] Connection refused)')
