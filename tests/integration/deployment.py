@@ -582,3 +582,17 @@ class Deployment:
             "AND i.resource_class = a.resource_class "
             "GROUP BY p.id, p.host, p.name, a.resource_class, i.total, "
             "i.reserved, i.allocation_ratio")
+
+
+def running_with_cell_checks(dep):
+    """Set ``dep`` up with its scheduler looking at the cells every
+    second, start and map it, and yield it; it is torn down after."""
+    try:
+        dep.setup()
+        dep.add_config(['scheduler'], 'cell-checks.conf', """\
+            [scheduler]
+            cell_check_interval = 1
+            """)
+        yield dep.start_and_map()
+    finally:
+        dep.teardown()

@@ -28,15 +28,7 @@ DOWN = 'cell2'
 def deployment(tmp_path_factory):
     dep = deployment_mod.Deployment(tmp_path_factory.mktemp('down-cell'),
                                     hosts_per_cell=1)
-    try:
-        dep.setup()
-        dep.add_config(['scheduler'], 'cell-checks.conf', """\
-            [scheduler]
-            cell_check_interval = 1
-            """)
-        yield dep.start_and_map()
-    finally:
-        dep.teardown()
+    yield from deployment_mod.running_with_cell_checks(dep)
 
 
 def _accepting(dep, cell, allow):

@@ -58,15 +58,7 @@ class _CutCellBus(deployment_mod.Deployment):
 def deployment(tmp_path_factory):
     dep = _CutCellBus(tmp_path_factory.mktemp('down-cell-bus'),
                       hosts_per_cell=1)
-    try:
-        dep.setup()
-        dep.add_config(['scheduler'], 'cell-checks.conf', """\
-            [scheduler]
-            cell_check_interval = 1
-            """)
-        yield dep.start_and_map()
-    finally:
-        dep.teardown()
+    yield from deployment_mod.running_with_cell_checks(dep)
 
 
 def _zone_host(dep, cell):
