@@ -2,6 +2,7 @@
 overcommit a host nor break a server group's policy, however the boots
 race; nor on one MariaDB database."""
 
+import collections
 import concurrent.futures
 import random
 import time
@@ -285,7 +286,9 @@ def test_three_schedulers_and_200_racing_boots_never_overcommit(crowded):
     assert len(active) + len(errors) == boots
     assert all(s['fault']['message'] for s in errors.values())
     # Capacity is the only limit: every host ends full.
-    assert len(active) == per_host * len(crowded.hosts)
+    assert len(active) == per_host * len(crowded.hosts), (
+        collections.Counter(s['fault']['message'] for s in errors.values()),
+        crowded.usage())
 
     # What the scheduler database shows: no provider is over capacity...
     used = crowded.usage()
