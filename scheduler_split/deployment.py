@@ -21,7 +21,7 @@ from scheduler_split.conductor import super_manager
 from scheduler_split.conductor import super_periodic
 from scheduler_split import conf
 from scheduler_split import context as ss_context
-from scheduler_split.db import outage
+from scheduler_split.db import retrying
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split import rpc
@@ -55,7 +55,9 @@ def super_conductor_service():
     svc = service.Service('super-conductor')
     # A database that goes away mid-call is waited for (db.outage).
     svc.listen(rpc.get_transport(), conductor_rpcapi.TOPIC,
-               [outage.RetryingEndpoint(manager)], CONF.host)
+               [retrying.RetryingEndpoint(manager)], CONF.host)
+    # Cut from it, the process leaves the boots to its peers.
+    svc.watch_databases([CONF.api_database.connection])
     svc.add_periodic(sweeps.fail_lost_builds,
                      CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.redrive_lost_boots,
@@ -81,9 +83,10 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     sweeps = cell_periodic.CellConductorPeriodics(cell_db, transport)
     svc = service.Service(name, kind='cell-conductor')
     svc.listen(transport, conductor_rpcapi.TOPIC,
-               [outage.RetryingEndpoint(manager),
-                outage.RetryingEndpoint(records.ComputeRecords(cell_db))],
+               [retrying.RetryingEndpoint(manager),
+                retrying.RetryingEndpoint(records.ComputeRecords(cell_db))],
                CONF.host)
+    svc.watch_databases([cell_db])
     svc.add_periodic(sweeps.recover_builds,
                      CONF.conductor.lost_build_check_interval)
     svc.add_periodic(sweeps.fail_lost_builds,

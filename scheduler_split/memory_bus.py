@@ -35,6 +35,7 @@ import itertools
 import logging
 import threading
 import time
+from urllib import parse
 
 from oslo_messaging._drivers import base
 from oslo_messaging._drivers import common as driver_common
@@ -120,6 +121,17 @@ def reset():
     empty bus)."""
     with _hosts_lock:
         _hosts.clear()
+
+
+def consumers(url, exchange, topic):
+    """How many listeners that are not stopped consume the queue of
+    ``topic`` on ``exchange`` in the virtual host of ``url``."""
+    name = parse.urlsplit(canonical(url)).path.strip('/')
+    found = virtual_host(name).queue('rpc:%s:%s' % (exchange, topic),
+                                     create=False)
+    if found is None:
+        return 0
+    return sum(not listener._stopped for listener in found.listeners)
 
 
 class _Reply:

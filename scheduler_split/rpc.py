@@ -12,6 +12,7 @@ from oslo_messaging.rpc import dispatcher
 from oslo_utils import versionutils
 from sqlalchemy.engine import url as sa_url
 
+from scheduler_split import brokers
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import outage
@@ -31,8 +32,8 @@ class _BrokerAway(logging.Filter):
     _AWAY = ('is unreachable', 'Connection failed')
 
     def filter(self, record):
-        if threading.current_thread().name == _LOOK_THREAD:
-            # A look at a bus (look_at_bus) says what it found itself.
+        if threading.current_thread().name == brokers.LOOK_THREAD:
+            # A look at a bus (brokers) says what it found itself.
             return False
         if record.levelno == logging.ERROR and isinstance(
                 record.msg, str) and any(
@@ -41,9 +42,6 @@ class _BrokerAway(logging.Filter):
             record.levelname = logging.getLevelName(logging.WARNING)
         return True
 
-
-# The threads of look_at_bus.
-_LOOK_THREAD = 'bus-look'
 
 logging.getLogger('oslo.messaging._drivers.impl_rabbit').addFilter(
     _BrokerAway())
@@ -141,54 +139,13 @@ def _set_listener_wait():
             wait, amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX)
 
 
-def look_at_bus(url, timeout):
-    """Raise unless the bus at ``url`` takes a new connection within
-    ``timeout`` seconds: for RabbitMQ, one of its brokers completes an
-    AMQP handshake (each broker of a cluster tried at once, with the
-    TLS and login options of ``[oslo_messaging_rabbit]``); the in-memory
-    bus always does, and other drivers are not looked at. A new
-    connection, not one of the pool: a pooled connection to a broker
-    whose packets are dropped looks open until its heartbeat misses."""
-    url = memory_bus.canonical(url if url is not None else
-                               CONF.transport_url)
-    parsed = messaging.TransportURL.parse(CONF, url)
-    if parsed.transport not in ('rabbit', 'kombu', 'amqp') or \
-            not parsed.hosts:
-        return
-    from oslo_messaging._drivers import common as driver_common
-    from oslo_messaging._drivers import impl_rabbit
-    answered = threading.Event()
-    errors = []
-    lock = threading.Lock()
-
-    def look(host):
-        try:
-            connection = impl_rabbit.Connection(
-                CONF, messaging.TransportURL(
-                    CONF, transport=parsed.transport,
-                    virtual_host=parsed.virtual_host, hosts=[host],
-                    query=parsed.query),
-                driver_common.PURPOSE_LISTEN, retry=0)
-        except Exception as exc:
-            with lock:
-                errors.append('%s:%s: %s' % (host.hostname, host.port,
-                                             exc))
-                if len(errors) == len(parsed.hosts):
-                    answered.set()
-            return
-        answered.set()
-        connection.close()
-
-    for host in parsed.hosts:
-        threading.Thread(target=look, args=(host,), daemon=True,
-                         name=_LOOK_THREAD).start()
-    if not answered.wait(timeout):
-        raise messaging.MessageDeliveryFailure(
-            'no broker answered within %s seconds' % timeout)
-    with lock:
-        if len(errors) == len(parsed.hosts):
-            raise messaging.MessageDeliveryFailure(
-                'no broker took a connection (%s)' % '; '.join(errors))
+def url_of(transport):
+    """The URL ``transport`` was got for (:func:`get_transport`)."""
+    with _transports_lock:
+        for url, known in _transports.items():
+            if known is transport:
+                return url
+    return None
 
 
 def cleanup():

@@ -8,6 +8,7 @@ import time
 from scheduler_split.db import outage
 from scheduler_split import metrics
 from scheduler_split import rpc
+from scheduler_split import stand_aside
 
 LOG = logging.getLogger(__name__)
 
@@ -109,6 +110,10 @@ class Service:
         self._started = False
         self._stopped = False
         self._servers_lock = threading.Lock()
+        # Servers of listeners that stood aside, finishing what they
+        # had in hand, and the threads that wait for them.
+        self._leaving = []
+        self._leaving_threads = []
 
     def listen(self, transport, topic, endpoints, server, wait=True,
                on_start=None):
@@ -119,26 +124,36 @@ class Service:
         that cannot be reached (another cell's) holds up neither the
         start of the service nor its other buses; ``on_start()`` is
         called once it listens."""
-        listener = (transport, topic, endpoints, server, wait, on_start)
+        listener = _Listener(transport, topic, endpoints, server, wait,
+                             on_start)
         self._listeners.append(listener)
         if self._started:
-            self._start_server(*listener)
+            self._start_server(listener)
 
-    def _start_server(self, transport, topic, endpoints, server, wait=True,
-                      on_start=None):
-        """Start a listener; with ``wait`` False, the thread that does."""
-        rpc_server = rpc.get_server(transport, topic, endpoints, server)
-        if wait:
-            self._started_server(rpc_server, on_start)
+    def listeners(self):
+        return list(self._listeners)
+
+    def watch_databases(self, urls):
+        """Stand aside while ``urls`` do not answer (:mod:`.stand_aside`)."""
+        watch = stand_aside.Watch(self, urls)
+        self.add_periodic(watch.check, stand_aside.CHECK_INTERVAL,
+                          run_first=False)
+        return watch
+
+    def _start_server(self, listener, wait=None):
+        """Start a listener; unless it waits, the thread that does."""
+        rpc_server = rpc.get_server(listener.transport, listener.topic,
+                                    listener.endpoints, listener.server)
+        if listener.wait if wait is None else wait:
+            self._started_server(listener, rpc_server)
             return None
-        thread = threading.Thread(target=self._started_server,
-                                  args=(rpc_server, on_start, True),
-                                  daemon=True,
-                                  name='%s-listen-%s' % (self.name, topic))
+        thread = threading.Thread(
+            target=self._started_server, args=(listener, rpc_server, True),
+            daemon=True, name='%s-listen-%s' % (self.name, listener.topic))
         thread.start()
         return thread
 
-    def _started_server(self, rpc_server, on_start, in_thread=False):
+    def _started_server(self, listener, rpc_server, in_thread=False):
         try:
             rpc_server.start()
         except Exception:
@@ -152,8 +167,44 @@ class Service:
                 rpc_server.stop()
                 return
             self._servers.append(rpc_server)
-        if on_start is not None:
-            on_start()
+            listener.rpc_server = rpc_server
+        if listener.on_start is not None:
+            listener.on_start()
+
+    def stand_aside(self, listener):
+        """``listener`` stops consuming; the messages it has in hand
+        finish in a thread of their own. Whether it was consuming."""
+        with self._servers_lock:
+            rpc_server = listener.rpc_server
+            if rpc_server is None or self._stopped:
+                return False
+            listener.rpc_server = None
+            self._servers.remove(rpc_server)
+            self._leaving.append(rpc_server)
+        rpc_server.stop()
+
+        def finish():
+            try:
+                rpc_server.wait()
+            finally:
+                with self._servers_lock:
+                    self._leaving.remove(rpc_server)
+
+        thread = threading.Thread(target=finish, daemon=True,
+                                  name='%s-aside-%s' % (self.name,
+                                                        listener.topic))
+        self._leaving_threads.append(thread)
+        thread.start()
+        return True
+
+    def take_part(self, listener):
+        """``listener`` consumes again (its bus connected in this
+        thread). Whether it was standing aside."""
+        with self._servers_lock:
+            if self._stopped or listener.rpc_server is not None:
+                return False
+        self._start_server(listener, wait=True)
+        return True
 
     def reload(self):
         """SIGHUP: what the service re-reads besides mutable options."""
@@ -173,7 +224,7 @@ class Service:
             init_host()
         with self._servers_lock:
             self._stopped = False
-        starting = [self._start_server(*listener)
+        starting = [self._start_server(listener)
                     for listener in self._listeners]
         # A listener of its own thread normally has its connection in
         # a moment: the start waits that long for it, not for a bus
@@ -217,7 +268,9 @@ class Service:
         the messages in hand."""
         left = ['periodic task %s' % task.name for task in self._periodic
                 if task.running()]
-        for server in self._servers:
+        with self._servers_lock:
+            servers = self._servers + self._leaving
+        for server in servers:
             in_hand = getattr(getattr(server, '_work_executor', None),
                               'in_hand', 0)
             if in_hand:
@@ -249,5 +302,24 @@ def wait_all(services):
     _each_at_once('wait', [s for service in services
                            for s in service._servers])
     for service in services:
+        for thread in service._leaving_threads:
+            thread.join()
+        service._leaving_threads = []
         service._servers = []
+        for listener in service._listeners:
+            listener.rpc_server = None
         LOG.info('%s stopped', service.name)
+
+
+class _Listener:
+    """What a service consumes on one bus, and its RPC server while it
+    does."""
+
+    def __init__(self, transport, topic, endpoints, server, wait, on_start):
+        self.transport = transport
+        self.topic = topic
+        self.endpoints = endpoints
+        self.server = server
+        self.wait = wait
+        self.on_start = on_start
+        self.rpc_server = None

@@ -41,6 +41,11 @@ RPC_VERSION = '1.7'
 # How many times a compute sends one step of a build to its conductor
 # when no answer comes (each waits [DEFAULT] rpc_response_timeout).
 BUILD_SAVE_TRIES = 3
+# What a step of a build may meet that says nothing about the build: no
+# answer, or a conductor whose database did not answer (the one that
+# took the call, standing aside, or all of them); another try may be
+# taken by a conductor that reaches it.
+UNANSWERED = outage.BUS_UNAVAILABLE + (exception.DatabaseUnavailable,)
 
 
 class _InstanceLocks:
@@ -276,7 +281,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             try:
                 self._build(ctx, instance, request_spec, host_list, retry,
                             node)
-            except outage.BUS_UNAVAILABLE as exc:
+            except UNANSWERED as exc:
                 # The conductor never answered a step, even after the
                 # tries: what becomes of the build is settled once it
                 # answers again (resolve_unconfirmed, settle_instances),
@@ -433,16 +438,17 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                 return self.conductor.instance_save(
                     ctx, instance, expected_task_states=expected_task_states,
                     event=event)
-            except messaging.MessagingTimeout:
+            except UNANSWERED as exc:
                 if attempt == BUILD_SAVE_TRIES:
                     raise
                 LOG.warning('The conductor did not answer the save of '
-                            'instance %s; reading it again (try %d of %d)',
-                            instance.uuid, attempt, BUILD_SAVE_TRIES,
+                            'instance %s (%s); reading it again (try %d of '
+                            '%d)', instance.uuid, outage.describe(exc),
+                            attempt, BUILD_SAVE_TRIES,
                             extra={'instance_uuid': instance.uuid})
             try:
                 current = self.conductor.instance_get(ctx, instance.uuid)
-            except messaging.MessagingTimeout:
+            except UNANSWERED:
                 continue
             if saved(current):
                 return current

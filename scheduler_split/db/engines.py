@@ -454,6 +454,15 @@ def connection(url):
             yield conn
 
 
+def look(url):
+    """Raise unless the database at ``url`` answers a query now: one
+    ``SELECT 1`` that does not wait for an outage (a connection refused
+    fails at once, one that hangs within CONNECT_TIMEOUT)."""
+    with outage.not_waiting():
+        with connection(url) as conn:
+            conn.execute(sa.text('SELECT 1'))
+
+
 @contextlib.contextmanager
 def snapshot(url):
     """A Core connection in a read transaction whose statements all see

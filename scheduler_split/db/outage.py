@@ -10,14 +10,16 @@ Each rule lives here, once:
   :func:`not_waiting` and answer 503 with ``Retry-After`` at once.
 - An RPC method of a conductor whose transaction the outage broke is
   run again from the start, within the same bound, if it did nothing
-  that outlives it yet: no commit, no message sent (:func:`retrying`,
-  or :func:`run` for one step of a longer piece of work; the engines
-  and the RPC clients count those per thread, :func:`note_effect`).
-  Otherwise, or past the bound, its caller gets
-  :class:`~scheduler_split.exception.DatabaseUnavailable` and the log a
-  WARNING line rather than a traceback. The scheduler's methods answer
-  so at once (:class:`RetryingEndpoint` with ``again`` False): a claim
-  also changes the hosts it holds in memory.
+  that outlives it yet: no commit, no message sent
+  (:func:`.retrying.retrying`, or :func:`run` for one step of a longer
+  piece of work; the engines and the RPC clients count those per
+  thread, :func:`note_effect`). Otherwise, or past the bound, its
+  caller gets :class:`~scheduler_split.exception.DatabaseUnavailable`
+  and the log a WARNING line rather than a traceback. The scheduler's
+  methods answer so at once (:class:`.retrying.RetryingEndpoint` with
+  ``again`` False): a claim also changes the hosts it holds in memory.
+  A process that stands aside (its peers reach the database and take
+  its work, :mod:`scheduler_split.stand_aside`) waits no more.
 - A transaction the database aborted for a race (a deadlock; on
   Galera, a commit refused because another node committed a write of
   the same rows first) wrote nothing: the work is run again at once, a
@@ -35,8 +37,6 @@ Each rule lives here, once:
   WARNING per request or per task, and never a traceback.
 """
 
-import functools
-import inspect
 import logging
 import random
 import threading
@@ -91,6 +91,10 @@ _local = threading.local()
 # back before the stop deadline would only make the stop abandon work
 # that can still end with an answer (DatabaseUnavailable) instead.
 _stopping = threading.Event()
+# Set while the process stands aside (scheduler_split.stand_aside): its
+# peers take the work, and what waits for the database here gives up.
+_aside = threading.Event()
+_waiting = threading.Condition()
 
 
 # The drivers whose own errors SQLAlchemy lets through unwrapped (as it
@@ -197,10 +201,29 @@ def _transient(exc):
     return any(marker in text for marker in _TRANSIENT)
 
 
-def give_up():
-    """From now on no thread waits for a database: the process stops.
+def give_up(aside=False):
+    """From now on no thread waits for a database: the process stops
+    (or, with ``aside``, stands aside until ``stand_aside(False)``).
     Those waiting give up at once."""
-    _stopping.set()
+    (_aside if aside else _stopping).set()
+    with _waiting:
+        _waiting.notify_all()
+
+
+def stand_aside(aside):
+    if aside:
+        give_up(aside=True)
+    else:
+        _aside.clear()
+
+
+def _pause_for_database(seconds):
+    """Sleep ``seconds``, or less if the process stops or stands aside
+    meanwhile; False if it does."""
+    with _waiting:
+        if not (_stopping.is_set() or _aside.is_set()):
+            _waiting.wait(seconds)
+    return not (_stopping.is_set() or _aside.is_set())
 
 
 def pause(seconds):
@@ -211,7 +234,8 @@ def pause(seconds):
 
 def wait_seconds():
     """How long this thread waits for a database to come back."""
-    if getattr(_local, 'not_waiting', False) or _stopping.is_set():
+    if getattr(_local, 'not_waiting', False) or _stopping.is_set() or \
+            _aside.is_set():
         return 0.0
     return CONF.database.retry_timeout
 
@@ -308,7 +332,7 @@ class _Pauses:
 
     def next(self):
         left = self.deadline - time.monotonic()
-        if left <= 0 or not pause(min(self.pause, left)):
+        if left <= 0 or not _pause_for_database(min(self.pause, left)):
             return False
         self.pause = min(self.pause * 2, MAX_PAUSE)
         return True
@@ -542,46 +566,3 @@ def _checked(check, pauses):
         except Exception as exc:
             if not is_database_outage(exc) or not pauses.next():
                 raise
-
-
-def retrying(func, what=None, again=True):
-    """``func`` (an RPC method) as :func:`run` runs it (or, with
-    ``again`` False, run once). What still fails on an outage reaches
-    the caller as ``DatabaseUnavailable`` through oslo's
-    ``ExpectedException``: the dispatcher logs it at DEBUG, not as a
-    traceback."""
-    what = what or func.__name__
-
-    @functools.wraps(func)
-    def _run(*args, **kwargs):
-        try:
-            return run(func, *args, what=what, again=again, **kwargs)
-        except exception.DatabaseUnavailable:
-            raise messaging.ExpectedException()
-    return _run
-
-
-class RetryingEndpoint:
-    """An RPC endpoint whose exposed methods are :func:`retrying`.
-    ``again`` False: they are not run again, only answered with
-    ``DatabaseUnavailable`` at once (the scheduler's, whose writes also
-    change the hosts it holds in memory), but for the methods named in
-    ``again_for``, which may be run again."""
-
-    def __init__(self, endpoint, again=True, again_for=()):
-        self._endpoint = endpoint
-        self._again = again
-        self._again_for = frozenset(again_for)
-        self._methods = {}
-
-    def __getattr__(self, name):
-        value = getattr(self._endpoint, name)
-        if name.startswith('_') or not inspect.ismethod(value):
-            # A Target is callable too: only methods are RPC methods.
-            return value
-        method = self._methods.get(name)
-        if method is None:
-            method = self._methods[name] = retrying(
-                value, '%s.%s' % (type(self._endpoint).__name__, name),
-                again=self._again or name in self._again_for)
-        return method

@@ -8,7 +8,7 @@ controllers), a boot the scheduler placed there would wait for it; the
 hosts of the other cells had room. So the scheduler service looks at
 every cell every ``[scheduler] cell_check_interval`` seconds, beside the
 selects: one ``SELECT 1`` on its database that does not wait for an
-outage, and a new connection to its bus (:func:`rpc.look_at_bus`), at
+outage, and a new connection to its bus (:func:`brokers.look_at_bus`), at
 once, each bounded by ``CHECK_TIMEOUT``. A cell whose last
 ``DOWN_AFTER`` looks failed is down: the selects leave out its hosts
 (the reason a request that found no host gives names it) until a look
@@ -29,12 +29,10 @@ import logging
 import threading
 import time
 
-import sqlalchemy as sa
-
+from scheduler_split import brokers
 from scheduler_split.db import engines
 from scheduler_split.db import outage
 from scheduler_split import metrics
-from scheduler_split import rpc
 
 LOG = logging.getLogger(__name__)
 
@@ -47,23 +45,16 @@ CHECK_TIMEOUT = engines.CONNECT_TIMEOUT
 DOWN_AFTER = 2
 
 
-def _look(url):
-    """Raise unless the database at ``url`` answers a query now."""
-    with outage.not_waiting():
-        with engines.connection(url) as conn:
-            conn.execute(sa.text('SELECT 1'))
-
-
 def _look_at_bus(url):
     """Raise unless the bus at ``url`` takes a connection now."""
-    rpc.look_at_bus(url, CHECK_TIMEOUT)
+    brokers.look_at_bus(url, CHECK_TIMEOUT)
 
 
 class CellHealth:
     """The cells this scheduler process can confirm, as of its last
     look."""
 
-    def __init__(self, look=_look, timeout=CHECK_TIMEOUT,
+    def __init__(self, look=engines.look, timeout=CHECK_TIMEOUT,
                  look_at_bus=_look_at_bus):
         self._look = look
         self._look_at_bus = look_at_bus

@@ -9,7 +9,7 @@ import logging
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
-from scheduler_split.db import outage
+from scheduler_split.db import retrying
 from scheduler_split import metrics
 from scheduler_split import objects
 from scheduler_split import rpc
@@ -64,7 +64,7 @@ class SchedulerService(service.Service):
         # reports wait for its bus, and the selects leave it out).
         self.listen(rpc.get_transport(cell.transport_url),
                     scheduler_rpcapi.TOPIC,
-                    [outage.RetryingEndpoint(
+                    [retrying.RetryingEndpoint(
                         self.manager.endpoint(cell.uuid), again=False,
                         again_for=AGAIN)],
                     CONF.host, wait=False,
@@ -106,9 +106,12 @@ def build(cell_mappings):
     manager.host_manager.start_loading()
     svc = SchedulerService(manager)
     svc.listen(rpc.get_transport(), scheduler_rpcapi.TOPIC,
-               [outage.RetryingEndpoint(manager.endpoint(None),
-                                        again=False, again_for=AGAIN)],
+               [retrying.RetryingEndpoint(manager.endpoint(None),
+                                          again=False, again_for=AGAIN)],
                CONF.host)
     for cell in cell_mappings:
         svc.listen_on_cell(cell)
+    # Cut from the database of its claims, the process leaves the
+    # selects to its peers, on every bus it listens on.
+    svc.watch_databases([manager.db_url])
     return svc

@@ -18,6 +18,7 @@ from scheduler_split.conductor.tasks import build as build_task
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import engines
+from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
@@ -542,3 +543,28 @@ def test_a_boot_whose_re_drives_the_bus_held_up_is_not_taken_for_lost(
 
 
 SPENT = '0a0b5d44-52a5-4bd4-9a52-0d7c2f3a0003'
+
+
+def test_a_scheduler_cut_from_its_database_leaves_the_boot_to_a_re_drive(
+        start_system, sweeps, monkeypatch):
+    """The scheduler that took the question could not reach its
+    database (a process cut from it answers so at once, and stands aside
+    for its peers): the boot waits for a re-drive rather than end in
+    ERROR, and the next scheduler places it."""
+    system = start_system(cells=1, hosts_per_cell=1)
+    select = scheduler_client.SchedulerClient.select_destinations
+    calls = []
+
+    def cut_off_once(self, ctx, spec, uuids, *args, **kwargs):
+        calls.append(uuids)
+        if len(calls) == 1:
+            raise exception.DatabaseUnavailable(reason='cut off')
+        return select(self, ctx, spec, uuids, *args, **kwargs)
+
+    monkeypatch.setattr(scheduler_client.SchedulerClient,
+                        'select_destinations', cut_off_once)
+    server_id = system.api.boot(name='re-driven')
+    server = system.api.wait_for(server_id, timeout=30)
+    assert server['status'] == 'ACTIVE'
+    assert len(calls) == 2
+    assert set(system.allocations()) == {server_id}

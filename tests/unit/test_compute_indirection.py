@@ -325,12 +325,14 @@ def test_conflict_and_not_found_reach_the_compute_as_themselves(cell):
     assert _row(cell.url).task_state == instance_obj.DELETING
 
 
-@pytest.mark.parametrize('lost', ['request', 'answer'])
+@pytest.mark.parametrize('lost', ['request', 'answer', 'database'])
 def test_a_build_goes_on_when_the_conductor_never_answers_a_save(
         cell, monkeypatch, lost):
     """A conductor that died with the call (the request lost) or after
-    its write (the answer lost): the compute reads the instance again,
-    and sends the save again only if it was not written."""
+    its write (the answer lost), or that answered that its database is
+    unavailable (cut from it, another conductor takes the next try): the
+    compute reads the instance again, and sends the save again only if
+    it was not written."""
     instance = _create(cell.url)
     real = cell.compute.conductor.instance_save
     timeouts = []
@@ -340,6 +342,8 @@ def test_a_build_goes_on_when_the_conductor_never_answers_a_save(
             if lost == 'answer':
                 real(ctx, instance.obj_clone(), **kwargs)
             timeouts.append(kwargs['expected_task_states'])
+            if lost == 'database':
+                raise exception.DatabaseUnavailable(reason='cut off')
             raise messaging.MessagingTimeout('no answer')
         return real(ctx, instance, **kwargs)
 
@@ -421,7 +425,7 @@ def test_auto_asks_the_cell_conductor_which_version_it_runs(
         service_obj.SERVICE_VERSION_HISTORY[-1]['conductor_rpc'])
 
 
-def test_an_error_the_database_refused_is_saved_by_the_next_settle(
+def test_a_build_whose_saves_the_database_refused_is_given_back_at_settle(
         cell, monkeypatch, override):
     # An outage longer than the conductor waits for.
     override('retry_timeout', 0, group='database')
@@ -438,30 +442,32 @@ def test_an_error_the_database_refused_is_saved_by_the_next_settle(
             yield session
 
     monkeypatch.setattr(engines, 'writer', writer)
-    # The database goes away while the instance spawns: neither ACTIVE
-    # nor the ERROR that follows can be written.
+    # The database goes away while the instance spawns: its conductor
+    # answers every try of the ACTIVE save that the database is
+    # unavailable, which says nothing about the build: it stays, its VM
+    # unconfirmed, and so does its claim.
     cell.driver.on_spawn = down.set
     _build(cell, instance)
     row = _row(cell.url)
     assert (row.vm_state, row.task_state) == ('building', 'spawning')
     assert cell.scheduler.released == []
+    assert cell.driver.destroyed == []
 
     # Still away: the next look fails too and keeps the claim.
     cell.compute.settle_instances()
     assert _row(cell.url).vm_state == 'building'
     assert cell.scheduler.released == []
 
+    # Back: the build still waits on this host, which gives it back
+    # rather than confirm it late; without an alternate left it ends in
+    # ERROR with a fault, and its claim goes.
     down.clear()
     cell.compute.settle_instances()
     row = _row(cell.url)
     assert (row.vm_state, row.task_state) == ('error', None)
-    # Its owner reads what kind of error it was (its conductor waited
-    # for the database, and answered that it was unavailable); what it
-    # said (hosts, ports, a traceback) is in the details, which only
-    # admins see.
-    assert row.fault.message == 'DatabaseUnavailable'
-    assert 'database is away' in row.fault.details
+    assert 'lost its database during the build' in row.fault.message
     assert row.fault.host == HOST
+    assert set(cell.driver.destroyed) == {UUID}
     assert cell.scheduler.released == [UUID]
 
 

@@ -15,6 +15,7 @@ from sqlalchemy import exc as sa_exc
 
 from scheduler_split.db import engines
 from scheduler_split.db import outage
+from scheduler_split.db import retrying
 from scheduler_split import exception
 from scheduler_split import rpc
 from scheduler_split import service
@@ -169,7 +170,7 @@ def test_a_method_that_committed_nothing_runs_again(quick):
             raise _broken()
         return 'saved'
 
-    assert outage.retrying(method)(None, uuid='u1') == 'saved'
+    assert retrying.retrying(method)(None, uuid='u1') == 'saved'
     assert calls == ['u1'] * 3
 
 
@@ -182,7 +183,7 @@ def test_a_method_that_committed_is_not_run_again(quick, caplog):
         raise _broken()
 
     with pytest.raises(messaging.ExpectedException) as info:
-        outage.retrying(method, 'Records.instance_save')(None)
+        retrying.retrying(method, 'Records.instance_save')(None)
     assert calls == [1]
     # What the caller gets over the bus: the dispatcher sends exc_info.
     exc = info.value.exc_info[1]
@@ -212,7 +213,7 @@ def test_a_method_that_sent_a_message_is_not_run_again(quick):
         raise _broken()
 
     with pytest.raises(messaging.ExpectedException):
-        outage.retrying(method)()
+        retrying.retrying(method)()
     assert calls == [1] and sent == ['build_and_run_instance']
 
 
@@ -227,7 +228,7 @@ def test_a_method_gives_up_after_the_timeout(override):
 
     start = time.monotonic()
     with pytest.raises(messaging.ExpectedException):
-        outage.retrying(method)()
+        retrying.retrying(method)()
     assert 0.2 <= time.monotonic() - start < 1.0
     assert len(calls) >= 3
 
@@ -240,7 +241,7 @@ def test_other_errors_are_not_retried(quick):
         raise exception.InstanceNotFound(instance_id='u1')
 
     with pytest.raises(exception.InstanceNotFound):
-        outage.retrying(method)()
+        retrying.retrying(method)()
     assert calls == [1]
 
 
@@ -252,7 +253,7 @@ def test_an_endpoint_keeps_what_oslo_dispatches_on():
         def instance_get(self, ctx, uuid):
             return uuid
 
-    wrapped = outage.RetryingEndpoint(Endpoint())
+    wrapped = retrying.RetryingEndpoint(Endpoint())
     assert wrapped.target is Endpoint.target
     assert wrapped.instance_get.exposed
     assert wrapped.instance_get(None, 'u1') == 'u1'
@@ -539,7 +540,7 @@ def test_the_schedulers_methods_are_answered_not_run_again(quick, caplog):
             raise _broken('Lost connection to MySQL server during query')
 
     with pytest.raises(messaging.ExpectedException) as info:
-        outage.RetryingEndpoint(Endpoint(), again=False).list_consumers(
+        retrying.RetryingEndpoint(Endpoint(), again=False).list_consumers(
             None)
     assert calls == [1]
     assert isinstance(info.value.exc_info[1], exception.DatabaseUnavailable)

@@ -48,6 +48,10 @@ LOG = logging.getLogger(__name__)
 # lost the question or its answer (a broker restarting, say).
 BUS_FAILURES = (messaging.MessagingTimeout,
                 messaging.MessageDeliveryFailure)
+# What says nothing about the boot: the bus failed, or the scheduler that
+# took the question could not reach its database (a process cut from it
+# answers so at once, and stands aside for its peers).
+UNANSWERED = BUS_FAILURES + (exception.DatabaseUnavailable,)
 
 EVENT = 'conductor_schedule_and_build_instances'
 
@@ -283,13 +287,13 @@ class ScheduleAndBuildTask(base.ConductorTask):
     def rollback(self, exc):
         """The scheduler placed none of the instances: they go to cell0
         in ERROR with the reason, or wait for a re-drive if the bus lost
-        the question or its answer."""
+        the question or its answer, or the scheduler its database."""
         if not self.scheduling:
             return False
         uuids = [br.instance_uuid for br in self.build_requests]
         self._notify_build_error(uuids, exc)
         extra = {'instance_uuid': uuids[0]} if len(uuids) == 1 else {}
-        if isinstance(exc, BUS_FAILURES):
+        if isinstance(exc, UNANSWERED):
             LOG.warning('Scheduling %s failed: %s', uuids,
                         outage.describe(exc), extra=extra)
         else:
@@ -299,7 +303,7 @@ class ScheduleAndBuildTask(base.ConductorTask):
             # A timeout, say: the scheduler may have claimed anyway.
             for uuid in uuids:
                 self.scheduler.try_release_resources(self.ctx, uuid)
-        if isinstance(exc, BUS_FAILURES):
+        if isinstance(exc, UNANSWERED):
             # No cell holds the instances yet, so they wait for a re-drive
             # rather than fail.
             for build_request in self.build_requests:
