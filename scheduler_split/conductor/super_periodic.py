@@ -101,6 +101,7 @@ class SuperConductorPeriodics:
         # This process's own placements in flight are not lost, however
         # long they take; nor do other super-conductors take them for it.
         objects.BuildRequest.renew(ctx, build.HELD.uuids(), CONF.host)
+        self._resume_abandoned_boots(ctx)
         for build_request in objects.BuildRequest.get_older_than(
                 ctx, CONF.conductor.lost_build_timeout,
                 redrive_limit=CONF.conductor.build_redrive_limit):
@@ -119,6 +120,22 @@ class SuperConductorPeriodics:
                     reason='never_scheduled').inc()
                 # A run that died after claiming leaves its claim behind.
                 self.scheduler.try_release_resources(ctx, uuid)
+
+    def _resume_abandoned_boots(self, ctx):
+        """Boots another super-conductor took and stopped renewing for
+        ``lost_build_timeout`` (it died, or was cut from the API
+        database mid-placement) are given back and cast again while
+        their re-drives last, rather than buried: whichever placement
+        gives the instance mapping its cell first counts."""
+        for build_request, host, seen in objects.BuildRequest.get_abandoned(
+                ctx, CONF.conductor.lost_build_timeout):
+            if host == CONF.host and build_request.instance_uuid in \
+                    build.HELD.uuids():
+                continue
+            if seen < CONF.conductor.build_redrive_limit:
+                self._take_back(ctx, build_request, host, seen,
+                                'was taken by %s, which stopped working on '
+                                'it' % host)
 
     def redrive_lost_boots(self):
         """Cast again the boots no super-conductor took.
@@ -153,21 +170,25 @@ class SuperConductorPeriodics:
         cast again.
         """
         ctx = ss_context.get_admin_context()
-        resumed = []
-        for build_request, seen in objects.BuildRequest.get_orphans(
-                ctx, CONF.host, self.started_at):
-            uuid = build_request.instance_uuid
-            for cell in objects.CellMapping.get_all(ctx):
-                objects.Instance.delete_unplaced(
-                    ss_context.target_cell(ctx, cell), uuid)
-            self.scheduler.try_release_resources(ctx, uuid)
-            if not build_request.give_back(ctx, taken_by=CONF.host):
-                continue
-            if self._redrive(ctx, build_request, seen,
-                             'was being placed by the previous run of this '
-                             'super-conductor'):
-                resumed.append(uuid)
-        return resumed
+        return [build_request.instance_uuid
+                for build_request, seen in objects.BuildRequest.get_orphans(
+                    ctx, CONF.host, self.started_at)
+                if self._take_back(ctx, build_request, CONF.host, seen,
+                                   'was being placed by the previous run '
+                                   'of this super-conductor')]
+
+    def _take_back(self, ctx, build_request, host, seen, why):
+        """Undo what the placement of ``build_request`` by ``host`` left
+        (a row in a cell that no mapping names, a claim), give the build
+        request back and cast the boot again: whether it was."""
+        uuid = build_request.instance_uuid
+        for cell in objects.CellMapping.get_all(ctx):
+            objects.Instance.delete_unplaced(
+                ss_context.target_cell(ctx, cell), uuid)
+        self.scheduler.try_release_resources(ctx, uuid)
+        if not build_request.give_back(ctx, taken_by=host):
+            return False
+        return self._redrive(ctx, build_request, seen, why)
 
     def _redrive(self, ctx, build_request, seen, why):
         """Cast the boot of ``build_request`` again, unless it was re-driven

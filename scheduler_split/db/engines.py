@@ -243,9 +243,16 @@ def _mysql_engine(url, **kwargs):
 
 def _create(url, writer):
     if url.startswith('sqlite'):
-        return _sqlite_engine(url, 'BEGIN IMMEDIATE' if writer else 'BEGIN')
+        return _sqlite_engine(url, 'BEGIN IMMEDIATE' if writer is True
+                              else 'BEGIN')
     parsed = sa.engine.make_url(url)
-    kwargs = {'pool_size': 10, 'max_overflow': 20, 'connect_args': {}}
+    if writer == LOOK:
+        # Its own connections: a pool that work keeps busy says nothing
+        # about the server.
+        kwargs = {'pool_size': 1, 'max_overflow': 1,
+                  'pool_timeout': CONNECT_TIMEOUT, 'connect_args': {}}
+    else:
+        kwargs = {'pool_size': 10, 'max_overflow': 20, 'connect_args': {}}
     bounds = link_bounds()
     if parsed.get_driver_name() in _TAKE_CONNECT_TIMEOUT:
         kwargs['connect_args']['connect_timeout'] = bounds.connect
@@ -454,12 +461,18 @@ def connection(url):
             yield conn
 
 
+# The engines of the looks at a server (look), beside its readers' and
+# writers'.
+LOOK = 'look'
+
+
 def look(url):
     """Raise unless the database at ``url`` answers a query now: one
     ``SELECT 1`` that does not wait for an outage (a connection refused
-    fails at once, one that hangs within CONNECT_TIMEOUT)."""
+    fails at once, one that hangs within CONNECT_TIMEOUT), on a
+    connection of its own."""
     with outage.not_waiting():
-        with connection(url) as conn:
+        with get_engine(url, LOOK).connect() as conn:
             conn.execute(sa.text('SELECT 1'))
 
 

@@ -301,6 +301,29 @@ class BuildRequest(base.SchedulerSplitObject):
                                 _IM.c.cell_id.is_(None)))
                         .order_by(api_models.BuildRequest.id))]
 
+    @classmethod
+    def get_abandoned(cls, ctx, seconds):
+        """``[(build request, the host that took it, re-drives so far)]``
+        taken, placed in no cell and untouched for more than ``seconds``:
+        the super-conductor that took each renews it while its placement
+        is under way (``renew``), so its own is either dead or cut from
+        this database."""
+        cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
+            seconds=seconds)
+        touched = sa.func.coalesce(api_models.BuildRequest.updated_at,
+                                   api_models.BuildRequest.created_at)
+        with engines.reader(CONF.api_database.connection) as session:
+            return [(cls._from_row(row), row.taken_by, row.redrives)
+                    for row in session.scalars(
+                        sa.select(api_models.BuildRequest).where(
+                            api_models.BuildRequest.taken_at.is_not(None),
+                            touched < cutoff,
+                            sa.exists().where(
+                                _IM.c.instance_uuid ==
+                                api_models.BuildRequest.instance_uuid,
+                                _IM.c.cell_id.is_(None)))
+                        .order_by(api_models.BuildRequest.id))]
+
     def note_redrive(self, ctx, seen):
         """Count one more re-drive of the boot, if nobody took the build
         request and no other super-conductor re-drove it since it was read

@@ -107,3 +107,69 @@ def test_boots_of_other_hosts_of_this_run_or_placed_stay(cloud):
         assert not _untaken(cloud, build_request.instance_uuid)
     assert cloud.instance(placed.instance_uuid).task_state == (
         instance_obj.SCHEDULING)
+
+
+def _abandoned(cloud, host, redrives=0):
+    """A boot a super-conductor of ``host`` took and stopped renewing
+    (it died, or was cut from the API database) longer ago than
+    ``lost_build_timeout``."""
+    build_request = _taken(cloud, host, seconds_ago=0)
+    then = helpers.naive_utcnow() - datetime.timedelta(
+        seconds=conf.CONF.conductor.lost_build_timeout + 30)
+    with engines.writer(_api_url()) as session:
+        session.execute(sa.update(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid ==
+            build_request.instance_uuid).values(
+            taken_at=then, created_at=then, updated_at=then,
+            redrives=redrives))
+    return build_request
+
+
+def test_a_boot_another_host_stopped_placing_is_cast_again_not_buried(
+        cloud):
+    sweeps = _sweeps()
+    abandoned = _abandoned(cloud, 'conductor-2')
+    uuid = abandoned.instance_uuid
+    _row_in_cell(cloud, abandoned)
+    sweeps.scheduler.held[uuid] = 'h1'
+
+    sweeps.fail_lost_builds()
+
+    assert sweeps._conductor.cast == [[uuid]]
+    assert sweeps.scheduler.held == {}
+    assert _untaken(cloud, uuid)
+    # Still a boot to place, not a server in ERROR.
+    assert objects.BuildRequest.get_by_instance_uuid(cloud.ctx, uuid)
+    try:
+        cloud.instance(uuid)
+    except exception.InstanceNotFound:
+        pass
+    else:
+        raise AssertionError('the row of the abandoned placement is there')
+
+
+def test_a_boot_abandoned_with_its_re_drives_spent_is_buried(cloud):
+    sweeps = _sweeps()
+    limit = conf.CONF.conductor.build_redrive_limit
+    abandoned = _abandoned(cloud, 'conductor-2', redrives=limit)
+    uuid = abandoned.instance_uuid
+
+    sweeps.fail_lost_builds()
+
+    assert sweeps._conductor.cast == []
+    try:
+        objects.BuildRequest.get_by_instance_uuid(cloud.ctx, uuid)
+    except exception.BuildRequestNotFound:
+        pass
+    else:
+        raise AssertionError('the build request was not buried')
+
+
+def test_a_boot_its_taker_renews_is_left_to_it(cloud):
+    sweeps = _sweeps()
+    working = _taken(cloud, 'conductor-2', seconds_ago=600)
+
+    sweeps.fail_lost_builds()
+
+    assert sweeps._conductor.cast == []
+    assert not _untaken(cloud, working.instance_uuid)
