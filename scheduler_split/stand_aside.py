@@ -157,7 +157,16 @@ class Watch:
                     listener.topic)
 
     def _take_part(self, listener, why):
+        try:
+            taken = self.service.take_part(listener)
+        except Exception as exc:
+            # Its bus did not take the new listener: it stays aside, and
+            # the next look tries again.
+            LOG.warning('%s cannot take messages of %s again (%s); trying '
+                        'again', self.service.name, listener.topic,
+                        outage.describe(exc))
+            return
         self.aside.discard(listener)
-        if self.service.take_part(listener):
+        if taken:
             LOG.info('%s takes messages of %s again: %s',
                      self.service.name, listener.topic, why)

@@ -143,13 +143,16 @@ class RabbitMQ:
         with open(os.path.join(self.base, 'rabbitmq.conf'), 'w') as f:
             f.write(self._config())
         with open(os.path.join(self.base, 'advanced.config'), 'w') as f:
-            f.write('[].\n')
+            f.write(self._advanced_config())
         open(os.path.join(self.base, 'env.conf'), 'w').close()
         return self._launch('w')
 
     def _config(self):
         return ('loopback_users = none\n'
                 'listeners.tcp.default = 127.0.0.1:%d\n' % self.port)
+
+    def _advanced_config(self):
+        return '[].\n'
 
     def _launch(self, log_mode):
         """Start the node and wait until it serves."""

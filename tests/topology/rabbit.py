@@ -3,10 +3,10 @@
 ports, named by that address (long names), clustered as it starts.
 
 ``cluster_partition_handling = pause_minority``: a node that finds
-itself in the minority of a partition (cut from the other two) pauses
-(closes its listeners) until it sees a majority again, so that clients
-fail over to the majority instead of writing to a side that will be
-thrown away at the heal. Quorum queues (what the services declare with
+itself in the minority of a partition (cut from the other two for
+:data:`NET_TICKTIME` seconds) pauses (closes its listeners) until it
+sees a majority again, so that clients fail over to the majority
+instead of writing to a side that will be thrown away at the heal. Quorum queues (what the services declare with
 ``rabbit_quorum_queue``) elect their leaders by Raft among the majority
 whatever this says; the setting decides for the rest (exchanges,
 bindings, users, classic queues).
@@ -25,6 +25,12 @@ PORT = 5672
 # Clustering: the nodes' distribution port, and epmd's.
 DIST_PORT = 25672
 EPMD_PORT = 4369
+# Seconds without a word from a peer node before a node takes it for
+# down (Erlang's kernel net_ticktime; a peer is down after 1 to 1.25
+# times it): how long a node cut from the other two goes on taking
+# connections before it pauses, and the majority waits for it. Erlang's
+# 60 s would hold the cluster's state up for a minute of a cut.
+NET_TICKTIME = 15
 
 
 class Node(backends.RabbitMQ):
@@ -57,8 +63,13 @@ class Node(backends.RabbitMQ):
             # The distribution port (clustering) on this address alone.
             RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=(
                 '-kernel inet_dist_use_interface {%s}'
-                % self.address.replace('.', ',')))
+                % self.address.replace('.', ',')),
+            # The CLI tools tick as the nodes do.
+            RABBITMQ_CTL_ERL_ARGS='-kernel net_ticktime %d' % NET_TICKTIME)
         return env
+
+    def _advanced_config(self):
+        return '[{kernel, [{net_ticktime, %d}]}].\n' % NET_TICKTIME
 
     def _config(self):
         return ('loopback_users = none\n'

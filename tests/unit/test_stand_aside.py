@@ -260,3 +260,34 @@ def test_work_that_waits_for_the_database_gives_up_as_the_process_stands_aside(
         outage.stand_aside(False)
     # Taking part again, it waits for the database as before.
     assert outage.wait_seconds() == 60.0
+
+
+def test_a_listener_its_bus_refuses_again_stays_aside_until_it_takes_it(
+        bus, services, monkeypatch, caplog):
+    make, _ = services
+    cut, healthy = Database(), Database()
+    first, first_watch = make('ctl1', cut)
+    make('ctl2', healthy)
+    cut.cut = True
+    _check(first_watch)
+    assert brokers.consumers(URL, rpc.EXCHANGE, TOPIC, 1) == 1
+
+    real = rpc.get_server
+    refusals = []
+
+    def refused(*args, **kwargs):
+        if not refusals:
+            refusals.append(args)
+            raise messaging.MessageDeliveryFailure('bus away')
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rpc, 'get_server', refused)
+    cut.cut = False
+    first_watch.check()
+    assert brokers.consumers(URL, rpc.EXCHANGE, TOPIC, 1) == 1
+    assert any('cannot take messages of conductor again' in r.getMessage()
+               for r in caplog.records)
+
+    first_watch.check()
+    assert brokers.consumers(URL, rpc.EXCHANGE, TOPIC, 1) == 2
+    assert sorted(set(_send(bus, 20))) == ['ctl1', 'ctl2']
