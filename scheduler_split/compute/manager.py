@@ -41,10 +41,8 @@ RPC_VERSION = '1.7'
 # How many times a compute sends one step of a build to its conductor
 # when no answer comes (each waits [DEFAULT] rpc_response_timeout).
 BUILD_SAVE_TRIES = 3
-# What a step of a build may meet that says nothing about the build: no
-# answer, or a conductor whose database did not answer (the one that
-# took the call, standing aside, or all of them); another try may be
-# taken by a conductor that reaches it.
+# What says nothing about a step of a build: no answer, or a conductor
+# cut from its database (another try may reach one that is not).
 UNANSWERED = outage.BUS_UNAVAILABLE + (exception.DatabaseUnavailable,)
 
 
@@ -482,6 +480,16 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                     uuid, self.host, exc.format_message(),
                     extra={'instance_uuid': uuid})
         self._destroy(instance)
+        try:
+            current = self.conductor.instance_get(ctx, uuid,
+                                                  read_deleted=True)
+        except exception.InstanceNotFound:
+            current = None
+        if current is not None and not current.deleted and (
+                current.host, current.task_state) != (
+                self.host, instance_obj.SPAWNING):
+            self._not_rescheduled(ctx, current)
+            return
         instance.host = None
         instance.node = None
         instance.task_state = instance_obj.SCHEDULING
@@ -491,15 +499,32 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                 lambda current: (current.task_state ==
                                  instance_obj.SCHEDULING and
                                  current.host is None))
-        except (exception.InstanceNotFound, exception.Conflict):
+        except exception.InstanceNotFound:
             # Deleted meanwhile; the delete drops the claim too.
             self.scheduler.try_release_resources(ctx, uuid)
+            return
+        except exception.Conflict:
+            # Deleted, or moved on meanwhile.
+            self._not_rescheduled(ctx, self.conductor.instance_get(
+                ctx, uuid, read_deleted=True))
             return
         # Claiming an alternate moves the claim; this early release only
         # frees the host sooner.
         self.scheduler.try_release_resources(ctx, uuid)
         self.conductor.build_instances(ctx, instance, request_spec,
                                        host_list, retry)
+
+    def _not_rescheduled(self, ctx, current):
+        """The build this host failed is no longer its own to give back
+        (giving it back would take it from its new host): deleted, or
+        moved on to an alternate while this host was taken for down,
+        whose claim it is then."""
+        LOG.info('Build of instance %s is not rescheduled from %s: it is '
+                 '%s/%s on %s', current.uuid, self.host, current.vm_state,
+                 current.task_state, current.host,
+                 extra={'instance_uuid': current.uuid})
+        if not _claimed_elsewhere(current, self.host):
+            self.scheduler.try_release_resources(ctx, current.uuid)
 
     def _fail(self, ctx, instance, exc, expected_task_states=None):
         """ERROR with a fault first, then give the claim back.

@@ -36,7 +36,8 @@ def _build_step(instance, expected_task_states):
     spawning) starts only on the host its plan names, so that a cast
     that was overtaken (the build went on to an alternate meanwhile)
     does not start it; a build its host gives back (spawning to
-    scheduling, no host: a reschedule) clears the plan's host."""
+    scheduling, no host: a reschedule) clears the plan's host; and a
+    spawn ends (spawning to anything, the host kept) only on its host."""
     changed = instance.obj_what_changed()
     if 'task_state' not in changed:
         return {}
@@ -48,6 +49,12 @@ def _build_step(instance, expected_task_states):
             instance.task_state == instance_obj.SCHEDULING and
             'host' in changed and instance.host is None):
         return {'give_back_build': True}
+    if (expected_task_states == [instance_obj.SPAWNING] and
+            'host' not in changed and instance.host):
+        # A spawn's end: only on the host that spawns it. A host that
+        # was taken for down while it spawned, and whose build moved on
+        # to an alternate now spawning it, ends nothing.
+        return {'expected_host': instance.host}
     return {}
 
 

@@ -297,7 +297,7 @@ def cell_database_down(system, cell_name=None):
     url = cells[-1].database_connection
     gone = sa.create_engine(nobody_listens())
     saved = {key: engines._engines.get(key)
-             for key in ((url, True), (url, False))}
+             for key in ((url, True), (url, False), (url, engines.LOOK))}
     for key in saved:
         engines._engines[key] = gone
     try:

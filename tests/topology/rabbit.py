@@ -6,10 +6,11 @@ ports, named by that address (long names), clustered as it starts.
 itself in the minority of a partition (cut from the other two for
 :data:`NET_TICKTIME` seconds) pauses (closes its listeners) until it
 sees a majority again, so that clients fail over to the majority
-instead of writing to a side that will be thrown away at the heal. Quorum queues (what the services declare with
-``rabbit_quorum_queue``) elect their leaders by Raft among the majority
-whatever this says; the setting decides for the rest (exchanges,
-bindings, users, classic queues).
+instead of writing to a side that will be thrown away at the heal.
+Quorum queues (what the services declare with ``rabbit_quorum_queue``)
+elect their leaders by Raft among the majority whatever this says; the
+setting decides for the rest (exchanges, bindings, users, classic
+queues).
 """
 
 from concurrent import futures

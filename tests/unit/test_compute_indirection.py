@@ -747,3 +747,46 @@ def test_the_example_compute_configurations_hold_no_database():
                                        'computes/$host.conf'):]
     compute_part = compute_part[:compute_part.index('done')]
     assert 'database' not in compute_part
+
+
+def _moved_on(url, host='host2'):
+    """What the cell conductor and the alternate did while this host was
+    taken for down: the build spawns on ``host`` now."""
+    with engines.writer(url) as session:
+        session.execute(sa.update(cell_models.Instance).where(
+            cell_models.Instance.uuid == UUID).values(
+            host=host, node=host, task_state=instance_obj.SPAWNING))
+
+
+def test_a_spawn_that_ends_after_its_build_moved_on_ends_nothing(cell):
+    instance = _create(cell.url)
+    cell.driver.on_spawn = lambda: _moved_on(cell.url)
+
+    _build(cell, instance)
+
+    row = _row(cell.url)
+    # The alternate's build goes on; this host's VM is gone, and the
+    # claim (the alternate's now) stays.
+    assert (row.vm_state, row.task_state, row.host) == (
+        'building', 'spawning', 'host2')
+    assert cell.driver.destroyed == [UUID]
+    assert cell.scheduler.released == []
+
+
+def test_a_spawn_failure_after_its_build_moved_on_keeps_the_claim(cell):
+    instance = _create(cell.url)
+
+    def moved_on_then_failed():
+        _moved_on(cell.url)
+        raise exception.RescheduledException(instance_uuid=UUID,
+                                             reason='injected')
+
+    cell.driver.on_spawn = moved_on_then_failed
+
+    _build(cell, instance)
+
+    row = _row(cell.url)
+    assert (row.vm_state, row.task_state, row.host) == (
+        'building', 'spawning', 'host2')
+    assert UUID in cell.driver.destroyed
+    assert cell.scheduler.released == []
