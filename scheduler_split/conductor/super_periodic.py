@@ -32,9 +32,21 @@ from scheduler_split.objects import instance_sweeps
 from scheduler_split.objects import service as service_obj
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
+from scheduler_split import servicegroup
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
+
+
+class _EveryHost:
+    """Without cell0 no record says which super-conductors are up: each
+    is taken for up."""
+
+    def __contains__(self, host):
+        return True
+
+
+_EVERY_HOST = _EveryHost()
 
 LOST_BEFORE_SCHEDULING = ('no conductor scheduled it within '
                           '[conductor] lost_build_timeout; the boot was lost')
@@ -123,19 +135,40 @@ class SuperConductorPeriodics:
 
     def _resume_abandoned_boots(self, ctx):
         """Boots another super-conductor took and stopped renewing for
-        ``lost_build_timeout`` (it died, or was cut from the API
-        database mid-placement) are given back and cast again while
-        their re-drives last, rather than buried: whichever placement
-        gives the instance mapping its cell first counts."""
-        for build_request, host, seen in objects.BuildRequest.get_abandoned(
-                ctx, CONF.conductor.lost_build_timeout):
-            if host == CONF.host and build_request.instance_uuid in \
-                    build.HELD.uuids():
+        ``lost_build_timeout``, and whose record in cell0 says it is
+        down (it died, or was cut from the API database mid-placement),
+        are given back and cast again while their re-drives last, rather
+        than buried: whichever placement gives the instance mapping its
+        cell first counts."""
+        abandoned = objects.BuildRequest.get_abandoned(
+            ctx, CONF.conductor.lost_build_timeout)
+        if not abandoned:
+            return
+        live = self._live_super_conductors(ctx)
+        for build_request, host, seen in abandoned:
+            if host == CONF.host or host in live:
+                # Its own, or a live one's that a bus outage holds up,
+                # which may still give its claim back as it gives up:
+                # that would take a new placement's. Ended below.
                 continue
             if seen < CONF.conductor.build_redrive_limit:
                 self._take_back(ctx, build_request, host, seen,
                                 'was taken by %s, which stopped working on '
                                 'it' % host)
+
+    def _live_super_conductors(self, ctx):
+        """The hosts whose super-conductor is up, as its record in cell0
+        says now (one cut from the API database cannot write it)."""
+        try:
+            cell0 = self.cells.get(ctx, cell_mapping_obj.CELL0_UUID)
+        except exception.CellMappingNotFound:
+            return _EVERY_HOST
+        since = servicegroup.up_since()
+        return {service.host for service in objects.Service.get_all(
+            ss_context.target_cell(ctx, cell0))
+            if service.binary == service_obj.CONDUCTOR and
+            servicegroup.is_up(service.last_seen_up, service.forced_down,
+                               since)}
 
     def redrive_lost_boots(self):
         """Cast again the boots no super-conductor took.

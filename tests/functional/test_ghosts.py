@@ -140,13 +140,10 @@ def test_row_left_in_a_cell_by_a_placement_the_sweep_overtook(
     assert _every_listed_server_is_showable(api) == [server_id]
     assert api.server(server_id)['status'] == 'BUILD'
 
-    # No super-conductor works on it any more, and its re-drives are
-    # spent (with some left, the sweep casts it again instead): the
-    # lost-build sweep puts it in cell0, and the row in the cell is not
-    # the server.
-    _api_db("UPDATE build_requests SET created_at = '2000-01-01', "
-            "redrives = :n WHERE instance_uuid = :u", u=server_id,
-            n=CONF.conductor.build_redrive_limit)
+    # No super-conductor works on it any more: the lost-build sweep puts
+    # it in cell0, and the row in the cell is not the server.
+    _api_db("UPDATE build_requests SET created_at = '2000-01-01' "
+            "WHERE instance_uuid = :u", u=server_id)
     server = api.wait_for(server_id, statuses=('ERROR',))
     assert 'no conductor scheduled it' in server['fault']['message']
     assert system.cell_of(server_id) == 'cell0'

@@ -8,11 +8,13 @@ import sqlalchemy as sa
 
 from scheduler_split.conductor import super_periodic
 from scheduler_split import conf
+from scheduler_split import context
 from scheduler_split.db import api_models
 from scheduler_split.db import engines
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import service as service_obj
 from tests.unit.conductor import fakes
 from tests.unit import helpers
 
@@ -173,3 +175,28 @@ def test_a_boot_its_taker_renews_is_left_to_it(cloud):
 
     assert sweeps._conductor.cast == []
     assert not _untaken(cloud, working.instance_uuid)
+
+
+def test_a_boot_of_a_live_super_conductor_is_not_cast_again_by_another(
+        cloud):
+    """Its record in cell0 is fresh: the super-conductor is up and a bus
+    outage holds its placement up (its renewals wait in a sweep that
+    waits for the bus). It may still give its claim back as it gives
+    up, which would take a new placement's: no other super-conductor
+    casts the boot again; the lost-build sweep ends it as before."""
+    sweeps = _sweeps()
+    held_up = _abandoned(cloud, 'conductor-2')
+    objects.Service.heartbeat(
+        context.target_cell(cloud.ctx, cloud.cell0), 'conductor-2',
+        service_obj.CONDUCTOR, 'conductor')
+
+    sweeps.fail_lost_builds()
+
+    assert sweeps._conductor.cast == []
+    try:
+        objects.BuildRequest.get_by_instance_uuid(
+            cloud.ctx, held_up.instance_uuid)
+    except exception.BuildRequestNotFound:
+        pass
+    else:
+        raise AssertionError('the build request was not buried')
