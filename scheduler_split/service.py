@@ -174,6 +174,17 @@ class Service:
     def stand_aside(self, listener):
         """``listener`` stops consuming; the messages it has in hand
         finish in a thread of their own. Whether it was consuming."""
+        stopped = threading.Event()
+
+        def finish():
+            try:
+                stopped.wait()
+                rpc_server.wait()
+            finally:
+                with self._servers_lock:
+                    self._leaving.remove(rpc_server)
+                    self._leaving_threads.remove(thread)
+
         with self._servers_lock:
             rpc_server = listener.rpc_server
             if rpc_server is None or self._stopped:
@@ -181,20 +192,15 @@ class Service:
             listener.rpc_server = None
             self._servers.remove(rpc_server)
             self._leaving.append(rpc_server)
-        rpc_server.stop()
-
-        def finish():
-            try:
-                rpc_server.wait()
-            finally:
-                with self._servers_lock:
-                    self._leaving.remove(rpc_server)
-
-        thread = threading.Thread(target=finish, daemon=True,
-                                  name='%s-aside-%s' % (self.name,
-                                                        listener.topic))
-        self._leaving_threads.append(thread)
-        thread.start()
+            thread = threading.Thread(
+                target=finish, daemon=True,
+                name='%s-aside-%s' % (self.name, listener.topic))
+            self._leaving_threads.append(thread)
+            thread.start()
+        try:
+            rpc_server.stop()
+        finally:
+            stopped.set()
         return True
 
     def take_part(self, listener):
@@ -302,9 +308,10 @@ def wait_all(services):
     _each_at_once('wait', [s for service in services
                            for s in service._servers])
     for service in services:
-        for thread in service._leaving_threads:
+        with service._servers_lock:
+            leaving = list(service._leaving_threads)
+        for thread in leaving:
             thread.join()
-        service._leaving_threads = []
         service._servers = []
         for listener in service._listeners:
             listener.rpc_server = None

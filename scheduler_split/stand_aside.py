@@ -53,6 +53,9 @@ LOOK_TIMEOUT = 2
 DOWN_AFTER = 2
 # Seconds a count of a queue's consumers may take.
 COUNT_TIMEOUT = 3
+# Seconds between two counts of the consumers of a queue a listener
+# left, to see whether any is left.
+RECOUNT_INTERVAL = 5
 
 
 class Watch:
@@ -74,6 +77,8 @@ class Watch:
         self._why = None
         # url -> the thread of a look that outlived LOOK_TIMEOUT.
         self._hanging = {}
+        # listener aside -> when its queue's consumers were last counted.
+        self._counted = {}
         # The listeners standing aside.
         self.aside = set()
         self._lock = threading.Lock()
@@ -117,16 +122,25 @@ class Watch:
             why = self._answers()
             if why is None:
                 self._failures = 0
+                # Waiting for the database is right again, whatever its
+                # bus does with the listeners taken back below.
+                outage.stand_aside(self, False)
                 for listener in list(self.aside):
                     self._take_part(listener, 'its database answers again')
-                outage.stand_aside(False)
                 return
             self._failures += 1
             if self._failures < DOWN_AFTER:
                 return
             self._why = why
+            now = time.monotonic()
             for listener in self.service.listeners():
                 if listener in self.aside:
+                    # Counted every RECOUNT_INTERVAL: each count is a new
+                    # connection to every broker.
+                    if now < self._counted.get(listener, 0) + \
+                            RECOUNT_INTERVAL:
+                        continue
+                    self._counted[listener] = now
                     if self._consumers(listener) == 0:
                         self._take_part(
                             listener, 'no other process consumes its queue; '
@@ -135,7 +149,7 @@ class Watch:
                     self._stand_aside(listener)
             # What this process has in hand gives up waiting for the
             # database while its peers take the work.
-            outage.stand_aside(bool(self.aside))
+            outage.stand_aside(self, bool(self.aside))
 
     def _others(self, listener):
         """Whether another process consumes the queue of ``listener``
@@ -151,6 +165,7 @@ class Watch:
         if not self.service.stand_aside(listener):
             return
         self.aside.add(listener)
+        self._counted[listener] = time.monotonic()
         LOG.warning('%s cannot reach its database (%s): it stops taking '
                     'messages of %s, which its peers take, until the '
                     'database answers', self.service.name, self._why,

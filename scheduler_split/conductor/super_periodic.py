@@ -113,7 +113,15 @@ class SuperConductorPeriodics:
         # This process's own placements in flight are not lost, however
         # long they take; nor do other super-conductors take them for it.
         objects.BuildRequest.renew(ctx, build.HELD.uuids(), CONF.host)
-        self._resume_abandoned_boots(ctx)
+        try:
+            self._resume_abandoned_boots(ctx)
+        except Exception as exc:
+            # cell0 away, say: the boots are ended or taken back later.
+            if not outage.is_outage(exc):
+                raise
+            outage.report(LOG, exc, 'Looking for the boots of super-'
+                          'conductors that are down failed: %s',
+                          outage.describe(exc))
         for build_request in objects.BuildRequest.get_older_than(
                 ctx, CONF.conductor.lost_build_timeout,
                 redrive_limit=CONF.conductor.build_redrive_limit):
@@ -151,10 +159,20 @@ class SuperConductorPeriodics:
                 # which may still give its claim back as it gives up:
                 # that would take a new placement's. Ended below.
                 continue
-            if seen < CONF.conductor.build_redrive_limit:
+            if seen >= CONF.conductor.build_redrive_limit:
+                continue
+            try:
                 self._take_back(ctx, build_request, host, seen,
-                                'was taken by %s, which stopped working on '
-                                'it' % host)
+                                'was taken by %s, which is down' % host)
+            except Exception as exc:
+                # A cell or the bus away: the next run tries again.
+                if not outage.is_outage(exc):
+                    raise
+                outage.report(LOG, exc, 'Taking the boot of %s back from '
+                              '%s failed: %s', build_request.instance_uuid,
+                              host, outage.describe(exc),
+                              extra={'instance_uuid':
+                                     build_request.instance_uuid})
 
     def _live_super_conductors(self, ctx):
         """The hosts whose super-conductor is up, as its record in cell0
@@ -211,16 +229,17 @@ class SuperConductorPeriodics:
                                    'of this super-conductor')]
 
     def _take_back(self, ctx, build_request, host, seen, why):
-        """Undo what the placement of ``build_request`` by ``host`` left
-        (a row in a cell that no mapping names, a claim), give the build
-        request back and cast the boot again: whether it was."""
+        """Give the build request that ``host`` holds back (one sweeper
+        wins that write, and no placement holds it then), undo what its
+        placement left (a row in a cell that no mapping names, a claim)
+        and cast the boot again: whether it was."""
         uuid = build_request.instance_uuid
+        if not build_request.give_back(ctx, taken_by=host):
+            return False
         for cell in objects.CellMapping.get_all(ctx):
             objects.Instance.delete_unplaced(
                 ss_context.target_cell(ctx, cell), uuid)
         self.scheduler.try_release_resources(ctx, uuid)
-        if not build_request.give_back(ctx, taken_by=host):
-            return False
         return self._redrive(ctx, build_request, seen, why)
 
     def _redrive(self, ctx, build_request, seen, why):

@@ -94,6 +94,7 @@ _stopping = threading.Event()
 # Set while the process stands aside (scheduler_split.stand_aside): its
 # peers take the work, and what waits for the database here gives up.
 _aside = threading.Event()
+_asides = set()
 _waiting = threading.Condition()
 
 
@@ -203,18 +204,23 @@ def _transient(exc):
 
 def give_up(aside=False):
     """From now on no thread waits for a database: the process stops
-    (or, with ``aside``, stands aside until ``stand_aside(False)``).
-    Those waiting give up at once."""
+    (or, with ``aside``, stands aside until no service of it does any
+    more: :func:`stand_aside`). Those waiting give up at once."""
     (_aside if aside else _stopping).set()
     with _waiting:
         _waiting.notify_all()
 
 
-def stand_aside(aside):
+def stand_aside(owner, aside):
+    """``owner`` (a service) stands aside, or takes part again: the
+    process waits for no database while any of its services stands
+    aside."""
+    with _waiting:
+        (_asides.add if aside else _asides.discard)(owner)
+        if not _asides:
+            _aside.clear()
     if aside:
         give_up(aside=True)
-    else:
-        _aside.clear()
 
 
 def _pause_for_database(seconds):

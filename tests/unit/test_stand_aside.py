@@ -61,7 +61,8 @@ def bus():
     yield rpc.get_transport(URL)
     rpc.cleanup()
     memory_bus.reset()
-    outage.stand_aside(False)
+    for owner in list(outage._asides):
+        outage.stand_aside(owner, False)
 
 
 @pytest.fixture
@@ -166,8 +167,10 @@ def test_when_every_process_lost_the_database_one_keeps_the_queue(
 
 
 def test_the_last_one_aside_takes_the_queue_again_when_it_is_empty(
-        bus, services, caplog):
+        bus, services, caplog, monkeypatch):
     caplog.set_level(logging.INFO)
+    # Its next count is due at once.
+    monkeypatch.setattr(stand_aside, 'RECOUNT_INTERVAL', 0)
     make, _ = services
     cut, healthy = Database(), Database()
     first, first_watch = make('ctl1', cut)
@@ -250,14 +253,18 @@ def test_work_that_waits_for_the_database_gives_up_as_the_process_stands_aside(
     try:
         time.sleep(0.3)
         assert not ended
-        outage.stand_aside(True)
+        outage.stand_aside('ctl1', True)
         aside = time.monotonic()
         worker.join(5)
         assert ended and ended[0][0] - aside < 0.5
         assert type(ended[0][1]).__name__ == 'DatabaseUnavailable'
         assert outage.wait_seconds() == 0
+        # Another service of the process that takes part does not end
+        # the first one's standing aside.
+        outage.stand_aside('ctl2', False)
+        assert outage.wait_seconds() == 0
     finally:
-        outage.stand_aside(False)
+        outage.stand_aside('ctl1', False)
     # Taking part again, it waits for the database as before.
     assert outage.wait_seconds() == 60.0
 

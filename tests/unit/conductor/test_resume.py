@@ -200,3 +200,31 @@ def test_a_boot_of_a_live_super_conductor_is_not_cast_again_by_another(
         pass
     else:
         raise AssertionError('the build request was not buried')
+
+
+def test_a_second_sweeper_that_read_the_same_boot_undoes_nothing(cloud):
+    """Two super-conductors read the same abandoned boot: the first gives
+    it back and casts it again, and a third takes it and claims; the
+    second, acting on what it read before, neither casts it again nor
+    touches the new placement's row or claim."""
+    first, second = _sweeps(), _sweeps()
+    abandoned = _abandoned(cloud, 'conductor-2')
+    uuid = abandoned.instance_uuid
+    [(read, host, seen)] = objects.BuildRequest.get_abandoned(
+        cloud.ctx, conf.CONF.conductor.lost_build_timeout)
+
+    first.fail_lost_builds()
+    assert first._conductor.cast == [[uuid]]
+    # The re-driven boot is taken, its row written, its host claimed.
+    with engines.writer(_api_url()) as session:
+        session.execute(sa.update(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid == uuid).values(
+            taken_at=helpers.naive_utcnow(), taken_by='conductor-3'))
+    _row_in_cell(cloud, abandoned)
+    second.scheduler.held[uuid] = 'h2'
+
+    assert not second._take_back(cloud.ctx, read, host, seen, 'stale')
+
+    assert second._conductor.cast == []
+    assert second.scheduler.held == {uuid: 'h2'}
+    assert cloud.instance(uuid).task_state == instance_obj.SCHEDULING
