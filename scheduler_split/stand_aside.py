@@ -11,13 +11,14 @@ peers on the other controllers had the database all along. So a
 service watches the databases it works on (:meth:`Watch.check`, every
 :data:`CHECK_INTERVAL` seconds, a ``SELECT 1`` that does not wait for
 an outage, bounded by :data:`LOOK_TIMEOUT`): once :data:`DOWN_AFTER`
-looks in a row failed, each of its listeners whose queue another
-listener consumes (the broker's count of consumers,
-:func:`brokers.consumers`) stops consuming, and what the process has in
-hand stops waiting for the database (``outage.stand_aside``): a call
-answers DatabaseUnavailable at once, and its caller tries again, which
-a peer takes; the work of a cast is re-driven as any lost cast is. It
-takes messages again with the first look that the database answers.
+looks in a row failed over :data:`DOWN_FOR` seconds, each of its
+listeners whose queue another listener consumes (the broker's count of
+consumers, :func:`brokers.consumers`) stops consuming, and what the
+process has in hand stops waiting for the database
+(``outage.stand_aside``): a call answers DatabaseUnavailable at once,
+and its caller tries again, which a peer takes; the work of a cast is
+re-driven as any lost cast is. It takes messages again with the first
+look that the database answers.
 
 A process never leaves a queue without a consumer: one the broker
 counts no other consumer on keeps it, and a process standing aside
@@ -48,9 +49,12 @@ CHECK_INTERVAL = 1
 # Seconds a look may take: a database that answers a SELECT 1 later
 # than that is as good as away for the work that waits on it.
 LOOK_TIMEOUT = 2
-# How many looks in a row must fail before the process stands aside: a
-# database away for one look (a fail-over) is waited out as before.
+# How many looks in a row must fail, and for how many seconds, before
+# the process stands aside: a database away for a restart or a
+# fail-over (HAProxy moves to the next Galera node within about 6 s) is
+# waited out as before, by every process alike.
 DOWN_AFTER = 2
+DOWN_FOR = 10
 # Seconds a count of a queue's consumers may take.
 COUNT_TIMEOUT = 3
 # Seconds between two counts of the consumers of a queue a listener
@@ -63,7 +67,8 @@ class Watch:
     its listeners stand aside."""
 
     def __init__(self, service, urls, look=engines.look,
-                 count=brokers.consumers, pause=random.random):
+                 count=brokers.consumers, pause=random.random,
+                 down_for=DOWN_FOR):
         """``look(url)`` raises unless a database answers;
         ``count(url, exchange, topic, timeout)`` counts the consumers of
         a queue (None if it cannot); ``pause()`` is the seconds to wait
@@ -74,6 +79,8 @@ class Watch:
         self._count = count
         self._pause = pause
         self._failures = 0
+        self._failing_since = None
+        self.down_for = down_for
         self._why = None
         # url -> the thread of a look that outlived LOOK_TIMEOUT.
         self._hanging = {}
@@ -122,17 +129,21 @@ class Watch:
             why = self._answers()
             if why is None:
                 self._failures = 0
+                self._failing_since = None
                 # Waiting for the database is right again, whatever its
                 # bus does with the listeners taken back below.
                 outage.stand_aside(self, False)
                 for listener in list(self.aside):
                     self._take_part(listener, 'its database answers again')
                 return
+            now = time.monotonic()
             self._failures += 1
-            if self._failures < DOWN_AFTER:
+            if self._failing_since is None:
+                self._failing_since = now
+            if self._failures < DOWN_AFTER or \
+                    now - self._failing_since < self.down_for:
                 return
             self._why = why
-            now = time.monotonic()
             for listener in self.service.listeners():
                 if listener in self.aside:
                     # Counted every RECOUNT_INTERVAL: each count is a new
@@ -166,10 +177,10 @@ class Watch:
             return
         self.aside.add(listener)
         self._counted[listener] = time.monotonic()
-        LOG.warning('%s cannot reach its database (%s): it stops taking '
-                    'messages of %s, which its peers take, until the '
-                    'database answers', self.service.name, self._why,
-                    listener.topic)
+        # INFO: the outage itself is the process's one WARNING of it.
+        LOG.info('%s cannot reach its database (%s): it stops taking '
+                 'messages of %s, which its peers take, until the database '
+                 'answers', self.service.name, self._why, listener.topic)
 
     def _take_part(self, listener, why):
         try:
