@@ -111,14 +111,14 @@ def consumers(url, exchange, topic, timeout):
     if parsed is None:
         return None
 
-    from amqp import exceptions as amqp_exc
-
     def count(connection):
         try:
             return connection.channel.queue_declare(
                 queue=topic, passive=True).consumer_count
-        except amqp_exc.NotFound:
-            # NOT_FOUND: no listener ever declared it.
+        except Exception as exc:
+            # The broker's NOT_FOUND (404): no listener ever declared it.
+            if getattr(exc, 'code', None) != 404:
+                raise
             return 0
 
     try:
