@@ -48,7 +48,8 @@ def _log_kinds(dep, sizes):
     """The WARNING and ERROR lines each process of ``dep`` wrote since
     ``sizes``, alike lines counted as one kind: ``count  first-seen
     file: line``, the most frequent first."""
-    kinds = collections.OrderedDict()
+    counts = collections.Counter()
+    first_seen = {}
     sizes = sizes or dict.fromkeys(dep.log_sizes(), 0)
     for name, text in sorted(dep.written_since(sizes).items()):
         for line in text.splitlines():
@@ -58,15 +59,13 @@ def _log_kinds(dep, sizes):
             for pattern, mask in _MASKS:
                 kind = pattern.sub(mask, kind)
             key = (name, kind[:200])
-            if key not in kinds:
-                kinds[key] = [0, line[11:23]]
-            kinds[key][0] += 1
-    ranked = sorted(kinds.items(), key=lambda item: -item[1][0])
-    lines = ['%5d  %s  %s: %s' % (count, first, name, kind)
-             for (name, kind), (count, first) in ranked[:LOG_KINDS]]
-    if len(ranked) > LOG_KINDS:
+            counts[key] += 1
+            first_seen.setdefault(key, line[11:23])
+    lines = ['%5d  %s  %s: %s' % (count, first_seen[key], key[0], key[1])
+             for key, count in counts.most_common(LOG_KINDS)]
+    if len(counts) > LOG_KINDS:
         lines.append('... and %d kinds more, in %s'
-                     % (len(ranked) - LOG_KINDS, dep.log_dir))
+                     % (len(counts) - LOG_KINDS, dep.log_dir))
     return '\n'.join(lines) or 'none, in %s' % dep.log_dir
 
 
