@@ -77,7 +77,9 @@ conductor_opts = [
                     'many times a cell conductor casts one build again to '
                     'the host holding its claim before it goes on to its '
                     'next alternate (see build_redrive_interval); 0 never. '
-                    'A boot still taken by nobody lost_build_timeout '
+                    'A build with no alternate left is cast again to its '
+                    'host, while that host is up, as many times as fit in '
+                    'lost_build_timeout. A boot still taken by nobody lost_build_timeout '
                     'after its last re-drive (or, with 0, after it was '
                     'made) ends in ERROR in cell0: a broker outage that '
                     'holds the re-drives up does not fail it.'),

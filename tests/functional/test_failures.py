@@ -181,9 +181,10 @@ def test_boot_the_conductor_cannot_be_told_about_is_a_503_and_no_server(
 
 def test_builds_whose_messages_were_lost_end_in_error(start_system,
                                                       monkeypatch):
-    """Every cast of the build lost: it is cast again to its host
-    ``build_redrive_limit`` times, then, with no alternate left, ends in
-    ERROR; a boot no super-conductor ever gets ends in cell0."""
+    """Every cast of the build lost: with no alternate to go on to, it
+    is cast again to its host (which is up) as many times as fit in
+    ``lost_build_timeout``, more than ``build_redrive_limit``, then ends
+    in ERROR; a boot no super-conductor ever gets ends in cell0."""
     from scheduler_split.conductor import rpcapi as conductor_rpcapi
     from scheduler_split import conf
     conf.CONF.set_override('lost_build_timeout', 10, group='conductor')
@@ -206,10 +207,11 @@ def test_builds_whose_messages_were_lost_end_in_error(start_system,
                         lambda self, *args, **kwargs: None)
     never_scheduled = api.boot(name='never-scheduled')
 
-    first = api.wait_for(in_cell, timeout=40)
+    first = api.wait_for(in_cell, timeout=60)
     assert first['status'] == 'ERROR'
     assert 'Exhausted all hosts' in first['fault']['message']
-    assert lost == ['cell1-compute1'] * 3
+    # The first cast, then lost_build_timeout / build_redrive_interval.
+    assert lost == ['cell1-compute1'] * 11
     assert system.cell_of(in_cell) == 'cell1'
     second = api.wait_for(never_scheduled, timeout=40)
     assert second['status'] == 'ERROR'

@@ -7,7 +7,10 @@ died under it (``objects.build_plan`` says what the plan holds).
 - A build whose plan names a host that is up, and that was cast there
   fewer than ``[conductor] build_redrive_limit`` times, is cast there
   again: its claim is there. A second delivery is harmless: a build
-  starts once, and only on the host its plan names.
+  starts once, and only on the host its plan names. With no alternate
+  left, it is cast there for as long as ``[conductor]
+  lost_build_timeout`` allows (:func:`recast_limit`): the host may only
+  be cut off for a while, and ERROR is the one outcome left otherwise.
 - Otherwise (that host is down, the casts are spent, or the host gave
   the build back) it goes on to its next alternate, as a build that
   failed on its host does (:class:`.reschedule.RescheduleBuildTask`),
@@ -41,6 +44,19 @@ HOST_DOWN = ('the compute service of %s, where it was building, has been '
              'rescheduling')
 HOST_RESTARTED = ('the compute service on %s restarted during the build; '
                   'rescheduling')
+
+
+def recast_limit(plan):
+    """How many times the build is cast again to the host holding its
+    claim before it goes on: ``[conductor] build_redrive_limit``, or,
+    with no alternate left to go on to, as many as fit in ``[conductor]
+    lost_build_timeout`` (a host cut off for a while, still up, takes the
+    build once it is back rather than the build ending in ERROR)."""
+    limit = CONF.conductor.build_redrive_limit
+    if plan.alternates or not limit:
+        return limit
+    return max(limit, CONF.conductor.lost_build_timeout //
+               CONF.conductor.build_redrive_interval)
 
 
 class RecoverBuildTask(base.ConductorTask):
@@ -84,7 +100,7 @@ class RecoverBuildTask(base.ConductorTask):
         """Cast the build again to the host that holds its claim, if that
         is still worth it: whether it was (or another conductor did)."""
         plan, uuid = self.plan, self.instance.uuid
-        limit = CONF.conductor.build_redrive_limit
+        limit = recast_limit(plan)
         if not plan.host or plan.recasts >= limit or \
                 not self.host_up(plan.host):
             return False

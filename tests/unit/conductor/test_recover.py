@@ -150,6 +150,45 @@ def test_a_build_with_no_alternate_left_ends_in_error(cloud, sweeps,
     assert sweeps.scheduler.held == {}
 
 
+def test_a_build_with_nowhere_else_to_go_waits_for_its_host(
+        cloud, sweeps, computes):
+    # Its host is up but took nothing (cut off for a while, its queue
+    # kept): cast again past build_redrive_limit, for as many looks as
+    # fit in lost_build_timeout (600 s / 60 s), then ERROR.
+    _compute(cloud, 'h1')
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1'])
+    for _ in range(10):
+        sweeps.recover_builds()
+        assert cloud.instance(instance.uuid).vm_state == \
+            instance_obj.BUILDING
+        _age(cloud, instance.uuid, 120)
+
+    assert computes.sent == [('build_and_run_instance', 'h1')] * 10
+    assert _plan(cloud, instance.uuid).recasts == 10
+    assert sweeps.scheduler.held == {instance.uuid: 'h1'}
+
+    sweeps.recover_builds()
+
+    assert len(computes.sent) == 10
+    current = cloud.instance(instance.uuid)
+    assert current.vm_state == instance_obj.ERROR
+    assert 'Exhausted all hosts' in current.fault.message
+    assert sweeps.scheduler.held == {}
+
+
+def test_a_build_with_an_alternate_left_does_not_wait_past_the_limit(
+        cloud, sweeps, computes):
+    for host in ('h1', 'h2'):
+        _compute(cloud, host)
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+    for _ in range(3):
+        sweeps.recover_builds()
+        _age(cloud, instance.uuid, 120)
+
+    assert computes.sent == [('build_and_run_instance', 'h1')] * 2 + [
+        ('build_and_run_instance', 'h2')]
+
+
 def test_a_build_the_sweep_finds_no_alternate_for_is_one_warning(
         cloud, sweeps, log_of):
     # An outcome the sweep expects, not a crash: no traceback.
