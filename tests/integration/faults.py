@@ -387,24 +387,39 @@ NO_ROOM = 'No valid host was found'
 INJECTED = 'injected'
 
 
-def _attempts(client, server_id):
-    """``(host, result, details)`` of every attempt to build the server
-    (its compute's build events), from its instance actions."""
+def _events(client, server_id):
+    """Every event of the server's instance actions, oldest first, or
+    None when they could not be read."""
     resp = client.request('GET', '/v2.1/servers/%s/os-instance-actions'
                           % server_id)
     if resp is None or resp.status_code != 200:
         return None
-    attempts = []
+    events = []
     for action in resp.json()['instanceActions']:
         detail = client.request(
             'GET', '/v2.1/servers/%s/os-instance-actions/%s' % (
                 server_id, action['request_id']))
         if detail is None or detail.status_code != 200:
             return None
-        attempts += [(e.get('host'), e['result'], e.get('details') or '')
-                     for e in detail.json()['instanceAction']['events']
-                     if e['event'] == 'compute_build_and_run_instance']
-    return attempts
+        events += detail.json()['instanceAction']['events']
+    return sorted(events, key=lambda e: e.get('start_time') or '')
+
+
+def _attempts(events):
+    """``(host, result, details)`` of every attempt to build the server
+    (its compute's build events) among its ``events``."""
+    return [(e.get('host'), e['result'], e.get('details') or '')
+            for e in events or ()
+            if e['event'] == 'compute_build_and_run_instance']
+
+
+def _story(events):
+    """The server's events in one line each (what a failure shows)."""
+    if events is None:
+        return 'its actions could not be read'
+    return '; '.join('%s %s %s %s' % (e['event'], e.get('host'),
+                                      e['result'], e.get('details') or '')
+                     for e in events)
 
 
 def explain_errors(client, servers, figures):
@@ -420,14 +435,14 @@ def explain_errors(client, servers, figures):
         if NO_ROOM in message:
             figures.no_room += 1
             continue
-        attempts = _attempts(client, server['id']) if EXHAUSTED in \
-            message else None
-        ended = [a for a in attempts or () if a[1] != 'Success']
-        if ended and all(INJECTED in details for _, _, details in ended):
+        events = _events(client, server['id'])
+        ended = [a for a in _attempts(events) if a[1] != 'Success']
+        if EXHAUSTED in message and ended and all(
+                INJECTED in details for _, _, details in ended):
             figures.exhausted += 1
             continue
         figures.failed += 1
-        failed.add('%s: %s %s' % (name, message[:120], attempts))
+        failed.add('%s: %s [%s]' % (name, message[:120], _story(events)))
     figures.note('ERROR for another reason than injected failures or no '
                  'room', failed)
 
