@@ -1,6 +1,7 @@
 """Random requests to every route of the route table: never a 5xx, every
 error in Nova's shape (in Placement's when the Placement API under
-``/placement`` answered), no request slower than a second.
+``/placement`` answered), no request slower than a second (each time it
+is sent: see ``RETIMES``).
 
 The routes come from ``wsgi.ROUTES`` itself, so a new route is fuzzed as
 soon as it is added. Each drawn request is sent twice, as an admin and as
@@ -34,6 +35,11 @@ CONF = conf.CONF
 # Drawn requests; each is sent as admin and as non-admin.
 EXAMPLES = 6000
 SLOWEST_ALLOWED = 1.0
+# A request slower than that is sent again up to this many times, and
+# is slow only if every try was: an input that costs a second costs it
+# each time, while a write lock held for a moment by a build the fuzzing
+# started, or a stall of the machine, does not come back.
+RETIMES = 2
 
 TEMPLATES = sorted(wsgi.ROUTES)
 METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']
@@ -304,6 +310,11 @@ def test_no_route_answers_5xx_to_anything(target, capsys):
             sent = dict(headers, **{'X-Auth-Token': token})
             resp, elapsed = target.send(method, path, query, sent, body,
                                         content_length)
+            for _ in range(RETIMES):
+                if elapsed < SLOWEST_ALLOWED:
+                    break
+                elapsed = min(elapsed, target.send(
+                    method, path, query, sent, body, content_length)[1])
             described = '%s %s?%s as %s: %s %s' % (
                 method, path, query, token, resp.status, resp.body[:300])
             assert resp.status_int < 500, described
