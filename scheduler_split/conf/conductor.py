@@ -79,10 +79,11 @@ conductor_opts = [
                     'next alternate (see build_redrive_interval); 0 never. '
                     'A build with no alternate left is cast again to its '
                     'host, while that host is up, as many times as fit in '
-                    'lost_build_timeout. A boot still taken by nobody lost_build_timeout '
-                    'after its last re-drive (or, with 0, after it was '
-                    'made) ends in ERROR in cell0: a broker outage that '
-                    'holds the re-drives up does not fail it.'),
+                    'lost_build_timeout. A boot still taken by nobody '
+                    'lost_build_timeout after its last re-drive (or, '
+                    'with 0, after it was made) ends in ERROR in cell0: '
+                    'a broker outage that holds the re-drives up does not '
+                    'fail it.'),
     cfg.FloatOpt('schedule_batch_window',
                  default=0.005, min=0.0, max=1.0,
                  help='Seconds a boot may wait at the super-conductor for '

@@ -414,7 +414,8 @@ def _attempts(events):
 
 
 def _story(events):
-    """The server's events in one line each (what a failure shows)."""
+    """The server's events, oldest first, as one line (what a failure
+    shows)."""
     if events is None:
         return 'its actions could not be read'
     return '; '.join('%s %s %s %s' % (e['event'], e.get('host'),
