@@ -138,6 +138,21 @@ class BuildPlan:
         self.alternates, self.retry, self.recasts = list(rest), retry, 0
         return True
 
+    def go_back_to(self, ctx, host, node, retry, recasts):
+        """Name ``host`` (and ``node``) again, with no alternates left,
+        ``retry`` and ``recasts`` casts counted, if nobody moved the plan
+        since it was read: whether it did. A build none of whose
+        alternates took it so waits for the host that still holds its
+        claim."""
+        if not self._update_if_unchanged(
+                ctx, host=host, node=node,
+                alternates=self._alternates_json([]),
+                retry=retry.to_json(), recasts=recasts):
+            return False
+        self.host, self.node, self.alternates = host, node, []
+        self.retry, self.recasts = retry, recasts
+        return True
+
     def note_recast(self, ctx):
         """Count one more cast to the plan's host, if nobody changed the
         plan since it was read: True if this caller is to cast."""

@@ -18,8 +18,10 @@ LOG = logging.getLogger(__name__)
 
 
 def claim_alternate(scheduler, ctx, selection, uuid):
-    """Claim an alternate for the instance: whether it took the claim (a
-    scheduler that could not be asked counts as a refusal)."""
+    """Claim an alternate for the instance: True if it took the claim,
+    False if the scheduler refused it (the host is full, down or
+    disabled), None if the scheduler could not be asked (falsy like a
+    refusal, but the claim may have been written)."""
     try:
         return scheduler.claim_resources(ctx, selection, uuid)
     except Exception as exc:
@@ -32,7 +34,7 @@ def claim_alternate(scheduler, ctx, selection, uuid):
         else:
             exception.log_failure(LOG, exc, what, selection.service_host,
                                   uuid, extra={'instance_uuid': uuid})
-        return False
+        return None
 
 
 def claim_next(scheduler, ctx, uuid, alternates):

@@ -14,7 +14,10 @@ died under it (``objects.build_plan`` says what the plan holds).
 - Otherwise (that host is down, the casts are spent, or the host gave
   the build back) it goes on to its next alternate, as a build that
   failed on its host does (:class:`.reschedule.RescheduleBuildTask`),
-  and ends in ERROR only when none is left.
+  and ends in ERROR only when none is left. A build whose casts were
+  spent on a host that is still up goes back to waiting for that host,
+  with no alternate left, if every alternate refused its claim (each
+  full, say): that host holds the claim and may only be cut off.
 - A build spawning on a host whose compute has been down for
   ``[DEFAULT] service_down_time``, or whose compute restarted and no
   longer runs it (it gives the build back: ``give_back_build``), goes
@@ -84,10 +87,17 @@ class RecoverBuildTask(base.ConductorTask):
             self._give_back()
         elif self._recast():
             return
+        plan = self.plan
+        # A host that is up still holds the claim of a build it never
+        # answered for: the build waits for it should no alternate take
+        # it.
+        waits_on = None
+        if plan.host and self.host_up(plan.host):
+            waits_on = (plan.host, plan.node)
         metrics.BUILDS_RECOVERED.labels(how='rescheduled').inc()
         self.rescheduling = reschedule.RescheduleBuildTask(
             self.scheduler, self.compute, self.ctx, self.instance, None,
-            [], None, plan=self.plan)
+            [], None, plan=plan, waits_on=waits_on)
         self.rescheduling.execute()
 
     def rollback(self, exc):

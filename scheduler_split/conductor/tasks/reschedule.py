@@ -96,6 +96,11 @@ class _Overtaken(Exception):
     theirs to go on with."""
 
 
+class _Waiting(Exception):
+    """No alternate took the build, and it went back to waiting for the
+    host that holds its claim."""
+
+
 class RescheduleBuildTask(RescheduleTask):
     """A build that failed on its host, or that its host gave back: on
     to the next alternate, or ERROR with the exhausted-hosts fault and no
@@ -107,15 +112,23 @@ class RescheduleBuildTask(RescheduleTask):
     only if nobody moved the plan since it was read, before it is
     claimed: two conductors never both take a build on, and a cast that
     was overtaken never starts it (``Instance.save``'s ``build_host``).
+
+    ``waits_on`` (``(host, node)``) names the host that holds the claim
+    of a build it never answered for, while that host is up: should
+    every alternate refuse the claim (each full, down or disabled), the
+    plan goes back to that host with no alternate left, and the build
+    waits for it (:func:`.recover.recast_limit`) rather than ending in
+    ERROR while the one host with room for it may only be cut off.
     """
 
     event = 'conductor_build_instances'
 
     def __init__(self, scheduler, compute, ctx, instance, request_spec,
-                 host_list, retry, plan=None):
+                 host_list, retry, plan=None, waits_on=None):
         super().__init__(scheduler, compute, ctx, instance, request_spec,
                          host_list, retry)
         self.plan = plan
+        self.waits_on = waits_on
 
     def _execute(self):
         uuid = self.instance.uuid
@@ -143,11 +156,21 @@ class RescheduleBuildTask(RescheduleTask):
             LOG.info('The build of instance %s was taken on by another '
                      'conductor; leaving it to it', uuid,
                      extra={'instance_uuid': uuid})
+        except _Waiting as waiting:
+            details = str(waiting)
+            LOG.warning('Instance %s: %s', uuid, details,
+                        extra={'instance_uuid': uuid})
+            instance_action.record_event(self.ctx, uuid, self.event,
+                                         host=self.plan.host,
+                                         details=details,
+                                         start_time=self.started)
 
     def _claim_next(self):
         if self.plan is None:
             return super()._claim_next()
         uuid = self.instance.uuid
+        # The casts counted before the plan moves on.
+        recasts, refused = self.plan.recasts, []
         for index, selection in enumerate(self.host_list):
             rest = self.host_list[index + 1:]
             # The attempts as they are once this one is made.
@@ -156,10 +179,30 @@ class RescheduleBuildTask(RescheduleTask):
                 hosts=self.retry.hosts + [selection.service_host])
             if not self.plan.move_to(self.ctx, selection, rest, after):
                 raise _Overtaken()
-            if alternates.claim_alternate(self.scheduler, self.ctx,
-                                          selection, uuid):
+            taken = alternates.claim_alternate(self.scheduler, self.ctx,
+                                               selection, uuid)
+            if taken:
                 return selection, rest
+            # A scheduler that could not be asked (None) may have
+            # written the claim: the build then holds it nowhere sure.
+            refused.append(selection.service_host if taken is False
+                           else None)
+        if self.waits_on is not None and refused and None not in refused:
+            self._wait_on_own_host(refused, recasts)
         return None, []
+
+    def _wait_on_own_host(self, refused, recasts):
+        """Back to waiting for the host of ``waits_on``, which still holds
+        the claim, once every alternate refused it; one more cast counted
+        than before (so a conductor that read the plan before it moved on
+        cannot write it)."""
+        host, node = self.waits_on
+        if not self.plan.go_back_to(self.ctx, host, node, self.retry,
+                                    recasts + 1):
+            raise _Overtaken()
+        raise _Waiting('no alternate took its claim (refused by %s); the '
+                       'build waits for %s, which holds it' % (
+                           ', '.join(refused), host))
 
     def _prepare(self, selection):
         if build.take_host_zone(self.instance, self.request_spec,

@@ -16,7 +16,9 @@ class Scheduler:
     ``answers``: what each ``select_destinations`` answers in turn, a
     list of host lists, or raises (an exception), or a function called
     first (what happens meanwhile) that returns one of those. ``full``:
-    hosts whose claim the scheduler refuses. ``held`` says which host
+    hosts whose claim the scheduler refuses; ``unreachable``: hosts
+    whose claim the scheduler never answers (a timeout, as the claim may
+    have been written: it is). ``held`` says which host
     each consumer (an instance, a migration) holds, as the scheduler's
     claims would have it; ``calls`` what it was asked.
     """
@@ -24,6 +26,7 @@ class Scheduler:
     def __init__(self, *answers, full=()):
         self.answers = list(answers)
         self.full = set(full)
+        self.unreachable = set()
         self.held = {}
         self.calls = []
         # What list_consumers raises (a scheduler too old to answer).
@@ -50,6 +53,8 @@ class Scheduler:
         if selection.service_host in self.full:
             return False
         self.held[instance_uuid] = selection.service_host
+        if selection.service_host in self.unreachable:
+            raise messaging.MessagingTimeout('claim_resources')
         return True
 
     def release_resources(self, ctx, consumer):

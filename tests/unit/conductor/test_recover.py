@@ -189,6 +189,74 @@ def test_a_build_with_an_alternate_left_does_not_wait_past_the_limit(
         ('build_and_run_instance', 'h2')]
 
 
+def test_a_build_whose_alternates_are_full_waits_for_its_host(
+        cloud, sweeps, computes):
+    # Its host is up, holds the claim and took nothing (cut off for a
+    # while); its one alternate is full: back to waiting for its host,
+    # as a build with no alternate left does, rather than ERROR.
+    for host in ('h1', 'h2'):
+        _compute(cloud, host)
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+    sweeps.scheduler.full.add('h2')
+    for _ in range(3):
+        sweeps.recover_builds()
+        _age(cloud, instance.uuid, 120)
+
+    assert computes.sent == [('build_and_run_instance', 'h1')] * 2
+    assert cloud.instance(instance.uuid).vm_state == instance_obj.BUILDING
+    assert sweeps.scheduler.held == {instance.uuid: 'h1'}
+    plan = _plan(cloud, instance.uuid)
+    assert (plan.host, plan.alternates, plan.retry.hosts) == ('h1', [],
+                                                              ['h1'])
+    assert ('conductor_build_instances', 'Success', 'h1') in cloud.events(
+        instance.uuid)
+
+    # Cast again for as many looks as fit in lost_build_timeout, the
+    # look that went back counted as one: then ERROR.
+    for _ in range(7):
+        sweeps.recover_builds()
+        _age(cloud, instance.uuid, 120)
+    assert computes.sent == [('build_and_run_instance', 'h1')] * 9
+    assert cloud.instance(instance.uuid).vm_state == instance_obj.BUILDING
+    sweeps.recover_builds()
+    assert computes.sent == [('build_and_run_instance', 'h1')] * 9
+    current = cloud.instance(instance.uuid)
+    assert current.vm_state == instance_obj.ERROR
+    assert 'Exhausted all hosts' in current.fault.message
+    assert sweeps.scheduler.held == {}
+
+
+def test_a_build_whose_alternates_are_full_and_host_down_ends_in_error(
+        cloud, sweeps, computes):
+    _compute(cloud, 'h1', seconds_ago=600)
+    _compute(cloud, 'h2')
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+    sweeps.scheduler.full.add('h2')
+
+    sweeps.recover_builds()
+
+    assert computes.sent == []
+    assert cloud.instance(instance.uuid).vm_state == instance_obj.ERROR
+    assert sweeps.scheduler.held == {}
+
+
+def test_a_build_whose_alternate_claim_went_unanswered_does_not_wait(
+        cloud, sweeps, computes):
+    # The claim may have been written on the alternate: the build no
+    # longer surely holds one on its host, so it does not wait there.
+    for host in ('h1', 'h2'):
+        _compute(cloud, host)
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+    sweeps.scheduler.unreachable.add('h2')
+    for _ in range(3):
+        sweeps.recover_builds()
+        _age(cloud, instance.uuid, 120)
+
+    assert computes.sent == [('build_and_run_instance', 'h1')] * 2
+    assert cloud.instance(instance.uuid).vm_state == instance_obj.ERROR
+    assert sweeps.scheduler.held == {}
+
+
 def test_a_build_the_sweep_finds_no_alternate_for_is_one_warning(
         cloud, sweeps, log_of):
     # An outcome the sweep expects, not a crash: no traceback.
