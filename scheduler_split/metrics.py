@@ -129,7 +129,8 @@ BUILDS_RECOVERED = _metric(
     prom.Counter, 'conductor', 'builds_recovered',
     'Builds a cell conductor went on with from their plan, by how: '
     'recast (cast again to the host holding their claim), rescheduled '
-    '(on to their next alternate) or given_back (their host was down).',
+    '(on to their next alternate), waiting (back to their own host, '
+    'every alternate refused) or given_back (their host was down).',
     ['how'])
 BOOTS_REDRIVEN = _metric(
     prom.Counter, 'conductor', 'boots_redriven',
@@ -146,7 +147,7 @@ for _reason in ('no_valid_host', 'lost', 'error'):
     BURIED_IN_CELL0.labels(reason=_reason)
 for _reason in ('never_scheduled', 'no_host', 'host_down'):
     LOST_BUILDS_FAILED.labels(reason=_reason)
-for _how in ('recast', 'rescheduled', 'given_back'):
+for _how in ('recast', 'rescheduled', 'waiting', 'given_back'):
     BUILDS_RECOVERED.labels(how=_how)
 
 # --- API ---------------------------------------------------------------------

@@ -25,15 +25,39 @@ def claim_alternate(scheduler, ctx, selection, uuid):
     try:
         return scheduler.claim_resources(ctx, selection, uuid)
     except Exception as exc:
-        what = ('Claiming %s for instance %s failed; trying the next '
-                'alternate')
-        if outage.is_outage(exc):
-            outage.report(LOG, exc, what + ': %s', selection.service_host,
-                          uuid, outage.describe(exc),
-                          extra={'instance_uuid': uuid})
-        else:
-            exception.log_failure(LOG, exc, what, selection.service_host,
-                                  uuid, extra={'instance_uuid': uuid})
+        _unanswered(exc, 'Claiming %s for instance %s failed; trying the '
+                    'next alternate', selection.service_host, uuid)
+        return None
+
+
+def _unanswered(exc, what, host, uuid):
+    """Log a claim of ``host`` the scheduler did not answer: an outage
+    as outages are reported, anything else as a failure."""
+    if outage.is_outage(exc):
+        outage.report(LOG, exc, what + ': %s', host, uuid,
+                      outage.describe(exc), extra={'instance_uuid': uuid})
+    else:
+        exception.log_failure(LOG, exc, what, host, uuid,
+                              extra={'instance_uuid': uuid}, stacklevel=3)
+
+
+def claim_own_host(scheduler, ctx, request_spec, host, node, uuid):
+    """Claim ``host`` (``node``) again for the instance whose build goes
+    back to it: True if it took the claim, written over whatever the
+    instance held (on an alternate whose refusal came after its claim
+    was written, say); False if the scheduler refused it; None if the
+    scheduler could not be asked (the claim may have been written)."""
+    try:
+        scheduler.check_rebuild(ctx, request_spec, host, node, claim=True)
+        return True
+    except exception.NoValidHost as exc:
+        LOG.info('Instance %s: its own host %s refused its claim: %s',
+                 uuid, host, exc.format_message(),
+                 extra={'instance_uuid': uuid})
+        return False
+    except Exception as exc:
+        _unanswered(exc, 'Claiming its own host %s again for instance %s '
+                    'failed', host, uuid)
         return None
 
 

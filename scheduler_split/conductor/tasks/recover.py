@@ -16,8 +16,9 @@ died under it (``objects.build_plan`` says what the plan holds).
   failed on its host does (:class:`.reschedule.RescheduleBuildTask`),
   and ends in ERROR only when none is left. A build whose casts were
   spent on a host that is still up goes back to waiting for that host,
-  with no alternate left, if every alternate refused its claim (each
-  full, say): that host holds the claim and may only be cut off.
+  with no alternate left and that host claimed again, if every
+  alternate refused its claim (each full, say): that host has room for
+  it and may only be cut off.
 - A build spawning on a host whose compute has been down for
   ``[DEFAULT] service_down_time``, or whose compute restarted and no
   longer runs it (it gives the build back: ``give_back_build``), goes
@@ -55,8 +56,12 @@ def recast_limit(plan):
     with no alternate left to go on to, as many as fit in ``[conductor]
     lost_build_timeout`` (a host cut off for a while, still up, takes the
     build once it is back rather than the build ending in ERROR)."""
+    return _recasts_allowed(bool(plan.alternates))
+
+
+def _recasts_allowed(alternates_left):
     limit = CONF.conductor.build_redrive_limit
-    if plan.alternates or not limit:
+    if alternates_left or not limit:
         return limit
     return max(limit, CONF.conductor.lost_build_timeout //
                CONF.conductor.build_redrive_interval)
@@ -87,18 +92,30 @@ class RecoverBuildTask(base.ConductorTask):
             self._give_back()
         elif self._recast():
             return
-        plan = self.plan
-        # A host that is up still holds the claim of a build it never
-        # answered for: the build waits for it should no alternate take
-        # it.
+        plan, uuid = self.plan, self.instance.uuid
+        # A host that is up and never answered for the build may only be
+        # cut off: the build waits for it, should no alternate take it,
+        # while it can still be cast there (the going back counts as one
+        # cast).
         waits_on = None
-        if plan.host and self.host_up(plan.host):
+        if plan.host and plan.recasts + 1 < _recasts_allowed(False) and \
+                self.host_up(plan.host):
             waits_on = (plan.host, plan.node)
-        metrics.BUILDS_RECOVERED.labels(how='rescheduled').inc()
         self.rescheduling = reschedule.RescheduleBuildTask(
             self.scheduler, self.compute, self.ctx, self.instance, None,
             [], None, plan=plan, waits_on=waits_on)
-        self.rescheduling.execute()
+        try:
+            self.rescheduling.execute()
+        finally:
+            waiting = self.rescheduling.waiting
+            metrics.BUILDS_RECOVERED.labels(
+                how='waiting' if waiting else 'rescheduled').inc()
+        if waiting:
+            LOG.warning('Instance %s: %s', uuid, waiting,
+                        extra={'instance_uuid': uuid})
+            instance_action.record_event(self.ctx, uuid, EVENT,
+                                         host=plan.host, details=waiting,
+                                         start_time=self.started)
 
     def rollback(self, exc):
         """Nothing of its own to undo; a failure of the reschedule was

@@ -97,8 +97,8 @@ class _Overtaken(Exception):
 
 
 class _Waiting(Exception):
-    """No alternate took the build, and it went back to waiting for the
-    host that holds its claim."""
+    """No alternate took the build, and it went back to waiting for its
+    own host, claimed there again."""
 
 
 class RescheduleBuildTask(RescheduleTask):
@@ -113,12 +113,16 @@ class RescheduleBuildTask(RescheduleTask):
     claimed: two conductors never both take a build on, and a cast that
     was overtaken never starts it (``Instance.save``'s ``build_host``).
 
-    ``waits_on`` (``(host, node)``) names the host that holds the claim
-    of a build it never answered for, while that host is up: should
-    every alternate refuse the claim (each full, down or disabled), the
-    plan goes back to that host with no alternate left, and the build
-    waits for it (:func:`.recover.recast_limit`) rather than ending in
-    ERROR while the one host with room for it may only be cut off.
+    ``waits_on`` (``(host, node)``) names the host that held the claim
+    of a build it never answered for, while that host is up and may be
+    cast the build again: should every alternate refuse the claim (each
+    full, down or disabled), the plan goes back to that host with no
+    alternate left and the host is claimed again for the build (a
+    refusal may come after a claim was written: the new claim replaces
+    whatever the build held), and the build waits for it
+    (:func:`.recover.recast_limit`) rather than ending in ERROR while
+    the one host with room for it may only be cut off. ``waiting`` then
+    says why it waits; the caller records it.
     """
 
     event = 'conductor_build_instances'
@@ -129,6 +133,7 @@ class RescheduleBuildTask(RescheduleTask):
                          host_list, retry)
         self.plan = plan
         self.waits_on = waits_on
+        self.waiting = None
 
     def _execute(self):
         uuid = self.instance.uuid
@@ -157,13 +162,7 @@ class RescheduleBuildTask(RescheduleTask):
                      'conductor; leaving it to it', uuid,
                      extra={'instance_uuid': uuid})
         except _Waiting as waiting:
-            details = str(waiting)
-            LOG.warning('Instance %s: %s', uuid, details,
-                        extra={'instance_uuid': uuid})
-            instance_action.record_event(self.ctx, uuid, self.event,
-                                         host=self.plan.host,
-                                         details=details,
-                                         start_time=self.started)
+            self.waiting = str(waiting)
 
     def _claim_next(self):
         if self.plan is None:
@@ -192,17 +191,21 @@ class RescheduleBuildTask(RescheduleTask):
         return None, []
 
     def _wait_on_own_host(self, refused, recasts):
-        """Back to waiting for the host of ``waits_on``, which still holds
-        the claim, once every alternate refused it; one more cast counted
-        than before (so a conductor that read the plan before it moved on
-        cannot write it)."""
+        """Back to waiting for the host of ``waits_on`` once every
+        alternate refused the claim, with one more cast counted than
+        before (so a conductor that read the plan before it moved on
+        cannot write it), and that host claimed again; returns (to end
+        in ERROR) if the claim is not sure to be there."""
         host, node = self.waits_on
         if not self.plan.go_back_to(self.ctx, host, node, self.retry,
                                     recasts + 1):
             raise _Overtaken()
-        raise _Waiting('no alternate took its claim (refused by %s); the '
-                       'build waits for %s, which holds it' % (
-                           ', '.join(refused), host))
+        if alternates.claim_own_host(self.scheduler, self.ctx,
+                                     self.request_spec, host, node,
+                                     self.instance.uuid):
+            raise _Waiting('no alternate took its claim (refused by %s); '
+                           'it waits for %s, claimed again' % (
+                               ', '.join(refused), host))
 
     def _prepare(self, selection):
         if build.take_host_zone(self.instance, self.request_spec,

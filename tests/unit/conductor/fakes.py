@@ -18,7 +18,9 @@ class Scheduler:
     first (what happens meanwhile) that returns one of those. ``full``:
     hosts whose claim the scheduler refuses; ``unreachable``: hosts
     whose claim the scheduler never answers (a timeout, as the claim may
-    have been written: it is). ``held`` says which host
+    have been written: it is); ``refused_late``: hosts whose claim it
+    refuses after writing it (a claim run again after a lost commit,
+    refused the second time). ``held`` says which host
     each consumer (an instance, a migration) holds, as the scheduler's
     claims would have it; ``calls`` what it was asked.
     """
@@ -27,6 +29,7 @@ class Scheduler:
         self.answers = list(answers)
         self.full = set(full)
         self.unreachable = set()
+        self.refused_late = set()
         self.held = {}
         self.calls = []
         # What list_consumers raises (a scheduler too old to answer).
@@ -50,11 +53,23 @@ class Scheduler:
 
     def claim_resources(self, ctx, selection, instance_uuid):
         self.calls.append(('claim', selection.service_host))
-        if selection.service_host in self.full:
+        return self._claim(selection.service_host, instance_uuid)
+
+    def _claim(self, host, consumer):
+        if host in self.full:
             return False
-        self.held[instance_uuid] = selection.service_host
-        if selection.service_host in self.unreachable:
+        self.held[consumer] = host
+        if host in self.unreachable:
             raise messaging.MessagingTimeout('claim_resources')
+        return host not in self.refused_late
+
+    def check_rebuild(self, ctx, request_spec, host, node=None,
+                      claim=False):
+        # A claim of the server's own host, as a rebuild in ERROR (or a
+        # build going back to it) makes it.
+        self.calls.append(('claim_own', host))
+        if claim and not self._claim(host, request_spec.instance_uuid):
+            raise exception.NoValidHost(reason='%s is full' % host)
         return True
 
     def release_resources(self, ctx, consumer):
@@ -88,7 +103,8 @@ class Scheduler:
 
     def tried(self):
         """The hosts claimed or asked to claim, in order."""
-        return [host for call, host in self.calls if call == 'claim']
+        return [host for call, host in self.calls
+                if call in ('claim', 'claim_own')]
 
 
 class Computes:

@@ -189,11 +189,18 @@ def test_a_build_with_an_alternate_left_does_not_wait_past_the_limit(
         ('build_and_run_instance', 'h2')]
 
 
+def _wait_line(uuid, refused, host):
+    return ('WARNING', 'Instance %s: no alternate took its claim (refused '
+            'by %s); it waits for %s, claimed again' % (uuid, refused,
+                                                        host), False)
+
+
 def test_a_build_whose_alternates_are_full_waits_for_its_host(
-        cloud, sweeps, computes):
+        cloud, sweeps, computes, log_of):
     # Its host is up, holds the claim and took nothing (cut off for a
     # while); its one alternate is full: back to waiting for its host,
-    # as a build with no alternate left does, rather than ERROR.
+    # claimed again, as a build with no alternate left does, rather
+    # than ERROR.
     for host in ('h1', 'h2'):
         _compute(cloud, host)
     instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
@@ -203,13 +210,18 @@ def test_a_build_whose_alternates_are_full_waits_for_its_host(
         _age(cloud, instance.uuid, 120)
 
     assert computes.sent == [('build_and_run_instance', 'h1')] * 2
+    assert sweeps.scheduler.calls == [('claim', 'h2'), ('claim_own', 'h1')]
     assert cloud.instance(instance.uuid).vm_state == instance_obj.BUILDING
     assert sweeps.scheduler.held == {instance.uuid: 'h1'}
     plan = _plan(cloud, instance.uuid)
     assert (plan.host, plan.alternates, plan.retry.hosts) == ('h1', [],
                                                               ['h1'])
-    assert ('conductor_build_instances', 'Success', 'h1') in cloud.events(
-        instance.uuid)
+    assert cloud.events(instance.uuid)[-1] == (
+        'conductor_recover_build', 'Success', 'h1')
+    assert cloud.event_details(instance.uuid)[-1] == (
+        'no alternate took its claim (refused by h2); it waits for h1, '
+        'claimed again')
+    assert _wait_line(instance.uuid, 'h2', 'h1') in log_of(instance.uuid)
 
     # Cast again for as many looks as fit in lost_build_timeout, the
     # look that went back counted as one: then ERROR.
@@ -226,6 +238,49 @@ def test_a_build_whose_alternates_are_full_waits_for_its_host(
     assert sweeps.scheduler.held == {}
 
 
+def test_a_build_whose_alternate_refused_after_claiming_waits_claimed(
+        cloud, sweeps, computes):
+    # The alternate's claim was written, then refused (run again after
+    # a lost commit): the build holds it there, not on its own host,
+    # until its own host is claimed again.
+    for host in ('h1', 'h2'):
+        _compute(cloud, host)
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+    sweeps.scheduler.refused_late.add('h2')
+    for _ in range(3):
+        sweeps.recover_builds()
+        _age(cloud, instance.uuid, 120)
+
+    assert sweeps.scheduler.held == {instance.uuid: 'h1'}
+    assert _plan(cloud, instance.uuid).host == 'h1'
+    assert cloud.instance(instance.uuid).vm_state == instance_obj.BUILDING
+    sweeps.recover_builds()
+    assert computes.sent[-1] == ('build_and_run_instance', 'h1')
+
+
+def test_a_build_whose_own_host_refuses_it_again_ends_in_error(
+        cloud, sweeps, computes):
+    # Every alternate refused, and so does its own host (its claim was
+    # gone and another build took the room): ERROR, no claim left.
+    for host in ('h1', 'h2'):
+        _compute(cloud, host)
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+    for _ in range(2):
+        sweeps.recover_builds()
+        _age(cloud, instance.uuid, 120)
+    sweeps.scheduler.full.update(('h1', 'h2'))
+
+    sweeps.recover_builds()
+
+    assert sweeps.scheduler.calls[-3:] == [
+        ('claim', 'h2'), ('claim_own', 'h1'), ('release', instance.uuid)]
+    current = cloud.instance(instance.uuid)
+    assert current.vm_state == instance_obj.ERROR
+    assert 'Exhausted all hosts' in current.fault.message
+    assert sweeps.scheduler.held == {}
+    assert computes.sent == [('build_and_run_instance', 'h1')] * 2
+
+
 def test_a_build_whose_alternates_are_full_and_host_down_ends_in_error(
         cloud, sweeps, computes):
     _compute(cloud, 'h1', seconds_ago=600)
@@ -236,25 +291,73 @@ def test_a_build_whose_alternates_are_full_and_host_down_ends_in_error(
     sweeps.recover_builds()
 
     assert computes.sent == []
+    assert ('claim_own', 'h1') not in sweeps.scheduler.calls
     assert cloud.instance(instance.uuid).vm_state == instance_obj.ERROR
     assert sweeps.scheduler.held == {}
 
 
-def test_a_build_whose_alternate_claim_went_unanswered_does_not_wait(
-        cloud, sweeps, computes):
-    # The claim may have been written on the alternate: the build no
-    # longer surely holds one on its host, so it does not wait there.
+def test_a_build_with_no_recasts_allowed_does_not_go_back_to_wait(
+        cloud, sweeps, computes, override):
+    # With build_redrive_limit = 0 nothing is cast again: going back
+    # to its host would only wait for nothing.
+    override('build_redrive_limit', 0, group='conductor')
     for host in ('h1', 'h2'):
         _compute(cloud, host)
     instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
-    sweeps.scheduler.unreachable.add('h2')
+    sweeps.scheduler.full.add('h2')
+
+    sweeps.recover_builds()
+
+    assert computes.sent == []
+    assert sweeps.scheduler.calls == [('claim', 'h2'),
+                                      ('release', instance.uuid)]
+    assert cloud.instance(instance.uuid).vm_state == instance_obj.ERROR
+
+
+@pytest.mark.parametrize('unanswered,full', [(['h2', 'h3'], []),
+                                             (['h2'], ['h3']),
+                                             (['h3'], ['h2'])])
+def test_a_build_whose_alternate_claim_went_unanswered_does_not_wait(
+        cloud, sweeps, computes, unanswered, full):
+    # A claim the scheduler did not answer may have been written on that
+    # alternate: the build does not go back to wait on its own host (it
+    # would then hold claims on two), and ends in ERROR with none.
+    for host in ('h1', 'h2', 'h3'):
+        _compute(cloud, host)
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2', 'h3'])
+    sweeps.scheduler.unreachable.update(unanswered)
+    sweeps.scheduler.full.update(full)
     for _ in range(3):
         sweeps.recover_builds()
         _age(cloud, instance.uuid, 120)
 
     assert computes.sent == [('build_and_run_instance', 'h1')] * 2
+    assert ('claim_own', 'h1') not in sweeps.scheduler.calls
+    assert _plan(cloud, instance.uuid).host == 'h3'
+    assert not any('waits' in (d or '')
+                   for d in cloud.event_details(instance.uuid))
     assert cloud.instance(instance.uuid).vm_state == instance_obj.ERROR
     assert sweeps.scheduler.held == {}
+
+
+def test_a_conductor_that_read_the_plan_before_it_went_back_moves_nothing(
+        cloud, sweeps, computes):
+    for host in ('h1', 'h2'):
+        _compute(cloud, host)
+    instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
+    sweeps.scheduler.full.add('h2')
+    for _ in range(2):
+        sweeps.recover_builds()
+        _age(cloud, instance.uuid, 120)
+    stale = _plan(cloud, instance.uuid)
+
+    sweeps.recover_builds()
+
+    assert not stale.note_recast(cloud.in_cell())
+    assert not stale.move_to(cloud.in_cell(), cloud.hosts('h2')[0], [],
+                             stale.retry)
+    plan = _plan(cloud, instance.uuid)
+    assert (plan.host, plan.recasts) == ('h1', 3)
 
 
 def test_a_build_the_sweep_finds_no_alternate_for_is_one_warning(
