@@ -208,25 +208,39 @@ class SuperConductorPeriodics:
                 if self._redrive(ctx, build_request, seen, why)]
 
     def resume_orphaned_boots(self):
-        """Place again the boots this host's previous run had taken.
+        """Place again the boots this host took and is not placing.
 
         A super-conductor that dies while it places a boot leaves its
         build request taken (by its host) and in no cell; one that
-        starts on the same host finds those it took before it started:
-        whatever the dead run wrote into a cell for them (a row waiting
-        for its first host, which no mapping names) goes, whatever it
-        claimed is released, and the boot is cast again, as a re-drive
-        (``build_redrive_limit`` counts it). One process per host is
-        assumed, as for every service's RPC server. Returns the uuids
-        cast again.
+        starts on the same host finds those it took before it started.
+        A placement of this run that gave up without knowing whether it
+        took the boot (its database went away as the take was written,
+        and the process stood aside meanwhile) leaves the same behind
+        while its process lives on; those are found too, once untouched
+        for ``build_redrive_interval`` and no thread has them in hand
+        (``build.HELD``). Whatever the placement wrote into a cell for
+        them (a row waiting for its first host, which no mapping names)
+        goes, whatever it claimed is released, and the boot is cast
+        again, as a re-drive (``build_redrive_limit`` counts it). One
+        process per host is assumed, as for every service's RPC server.
+        Returns the uuids cast again.
         """
         ctx = ss_context.get_admin_context()
+        held = build.HELD.uuids()
+        # One whose re-drives are spent stays taken: the lost-build sweep
+        # ends it.
         return [build_request.instance_uuid
-                for build_request, seen in objects.BuildRequest.get_orphans(
-                    ctx, CONF.host, self.started_at)
-                if self._take_back(ctx, build_request, CONF.host, seen,
-                                   'was being placed by the previous run '
-                                   'of this super-conductor')]
+                for build_request, seen, before in
+                objects.BuildRequest.get_orphans(
+                    ctx, CONF.host, self.started_at,
+                    idle=CONF.conductor.build_redrive_interval, held=held)
+                if seen < CONF.conductor.build_redrive_limit and
+                self._take_back(
+                    ctx, build_request, CONF.host, seen,
+                    'was being placed by the previous run of this '
+                    'super-conductor' if before else
+                    'was taken by this super-conductor, which is not '
+                    'placing it')]
 
     def _take_back(self, ctx, build_request, host, seen, why):
         """Give the build request that ``host`` holds back (one sweeper

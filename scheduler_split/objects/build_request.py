@@ -284,17 +284,34 @@ class BuildRequest(base.SchedulerSplitObject):
         return result.rowcount == 1
 
     @classmethod
-    def get_orphans(cls, ctx, host, before):
-        """``[(build request, re-drives so far)]`` taken by ``host``
-        before ``before`` (naive UTC) and placed in no cell yet: a
-        super-conductor of that host that started at ``before`` finds
-        the boots whose placement died with its previous run."""
+    def get_orphans(cls, ctx, host, before, idle=None, held=()):
+        """``[(build request, re-drives so far, whether the previous run
+        took it)]`` taken by ``host`` and placed in no cell yet, whose
+        placement no thread of that host's super-conductor has in hand:
+        taken before ``before`` (naive UTC), when a super-conductor of
+        that host that started then finds the boots whose placement died
+        with its previous run; or, with ``idle`` seconds, untouched for
+        that long and not among ``held`` (the placements it has in hand,
+        read before this), which its own run dropped: a placement that
+        gave up as the database went away, say, not knowing that its
+        take had been written."""
+        taken = api_models.BuildRequest.taken_at
+        orphaned = taken < before
+        dropped = sa.false()
+        if idle is not None:
+            cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
+                seconds=idle)
+            dropped = sa.and_(
+                sa.func.coalesce(api_models.BuildRequest.updated_at,
+                                 taken) < cutoff,
+                api_models.BuildRequest.instance_uuid.not_in(list(held)))
         with engines.reader(CONF.api_database.connection) as session:
-            return [(cls._from_row(row), row.redrives)
+            return [(cls._from_row(row), row.redrives, row.taken_at < before)
                     for row in session.scalars(
                         sa.select(api_models.BuildRequest).where(
                             api_models.BuildRequest.taken_by == host,
-                            api_models.BuildRequest.taken_at < before,
+                            taken.is_not(None),
+                            sa.or_(orphaned, dropped),
                             sa.exists().where(
                                 _IM.c.instance_uuid ==
                                 api_models.BuildRequest.instance_uuid,

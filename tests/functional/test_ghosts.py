@@ -125,9 +125,13 @@ def test_row_left_in_a_cell_by_a_placement_the_sweep_overtook(
     def stop_after_create(self, ctx, build_request, request_spec,
                           host_list):
         # The process dies after creating the row in its cell, before
-        # pointing the mapping at it.
+        # pointing the mapping at it, on the boot's last re-drive: no
+        # super-conductor casts it again.
         cell = self._cell(ctx, host_list[0].cell_uuid)
         build_request.instance.create(ss_context.target_cell(ctx, cell))
+        _api_db('UPDATE build_requests SET redrives = :n WHERE '
+                'instance_uuid = :u', n=CONF.conductor.build_redrive_limit,
+                u=build_request.instance_uuid)
 
     monkeypatch.setattr(build_task.ScheduleAndBuildTask,
                         '_build_in_cell', stop_after_create)
@@ -156,6 +160,40 @@ def test_row_left_in_a_cell_by_a_placement_the_sweep_overtook(
     assert api.delete('/v2.1/servers/%s' % server_id).status_code == 204
     api.wait_gone(server_id)
     assert api.servers() == []
+
+
+def test_a_boot_its_living_super_conductor_dropped_is_placed_again(
+        start_system, sweeps, monkeypatch):
+    """A placement that ended after creating the row in its cell, before
+    pointing the mapping at it, in a process that lives on (it gave up
+    on a database outage, say): its super-conductor casts the boot again
+    once nothing touched it for build_redrive_interval, and the server
+    becomes ACTIVE in one cell, rather than ending in cell0."""
+    system = start_system(cells=2, hosts_per_cell=1)
+    api = system.api
+    place = build_task.ScheduleAndBuildTask._build_in_cell
+    dropped = []
+
+    def drop_the_first(self, ctx, build_request, request_spec, host_list,
+                       **kwargs):
+        if dropped:
+            return place(self, ctx, build_request, request_spec, host_list,
+                         **kwargs)
+        cell = self._cell(ctx, host_list[0].cell_uuid)
+        build_request.instance.create(ss_context.target_cell(ctx, cell))
+        dropped.append(cell.name)
+
+    monkeypatch.setattr(build_task.ScheduleAndBuildTask,
+                        '_build_in_cell', drop_the_first)
+    server_id = api.boot(name='dropped')
+
+    server = api.wait_for(server_id, timeout=30)
+    assert server['status'] == 'ACTIVE', server
+    assert dropped
+    # One row, the server's, in the cell its mapping names.
+    assert _rows(system, server_id) == {system.cell_of(server_id): False}
+    assert _every_listed_server_is_showable(api) == [server_id]
+    assert list(system.allocations_after_settling({})) == [server_id]
 
 
 def test_a_build_handed_over_but_never_cast_is_cast_and_becomes_active(

@@ -91,14 +91,16 @@ class CellMappings:
 
 
 class HeldBuilds:
-    """The build requests this process took and is placing.
+    """The build requests this process is taking or placing.
 
     The lost-build sweep renews them before it looks for lost ones
     (``SuperConductorPeriodics.fail_lost_builds``): a placement held up
     for longer than ``[conductor] lost_build_timeout`` (its call to the
     schedulers waiting out a broker outage, say) is still being worked
     on, and no super-conductor's sweep takes it for lost. One whose
-    process died is renewed by nobody.
+    process died is renewed by nobody. One this process took and no
+    longer has in hand was dropped, and its own sweep takes it back
+    (``SuperConductorPeriodics.resume_orphaned_boots``).
     """
 
     def __init__(self):
@@ -245,19 +247,23 @@ class ScheduleAndBuildTask(base.ConductorTask):
 
     def _execute(self):
         ctx = self.ctx
-        pending = [(br, spec) for br, spec in zip(self.build_requests,
-                                                  self.request_specs)
-                   if self._take(ctx, br)]
-        if not pending:
-            return
-        self.build_requests = [br for br, _ in pending]
-        self.request_specs = [spec for _, spec in pending]
-        uuids = [br.instance_uuid for br in self.build_requests]
-        HELD.add(uuids)
+        # In hand from before their takes: a take written while its
+        # answer is awaited is never taken for dropped by this process's
+        # sweep (SuperConductorPeriodics.resume_orphaned_boots).
+        delivered = [br.instance_uuid for br in self.build_requests]
+        HELD.add(delivered)
         try:
-            self._place(ctx, uuids)
+            pending = [(br, spec) for br, spec in zip(self.build_requests,
+                                                      self.request_specs)
+                       if self._take(ctx, br)]
+            if not pending:
+                return
+            self.build_requests = [br for br, _ in pending]
+            self.request_specs = [spec for _, spec in pending]
+            self._place(ctx, [br.instance_uuid for br in
+                              self.build_requests])
         finally:
-            HELD.discard(uuids)
+            HELD.discard(delivered)
 
     def _place(self, ctx, uuids):
         spec_obj = self.request_specs[0]

@@ -1,6 +1,7 @@
 """A super-conductor that restarts places again the boots its previous
-run had taken and not handed to a cell; it leaves alone the boots of
-other hosts, those it takes itself, and those placed already."""
+run had taken and not handed to a cell, and one that lives on those its
+own placements dropped; it leaves alone the boots of other hosts, those
+it has in hand, and those placed already."""
 
 import datetime
 
@@ -8,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler_split.conductor import super_periodic
+from scheduler_split.conductor.tasks import build
 from scheduler_split import conf
 from scheduler_split import context
 from scheduler_split.db import api_models
@@ -224,3 +226,97 @@ def test_a_second_sweeper_that_read_the_same_boot_undoes_nothing(cloud):
     assert second._conductor.cast == []
     assert second.scheduler.held == {uuid: 'h2'}
     assert cloud.instance(uuid).task_state == instance_obj.SCHEDULING
+
+
+def _sweeps_of_a_run_started_long_ago():
+    sweeps = _sweeps()
+    sweeps.started_at = helpers.naive_utcnow() - datetime.timedelta(
+        hours=1)
+    return sweeps
+
+
+def _idle(build_request, seconds):
+    """Nothing touched the build request for ``seconds``."""
+    then = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds)
+    with engines.writer(_api_url()) as session:
+        session.execute(sa.update(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid ==
+            build_request.instance_uuid).values(taken_at=then,
+                                                updated_at=then))
+
+
+def test_a_boot_this_run_took_and_dropped_is_placed_again(
+        cloud, computes, monkeypatch, caplog):
+    # The take is written, but its answer is lost with the database, and
+    # the placement gives up (its process stood aside): the process
+    # lives on, taken for up by every peer, and nobody places the boot.
+    sweeps = _sweeps_of_a_run_started_long_ago()
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    seen_held = []
+    take = objects.BuildRequest.take
+
+    def written_unanswered(self, ctx):
+        assert take(self, ctx)
+        seen_held.append(build.HELD.uuids())
+        raise exception.DatabaseUnavailable(reason='cut off')
+
+    monkeypatch.setattr(objects.BuildRequest, 'take', written_unanswered)
+    task = build.ScheduleAndBuildTask(
+        fakes.Scheduler(), build.CellMappings(), cloud.ctx,
+        [build_request], [spec], computes=computes.for_cell)
+    with pytest.raises(exception.DatabaseUnavailable):
+        task.execute()
+    monkeypatch.undo()
+    # In hand while its take was under way, not after.
+    assert seen_held == [[uuid]]
+    assert build.HELD.uuids() == []
+    assert not _untaken(cloud, uuid)
+
+    # Taken just now: a thread may be about to place it.
+    assert sweeps.resume_orphaned_boots() == []
+    _idle(build_request, conf.CONF.conductor.build_redrive_interval + 1)
+
+    assert sweeps.resume_orphaned_boots() == [uuid]
+
+    assert sweeps._conductor.cast == [[uuid]]
+    assert 'Boot of instance %s was taken by this super-conductor, which ' \
+        'is not placing it; casting it again (1 of 3)' % uuid in caplog.text
+    assert _untaken(cloud, uuid)
+    # Still a boot to place, not a server in ERROR.
+    assert objects.BuildRequest.get_by_instance_uuid(cloud.ctx, uuid)
+    assert sweeps.resume_orphaned_boots() == []
+
+
+def test_a_boot_a_thread_of_this_run_has_in_hand_is_left_to_it(cloud):
+    sweeps = _sweeps_of_a_run_started_long_ago()
+    build_request = cloud.boot()[0]
+    assert build_request.take(cloud.ctx)
+    _idle(build_request, conf.CONF.conductor.build_redrive_interval + 1)
+    uuid = build_request.instance_uuid
+    build.HELD.add([uuid])
+    try:
+        assert sweeps.resume_orphaned_boots() == []
+    finally:
+        build.HELD.discard([uuid])
+
+    assert sweeps._conductor.cast == []
+    assert not _untaken(cloud, uuid)
+
+
+def test_a_dropped_boot_with_its_re_drives_spent_stays_for_the_sweep(
+        cloud):
+    sweeps = _sweeps_of_a_run_started_long_ago()
+    build_request = cloud.boot()[0]
+    assert build_request.take(cloud.ctx)
+    _idle(build_request, conf.CONF.conductor.build_redrive_interval + 1)
+    with engines.writer(_api_url()) as session:
+        session.execute(sa.update(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid ==
+            build_request.instance_uuid).values(
+            redrives=conf.CONF.conductor.build_redrive_limit))
+
+    assert sweeps.resume_orphaned_boots() == []
+
+    assert sweeps._conductor.cast == []
+    assert not _untaken(cloud, build_request.instance_uuid)
