@@ -227,20 +227,30 @@ class SuperConductorPeriodics:
         """
         ctx = ss_context.get_admin_context()
         held = build.HELD.uuids()
-        # One whose re-drives are spent stays taken: the lost-build sweep
-        # ends it.
-        return [build_request.instance_uuid
-                for build_request, seen, before in
-                objects.BuildRequest.get_orphans(
-                    ctx, CONF.host, self.started_at,
-                    idle=CONF.conductor.build_redrive_interval, held=held)
-                if seen < CONF.conductor.build_redrive_limit and
-                self._take_back(
-                    ctx, build_request, CONF.host, seen,
-                    'was being placed by the previous run of this '
-                    'super-conductor' if before else
-                    'was taken by this super-conductor, which is not '
-                    'placing it')]
+        cast = []
+        for build_request, seen, before in objects.BuildRequest.get_orphans(
+                ctx, CONF.host, self.started_at,
+                idle=CONF.conductor.build_redrive_interval, held=held):
+            if seen >= CONF.conductor.build_redrive_limit:
+                # Stays taken: the lost-build sweep ends it.
+                continue
+            why = ('was being placed by the previous run of this '
+                   'super-conductor' if before else 'was taken by this '
+                   'super-conductor, which is not placing it')
+            try:
+                if self._take_back(ctx, build_request, CONF.host, seen,
+                                   why):
+                    cast.append(build_request.instance_uuid)
+            except Exception as exc:
+                # A cell or the bus away: the next run tries again.
+                if not outage.is_outage(exc):
+                    raise
+                outage.report(LOG, exc, 'Taking the boot of %s back '
+                              'failed: %s', build_request.instance_uuid,
+                              outage.describe(exc),
+                              extra={'instance_uuid':
+                                     build_request.instance_uuid})
+        return cast
 
     def _take_back(self, ctx, build_request, host, seen, why):
         """Give the build request that ``host`` holds back (one sweeper

@@ -296,22 +296,21 @@ class BuildRequest(base.SchedulerSplitObject):
         gave up as the database went away, say, not knowing that its
         take had been written."""
         taken = api_models.BuildRequest.taken_at
-        orphaned = taken < before
-        dropped = sa.false()
+        idled = sa.false()
         if idle is not None:
             cutoff = base.naive_utc(base.utcnow()) - datetime.timedelta(
                 seconds=idle)
-            dropped = sa.and_(
-                sa.func.coalesce(api_models.BuildRequest.updated_at,
-                                 taken) < cutoff,
-                api_models.BuildRequest.instance_uuid.not_in(list(held)))
+            idled = sa.func.coalesce(api_models.BuildRequest.updated_at,
+                                     taken) < cutoff
         with engines.reader(CONF.api_database.connection) as session:
             return [(cls._from_row(row), row.redrives, row.taken_at < before)
                     for row in session.scalars(
                         sa.select(api_models.BuildRequest).where(
                             api_models.BuildRequest.taken_by == host,
                             taken.is_not(None),
-                            sa.or_(orphaned, dropped),
+                            sa.or_(taken < before, idled),
+                            api_models.BuildRequest.instance_uuid.not_in(
+                                list(held)),
                             sa.exists().where(
                                 _IM.c.instance_uuid ==
                                 api_models.BuildRequest.instance_uuid,

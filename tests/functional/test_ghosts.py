@@ -124,9 +124,9 @@ def test_row_left_in_a_cell_by_a_placement_the_sweep_overtook(
 
     def stop_after_create(self, ctx, build_request, request_spec,
                           host_list):
-        # The process dies after creating the row in its cell, before
-        # pointing the mapping at it, on the boot's last re-drive: no
-        # super-conductor casts it again.
+        # The placement ends (as a process that dies) after creating
+        # the row in its cell, before pointing the mapping at it, on the
+        # boot's last re-drive: no super-conductor casts it again.
         cell = self._cell(ctx, host_list[0].cell_uuid)
         build_request.instance.create(ss_context.target_cell(ctx, cell))
         _api_db('UPDATE build_requests SET redrives = :n WHERE '

@@ -245,25 +245,29 @@ class ScheduleAndBuildTask(base.ConductorTask):
         self.computes = computes
         self.scheduling = False
 
-    def _execute(self):
-        ctx = self.ctx
-        # In hand from before their takes: a take written while its
-        # answer is awaited is never taken for dropped by this process's
-        # sweep (SuperConductorPeriodics.resume_orphaned_boots).
+    def execute(self):
+        # In hand from before their takes until the rollback is over: a
+        # take written while its answer is awaited, or a boot whose
+        # rollback releases and gives back, is never taken for dropped
+        # by this process's sweep (SuperConductorPeriodics.
+        # resume_orphaned_boots).
         delivered = [br.instance_uuid for br in self.build_requests]
         HELD.add(delivered)
         try:
-            pending = [(br, spec) for br, spec in zip(self.build_requests,
-                                                      self.request_specs)
-                       if self._take(ctx, br)]
-            if not pending:
-                return
-            self.build_requests = [br for br, _ in pending]
-            self.request_specs = [spec for _, spec in pending]
-            self._place(ctx, [br.instance_uuid for br in
-                              self.build_requests])
+            return super().execute()
         finally:
             HELD.discard(delivered)
+
+    def _execute(self):
+        ctx = self.ctx
+        pending = [(br, spec) for br, spec in zip(self.build_requests,
+                                                  self.request_specs)
+                   if self._take(ctx, br)]
+        if not pending:
+            return
+        self.build_requests = [br for br, _ in pending]
+        self.request_specs = [spec for _, spec in pending]
+        self._place(ctx, [br.instance_uuid for br in self.build_requests])
 
     def _place(self, ctx, uuids):
         spec_obj = self.request_specs[0]
@@ -337,7 +341,8 @@ class ScheduleAndBuildTask(base.ConductorTask):
 
     def _give_back(self, build_request):
         try:
-            build_request.give_back(self.ctx)
+            # Only while this host still holds it: nobody took it back.
+            build_request.give_back(self.ctx, taken_by=CONF.host)
             LOG.info('Build request of %s is left for a re-drive',
                      build_request.instance_uuid,
                      extra={'instance_uuid': build_request.instance_uuid})

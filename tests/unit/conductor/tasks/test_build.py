@@ -3,9 +3,13 @@ the cells the scheduler chose, or in cell0 in ERROR."""
 
 import oslo_messaging as messaging
 import pytest
+import sqlalchemy as sa
 
 from scheduler_split.conductor.tasks import base
 from scheduler_split.conductor.tasks import build
+from scheduler_split import conf
+from scheduler_split.db import api_models
+from scheduler_split.db import engines
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import build_plan
@@ -121,6 +125,52 @@ def test_a_question_the_bus_lost_leaves_the_boot_for_a_redrive(
     # Given back: the next delivery of the boot takes it.
     assert objects.BuildRequest.get_by_instance_uuid(
         cloud.ctx, uuid).take(cloud.ctx)
+
+
+def test_a_boot_is_in_hand_until_its_rollback_is_over(cloud, computes):
+    # Its claim is released and it is given back while in hand: the
+    # sweep of boots this process dropped never takes it meanwhile.
+    boots = [cloud.boot('a'), cloud.boot('b')]
+    uuids = [br.instance_uuid for br, _ in boots]
+    held = []
+
+    class Releasing(fakes.Scheduler):
+        def release_resources(self, ctx, consumer):
+            held.append(build.HELD.uuids())
+            return super().release_resources(ctx, consumer)
+
+        try_release_resources = release_resources
+
+    scheduler = Releasing(messaging.MessagingTimeout('no answer'))
+    base.run_cast(_task(cloud, scheduler, computes, boots))
+
+    assert held == [sorted(uuids)] * 2
+    assert build.HELD.uuids() == []
+
+
+def test_a_boot_taken_back_meanwhile_is_not_given_back_by_its_rollback(
+        cloud, computes):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+
+    def taken_back_then_no_answer():
+        # Meanwhile another host took the boot (after a take-back).
+        found = objects.BuildRequest.get_by_instance_uuid(cloud.ctx, uuid)
+        assert found.give_back(cloud.ctx)
+        assert found.take(cloud.ctx)
+        with engines.writer(conf.CONF.api_database.connection) as session:
+            session.execute(sa.update(api_models.BuildRequest).where(
+                api_models.BuildRequest.instance_uuid == uuid).values(
+                taken_by='conductor-2'))
+        return messaging.MessagingTimeout('no answer')
+
+    scheduler = fakes.Scheduler(taken_back_then_no_answer)
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    with engines.reader(conf.CONF.api_database.connection) as session:
+        row = session.scalars(sa.select(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid == uuid)).one()
+    assert row.taken_by == 'conductor-2' and row.taken_at is not None
 
 
 def test_a_boot_deleted_before_it_was_scheduled_asks_nothing(
