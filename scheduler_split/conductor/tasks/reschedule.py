@@ -108,7 +108,9 @@ class RescheduleBuildTask(RescheduleTask):
 
     A build with a plan (``objects.build_plan``) goes on from its plan:
     its alternates and attempts are the plan's (a compute that restarted
-    mid-build sends none), and each alternate is written into the plan,
+    mid-build sends none); a compute's reschedule that finds the plan
+    moved on since that compute gave the build back arrived late, and
+    changes nothing. Each alternate is written into the plan,
     only if nobody moved the plan since it was read, before it is
     claimed: two conductors never both take a build on, and a cast that
     was overtaken never starts it (``Instance.save``'s ``build_host``).
@@ -146,6 +148,19 @@ class RescheduleBuildTask(RescheduleTask):
             return
         if self.plan is None:
             self.plan = build_plan.BuildPlan.get(self.ctx, uuid)
+            failed_on = self.retry.hosts[-1] if self.retry is not None \
+                and self.retry.hosts else None
+            if self.plan is not None and failed_on is not None and \
+                    self._went_on_without(failed_on):
+                # The compute's cast arrived late (held by a conductor
+                # cut from its database, say): the sweep of stalled
+                # builds took the build on from its plan meanwhile.
+                LOG.info('The build of instance %s went on from %s before '
+                         'its reschedule from there arrived; leaving it to '
+                         '%s', uuid, failed_on,
+                         self.plan.host or 'its next conductor',
+                         extra={'instance_uuid': uuid})
+                return
         if self.plan is not None:
             self.request_spec = self.plan.request_spec
             self.host_list = self.plan.alternates
@@ -163,6 +178,13 @@ class RescheduleBuildTask(RescheduleTask):
                      extra={'instance_uuid': uuid})
         except _Waiting as waiting:
             self.waiting = str(waiting)
+
+    def _went_on_without(self, host):
+        """Whether the plan went on since ``host`` gave the build back: a
+        host gives a build back by clearing the plan's host, which names
+        it last among the hosts tried until a conductor moves it on."""
+        tried = self.plan.retry.hosts
+        return self.plan.host is not None or not tried or tried[-1] != host
 
     def _claim_next(self):
         if self.plan is None:

@@ -149,8 +149,9 @@ def test_a_reschedule_that_lost_a_race_at_commit_leaves_the_build_be(
     from scheduler_split.objects import build_plan
     uuid = failed_build.uuid
     chosen, *alternates = cloud.hosts('h0', 'h1', 'h2')
+    # h0 gave the build back (its plan names no host).
     plan = build_plan.BuildPlan(
-        uuid, chosen.service_host, chosen.nodename,
+        uuid, None, None,
         objects.RequestSpec(instance_uuid=uuid, project_id='p',
                             flavor=failed_build.flavor), alternates,
         objects.SchedulerRetries(num_attempts=1, hosts=['h0']))
@@ -174,4 +175,84 @@ def test_a_reschedule_that_lost_a_race_at_commit_leaves_the_build_be(
     assert computes.sent == []
     assert ('release', uuid) not in scheduler.calls
     assert cloud.instance(uuid).vm_state == instance_obj.BUILDING
-    assert [level for level, _, _ in log_of(uuid)] == ['INFO']
+    assert [(level, 'changed by another conductor' in message)
+            for level, message, _ in log_of(uuid)] == [('INFO', True)]
+
+
+def _planned(cloud, instance, hosts, tried, given_back=False):
+    """The build's plan: on ``hosts[0]`` with the rest as alternates,
+    ``tried`` so far; with ``given_back``, its host gave it back (a
+    reschedule clears the plan's host)."""
+    from scheduler_split.objects import build_plan
+    chosen, *alternates = cloud.hosts(*hosts)
+    build_plan.BuildPlan(
+        instance.uuid, None if given_back else chosen.service_host,
+        None if given_back else chosen.nodename,
+        objects.RequestSpec(instance_uuid=instance.uuid, project_id='p',
+                            flavor=instance.flavor), alternates,
+        objects.SchedulerRetries(num_attempts=len(tried),
+                                 hosts=tried)).create(cloud.in_cell())
+
+
+def test_a_reschedule_that_arrives_after_the_build_went_on_changes_nothing(
+        cloud, computes, failed_build, log_of):
+    # h0 failed the build and cast its reschedule, which a conductor held
+    # up; the sweep of stalled builds took the build on to h1 meanwhile,
+    # its last alternate. The late reschedule finds no alternate left:
+    # it must not end the build that h1 spawns.
+    uuid = failed_build.uuid
+    _planned(cloud, failed_build, ['h1'], ['h0', 'h1'])
+    scheduler = fakes.Scheduler()
+    scheduler.held[uuid] = 'h1'
+    task = reschedule.RescheduleBuildTask(
+        scheduler, computes, cloud.in_cell(), failed_build, None,
+        cloud.hosts('h1'), objects.SchedulerRetries(num_attempts=1,
+                                                    hosts=['h0']))
+
+    base.run_cast(task)
+
+    assert computes.sent == []
+    assert scheduler.calls == []
+    assert scheduler.held == {uuid: 'h1'}
+    assert cloud.instance(uuid).vm_state == instance_obj.BUILDING
+    assert log_of(uuid) == [(
+        'INFO', 'The build of instance %s went on from h0 before its '
+        'reschedule from there arrived; leaving it to h1' % uuid, False)]
+
+
+def test_a_late_reschedule_after_the_next_host_gave_it_back_too_is_ignored(
+        cloud, computes, failed_build):
+    # h0's reschedule was held up; the build went on to h1, which failed
+    # and gave it back too: h1's reschedule goes on, h0's changes nothing.
+    _planned(cloud, failed_build, ['h1', 'h2'], ['h0', 'h1'],
+             given_back=True)
+    scheduler = fakes.Scheduler()
+
+    base.run_cast(reschedule.RescheduleBuildTask(
+        scheduler, computes, cloud.in_cell(), failed_build, None,
+        cloud.hosts('h1', 'h2'), objects.SchedulerRetries(num_attempts=1,
+                                                          hosts=['h0'])))
+    assert computes.sent == []
+
+    base.run_cast(reschedule.RescheduleBuildTask(
+        scheduler, computes, cloud.in_cell(), failed_build, None,
+        cloud.hosts('h2'), objects.SchedulerRetries(num_attempts=2,
+                                                    hosts=['h0', 'h1'])))
+    assert computes.sent == [('build_and_run_instance', 'h2')]
+
+
+def test_a_reschedule_from_the_host_its_plan_names_goes_on_from_the_plan(
+        cloud, computes, failed_build):
+    uuid = failed_build.uuid
+    _planned(cloud, failed_build, ['h0', 'h1', 'h2'], ['h0'],
+             given_back=True)
+    scheduler = fakes.Scheduler(full={'h1'})
+    task = reschedule.RescheduleBuildTask(
+        scheduler, computes, cloud.in_cell(), failed_build, None,
+        cloud.hosts('h1', 'h2'), objects.SchedulerRetries(num_attempts=1,
+                                                          hosts=['h0']))
+
+    base.run_cast(task)
+
+    assert computes.sent == [('build_and_run_instance', 'h2')]
+    assert scheduler.held == {uuid: 'h2'}
