@@ -80,6 +80,14 @@ def _handed_over(cloud, scheduler, hosts, task_state=instance_obj.SCHEDULING,
     return instance
 
 
+def _looks(cloud, sweeps, uuid, times):
+    """``times`` looks of the sweep, each followed by two minutes in
+    which nothing touched the build."""
+    for _ in range(times):
+        sweeps.recover_builds()
+        _age(cloud, uuid, 120)
+
+
 def _plan(cloud, uuid):
     return build_plan.BuildPlan.get(cloud.in_cell(), uuid)
 
@@ -108,9 +116,7 @@ def test_after_its_casts_a_build_goes_on_to_its_next_alternate(
     for host in ('h1', 'h2', 'h3'):
         _compute(cloud, host)
     instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2', 'h3'])
-    for _ in range(2):
-        sweeps.recover_builds()
-        _age(cloud, instance.uuid, 120)
+    _looks(cloud, sweeps, instance.uuid, 2)
     sweeps.scheduler.full.add('h2')
 
     sweeps.recover_builds()
@@ -181,9 +187,7 @@ def test_a_build_with_an_alternate_left_does_not_wait_past_the_limit(
     for host in ('h1', 'h2'):
         _compute(cloud, host)
     instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
-    for _ in range(3):
-        sweeps.recover_builds()
-        _age(cloud, instance.uuid, 120)
+    _looks(cloud, sweeps, instance.uuid, 3)
 
     assert computes.sent == [('build_and_run_instance', 'h1')] * 2 + [
         ('build_and_run_instance', 'h2')]
@@ -205,9 +209,7 @@ def test_a_build_whose_alternates_are_full_waits_for_its_host(
         _compute(cloud, host)
     instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
     sweeps.scheduler.full.add('h2')
-    for _ in range(3):
-        sweeps.recover_builds()
-        _age(cloud, instance.uuid, 120)
+    _looks(cloud, sweeps, instance.uuid, 3)
 
     assert computes.sent == [('build_and_run_instance', 'h1')] * 2
     assert sweeps.scheduler.calls == [('claim', 'h2'), ('claim_own', 'h1')]
@@ -225,9 +227,7 @@ def test_a_build_whose_alternates_are_full_waits_for_its_host(
 
     # Cast again for as many looks as fit in lost_build_timeout, the
     # look that went back counted as one: then ERROR.
-    for _ in range(7):
-        sweeps.recover_builds()
-        _age(cloud, instance.uuid, 120)
+    _looks(cloud, sweeps, instance.uuid, 7)
     assert computes.sent == [('build_and_run_instance', 'h1')] * 9
     assert cloud.instance(instance.uuid).vm_state == instance_obj.BUILDING
     sweeps.recover_builds()
@@ -247,9 +247,7 @@ def test_a_build_whose_alternate_refused_after_claiming_waits_claimed(
         _compute(cloud, host)
     instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
     sweeps.scheduler.refused_late.add('h2')
-    for _ in range(3):
-        sweeps.recover_builds()
-        _age(cloud, instance.uuid, 120)
+    _looks(cloud, sweeps, instance.uuid, 3)
 
     assert sweeps.scheduler.held == {instance.uuid: 'h1'}
     assert _plan(cloud, instance.uuid).host == 'h1'
@@ -265,9 +263,7 @@ def test_a_build_whose_own_host_refuses_it_again_ends_in_error(
     for host in ('h1', 'h2'):
         _compute(cloud, host)
     instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
-    for _ in range(2):
-        sweeps.recover_builds()
-        _age(cloud, instance.uuid, 120)
+    _looks(cloud, sweeps, instance.uuid, 2)
     sweeps.scheduler.full.update(('h1', 'h2'))
 
     sweeps.recover_builds()
@@ -327,9 +323,7 @@ def test_a_build_whose_alternate_claim_went_unanswered_does_not_wait(
     instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2', 'h3'])
     sweeps.scheduler.unreachable.update(unanswered)
     sweeps.scheduler.full.update(full)
-    for _ in range(3):
-        sweeps.recover_builds()
-        _age(cloud, instance.uuid, 120)
+    _looks(cloud, sweeps, instance.uuid, 3)
 
     assert computes.sent == [('build_and_run_instance', 'h1')] * 2
     assert ('claim_own', 'h1') not in sweeps.scheduler.calls
@@ -346,9 +340,7 @@ def test_a_conductor_that_read_the_plan_before_it_went_back_moves_nothing(
         _compute(cloud, host)
     instance = _handed_over(cloud, sweeps.scheduler, ['h1', 'h2'])
     sweeps.scheduler.full.add('h2')
-    for _ in range(2):
-        sweeps.recover_builds()
-        _age(cloud, instance.uuid, 120)
+    _looks(cloud, sweeps, instance.uuid, 2)
     stale = _plan(cloud, instance.uuid)
 
     sweeps.recover_builds()

@@ -43,16 +43,21 @@ def _taken(cloud, host, seconds_ago):
     """A boot a super-conductor of ``host`` took ``seconds_ago``."""
     build_request, _ = cloud.boot()
     then = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds_ago)
-    with engines.writer(_api_url()) as session:
-        session.execute(sa.update(api_models.BuildRequest).where(
-            api_models.BuildRequest.instance_uuid ==
-            build_request.instance_uuid).values(taken_at=then,
-                                                taken_by=host))
+    _write(build_request, taken_at=then, taken_by=host)
     return build_request
 
 
 def _api_url():
     return conf.CONF.api_database.connection
+
+
+def _write(build_request, **values):
+    """Set ``values`` in the row of ``build_request``, as time or another
+    host left it."""
+    with engines.writer(_api_url()) as session:
+        session.execute(sa.update(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid ==
+            build_request.instance_uuid).values(**values))
 
 
 def _row_in_cell(cloud, build_request):
@@ -127,12 +132,8 @@ def _abandoned(cloud, host, redrives=0):
     build_request = _taken(cloud, host, seconds_ago=0)
     then = helpers.naive_utcnow() - datetime.timedelta(
         seconds=conf.CONF.conductor.lost_build_timeout + 30)
-    with engines.writer(_api_url()) as session:
-        session.execute(sa.update(api_models.BuildRequest).where(
-            api_models.BuildRequest.instance_uuid ==
-            build_request.instance_uuid).values(
-            taken_at=then, created_at=then, updated_at=then,
-            redrives=redrives))
+    _write(build_request, taken_at=then, created_at=then, updated_at=then,
+           redrives=redrives)
     return build_request
 
 
@@ -238,11 +239,7 @@ def _sweeps_of_a_run_started_long_ago():
 def _idle(build_request, seconds):
     """Nothing touched the build request for ``seconds``."""
     then = helpers.naive_utcnow() - datetime.timedelta(seconds=seconds)
-    with engines.writer(_api_url()) as session:
-        session.execute(sa.update(api_models.BuildRequest).where(
-            api_models.BuildRequest.instance_uuid ==
-            build_request.instance_uuid).values(taken_at=then,
-                                                updated_at=then))
+    _write(build_request, taken_at=then, updated_at=then)
 
 
 def test_a_boot_this_run_took_and_dropped_is_placed_again(
@@ -310,11 +307,8 @@ def test_a_dropped_boot_with_its_re_drives_spent_stays_for_the_sweep(
     build_request = cloud.boot()[0]
     assert build_request.take(cloud.ctx)
     _idle(build_request, conf.CONF.conductor.build_redrive_interval + 1)
-    with engines.writer(_api_url()) as session:
-        session.execute(sa.update(api_models.BuildRequest).where(
-            api_models.BuildRequest.instance_uuid ==
-            build_request.instance_uuid).values(
-            redrives=conf.CONF.conductor.build_redrive_limit))
+    _write(build_request,
+           redrives=conf.CONF.conductor.build_redrive_limit)
 
     assert sweeps.resume_orphaned_boots() == []
 
