@@ -17,6 +17,7 @@ from scheduler_split.conductor.tasks import evacuate
 from scheduler_split.conductor.tasks import live_migrate
 from scheduler_split.conductor.tasks import migrate
 from scheduler_split.conductor.tasks import rebuild
+from scheduler_split.conductor.tasks import unplaced
 from scheduler_split.conductor.tasks import unshelve
 from scheduler_split import conf
 from scheduler_split import exception
@@ -34,7 +35,7 @@ class SuperConductorManager:
         self.scheduler = scheduler_client.SchedulerClient(
             transport, batch_window=CONF.conductor.schedule_batch_window,
             in_flight=CONF.conductor.schedule_calls_in_flight)
-        self.cells = build.CellMappings()
+        self.cells = unplaced.CellMappings()
 
     @messaging.expose
     def schedule_and_build_instances(self, ctx, build_requests,

@@ -17,7 +17,7 @@ import oslo_messaging as messaging
 
 from scheduler_split.conductor import reconcile
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
-from scheduler_split.conductor.tasks import build
+from scheduler_split.conductor.tasks import unplaced
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import outage
@@ -59,7 +59,7 @@ class SuperConductorPeriodics:
     def __init__(self, transport=None):
         self.transport = transport
         self.scheduler = scheduler_client.SchedulerClient(transport)
-        self.cells = build.CellMappings()
+        self.cells = unplaced.CellMappings()
         self._conductor = None
         # Boots this host took before then were taken by a run of it
         # that is gone (resume_orphaned_boots).
@@ -112,7 +112,7 @@ class SuperConductorPeriodics:
         ctx = ss_context.get_admin_context()
         # This process's own placements in flight are not lost, however
         # long they take; nor do other super-conductors take them for it.
-        objects.BuildRequest.renew(ctx, build.HELD.uuids(), CONF.host)
+        objects.BuildRequest.renew(ctx, unplaced.HELD.uuids(), CONF.host)
         try:
             self._resume_abandoned_boots(ctx)
         except Exception as exc:
@@ -126,16 +126,16 @@ class SuperConductorPeriodics:
                 ctx, CONF.conductor.lost_build_timeout,
                 redrive_limit=CONF.conductor.build_redrive_limit):
             uuid = build_request.instance_uuid
-            if not build.still_pending(ctx, build_request):
+            if not unplaced.still_pending(ctx, build_request):
                 continue
             LOG.warning('Build request of %s was never scheduled; putting '
                         'the instance in ERROR', uuid,
                         extra={'instance_uuid': uuid})
-            if build.bury_in_cell0(ctx, self.cells, build_request,
-                                   exception.BuildAbortException(
-                                       instance_uuid=uuid,
-                                       reason=LOST_BEFORE_SCHEDULING),
-                                   reason='lost'):
+            if unplaced.bury_in_cell0(ctx, self.cells, build_request,
+                                      exception.BuildAbortException(
+                                          instance_uuid=uuid,
+                                          reason=LOST_BEFORE_SCHEDULING),
+                                      reason='lost'):
                 metrics.LOST_BUILDS_FAILED.labels(
                     reason='never_scheduled').inc()
                 # A run that died after claiming leaves its claim behind.
@@ -218,7 +218,7 @@ class SuperConductorPeriodics:
         and the process stood aside meanwhile) leaves the same behind
         while its process lives on; those are found too, once untouched
         for ``build_redrive_interval`` and no thread has them in hand
-        (``build.HELD``). Whatever the placement wrote into a cell for
+        (``unplaced.HELD``). Whatever the placement wrote into a cell for
         them (a row waiting for its first host, which no mapping names)
         goes, whatever it claimed is released, and the boot is cast
         again, as a re-drive (``build_redrive_limit`` counts it). One
@@ -226,7 +226,7 @@ class SuperConductorPeriodics:
         Returns the uuids cast again.
         """
         ctx = ss_context.get_admin_context()
-        held = build.HELD.uuids()
+        held = unplaced.HELD.uuids()
         cast = []
         for build_request, seen, before in objects.BuildRequest.get_orphans(
                 ctx, CONF.host, self.started_at,
@@ -272,7 +272,7 @@ class SuperConductorPeriodics:
         another super-conductor re-drove it first: whether it was."""
         limit = CONF.conductor.build_redrive_limit
         uuid = build_request.instance_uuid
-        if seen >= limit or not build.still_pending(ctx, build_request):
+        if seen >= limit or not unplaced.still_pending(ctx, build_request):
             return False
         try:
             spec = objects.RequestSpec.get_by_instance_uuid(ctx, uuid)

@@ -283,6 +283,17 @@ class BuildRequest(base.SchedulerSplitObject):
                 updated_at=base.naive_utc(base.utcnow())))
         return result.rowcount == 1
 
+    def held_by(self, ctx, host):
+        """Whether ``host`` holds the build request now: taken by it, and
+        placed in no cell."""
+        query = sa.select(_BR.c.instance_uuid).where(
+            _ONE_BR, _BR.c.taken_by == host, _BR.c.taken_at.is_not(None),
+            sa.exists().where(_IM.c.instance_uuid == _BR.c.instance_uuid,
+                              _IM.c.cell_id.is_(None)))
+        with engines.reader(CONF.api_database.connection) as session:
+            return session.connection().execute(
+                query, dict(b_uuid=self.instance_uuid)).first() is not None
+
     @classmethod
     def get_orphans(cls, ctx, host, before, idle=None, held=()):
         """``[(build request, re-drives so far, whether the previous run

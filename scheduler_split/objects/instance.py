@@ -451,20 +451,27 @@ class Instance(base.SchedulerSplitObject):
     @staticmethod
     def delete_unplaced(ctx, uuid):
         """Remove the row (and what goes with it) that a placement which
-        died before handing the instance to its cell left in the targeted
-        cell: still waiting for its first host, in no instance mapping,
-        so nothing else knows it. Its placement is made again, and may
-        come back to this cell with the same uuid. Whether there was
-        one."""
+        stopped before handing the instance to its cell left in the
+        targeted cell: never on a host, and in no instance mapping, so
+        nothing else knows it, whatever the cell's sweeps made of it
+        since (a lost build ended in ERROR) or the placement's own
+        rollback (marked deleted). The caller knows that no mapping names
+        the cell (it holds the build request, which the hand-over
+        removes). The placement is made again, and may come back to this
+        cell with the same uuid. Whether there was one."""
         with engines.writer(cell_db(ctx)) as session:
             conn = session.connection()
             result = conn.execute(_TABLE.delete().where(
-                _TABLE.c.uuid == uuid, _TABLE.c.deleted.is_(False),
-                _TABLE.c.vm_state == BUILDING,
-                _TABLE.c.task_state == SCHEDULING,
-                _TABLE.c.host.is_(None)))
+                _TABLE.c.uuid == uuid, _TABLE.c.host.is_(None)))
             if result.rowcount:
+                actions = sa.select(cell_models.InstanceAction.id).where(
+                    cell_models.InstanceAction.instance_uuid == uuid)
+                conn.execute(sa.delete(cell_models.InstanceActionEvent)
+                             .where(cell_models.InstanceActionEvent.action_id
+                                    .in_(actions)))
                 for model, column in (
+                        (cell_models.InstanceAction,
+                         cell_models.InstanceAction.instance_uuid),
                         (cell_models.InstanceFault,
                          cell_models.InstanceFault.instance_uuid),
                         (cell_models.InstanceTag,

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split.conductor.tasks import build as build_task
+from scheduler_split.conductor.tasks import unplaced
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import engines
@@ -379,7 +380,7 @@ def test_a_placement_held_up_past_the_lost_build_timeout_goes_on(
     answer.set()
     server = system.api.wait_for(server_id, timeout=30)
     assert server['status'] == 'ACTIVE'
-    assert build_task.HELD.uuids() == []
+    assert unplaced.HELD.uuids() == []
 
 
 def test_racing_deliveries_of_one_boot_build_it_once(

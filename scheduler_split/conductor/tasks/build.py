@@ -19,15 +19,15 @@ boot in the cells the scheduler chose.
    fails where it is: ERROR in its cell.
 """
 
-import collections
 import functools
 import logging
-import threading
 
 import oslo_messaging as messaging
+from sqlalchemy import exc as sa_exc
 
 from scheduler_split.compute import rpcapi as compute_rpcapi
 from scheduler_split.conductor.tasks import base
+from scheduler_split.conductor.tasks import unplaced
 from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import outage
@@ -35,11 +35,8 @@ from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import notifications
 from scheduler_split import objects
-from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import build_plan
-from scheduler_split.objects import cell_mapping as cell_mapping_obj
 from scheduler_split.objects import instance as instance_obj
-from scheduler_split.objects import instance_action
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -52,8 +49,6 @@ BUS_FAILURES = (messaging.MessagingTimeout,
 # took the question could not reach its database (a process cut from it
 # answers so at once, and stands aside for its peers).
 UNANSWERED = BUS_FAILURES + (exception.DatabaseUnavailable,)
-
-EVENT = 'conductor_schedule_and_build_instances'
 
 
 def take_host_zone(instance, request_spec, selection):
@@ -69,136 +64,6 @@ def take_host_zone(instance, request_spec, selection):
     if instance.get('availability_zone') == zone:
         return False
     instance.availability_zone = zone
-    return True
-
-
-class CellMappings:
-    """The cell mappings a super-conductor has read, by uuid: where a
-    cell's bus and database are does not change while it runs."""
-
-    def __init__(self):
-        self._cells = {}
-        self._lock = threading.Lock()
-
-    def get(self, ctx, cell_uuid):
-        with self._lock:
-            cell = self._cells.get(cell_uuid)
-        if cell is None:
-            cell = objects.CellMapping.get_by_uuid(ctx, cell_uuid)
-            with self._lock:
-                self._cells[cell_uuid] = cell
-        return cell
-
-
-class HeldBuilds:
-    """The build requests this process is taking or placing.
-
-    The lost-build sweep renews them before it looks for lost ones
-    (``SuperConductorPeriodics.fail_lost_builds``): a placement held up
-    for longer than ``[conductor] lost_build_timeout`` (its call to the
-    schedulers waiting out a broker outage, say) is still being worked
-    on, and no super-conductor's sweep takes it for lost. One whose
-    process died is renewed by nobody. One this process took and no
-    longer has in hand was dropped, and its own sweep takes it back
-    (``SuperConductorPeriodics.resume_orphaned_boots``).
-    """
-
-    def __init__(self):
-        self._uuids = collections.Counter()
-        self._lock = threading.Lock()
-
-    def add(self, uuids):
-        with self._lock:
-            self._uuids.update(uuids)
-
-    def discard(self, uuids):
-        with self._lock:
-            self._uuids.subtract(uuids)
-            for uuid in uuids:
-                if self._uuids[uuid] <= 0:
-                    del self._uuids[uuid]
-
-    def uuids(self):
-        with self._lock:
-            return sorted(self._uuids)
-
-
-HELD = HeldBuilds()
-
-
-def still_pending(ctx, build_request):
-    """Whether the build request still waits for a cell.
-
-    A user's delete or the API taking back a boot it could not hand over
-    removes it; a second delivery of the same boot finds it mapped.
-    Either way there is nothing to schedule, and scheduling anyway would
-    move the claim of the instance.
-    """
-    uuid = build_request.instance_uuid
-    try:
-        objects.BuildRequest.get_by_instance_uuid(ctx, uuid)
-        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
-    except (exception.BuildRequestNotFound,
-            exception.InstanceMappingNotFound):
-        LOG.info('Build request of %s is gone; nothing to build', uuid,
-                 extra={'instance_uuid': uuid})
-        return False
-    return mapping.cell_mapping is None
-
-
-def bury_in_cell0(ctx, cells, build_request, exc, reason='error',
-                  start_time=None):
-    """An instance that could not be scheduled: ERROR in cell0.
-
-    The row comes first, then the mapping points at it (only if no one
-    placed the instance meanwhile), then the build request goes. If cell0
-    cannot be written, the build request stays and the lost-build sweep
-    tries again later. Returns whether this call placed the instance (the
-    claims are then its to release); ``reason`` is what the metrics count
-    it under; ``cells`` is a :class:`CellMappings`; ``start_time``: when
-    the scheduling that failed began (its event's start).
-    """
-    uuid = build_request.instance_uuid
-    try:
-        cell0 = cells.get(ctx, cell_mapping_obj.CELL0_UUID)
-        cctx = ss_context.target_cell(ctx, cell0)
-        try:
-            # An earlier attempt that stopped before pointing the mapping
-            # at cell0 left its row: that one is the ERROR.
-            instance = objects.Instance.get_by_uuid(cctx, uuid)
-        except exception.InstanceNotFound:
-            instance = build_request.instance
-            instance.vm_state = instance_obj.ERROR
-            instance.task_state = None
-            # Its status changed now, from BUILD to ERROR: a list with
-            # changes-since shows it from this moment, the moment its
-            # fault names.
-            fault = objects.InstanceFault.from_exception(uuid, exc)
-            instance.updated_at = fault.created_at = obj_base.utcnow()
-            instance.create(cctx, fault=fault)
-        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
-        if not mapping.set_cell(ctx, cell0):
-            instance.destroy(cctx)
-            return False
-        metrics.BURIED_IN_CELL0.labels(reason=reason).inc()
-        instance_action.record_event(
-            cctx, uuid, EVENT, result=instance_action.ERROR,
-            details=exception.describe(exc), start_time=start_time)
-    except Exception:
-        LOG.exception('Could not record instance %s in cell0', uuid,
-                      extra={'instance_uuid': uuid})
-        return False
-    try:
-        recorded = build_request.destroy(ctx)
-    except exception.BuildRequestNotFound:
-        # The user deleted the server meanwhile.
-        instance.destroy(cctx)
-        return True
-    try:
-        if instance.take_user_edits(recorded):
-            instance.save(cctx)
-    except exception.InstanceNotFound:
-        pass
     return True
 
 
@@ -252,11 +117,11 @@ class ScheduleAndBuildTask(base.ConductorTask):
         # by this process's sweep (SuperConductorPeriodics.
         # resume_orphaned_boots).
         delivered = [br.instance_uuid for br in self.build_requests]
-        HELD.add(delivered)
+        unplaced.HELD.add(delivered)
         try:
             return super().execute()
         finally:
-            HELD.discard(delivered)
+            unplaced.HELD.discard(delivered)
 
     def _execute(self):
         ctx = self.ctx
@@ -373,8 +238,9 @@ class ScheduleAndBuildTask(base.ConductorTask):
         return self.cells.get(ctx, cell_uuid)
 
     def _bury_in_cell0(self, ctx, build_request, exc, reason='error'):
-        return bury_in_cell0(ctx, self.cells, build_request, exc,
-                             reason=reason, start_time=self.started)
+        return unplaced.bury_in_cell0(ctx, self.cells, build_request, exc,
+                                      reason=reason,
+                                      start_time=self.started)
 
     def _build_in_cell(self, ctx, build_request, request_spec, host_list,
                        elsewhere=True):
@@ -396,15 +262,13 @@ class ScheduleAndBuildTask(base.ConductorTask):
             instance.vm_state = instance_obj.BUILDING
             instance.task_state = instance_obj.SCHEDULING
             take_host_zone(instance, request_spec, chosen)
-            outage.run(instance.create, cctx, event=dict(
-                event=EVENT, host=chosen.service_host,
+            self._create(ctx, cctx, cell, build_request, instance, dict(
+                event=unplaced.EVENT, host=chosen.service_host,
                 start_time=self.started,
                 details='claimed on %s; alternates: %s' % (
                     chosen.service_host,
                     ', '.join(s.service_host for s in alternates) or
-                    'none')),
-                what='Creating instance %s in its cell' % uuid,
-                check=functools.partial(_created, cctx, uuid))
+                    'none')))
         except Exception as exc:
             if elsewhere and outage.is_database_outage(exc):
                 self.scheduler.try_release_resources(ctx, uuid)
@@ -475,6 +339,37 @@ class ScheduleAndBuildTask(base.ConductorTask):
                                   'failed', uuid, chosen.service_host,
                                   extra={'instance_uuid': uuid})
             self._fail_in_cell(ctx, cctx, build_request, instance, exc)
+
+    @staticmethod
+    def _create(ctx, cctx, cell, build_request, instance, event):
+        """Create ``instance`` in ``cell`` (``cctx``), with ``event``.
+
+        A row of its uuid there already, while this host still holds its
+        build request (which the hand-over removes, so no mapping names
+        the cell), was left by an earlier placement of the same boot
+        that stopped before its hand-over (its process cut from its
+        databases, and the boot cast again since): whatever became of
+        that row, nothing else knows it. It goes, with what goes with
+        it, and the instance is created again; rather than this boot
+        ending in cell0 for a duplicate uuid."""
+        uuid = instance.uuid
+
+        def create():
+            outage.run(instance.create, cctx, event=event,
+                       what='Creating instance %s in its cell' % uuid,
+                       check=functools.partial(_created, cctx, uuid))
+
+        try:
+            create()
+        except sa_exc.IntegrityError:
+            if not (build_request.held_by(ctx, CONF.host) and
+                    objects.Instance.delete_unplaced(cctx, uuid)):
+                raise
+            LOG.warning('Instance %s had a row in cell %s already, left '
+                        'by an earlier placement that stopped before its '
+                        'hand-over; that row is removed', uuid, cell.name,
+                        extra={'instance_uuid': uuid})
+            create()
 
     def _elsewhere(self, ctx, build_request, request_spec, chosen, exc):
         """Instance ``uuid`` could not be created in the cell of

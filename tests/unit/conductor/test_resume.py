@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from scheduler_split.conductor import super_periodic
 from scheduler_split.conductor.tasks import build
+from scheduler_split.conductor.tasks import unplaced
 from scheduler_split import conf
 from scheduler_split import context
 from scheduler_split.db import api_models
@@ -17,6 +18,7 @@ from scheduler_split.db import engines
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import instance_action
 from scheduler_split.objects import service as service_obj
 from tests.unit.conductor import fakes
 from tests.unit import helpers
@@ -255,19 +257,19 @@ def test_a_boot_this_run_took_and_dropped_is_placed_again(
 
     def written_unanswered(self, ctx):
         assert take(self, ctx)
-        seen_held.append(build.HELD.uuids())
+        seen_held.append(unplaced.HELD.uuids())
         raise exception.DatabaseUnavailable(reason='cut off')
 
     monkeypatch.setattr(objects.BuildRequest, 'take', written_unanswered)
     task = build.ScheduleAndBuildTask(
-        fakes.Scheduler(), build.CellMappings(), cloud.ctx,
+        fakes.Scheduler(), unplaced.CellMappings(), cloud.ctx,
         [build_request], [spec], computes=computes.for_cell)
     with pytest.raises(exception.DatabaseUnavailable):
         task.execute()
     monkeypatch.undo()
     # In hand while its take was under way, not after.
     assert seen_held == [[uuid]]
-    assert build.HELD.uuids() == []
+    assert unplaced.HELD.uuids() == []
     assert not _untaken(cloud, uuid)
 
     # Taken just now: a thread may be about to place it.
@@ -291,11 +293,11 @@ def test_a_boot_a_thread_of_this_run_has_in_hand_is_left_to_it(cloud):
     assert build_request.take(cloud.ctx)
     _idle(build_request, conf.CONF.conductor.build_redrive_interval + 1)
     uuid = build_request.instance_uuid
-    build.HELD.add([uuid])
+    unplaced.HELD.add([uuid])
     try:
         assert sweeps.resume_orphaned_boots() == []
     finally:
-        build.HELD.discard([uuid])
+        unplaced.HELD.discard([uuid])
 
     assert sweeps._conductor.cast == []
     assert not _untaken(cloud, uuid)
@@ -314,3 +316,52 @@ def test_a_dropped_boot_with_its_re_drives_spent_stays_for_the_sweep(
 
     assert sweeps._conductor.cast == []
     assert not _untaken(cloud, build_request.instance_uuid)
+
+
+def _left_in_cell(cloud, build_request, how):
+    """A row a placement left in cell1 and what became of it since: the
+    cell's sweep ended it as a lost build (ERROR, with a fault and an
+    event), or the placement's rollback marked it deleted."""
+    _row_in_cell(cloud, build_request)
+    uuid = build_request.instance_uuid
+    instance = cloud.instance(uuid)
+    if how == 'ended':
+        instance.save_error(cloud.in_cell(), exception.BuildAbortException(
+            instance_uuid=uuid, reason='the build was lost'))
+        instance_action.record_event(
+            cloud.in_cell(), uuid, 'conductor_fail_lost_builds',
+            result=instance_action.ERROR)
+    else:
+        instance.destroy(cloud.in_cell())
+
+
+@pytest.mark.parametrize('how', ['ended', 'rolled_back'])
+def test_a_row_left_by_the_placement_goes_whatever_became_of_it(cloud, how):
+    # Its cell's sweep, or its own rollback, changed it before the boot
+    # was taken back: the boot's new placement may still come back to
+    # this cell with its uuid.
+    sweeps = _sweeps()
+    abandoned = _abandoned(cloud, 'conductor-2')
+    uuid = abandoned.instance_uuid
+    _left_in_cell(cloud, abandoned, how)
+
+    sweeps.fail_lost_builds()
+
+    assert sweeps._conductor.cast == [[uuid]]
+    with pytest.raises(exception.InstanceNotFound):
+        objects.Instance.get_by_uuid(cloud.in_cell(), uuid,
+                                     read_deleted=True)
+    assert instance_action.get_actions(cloud.in_cell(), uuid) == []
+    _row_in_cell(cloud, abandoned)
+    assert cloud.instance(uuid).fault is None
+
+
+def test_a_row_on_a_host_is_never_taken_for_a_placement_s_leftover(cloud):
+    build_request = cloud.boot()[0]
+    uuid = build_request.instance_uuid
+    build_request.instance.host = 'h1'
+    _row_in_cell(cloud, build_request)
+
+    assert not objects.Instance.delete_unplaced(cloud.in_cell(), uuid)
+
+    assert cloud.instance(uuid).host == 'h1'

@@ -7,6 +7,7 @@ import sqlalchemy as sa
 
 from scheduler_split.conductor.tasks import base
 from scheduler_split.conductor.tasks import build
+from scheduler_split.conductor.tasks import unplaced
 from scheduler_split import conf
 from scheduler_split.db import api_models
 from scheduler_split.db import engines
@@ -19,7 +20,7 @@ from tests.unit.conductor import fakes
 
 def _task(cloud, scheduler, computes, boots):
     return build.ScheduleAndBuildTask(
-        scheduler, build.CellMappings(), cloud.ctx,
+        scheduler, unplaced.CellMappings(), cloud.ctx,
         [br for br, _ in boots], [spec for _, spec in boots],
         computes=computes.for_cell)
 
@@ -136,7 +137,7 @@ def test_a_boot_is_in_hand_until_its_rollback_is_over(cloud, computes):
 
     class Releasing(fakes.Scheduler):
         def release_resources(self, ctx, consumer):
-            held.append(build.HELD.uuids())
+            held.append(unplaced.HELD.uuids())
             return super().release_resources(ctx, consumer)
 
         try_release_resources = release_resources
@@ -145,7 +146,7 @@ def test_a_boot_is_in_hand_until_its_rollback_is_over(cloud, computes):
     base.run_cast(_task(cloud, scheduler, computes, boots))
 
     assert held == [sorted(uuids)] * 2
-    assert build.HELD.uuids() == []
+    assert unplaced.HELD.uuids() == []
 
 
 def test_a_boot_taken_back_meanwhile_is_not_given_back_by_its_rollback(
@@ -433,4 +434,56 @@ def test_a_boot_whose_second_cell_is_away_too_ends_in_cell0(
                                                'release']
     assert scheduler.held == {}
     assert _cell_of(cloud, uuid) == 'cell0'
+    assert computes.sent == []
+
+
+def _left_in_cell(cloud, build_request):
+    """A row an earlier placement of the boot left in cell1, which the
+    cell's sweep then ended as a lost build."""
+    instance = build_request.instance.obj_clone()
+    instance.create(cloud.in_cell())
+    instance.save_error(cloud.in_cell(), exception.BuildAbortException(
+        instance_uuid=instance.uuid, reason='the build was lost'))
+
+
+def test_a_row_an_earlier_placement_left_in_the_cell_gives_way(
+        cloud, computes, caplog):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    _left_in_cell(cloud, build_request)
+    scheduler = fakes.Scheduler([cloud.hosts('h1', 'h2')])
+
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    instance = cloud.instance(uuid)
+    assert (instance.vm_state, instance.task_state, instance.fault) == (
+        instance_obj.BUILDING, instance_obj.SCHEDULING, None)
+    assert _cell_of(cloud, uuid) == 'cell1'
+    assert computes.sent == [('build_and_run_instance', 'h1')]
+    assert scheduler.held == {uuid: 'h1'}
+    assert 'had a row in cell cell1 already' in caplog.text
+
+
+def test_a_row_of_a_boot_another_host_holds_now_is_left_to_it(
+        cloud, computes):
+    # Taken back from this host meanwhile, and placed by another: its
+    # row is that placement's, not a leftover.
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+
+    def taken_back_and_placed_meanwhile():
+        with engines.writer(conf.CONF.api_database.connection) as session:
+            session.execute(sa.update(api_models.BuildRequest).where(
+                api_models.BuildRequest.instance_uuid == uuid).values(
+                taken_by='conductor-2'))
+        other = build_request.instance.obj_clone()
+        other.create(cloud.in_cell())
+        return [cloud.hosts('h1')]
+
+    scheduler = fakes.Scheduler(taken_back_and_placed_meanwhile)
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    instance = cloud.instance(uuid)
+    assert (instance.vm_state, instance.task_state) == (
+        instance_obj.BUILDING, instance_obj.SCHEDULING)
     assert computes.sent == []
