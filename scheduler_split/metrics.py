@@ -136,6 +136,10 @@ BOOTS_REDRIVEN = _metric(
     prom.Counter, 'conductor', 'boots_redriven',
     'Boots the super-conductor cast again because no super-conductor '
     'took them in time.')
+BOOTS_PASSED_ON = _metric(
+    prom.Counter, 'conductor', 'boots_passed_on',
+    'Boots a super-conductor standing aside for its database cast on to '
+    'its peers instead of taking them.')
 LOST_BUILDS_FAILED = _metric(
     prom.Counter, 'conductor', 'lost_builds_failed',
     'Lost builds a sweep put in ERROR, by reason: never_scheduled (by the '

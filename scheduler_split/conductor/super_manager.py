@@ -21,6 +21,7 @@ from scheduler_split.conductor.tasks import unplaced
 from scheduler_split.conductor.tasks import unshelve
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
 
 CONF = conf.CONF
@@ -36,6 +37,16 @@ class SuperConductorManager:
             transport, batch_window=CONF.conductor.schedule_batch_window,
             in_flight=CONF.conductor.schedule_calls_in_flight)
         self.cells = unplaced.CellMappings()
+        self.transport = transport
+        self._conductors = None
+
+    def conductors(self):
+        """The super-conductors' own client, for the boots this one passes
+        on while it stands aside."""
+        if self._conductors is None:
+            self._conductors = conductor_rpcapi.SuperConductorAPI(
+                self.transport or rpc.get_transport())
+        return self._conductors
 
     @messaging.expose
     def schedule_and_build_instances(self, ctx, build_requests,
@@ -48,7 +59,8 @@ class SuperConductorManager:
         compute. Instances that cannot be placed go to cell0 in ERROR.
         """
         base.run_cast(build.ScheduleAndBuildTask(
-            self.scheduler, self.cells, ctx, build_requests, request_specs))
+            self.scheduler, self.cells, ctx, build_requests, request_specs,
+            conductors=self.conductors))
 
     @messaging.expose
     def consumers_needing_claims(self, ctx, consumer_uuids):

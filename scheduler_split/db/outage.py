@@ -223,6 +223,12 @@ def stand_aside(owner, aside):
         give_up(aside=True)
 
 
+def standing_aside():
+    """Whether the process stands aside now (:func:`stand_aside`): its
+    peers reach the database and take the work of its queues."""
+    return _aside.is_set()
+
+
 def _pause_for_database(seconds):
     """Sleep ``seconds``, or less if the process stops or stands aside
     meanwhile; False if it does."""

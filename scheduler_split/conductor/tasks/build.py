@@ -101,13 +101,17 @@ class ScheduleAndBuildTask(base.ConductorTask):
     their ``request_specs``, in the same order."""
 
     def __init__(self, scheduler, cells, ctx, build_requests, request_specs,
-                 computes=compute_rpcapi.ComputeAPI.for_cell):
+                 computes=compute_rpcapi.ComputeAPI.for_cell,
+                 conductors=None):
+        """``conductors()``: the super-conductors' client, to pass a boot
+        on to them (:meth:`_pass_on`); None passes nothing on."""
         self.scheduler = scheduler
         self.cells = cells
         self.ctx = ctx
         self.build_requests = build_requests
         self.request_specs = request_specs
         self.computes = computes
+        self.conductors = conductors
         self.scheduling = False
 
     def execute(self):
@@ -125,9 +129,16 @@ class ScheduleAndBuildTask(base.ConductorTask):
 
     def _execute(self):
         ctx = self.ctx
-        pending = [(br, spec) for br, spec in zip(self.build_requests,
-                                                  self.request_specs)
-                   if self._take(ctx, br)]
+        delivered = list(zip(self.build_requests, self.request_specs))
+        pending = []
+        for index, (build_request, spec) in enumerate(delivered):
+            try:
+                if self._take(ctx, build_request):
+                    pending.append((build_request, spec))
+            except Exception as exc:
+                if not self._pass_on(exc, delivered[index:]):
+                    raise
+                break
         if not pending:
             return
         self.build_requests = [br for br, _ in pending]
@@ -215,6 +226,41 @@ class ScheduleAndBuildTask(base.ConductorTask):
             # It stays taken: the lost-build sweep settles it.
             LOG.exception('Could not give back the build request of %s',
                           build_request.instance_uuid)
+
+    def _pass_on(self, exc, pairs):
+        """A take that failed (``exc``) because this process stands aside
+        for its database: the ``pairs`` (build request, spec) not taken
+        yet are cast again to the super-conductors' queue, which this
+        process no longer consumes, so that a peer that reaches the
+        database takes them now rather than after a re-drive (none is
+        counted: this cast is a delivery the process had in hand, not
+        one the bus lost). A take whose commit was written all the same
+        leaves its boot taken by this host: the peer finds it so, and
+        this process's sweep of orphaned boots casts it again once its
+        database answers. Whether they were passed on."""
+        if self.conductors is None or not outage.standing_aside() or \
+                not outage.is_database_outage(exc):
+            return False
+        uuids = [br.instance_uuid for br, _ in pairs]
+        extra = {'instance_uuid': uuids[0]} if len(uuids) == 1 else {}
+        try:
+            self.conductors().schedule_and_build_instances(
+                self.ctx, [br for br, _ in pairs],
+                [spec for _, spec in pairs])
+        except Exception as cast_exc:
+            # The re-drive sweep casts them again (a peer's, if this
+            # process's database stays away).
+            outage.report(LOG, cast_exc, 'Passing the boot of %s on to '
+                          'the other super-conductors failed: %s; it waits '
+                          'for a re-drive', ', '.join(uuids),
+                          outage.describe(cast_exc), extra=extra)
+            return True
+        # INFO: the outage itself is the process's one WARNING of it.
+        LOG.info('Boot of %s passed on to the other super-conductors: '
+                 'this one stands aside, its database away (%s)',
+                 ', '.join(uuids), outage.describe(exc), extra=extra)
+        metrics.BOOTS_PASSED_ON.inc(len(uuids))
+        return True
 
     @staticmethod
     def _take(ctx, build_request):

@@ -11,6 +11,7 @@ from scheduler_split.conductor.tasks import unplaced
 from scheduler_split import conf
 from scheduler_split.db import api_models
 from scheduler_split.db import engines
+from scheduler_split.db import outage
 from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import build_plan
@@ -18,11 +19,11 @@ from scheduler_split.objects import instance as instance_obj
 from tests.unit.conductor import fakes
 
 
-def _task(cloud, scheduler, computes, boots):
+def _task(cloud, scheduler, computes, boots, conductors=None):
     return build.ScheduleAndBuildTask(
         scheduler, unplaced.CellMappings(), cloud.ctx,
         [br for br, _ in boots], [spec for _, spec in boots],
-        computes=computes.for_cell)
+        computes=computes.for_cell, conductors=conductors)
 
 
 def _cell_of(cloud, uuid):
@@ -435,6 +436,128 @@ def test_a_boot_whose_second_cell_is_away_too_ends_in_cell0(
     assert scheduler.held == {}
     assert _cell_of(cloud, uuid) == 'cell0'
     assert computes.sent == []
+
+
+class _Conductors:
+    """The super-conductors' client: the boots cast to them."""
+
+    def __init__(self, fails=None):
+        self.cast = []
+        self.fails = fails
+
+    def schedule_and_build_instances(self, ctx, build_requests,
+                                     request_specs):
+        if self.fails is not None:
+            raise self.fails
+        self.cast.append(([br.instance_uuid for br in build_requests],
+                          [spec.instance_uuid for spec in request_specs]))
+
+
+def _build_request_row(uuid):
+    with engines.reader(conf.CONF.api_database.connection) as session:
+        return session.scalars(sa.select(api_models.BuildRequest).where(
+            api_models.BuildRequest.instance_uuid == uuid)).one()
+
+
+@pytest.fixture
+def takes_failing(monkeypatch):
+    """The takes of the build requests named fail as a database cut from
+    this process fails them: ``cut`` is the set of those uuids."""
+    cut = set()
+    take = objects.BuildRequest.take
+
+    def failing(self, ctx):
+        if self.instance_uuid in cut:
+            raise exception.DatabaseUnavailable(
+                reason='Lost connection to server during query')
+        return take(self, ctx)
+
+    monkeypatch.setattr(objects.BuildRequest, 'take', failing)
+    return cut
+
+
+@pytest.fixture
+def aside():
+    """This process stands aside for its database."""
+    outage.stand_aside('test', True)
+    yield
+    outage.stand_aside('test', False)
+
+
+def test_a_boot_a_process_standing_aside_cannot_take_goes_to_its_peers(
+        cloud, computes, takes_failing, aside):
+    boots = [cloud.boot('a'), cloud.boot('b')]
+    uuids = [br.instance_uuid for br, _ in boots]
+    takes_failing.update(uuids)
+    conductors = _Conductors()
+    scheduler = fakes.Scheduler([cloud.hosts('h1')])
+
+    base.run_cast(_task(cloud, scheduler, computes, boots,
+                        conductors=lambda: conductors))
+
+    # Cast once more, whole, to the queue its peers consume; nothing
+    # asked or placed here, and no re-drive spent on it.
+    assert conductors.cast == [(uuids, uuids)]
+    assert scheduler.calls == []
+    for uuid in uuids:
+        row = _build_request_row(uuid)
+        assert (row.taken_by, row.redrives) == (None, 0)
+        assert _cell_of(cloud, uuid) is None
+    assert unplaced.HELD.uuids() == []
+
+
+def test_only_the_instances_not_taken_yet_are_passed_on(
+        cloud, computes, takes_failing, aside):
+    boots = [cloud.boot('a'), cloud.boot('b')]
+    uuids = [br.instance_uuid for br, _ in boots]
+    takes_failing.add(uuids[1])
+    conductors = _Conductors()
+    scheduler = fakes.Scheduler([cloud.hosts('h1')])
+
+    base.run_cast(_task(cloud, scheduler, computes, boots,
+                        conductors=lambda: conductors))
+
+    assert conductors.cast == [([uuids[1]], [uuids[1]])]
+    # The one taken is placed here.
+    assert scheduler.calls == [('select', [uuids[0]])]
+    assert _cell_of(cloud, uuids[0]) == 'cell1'
+    assert _build_request_row(uuids[1]).taken_by is None
+
+
+def test_a_process_that_does_not_stand_aside_passes_nothing_on(
+        cloud, computes, takes_failing):
+    # Its peers lost the database too, or it waits the outage out: the
+    # boot waits for a re-drive, as before.
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    takes_failing.add(uuid)
+    conductors = _Conductors()
+
+    with pytest.raises(exception.DatabaseUnavailable):
+        base.run_cast(_task(cloud, fakes.Scheduler(), computes,
+                            [(build_request, spec)],
+                            conductors=lambda: conductors))
+
+    assert conductors.cast == []
+    assert _build_request_row(uuid).taken_by is None
+
+
+def test_a_boot_its_bus_would_not_pass_on_waits_for_a_redrive(
+        cloud, computes, takes_failing, aside, caplog):
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    takes_failing.add(uuid)
+    conductors = _Conductors(
+        fails=messaging.MessageDeliveryFailure('bus away'))
+
+    base.run_cast(_task(cloud, fakes.Scheduler(), computes,
+                        [(build_request, spec)],
+                        conductors=lambda: conductors))
+
+    row = _build_request_row(uuid)
+    assert (row.taken_by, row.redrives) == (None, 0)
+    assert 'it waits for a re-drive' in caplog.text
+    assert 'Traceback' not in caplog.text
 
 
 def _left_in_cell(cloud, build_request):
