@@ -411,13 +411,28 @@ class VersionCap:
         with _auto_cap_lock(self.cache_key):
             cap = self._cached()
             if cap is _UNRESOLVED:
-                cap = self._resolve_auto()
+                try:
+                    cap = self._resolve_auto()
+                except Exception as exc:
+                    # A process cut from the database (standing aside,
+                    # say) still sends: with the last cap it resolved,
+                    # the records being unreadable, rather than not at
+                    # all. Read again at the next send.
+                    cap = self._cached(expired_too=True)
+                    if cap is _UNRESOLVED or \
+                            not outage.is_database_outage(exc):
+                        raise
+                    LOG.debug('[upgrade_levels] auto: the service records '
+                              'of %s cannot be read (%s); %s stays capped '
+                              'at %s', self.receivers,
+                              outage.describe(exc), self.api, cap)
             return cap
 
-    def _cached(self):
+    def _cached(self, expired_too=False):
         with _auto_caps_lock:
             cached = _auto_caps.get(self.cache_key)
-        if cached is not None and cached[1] > time.monotonic():
+        if cached is not None and (expired_too or
+                                   cached[1] > time.monotonic()):
             return cached[0]
         return _UNRESOLVED
 

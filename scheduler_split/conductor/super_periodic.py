@@ -219,8 +219,8 @@ class SuperConductorPeriodics:
         while its process lives on; those are found too, once untouched
         for ``build_redrive_interval`` and no thread has them in hand
         (``unplaced.HELD``). Whatever the placement wrote into a cell for
-        them (a row waiting for its first host, which no mapping names)
-        goes, whatever it claimed is released, and the boot is cast
+        them (a row never on a host, which no mapping names, in any
+        state) goes, whatever it claimed is released, and the boot is cast
         again, as a re-drive (``build_redrive_limit`` counts it). One
         process per host is assumed, as for every service's RPC server.
         Returns the uuids cast again.
@@ -261,6 +261,11 @@ class SuperConductorPeriodics:
         if not build_request.give_back(ctx, taken_by=host):
             return False
         for cell in objects.CellMapping.get_all(ctx):
+            if cell.uuid == cell_mapping_obj.CELL0_UUID:
+                # A row there is a burial's, which may be pointing the
+                # mapping at it now; one a burial left goes on as the
+                # ERROR of the next (unplaced.bury_in_cell0).
+                continue
             objects.Instance.delete_unplaced(
                 ss_context.target_cell(ctx, cell), uuid)
         self.scheduler.try_release_resources(ctx, uuid)

@@ -15,6 +15,7 @@ from scheduler_split import context
 from scheduler_split.db import cell_models
 from scheduler_split.db import engines
 from scheduler_split.db import scheduler_models
+from scheduler_split import exception
 from scheduler_split import memory_bus
 from scheduler_split import objects
 from scheduler_split.objects import service as service_obj
@@ -308,6 +309,31 @@ def test_auto_is_kept_for_auto_cache_time(override, cell_db):
     override('auto_cache_time', 0, group='upgrade_levels')
     rpc.reset_auto_caps()
     assert cap.resolve() == '1.1'
+
+
+def test_auto_keeps_its_last_cap_while_the_records_cannot_be_read(
+        override, cell_db, monkeypatch):
+    # A process cut from its database (standing aside, say) still sends
+    # once its cap expired, capped as it last was.
+    _record(cell_db, 'old', service_obj.COMPUTE, None)
+    override('auto_cache_time', 0, group='upgrade_levels')
+    cap = _auto(override, cell_db)
+    assert cap.resolve() == '1.0'
+
+    def away():
+        raise exception.DatabaseUnavailable(reason='cut off')
+
+    monkeypatch.setattr(cap, 'minimum_service_version', away)
+    assert cap.resolve() == '1.0'
+    # Anything else is no outage: raised.
+    monkeypatch.setattr(cap, 'minimum_service_version', lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        cap.resolve()
+    # With nothing resolved before, there is no cap to keep.
+    rpc.reset_auto_caps()
+    monkeypatch.setattr(cap, 'minimum_service_version', away)
+    with pytest.raises(exception.DatabaseUnavailable):
+        cap.resolve()
 
 
 def test_a_heartbeat_records_this_releases_service_version(cell_db):

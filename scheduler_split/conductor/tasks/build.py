@@ -69,12 +69,17 @@ def take_host_zone(instance, request_spec, selection):
 
 def _created(cctx, uuid):
     """After a create of instance ``uuid`` whose commit may have been
-    written: whether it was (:func:`outage.run`'s ``check``)."""
+    written: whether it was (:func:`outage.run`'s ``check``). Nothing
+    changes a row the placement wrote before its hand-over, so one in
+    another state is not this create's but the leftover of an earlier
+    placement (see ``ScheduleAndBuildTask._create``)."""
     try:
-        objects.Instance.get_by_uuid(cctx, uuid)
+        found = objects.Instance.get_by_uuid(cctx, uuid)
     except exception.InstanceNotFound:
         return False, None
-    return True, None
+    return (found.vm_state == instance_obj.BUILDING and
+            found.task_state == instance_obj.SCHEDULING and
+            found.host is None), None
 
 
 def _handed_over(ctx, build_request, cell):
@@ -138,7 +143,10 @@ class ScheduleAndBuildTask(base.ConductorTask):
             except Exception as exc:
                 if not self._pass_on(exc, delivered[index:]):
                     raise
-                break
+                # Those taken before are left taken, not placed while
+                # the database is away: this host's sweep of orphaned
+                # boots casts them again once it answers.
+                return
         if not pending:
             return
         self.build_requests = [br for br, _ in pending]
@@ -308,13 +316,17 @@ class ScheduleAndBuildTask(base.ConductorTask):
             instance.vm_state = instance_obj.BUILDING
             instance.task_state = instance_obj.SCHEDULING
             take_host_zone(instance, request_spec, chosen)
-            self._create(ctx, cctx, cell, build_request, instance, dict(
-                event=unplaced.EVENT, host=chosen.service_host,
-                start_time=self.started,
-                details='claimed on %s; alternates: %s' % (
-                    chosen.service_host,
-                    ', '.join(s.service_host for s in alternates) or
-                    'none')))
+            if not self._create(ctx, cctx, cell, build_request, instance,
+                                dict(event=unplaced.EVENT,
+                                     host=chosen.service_host,
+                                     start_time=self.started,
+                                     details='claimed on %s; alternates: %s'
+                                     % (chosen.service_host, ', '.join(
+                                         s.service_host for s in alternates)
+                                        or 'none'))):
+                # Another super-conductor places it now: its claim,
+                # which is this instance's, stays.
+                return
         except Exception as exc:
             if elsewhere and outage.is_database_outage(exc):
                 self.scheduler.try_release_resources(ctx, uuid)
@@ -397,7 +409,10 @@ class ScheduleAndBuildTask(base.ConductorTask):
         databases, and the boot cast again since): whatever became of
         that row, nothing else knows it. It goes, with what goes with
         it, and the instance is created again; rather than this boot
-        ending in cell0 for a duplicate uuid."""
+        ending in cell0 for a duplicate uuid. A build request another
+        host holds now (it took the boot back from this one) is that
+        host's to place: False, and nothing is undone here; else True.
+        """
         uuid = instance.uuid
 
         def create():
@@ -407,15 +422,29 @@ class ScheduleAndBuildTask(base.ConductorTask):
 
         try:
             create()
-        except sa_exc.IntegrityError:
-            if not (build_request.held_by(ctx, CONF.host) and
-                    objects.Instance.delete_unplaced(cctx, uuid)):
+        except sa_exc.IntegrityError as duplicate:
+            try:
+                held = build_request.held_by(ctx, CONF.host)
+            except Exception as exc:
+                if not outage.is_outage(exc):
+                    raise
+                # Whose the row is cannot be told: the duplicate is what
+                # failed, not the cell's database.
+                raise duplicate from exc
+            if not held:
+                LOG.info('Instance %s is being placed by another super-'
+                         'conductor, which took its boot back from this '
+                         'one; leaving it to it', uuid,
+                         extra={'instance_uuid': uuid})
+                return False
+            if not objects.Instance.delete_unplaced(cctx, uuid):
                 raise
             LOG.warning('Instance %s had a row in cell %s already, left '
                         'by an earlier placement that stopped before its '
                         'hand-over; that row is removed', uuid, cell.name,
                         extra={'instance_uuid': uuid})
             create()
+        return True
 
     def _elsewhere(self, ctx, build_request, request_spec, chosen, exc):
         """Instance ``uuid`` could not be created in the cell of

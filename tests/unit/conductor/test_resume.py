@@ -365,3 +365,20 @@ def test_a_row_on_a_host_is_never_taken_for_a_placement_s_leftover(cloud):
     assert not objects.Instance.delete_unplaced(cloud.in_cell(), uuid)
 
     assert cloud.instance(uuid).host == 'h1'
+
+
+def test_a_row_in_cell0_is_a_burial_s_and_stays(cloud):
+    # A burial writes the ERROR row, then points the mapping at it: a
+    # take-back in between leaves that row alone.
+    sweeps = _sweeps()
+    abandoned = _abandoned(cloud, 'conductor-2')
+    uuid = abandoned.instance_uuid
+    instance = abandoned.instance.obj_clone()
+    instance.vm_state = instance_obj.ERROR
+    instance.task_state = None
+    instance.create(cloud.in_cell(cloud.cell0))
+
+    sweeps.fail_lost_builds()
+
+    assert sweeps._conductor.cast == [[uuid]]
+    assert cloud.instance(uuid, cloud.cell0).vm_state == instance_obj.ERROR

@@ -506,7 +506,7 @@ def test_a_boot_a_process_standing_aside_cannot_take_goes_to_its_peers(
     assert unplaced.HELD.uuids() == []
 
 
-def test_only_the_instances_not_taken_yet_are_passed_on(
+def test_only_the_instances_not_taken_yet_are_passed_on_the_rest_wait(
         cloud, computes, takes_failing, aside):
     boots = [cloud.boot('a'), cloud.boot('b')]
     uuids = [br.instance_uuid for br, _ in boots]
@@ -518,9 +518,11 @@ def test_only_the_instances_not_taken_yet_are_passed_on(
                         conductors=lambda: conductors))
 
     assert conductors.cast == [([uuids[1]], [uuids[1]])]
-    # The one taken is placed here.
-    assert scheduler.calls == [('select', [uuids[0]])]
-    assert _cell_of(cloud, uuids[0]) == 'cell1'
+    # The one taken is not placed while the database is away: it stays
+    # taken by this host, for its sweep of orphaned boots.
+    assert scheduler.calls == []
+    assert _cell_of(cloud, uuids[0]) is None
+    assert _build_request_row(uuids[0]).taken_by == conf.CONF.host
     assert _build_request_row(uuids[1]).taken_by is None
 
 
@@ -610,3 +612,35 @@ def test_a_row_of_a_boot_another_host_holds_now_is_left_to_it(
     assert (instance.vm_state, instance.task_state) == (
         instance_obj.BUILDING, instance_obj.SCHEDULING)
     assert computes.sent == []
+    # Neither buried nor its claim (the instance's) released.
+    assert _cell_of(cloud, uuid) is None
+    assert _build_request_left(cloud, uuid)
+    assert scheduler.held == {uuid: 'h1'}
+
+
+def test_a_create_unsure_of_its_commit_is_not_fooled_by_a_leftover(
+        cloud, computes, monkeypatch):
+    # The database goes away as the create commits, and comes back: the
+    # row found then is the earlier placement's, ended meanwhile.
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    _left_in_cell(cloud, build_request)
+    create = objects.Instance.create
+    failures = []
+
+    def away_once(self, ctx, **kwargs):
+        if not failures:
+            failures.append(uuid)
+            # As a writer does before its commit, which is unanswered.
+            outage.note_effect()
+            raise exception.DatabaseUnavailable(reason='commit unanswered')
+        return create(self, ctx, **kwargs)
+
+    monkeypatch.setattr(objects.Instance, 'create', away_once)
+    scheduler = fakes.Scheduler([cloud.hosts('h1')])
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    instance = cloud.instance(uuid)
+    assert (instance.vm_state, instance.task_state, instance.fault) == (
+        instance_obj.BUILDING, instance_obj.SCHEDULING, None)
+    assert computes.sent == [('build_and_run_instance', 'h1')]
