@@ -68,6 +68,24 @@ database_opts += [
                     'through psycopg2 or psycopg (PostgreSQL; '
                     'TCP_USER_TIMEOUT from libpq 12) or PyMySQL '
                     '(MySQL/MariaDB); other drivers get neither.'),
+    cfg.IntOpt('idle_transaction_timeout', default=30, min=0, max=3600,
+               help='Seconds the database server keeps a transaction of '
+                    'this service open while its client sends nothing '
+                    '(MariaDB 10.3 and later: idle_transaction_timeout; '
+                    'PostgreSQL: idle_in_transaction_session_timeout), '
+                    'set on each connection as it opens. A service cut '
+                    'from the server between a write and its commit '
+                    'leaves that transaction open, holding its row '
+                    'locks, and every other service that writes those '
+                    'rows waits for them; past this the server ends the '
+                    'transaction and its connection, and the locks go. '
+                    'No transaction of the services waits on anything '
+                    'but its own statements. 0 leaves the server\'s '
+                    'setting (MariaDB\'s and PostgreSQL\'s default: no '
+                    'limit; the locks then go only when the server '
+                    'drops the connection, after its wait_timeout or TCP '
+                    'keep-alive, hours by default). MySQL has no such '
+                    'setting and is left as it is.'),
     cfg.FloatOpt('retry_interval', default=0.2, min=0.01,
                  help='Seconds of the first pause while waiting for a '
                       'database server (see retry_timeout); each next '

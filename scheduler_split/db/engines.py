@@ -32,6 +32,13 @@ MySQL connections also get utf8mb4, a strict ``sql_mode`` (what
 oslo.db sets) and are recycled before the server's ``wait_timeout``
 drops them.
 
+A transaction whose client was cut between a write and its commit stays
+open on the server, its row locks held, until the server drops the
+connection: hours by default, while every other service that writes
+those rows waits. Each connection to MariaDB or PostgreSQL has the
+server end a transaction idle for ``[database] idle_transaction_timeout``
+seconds instead.
+
 A connection to a server whose host stops answering (a cut link) is
 given up ``[database] link_timeout`` seconds after the host was last
 heard: TCP keep-alive probes start after about half of it without
@@ -77,6 +84,7 @@ KEEPALIVE_PROBES = 3
 
 ISOLATION_LEVEL = 'READ COMMITTED'
 PG_ISOLATION_OPTION = '-c default_transaction_isolation=read\\ committed'
+PG_IDLE_OPTION = '-c idle_in_transaction_session_timeout=%ds'
 # Seconds a pooled MySQL connection lives: well below the server's
 # wait_timeout (8 hours by default), after which it closes an idle
 # connection that the pool would otherwise hand out dead.
@@ -231,11 +239,18 @@ def _mysql_engine(url, **kwargs):
         # later: a read, update or delete waits until it has, so that a
         # service working through one node sees what another service
         # wrote through another before it sent its message.
-        cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
-        row = cursor.fetchone()
-        if row and str(row[1]).upper() == 'ON':
+        cursor.execute("SHOW VARIABLES WHERE Variable_name IN "
+                       "('wsrep_on', 'idle_transaction_timeout')")
+        found = {name: value for name, value in cursor.fetchall()}
+        if str(found.get('wsrep_on', '')).upper() == 'ON':
             cursor.execute('SET SESSION wsrep_sync_wait = %d'
                            % GALERA_SYNC_WAIT)
+        idle = CONF.database.idle_transaction_timeout
+        if idle and 'idle_transaction_timeout' in found:
+            # MariaDB: a transaction whose client was cut before its
+            # commit holds its locks no longer than that.
+            cursor.execute('SET SESSION idle_transaction_timeout = %d'
+                           % idle)
         cursor.close()
 
     return engine
@@ -284,8 +299,10 @@ def _server_engine(parsed, kwargs):
         # BEGIN, and its ping (which switches to autocommit and back)
         # sends no SET of its own.
         options = parsed.query.get('options')
+        idle = CONF.database.idle_transaction_timeout
         kwargs['connect_args']['options'] = ' '.join(filter(None, (
-            options, PG_ISOLATION_OPTION)))
+            options, PG_ISOLATION_OPTION,
+            idle and PG_IDLE_OPTION % idle)))
     else:
         kwargs['isolation_level'] = ISOLATION_LEVEL
     return sa.create_engine(parsed, **kwargs)

@@ -4,7 +4,11 @@ engines, drop every packet to and from its port with iptables, and say
 (JSON on standard output) how long each kind of call took to fail and
 with what, then whether a call succeeds once the packets flow again.
 
-Usage: python -m tests.integration.cut_link_probe BACKEND LINK_TIMEOUT
+Last, a transaction whose link goes between its write and its commit:
+how long until another connection writes the row it holds.
+
+Usage: python -m tests.integration.cut_link_probe BACKEND LINK_TIMEOUT \
+    IDLE_TRANSACTION_TIMEOUT
 """
 
 import json
@@ -63,8 +67,10 @@ def _in_thread(func):
     return thread, result
 
 
-def main(backend, link_timeout):
+def main(backend, link_timeout, idle_timeout):
     conf.CONF.set_override('link_timeout', link_timeout, group='database')
+    conf.CONF.set_override('idle_transaction_timeout', idle_timeout,
+                           group='database')
     server = backends.DATABASES[backend]()
     server.start()
     report = {}
@@ -111,10 +117,61 @@ def main(backend, link_timeout):
         thread, result = _in_thread(lambda: _select_one(engine))
         thread.join(HANG)
         report['healed'] = result.get('failure', ('hang', HANG))
+
+        report['locks'] = _locks_of_a_cut_transaction(url, backend)
     finally:
         engines.dispose_all()
         server.stop()
     json.dump(report, sys.stdout)
+
+
+# The client's port of the connection, as the server sees it.
+CLIENT_PORT = {
+    'postgresql': 'SELECT inet_client_port()',
+    'mariadb': "SELECT SUBSTRING_INDEX(host, ':', -1) FROM "
+               "information_schema.processlist WHERE id = CONNECTION_ID()"}
+
+
+def _drop_connection(port, action):
+    """Drop (``-A``) or let through (``-D``) the packets of the one
+    connection whose client has ``port``: its client is cut, every
+    other connection to the server is not."""
+    for match in ('--dport', '--sport'):
+        subprocess.run(['iptables', action, 'INPUT', '-p', 'tcp', match,
+                        str(port), '-j', 'DROP'], check=True)
+
+
+def _locks_of_a_cut_transaction(url, backend):
+    """A transaction writes a row, and its client's link goes before the
+    commit: seconds until another connection writes that row, or
+    ('hang', HANG)."""
+    engine = engines.get_engine(url, writer=True)
+    with engine.begin() as conn:
+        conn.execute(sa.text('CREATE TABLE held (id INT PRIMARY KEY, '
+                             'v INT)'))
+        conn.execute(sa.text('INSERT INTO held VALUES (1, 0)'))
+    holder = engine.connect()
+    holder.begin()
+    port = int(holder.execute(sa.text(CLIENT_PORT[backend])).scalar())
+    holder.execute(sa.text('UPDATE held SET v = 1 WHERE id = 1'))
+    _drop_connection(port, '-A')
+    try:
+        cut = time.monotonic()
+
+        def write():
+            with engine.begin() as conn:
+                conn.execute(sa.text('UPDATE held SET v = 2 WHERE id = 1'))
+
+        thread, result = _in_thread(write)
+        thread.join(HANG)
+        if 'failure' not in result:
+            return 'hang', HANG
+        return (round(time.monotonic() - cut, 2),) + tuple(
+            result['failure'][1:])
+    finally:
+        _drop_connection(port, '-D')
+        # Dropped by the server by now, or left to be.
+        holder.invalidate()
 
 
 def _select_one_slow(engine, backend):
@@ -123,4 +180,4 @@ def _select_one_slow(engine, backend):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

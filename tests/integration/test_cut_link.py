@@ -2,7 +2,9 @@
 refused) fails a call within ``[database] link_timeout`` and a few
 seconds to connect, on PostgreSQL and on MariaDB through PyMySQL, rather
 than hanging it for as long as TCP retransmits; the link healed, the
-next call is answered.
+next call is answered. A transaction cut between a write and its commit
+holds its row locks no longer than ``[database]
+idle_transaction_timeout``.
 
 Each backend runs in a network namespace of its own (its own loopback,
 its own iptables), made and removed here: nothing outside it is cut.
@@ -23,6 +25,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LINK_TIMEOUT = 4
+IDLE_TRANSACTION_TIMEOUT = 3
 # What opening a connection may add (engines.CONNECT_TIMEOUT, at most
 # the link timeout), and slack for a loaded machine.
 CONNECT = min(5, LINK_TIMEOUT)
@@ -55,7 +58,8 @@ def test_a_cut_link_fails_each_call_within_the_link_timeout(
         namespace, backend):
     done = subprocess.run(
         ['ip', 'netns', 'exec', namespace, sys.executable, '-m',
-         'tests.integration.cut_link_probe', backend, str(LINK_TIMEOUT)],
+         'tests.integration.cut_link_probe', backend, str(LINK_TIMEOUT),
+         str(IDLE_TRANSACTION_TIMEOUT)],
         cwd=str(ROOT), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
@@ -74,3 +78,8 @@ def test_a_cut_link_fails_each_call_within_the_link_timeout(
     assert took != 'hang' and error is not None and is_outage, report
     assert took < LINK_TIMEOUT + CONNECT + SLACK, report
     assert report['healed'][1] is None, report
+    # A transaction cut between its write and its commit: the server ends
+    # it once idle that long, and another connection writes its row.
+    took, error, _ = report['locks']
+    assert took != 'hang' and error is None, report
+    assert took < IDLE_TRANSACTION_TIMEOUT + SLACK, report
