@@ -35,6 +35,7 @@ from scheduler_split import exception
 from scheduler_split import metrics
 from scheduler_split import notifications
 from scheduler_split import objects
+from scheduler_split.objects import base as obj_base
 from scheduler_split.objects import build_plan
 from scheduler_split.objects import instance as instance_obj
 
@@ -315,6 +316,10 @@ class ScheduleAndBuildTask(base.ConductorTask):
             cctx = ss_context.target_cell(ctx, cell)
             instance.vm_state = instance_obj.BUILDING
             instance.task_state = instance_obj.SCHEDULING
+            # Touched now: a boot accepted longer than lost_build_timeout
+            # ago (re-driven since) is no lost build to its cell's sweep
+            # before its plan is recorded.
+            instance.updated_at = obj_base.utcnow()
             take_host_zone(instance, request_spec, chosen)
             if not self._create(ctx, cctx, cell, build_request, instance,
                                 dict(event=unplaced.EVENT,

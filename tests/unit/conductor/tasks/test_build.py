@@ -1,6 +1,8 @@
 """Schedule and build: the super-conductor places one boot's instances in
 the cells the scheduler chose, or in cell0 in ERROR."""
 
+import datetime
+
 import oslo_messaging as messaging
 import pytest
 import sqlalchemy as sa
@@ -16,7 +18,10 @@ from scheduler_split import exception
 from scheduler_split import objects
 from scheduler_split.objects import build_plan
 from scheduler_split.objects import instance as instance_obj
+from scheduler_split.objects import instance_sweeps
+from scheduler_split.objects import service as service_obj
 from tests.unit.conductor import fakes
+from tests.unit import helpers
 
 
 def _task(cloud, scheduler, computes, boots, conductors=None):
@@ -644,3 +649,31 @@ def test_a_create_unsure_of_its_commit_is_not_fooled_by_a_leftover(
     assert (instance.vm_state, instance.task_state, instance.fault) == (
         instance_obj.BUILDING, instance_obj.SCHEDULING, None)
     assert computes.sent == [('build_and_run_instance', 'h1')]
+
+
+def test_a_boot_accepted_long_ago_is_no_lost_build_before_its_plan(
+        cloud, computes, monkeypatch):
+    # Re-driven after lost_build_timeout: its cell's sweep of lost builds
+    # runs between its hand-over and its plan, and finds nothing lost.
+    timeout = conf.CONF.conductor.lost_build_timeout
+    build_request, spec = cloud.boot()
+    uuid = build_request.instance_uuid
+    build_request.instance.created_at = helpers.naive_utcnow() - (
+        datetime.timedelta(seconds=timeout + 60))
+    lost = []
+    record = build.ScheduleAndBuildTask._record_plan
+
+    def swept_first(cctx, *args, **kwargs):
+        lost.append([i.uuid for i, _ in instance_sweeps.get_unhandled_builds(
+            cctx, timeout, service_obj.COMPUTE,
+            conf.CONF.service_down_time)])
+        return record(cctx, *args, **kwargs)
+
+    monkeypatch.setattr(build.ScheduleAndBuildTask, '_record_plan',
+                        staticmethod(swept_first))
+    scheduler = fakes.Scheduler([cloud.hosts('h1')])
+    base.run_cast(_task(cloud, scheduler, computes, [(build_request, spec)]))
+
+    assert lost == [[]]
+    assert computes.sent == [('build_and_run_instance', 'h1')]
+    assert cloud.instance(uuid).vm_state == instance_obj.BUILDING
