@@ -30,6 +30,16 @@ _PLACE = _IM.update().where(_IM.c.instance_uuid == sa.bindparam('b_uuid'),
 _DELETE = _BR.delete().where(_ONE_BR)
 _DELETE_RETURNING = _DELETE.returning(_BR.c.instance)
 _TAKER = sa.select(_BR.c.taken_at, _BR.c.taken_by).where(_ONE_BR)
+
+
+def _held_by(host):
+    """Where a build request is held by ``host``: taken by it, and its
+    instance placed in no cell."""
+    return (_BR.c.taken_by == host, _BR.c.taken_at.is_not(None),
+            sa.exists().where(_IM.c.instance_uuid == _BR.c.instance_uuid,
+                              _IM.c.cell_id.is_(None)))
+
+
 _READ_LOCKED = sa.select(_BR.c.instance).where(_ONE_BR).with_for_update()
 # The inserts of a boot's rows (see BuildRequest.rows), by model.
 _INSERTS = {model: model.__table__.insert() for model in (
@@ -271,12 +281,7 @@ class BuildRequest(base.SchedulerSplitObject):
         query = sa.update(api_models.BuildRequest).where(
             api_models.BuildRequest.instance_uuid == self.instance_uuid)
         if taken_by is not None:
-            query = query.where(
-                api_models.BuildRequest.taken_by == taken_by,
-                api_models.BuildRequest.taken_at.is_not(None),
-                sa.exists().where(
-                    _IM.c.instance_uuid == self.instance_uuid,
-                    _IM.c.cell_id.is_(None)))
+            query = query.where(*_held_by(taken_by))
         with engines.writer(CONF.api_database.connection) as session:
             result = session.execute(query.values(
                 taken_at=None, taken_by=None,
@@ -287,9 +292,7 @@ class BuildRequest(base.SchedulerSplitObject):
         """Whether ``host`` holds the build request now: taken by it, and
         placed in no cell."""
         query = sa.select(_BR.c.instance_uuid).where(
-            _ONE_BR, _BR.c.taken_by == host, _BR.c.taken_at.is_not(None),
-            sa.exists().where(_IM.c.instance_uuid == _BR.c.instance_uuid,
-                              _IM.c.cell_id.is_(None)))
+            _ONE_BR, *_held_by(host))
         with engines.reader(CONF.api_database.connection) as session:
             return session.connection().execute(
                 query, dict(b_uuid=self.instance_uuid)).first() is not None
@@ -317,15 +320,10 @@ class BuildRequest(base.SchedulerSplitObject):
             return [(cls._from_row(row), row.redrives, row.taken_at < before)
                     for row in session.scalars(
                         sa.select(api_models.BuildRequest).where(
-                            api_models.BuildRequest.taken_by == host,
-                            taken.is_not(None),
+                            *_held_by(host),
                             sa.or_(taken < before, idled),
                             api_models.BuildRequest.instance_uuid.not_in(
-                                list(held)),
-                            sa.exists().where(
-                                _IM.c.instance_uuid ==
-                                api_models.BuildRequest.instance_uuid,
-                                _IM.c.cell_id.is_(None)))
+                                list(held)))
                         .order_by(api_models.BuildRequest.id))]
 
     @classmethod

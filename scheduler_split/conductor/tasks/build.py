@@ -321,14 +321,15 @@ class ScheduleAndBuildTask(base.ConductorTask):
             # before its plan is recorded.
             instance.updated_at = obj_base.utcnow()
             take_host_zone(instance, request_spec, chosen)
+            event = dict(
+                event=unplaced.EVENT, host=chosen.service_host,
+                start_time=self.started,
+                details='claimed on %s; alternates: %s' % (
+                    chosen.service_host,
+                    ', '.join(s.service_host for s in alternates) or
+                    'none'))
             if not self._create(ctx, cctx, cell, build_request, instance,
-                                dict(event=unplaced.EVENT,
-                                     host=chosen.service_host,
-                                     start_time=self.started,
-                                     details='claimed on %s; alternates: %s'
-                                     % (chosen.service_host, ', '.join(
-                                         s.service_host for s in alternates)
-                                        or 'none'))):
+                                event):
                 # Another super-conductor places it now: its claim,
                 # which is this instance's, stays.
                 return
