@@ -112,11 +112,12 @@ def cell_conductor_service(transport_url, cell_db, name='cell-conductor'):
     return svc
 
 
-def compute_service(host, transport_url):
+def compute_service(host, transport_url, driver=None):
     """A compute on its cell's bus: it needs no database, everything it
-    persists goes through its cell conductor."""
+    persists goes through its cell conductor. ``driver``: its hypervisor,
+    ``[DEFAULT] compute_driver``'s by default."""
     transport = rpc.get_transport(transport_url)
-    manager = compute_manager.ComputeManager(host, transport)
+    manager = compute_manager.ComputeManager(host, transport, driver=driver)
     svc = service.Service('compute-%s' % host, kind='compute')
     svc.listen(transport, compute_rpcapi.TOPIC, [manager], host)
     svc.add_periodic(manager.report, CONF.report_interval)
@@ -125,6 +126,13 @@ def compute_service(host, transport_url):
     svc.add_periodic(manager.fence, fencing.CHECK_INTERVAL)
     svc.add_periodic(manager.settle_instances,
                      CONF.compute.unfinished_build_check_interval)
+    if CONF.sync_power_state_interval > 0:
+        svc.add_periodic(manager.sync_power_states,
+                         CONF.sync_power_state_interval, run_first=False)
+    if CONF.running_deleted_instance_poll_interval > 0:
+        svc.add_periodic(manager.reap_unowned_guests,
+                         CONF.running_deleted_instance_poll_interval,
+                         run_first=False)
     svc.manager = manager
     return svc
 
@@ -134,12 +142,29 @@ class AllInOne:
 
     API_BUS = 'memory:///api'
 
-    def __init__(self, state_dir, num_cells=2, hosts_per_cell=4):
+    def __init__(self, state_dir, num_cells=2, hosts_per_cell=4,
+                 compute_driver=None):
         self.state_dir = os.path.abspath(state_dir)
         self.num_cells = num_cells
         self.hosts_per_cell = hosts_per_cell
+        # None: as [DEFAULT] compute_driver says.
+        self.compute_driver = compute_driver
         self.services = []
         self.cells = []
+
+    def _libvirt(self):
+        return (self.compute_driver or CONF.compute_driver) == \
+            'libvirt.LibvirtDriver'
+
+    def _driver(self, host):
+        """The hypervisor of compute ``host``: with libvirt, every host
+        shares this machine's libvirtd, each with its own directory below
+        ``[DEFAULT] instances_path`` and its share of the machine."""
+        if not self._libvirt():
+            return None
+        from scheduler_split.compute.virt import libvirt
+        return libvirt.LibvirtDriver(
+            host, instances_path=os.path.join(CONF.instances_path, host))
 
     def _sqlite(self, name):
         return 'sqlite:///' + os.path.join(self.state_dir, name + '.sqlite')
@@ -152,7 +177,23 @@ class AllInOne:
                           group='scheduler_database')
         # noauth2 unless the configuration files ask for keystone.
         CONF.set_default('auth_strategy', 'noauth2', group='api')
+        # The built-in catalog keeps the data of uploads beside the
+        # databases, unless the configuration files put it elsewhere.
+        CONF.set_default('builtin_store_dir',
+                         os.path.join(self.state_dir, 'images'),
+                         group='glance')
         CONF.set_override('host', 'all-in-one')
+        if self.compute_driver:
+            CONF.set_override('compute_driver', self.compute_driver)
+        if self._libvirt():
+            hosts = self.num_cells * self.hosts_per_cell
+            CONF.set_default('host_share', max(0.01, 1.0 / hosts),
+                             group='libvirt')
+            if self.num_cells > 1:
+                # Domain names from cell ids would repeat on the one
+                # libvirtd all the cells share.
+                CONF.set_default('instance_name_template',
+                                 'instance-%(uuid)s')
 
     def setup(self, echo=print):
         """Create or upgrade the databases, cells and default flavors."""
@@ -172,12 +213,12 @@ class AllInOne:
         self.cells = objects.CellMapping.get_all(ctx)
 
     def write_config(self):
-        """Write ``<state-dir>/scheduler-split.conf``, the databases of
-        this all-in-one for ``scheduler-split-manage --config-file``,
-        beside it while it runs or after it stopped; its path. The cell
-        databases are the cell mappings' (in the API database), as in a
-        deployment. No bus: those of the all-in-one are in its memory,
-        out of any other process's reach."""
+        """Write ``<state-dir>/scheduler-split.conf``, the databases and
+        the image store of this all-in-one for ``scheduler-split-manage
+        --config-file``, beside it while it runs or after it stopped; its
+        path. The cell databases are the cell mappings' (in the API
+        database), as in a deployment. No bus: those of the all-in-one
+        are in its memory, out of any other process's reach."""
         path = os.path.join(self.state_dir, 'scheduler-split.conf')
         cell_lines = ['#   %s: %s' % (cell.name, cell.database_connection)
                       for cell in self.cells]
@@ -195,6 +236,9 @@ class AllInOne:
             '',
             '[scheduler_database]',
             'connection = %s' % self._sqlite('scheduler'),
+            '',
+            '[glance]',
+            'builtin_store_dir = %s' % CONF.glance.builtin_store_dir,
             ''])
         # A manage command running meanwhile reads the old file or the
         # new one, never half of one.
@@ -217,7 +261,8 @@ class AllInOne:
                 cell.transport_url, cell.database_connection,
                 name='cell-conductor-%s' % cell.name))
             for host in self.hosts_of(cell):
-                svc = compute_service(host, cell.transport_url)
+                svc = compute_service(host, cell.transport_url,
+                                      driver=self._driver(host))
                 self.computes[host] = svc
                 self.services.append(svc)
         for svc in self.services:

@@ -142,6 +142,12 @@ class ImageServiceUnavailable(SchedulerSplitException):
     code = 503
 
 
+class ImageUnacceptable(Invalid):
+    """An image's data cannot be used: there is none, or it is not what
+    the image's record says (its size or md5)."""
+    msg_fmt = 'Image %(image_id)s is unacceptable: %(reason)s'
+
+
 class CellMappingNotFound(NotFound):
     msg_fmt = 'Cell %(uuid)s has no mapping.'
 

@@ -268,6 +268,10 @@ class Service:
             self.wait()
         for task in self._periodic:
             task.stop(timeout=10)
+        cleanup_host = getattr(getattr(self, 'manager', None),
+                               'cleanup_host', None)
+        if graceful and cleanup_host is not None:
+            cleanup_host()
 
     def unfinished(self):
         """What a stop still waits for, in words: the periodic runs and

@@ -28,12 +28,17 @@ from scheduler_split import conf
 from scheduler_split.db import outage
 from scheduler_split import deployment
 from scheduler_split.image import catalog as images
+from scheduler_split.image import guest_images
 from scheduler_split import rpc
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 common.register_logging_options(CONF)
+
+# --compute-driver -> [DEFAULT] compute_driver.
+COMPUTE_DRIVERS = {'fake': 'fake.FakeDriver',
+                   'libvirt': 'libvirt.LibvirtDriver'}
 
 
 def default_state_dir():
@@ -54,11 +59,25 @@ def parse_args(argv):
                              'clouds.yaml and scheduler-split.conf (for '
                              'scheduler-split-manage --config-file) '
                              '(default: %(default)s).')
-    parser.add_argument('--cells', type=int, default=2,
-                        help='Number of cells (default: %(default)s).')
-    parser.add_argument('--hosts-per-cell', type=int, default=4,
-                        help='Fake compute hosts per cell '
+    parser.add_argument('--compute-driver', default='fake',
+                        choices=sorted(COMPUTE_DRIVERS),
+                        help='The compute hosts\' hypervisor: fake hosts '
+                             'that run nothing, or real QEMU/KVM guests '
+                             'through this machine\'s libvirtd, which its '
+                             'hosts share (default: %(default)s).')
+    parser.add_argument('--virt-type', default='auto',
+                        choices=['auto', 'kvm', 'qemu'],
+                        help='With --compute-driver libvirt: kvm, qemu '
+                             '(the CPU emulated: slower, but it boots '
+                             'anywhere), or auto: kvm where this machine '
+                             'can run KVM guests, else qemu '
                              '(default: %(default)s).')
+    parser.add_argument('--cells', type=int, default=None,
+                        help='Number of cells (default: 2; 1 with '
+                             '--compute-driver libvirt).')
+    parser.add_argument('--hosts-per-cell', type=int, default=None,
+                        help='Compute hosts per cell (default: 4; 2 with '
+                             '--compute-driver libvirt).')
     parser.add_argument('--host', default='127.0.0.1',
                         help='Address the REST API listens on '
                              '(default: %(default)s).')
@@ -74,6 +93,11 @@ def parse_args(argv):
     parser.add_argument('--verbose', action='store_true',
                         help='Also log to standard error.')
     args = parser.parse_args(argv)
+    real = args.compute_driver == 'libvirt'
+    if args.cells is None:
+        args.cells = 1 if real else 2
+    if args.hosts_per_cell is None:
+        args.hosts_per_cell = 2 if real else 4
     if args.cells < 1:
         parser.error('--cells must be at least 1')
     if args.hosts_per_cell < 1:
@@ -81,6 +105,21 @@ def parse_args(argv):
     if not 0 <= args.port <= 65535:
         parser.error('--port must be between 0 and 65535')
     return args
+
+
+def _choose_virt_type(wanted):
+    """``[libvirt] virt_type`` as --virt-type says; ``auto`` is kvm
+    only where a KVM guest boots, and says why not."""
+    from scheduler_split.compute.virt.libvirt import host as libvirt_host
+    if wanted == 'auto':
+        usable, why = libvirt_host.kvm_usable()
+        wanted = 'kvm' if usable else 'qemu'
+        if not usable:
+            LOG.warning('Guests run under qemu (TCG), the CPU emulated: %s',
+                        why)
+            print('Guests run under qemu, the CPU emulated: %s' % why,
+                  flush=True)
+    CONF.set_default('virt_type', wanted, group='libvirt')
 
 
 def write_clouds_yaml(state_dir, base_url, keystone_url=None):
@@ -180,9 +219,18 @@ def _run(args, sock):
 
     print('Setting up %d cell(s) with %d host(s) each in %s ...'
           % (args.cells, args.hosts_per_cell, args.state_dir), flush=True)
+    driver = COMPUTE_DRIVERS[args.compute_driver]
+    if args.compute_driver == 'libvirt':
+        _choose_virt_type(args.virt_type)
     system = deployment.AllInOne(args.state_dir, args.cells,
-                                 args.hosts_per_cell)
+                                 args.hosts_per_cell, compute_driver=driver)
     system.setup(echo=lambda line: LOG.info('%s', line))
+    image = None
+    if args.compute_driver == 'libvirt':
+        print('Building the guest image from this machine\'s packages ...',
+              flush=True)
+        image = guest_images.register_builtin(
+            os.path.join(args.state_dir, 'guest'))
     system.write_config()
     system.start()
     try:
@@ -191,6 +239,10 @@ def _run(args, sock):
         system.stop()
         raise
     base_url = server.url
+    if images.served():
+        # Compute hosts move image data through the API's Image API.
+        CONF.set_default('api_servers', [base_url + '/image'],
+                         group='glance')
     keystone_url = _keystone_url()
     clouds = write_clouds_yaml(args.state_dir, base_url, keystone_url)
 
@@ -210,6 +262,10 @@ def _run(args, sock):
               'OS_PASSWORD and OS_PROJECT_NAME.' % keystone_url, flush=True)
     print('export OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=scheduler-split'
           % clouds, flush=True)
+    if image is not None:
+        print('Guests boot from image %s: openstack server create --flavor '
+              'm1.tiny --image %s --no-network --wait vm1'
+              % (image['name'], image['name']), flush=True)
     while not stop.is_set():
         stop.wait(1)
     print('Stopping ...', flush=True)

@@ -49,7 +49,7 @@ class EvacuationMixin:
                 return
             power_on = migration.old_vm_state != instance_obj.STOPPED
             try:
-                self.driver.rebuild(current, power_on)
+                self.driver.rebuild(ctx, current, power_on)
             except Exception as exc:
                 self._evacuation_failed(ctx, current, migration, exc,
                                         started)

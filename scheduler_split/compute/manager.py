@@ -1,6 +1,5 @@
 """The compute service: builds and deletes instances on one host."""
 
-import contextlib
 import functools
 import logging
 import threading
@@ -11,11 +10,13 @@ from scheduler_split.compute import evacuation
 from scheduler_split.compute import fencing
 from scheduler_split.compute import inspect
 from scheduler_split.compute import lifecycle
+from scheduler_split.compute import locks
 from scheduler_split.compute import moves
+from scheduler_split.compute import power_sync
 from scheduler_split.compute import rebuild
 from scheduler_split.compute import resource_tracker
 from scheduler_split.compute import shelve
-from scheduler_split.compute.virt import fake
+from scheduler_split.compute.virt import driver as virt_driver
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -46,35 +47,6 @@ BUILD_SAVE_TRIES = 3
 UNANSWERED = outage.BUS_UNAVAILABLE + (exception.DatabaseUnavailable,)
 
 
-class _InstanceLocks:
-    """One lock per instance uuid, so a delete waits for a running build.
-
-    A lock lives only while someone holds or waits for it.
-    """
-
-    def __init__(self):
-        self._locks = {}
-        self._guard = threading.Lock()
-
-    @contextlib.contextmanager
-    def __call__(self, uuid):
-        with self._guard:
-            lock, users = self._locks.get(uuid, (None, 0))
-            if lock is None:
-                lock = threading.Lock()
-            self._locks[uuid] = (lock, users + 1)
-        try:
-            with lock:
-                yield
-        finally:
-            with self._guard:
-                lock, users = self._locks[uuid]
-                if users == 1:
-                    del self._locks[uuid]
-                else:
-                    self._locks[uuid] = (lock, users - 1)
-
-
 def _waiting_for_a_host(current):
     """Whether the build of ``current`` (the instance as read now) waits
     for its next host: its claim, if any, is that host's."""
@@ -94,7 +66,7 @@ def _claimed_elsewhere(current, host):
 class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                      evacuation.EvacuationMixin, rebuild.RebuildMixin,
                      inspect.InspectMixin, shelve.ShelveMixin,
-                     fencing.FencingMixin):
+                     fencing.FencingMixin, power_sync.PowerSyncMixin):
     """One hypervisor host. It holds no database credentials: every
     instance record it reads or writes, its instance-action events and
     its service heartbeat go through its cell conductor (object
@@ -106,12 +78,12 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
     def __init__(self, host, transport=None, driver=None):
         self.host = host
         self.transport = transport or rpc.get_transport()
-        self.driver = driver or fake.FakeDriver(host)
+        self.driver = driver or virt_driver.load(host)
         self.scheduler = scheduler_client.SchedulerClient(self.transport)
         self.conductor = conductor_rpcapi.CellConductorAPI(self.transport)
         self.resource_tracker = resource_tracker.ResourceTracker(
             host, self.driver, self.scheduler, self.conductor)
-        self._locks = _InstanceLocks()
+        self._locks = locks.InstanceLocks()
         # Builds this process is running now; a build on this host that
         # is not among them will not finish (see settle_instances).
         self._building = set()
@@ -127,8 +99,14 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         """At start: nothing to read yet; the first run of the periodic
         :meth:`settle_instances`, right after the start, settles what a
         previous run of this host left behind (the conductor may not be
-        listening yet, so the start does not wait for it)."""
+        listening yet, so the start does not wait for it). A driver that
+        cannot reach its hypervisor stops the start."""
+        self.driver.init_host()
         self._first_settle = True
+
+    def cleanup_host(self):
+        """At the stop: the driver lets go of its hypervisor."""
+        self.driver.cleanup_host()
 
     def settle_instances(self):
         """Periodic (and first right after the start): no build on this
@@ -352,7 +330,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
             return
         self._notify(ctx, instance, 'start')
         try:
-            self.driver.spawn(instance)
+            self.driver.spawn(ctx, instance)
             self._spawned(instance)
         except exception.RescheduledException as exc:
             self.resource_tracker.build_failed(ctx)

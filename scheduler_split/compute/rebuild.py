@@ -67,7 +67,7 @@ class RebuildMixin:
                 return
             power_on = current.vm_state != instance_obj.STOPPED
             try:
-                self.driver.reimage(current, power_on)
+                self.driver.reimage(ctx, current, power_on)
             except Exception as exc:
                 self._rebuild_failed(ctx, current, exc, started)
                 return

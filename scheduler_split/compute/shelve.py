@@ -248,7 +248,7 @@ class ShelveMixin:
         notifications.instance_event(ctx, self._publisher(), instance,
                                      'instance.unshelve.start')
         try:
-            self.driver.spawn(instance)
+            self.driver.spawn(ctx, instance)
         except Exception as exc:
             # A spawn that failed weighs this host down, as a build's.
             self.resource_tracker.build_failed(ctx)

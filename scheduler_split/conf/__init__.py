@@ -8,6 +8,7 @@ from scheduler_split.conf import conductor
 from scheduler_split.conf import database
 from scheduler_split.conf import fake_driver
 from scheduler_split.conf import glance
+from scheduler_split.conf import libvirt
 from scheduler_split.conf import metrics
 from scheduler_split.conf import policy
 from scheduler_split.conf import quota
@@ -19,6 +20,6 @@ from scheduler_split.conf import wsgi
 CONF = cfg.CONF
 
 for _module in (api, compute, conductor, database, fake_driver, glance,
-                metrics, policy, quota, scheduler, service, upgrade_levels,
-                wsgi):
+                libvirt, metrics, policy, quota, scheduler, service,
+                upgrade_levels, wsgi):
     _module.register_opts(CONF)

@@ -24,7 +24,11 @@ glance_opts = [
                 help='Image service endpoints, e.g. '
                      'http://glance.example.org:9292, tried in order until '
                      'one answers. When set they win over the service '
-                     'catalog. Only read with source = glance.'),
+                     'catalog. Read with source = glance; with source = '
+                     'builtin, by compute hosts only, which hold no '
+                     'database credentials and move image data through an '
+                     'API\'s /image (e.g. http://api.example.org:8774/'
+                     'image).'),
     cfg.StrOpt('service_type', default='image',
                help='The service type of the Image service in the service '
                     'catalog of the user\'s token (with [api] '
@@ -36,13 +40,24 @@ glance_opts = [
                help='The region of the catalog endpoint; any region if '
                     'unset.'),
     cfg.FloatOpt('timeout', default=10.0, min=0.1,
-                 help='Seconds a request to the Image service may take.'),
+                 help='Seconds the Image service may take for each step of '
+                      'a request (connecting, and each read or write of '
+                      'it), not for a whole transfer of image data.'),
     cfg.StrOpt('cafile',
                help='CA bundle that verifies the Image service\'s HTTPS '
                     'certificate; the system\'s if unset.'),
     cfg.BoolOpt('insecure', default=False,
                 help='Skip verifying the Image service\'s HTTPS '
                      'certificate.'),
+    cfg.StrOpt('builtin_store_dir',
+               help='Where the built-in catalog keeps the data of the '
+                    'images uploaded to it, one file per image id, as '
+                    'Glance\'s filesystem store does; the API serves it '
+                    'at /image/v2/images/{id}/file. Every API process of '
+                    'a deployment needs the same directory (a shared '
+                    'file system when they run on several machines). '
+                    'Unset, an upload keeps only the size and checksums '
+                    'of its data. Only read with source = builtin.'),
 ]
 
 

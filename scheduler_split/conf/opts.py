@@ -6,6 +6,7 @@ from scheduler_split.conf import conductor
 from scheduler_split.conf import database
 from scheduler_split.conf import fake_driver
 from scheduler_split.conf import glance
+from scheduler_split.conf import libvirt
 from scheduler_split.conf import metrics
 from scheduler_split.conf import policy
 from scheduler_split.conf import quota
@@ -20,7 +21,7 @@ def list_opts():
     # their own namespaces (scheduler-split-config-generator.conf).
     merged = {}
     for module in (service, api, compute, conductor, database, fake_driver,
-                   glance, metrics, policy, quota, scheduler,
+                   glance, libvirt, metrics, policy, quota, scheduler,
                    upgrade_levels, wsgi):
         for group, opts in module.list_opts().items():
             merged.setdefault(group, []).extend(opts)

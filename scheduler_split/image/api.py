@@ -6,11 +6,13 @@ Image service. With ``[glance] source = glance`` the Image service
 serves them instead.
 
 The handlers answer as Glance does: its statuses and its error bodies
-(webob's, in the format the request accepts); an image's file always
-answers 204, as Glance answers for an image without data.
+(webob's, in the format the request accepts); an image's file is its
+data, streamed from ``[glance] builtin_store_dir``, or 204 for an image
+without data, as Glance answers.
 """
 
 import json
+import os
 import re
 import urllib.parse
 
@@ -107,6 +109,8 @@ _WRITABLE = ('name', 'visibility', 'protected', 'os_hidden', 'owner',
              'tags')
 PATCH_TYPES = {'application/openstack-images-v2.0-json-patch': 4,
                'application/openstack-images-v2.1-json-patch': 10}
+# Bytes of an image's file sent at a time.
+_CHUNK = 65536
 
 
 def _glance_api(handler):
@@ -329,8 +333,8 @@ def delete(req, ctx, version, image_id):
 
 @_glance_api
 def upload(req, ctx, version, image_id):
-    """The image's data: its size and checksums are kept, not the data
-    (nothing boots from it), and the image becomes active."""
+    """The image's data: its size and checksums are recorded, the data
+    kept in ``builtin_store_dir`` if set, and the image becomes active."""
     if req.content_type != 'application/octet-stream':
         raise webob.exc.HTTPUnsupportedMediaType(
             explanation='Content-Type must be application/octet-stream')
@@ -338,12 +342,46 @@ def upload(req, ctx, version, image_id):
     return _no_content()
 
 
+class _FileBody:
+    """An open file as a response body, sent a chunk at a time and
+    closed when the server is done with the response, whether it sent
+    all of it or not."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def __iter__(self):
+        while True:
+            chunk = self.file.read(_CHUNK)
+            if not chunk:
+                return
+            yield chunk
+
+    def close(self):
+        self.file.close()
+
+
 @_glance_api
 def download(req, ctx, version, image_id):
-    """204: no image's data is kept, and Glance answers 204 for an image
-    without data."""
-    catalog.get_image(ctx, image_id)
-    return _no_content()
+    """The image's data with Glance's headers (its md5 checksum, hex, as
+    Content-MD5); 204 for an image without data, as Glance answers."""
+    image = catalog.get_image(ctx, image_id)
+    path = catalog.image_data_path(ctx, image_id)
+    if path is None:
+        return _no_content()
+    try:
+        data = open(path, 'rb')
+    except FileNotFoundError:
+        # Deleted since it was looked up.
+        raise exception.ImageNotFound(image_id=image_id)
+    response = webob.Response(status=200,
+                              content_type='application/octet-stream',
+                              app_iter=_FileBody(data))
+    # The file's length, not the record's: it frames the body sent.
+    response.headers['Content-Length'] = str(os.fstat(data.fileno()).st_size)
+    if image['checksum']:
+        response.headers['Content-MD5'] = image['checksum']
+    return response
 
 
 @_glance_api

@@ -7,15 +7,20 @@ change or delete them) and the images users create, upload, patch, tag
 and delete, and those the compute API makes of servers (snapshots,
 backups): records in the API database (``objects/image.py``), so that
 every API process of a deployment serves the same catalog. An upload
-stores its size and checksums, not its data, which nothing here reads.
-The image client (:mod:`scheduler_split.image.client`) reads and writes
-it; the stand-in Image API v2 (:mod:`scheduler_split.image.api`) serves
-it under ``/image``.
+records its size and checksums; its data is kept as Glance's filesystem
+store keeps it, one file per image id in ``[glance] builtin_store_dir``
+(unset, the data is not kept). The image client
+(:mod:`scheduler_split.image.client`) reads and writes it; the stand-in
+Image API v2 (:mod:`scheduler_split.image.api`) serves it under
+``/image``.
 """
 
+import contextlib
 import copy
 import hashlib
+import os
 import re
+import tempfile
 
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
@@ -30,6 +35,8 @@ CONF = conf.CONF
 # it may ask for (Glance's api_limit_max).
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 1000
+# Bytes of an upload read at a time.
+_CHUNK = 65536
 
 _CREATED = '2026-01-01T00:00:00Z'
 
@@ -185,25 +192,100 @@ def delete_image(ctx, image_id):
         raise _read_only(image_id)
     image_obj.destroy(ctx, image_id,
                       check=lambda image: _check_owner(ctx, image))
+    _remove_data(image_id)
 
 
-def upload_image(ctx, image_id, stream):
-    """Read a queued image's data from ``stream`` and make it active with
-    its size and checksums (md5, and sha512 as Glance's default
-    ``os_hash_algo``); the data itself is not kept."""
-    _check_owner(ctx, get_image(ctx, image_id))
+# --- the data of the images -------------------------------------------------
+
+def _data_file(image_id):
+    """The file that holds (or would hold) an image's data, or None when
+    the catalog keeps no data of it (no ``builtin_store_dir``, or a
+    built-in image)."""
+    store = CONF.glance.builtin_store_dir
+    # Ids are UUIDs (the schema's pattern, or made here), so that one
+    # never names a file outside the store.
+    if (not store or image_id in _BUILTIN_IDS or
+            not uuidutils.is_uuid_like(image_id)):
+        return None
+    return os.path.join(store, image_id)
+
+
+def _remove_data(image_id):
+    path = _data_file(image_id)
+    if path is not None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def image_data_path(ctx, image_id):
+    """The file that holds the data of image ``image_id``, or None if it
+    has none (a built-in image, one not uploaded yet, or one uploaded
+    while ``builtin_store_dir`` was unset); ``ImageNotFound`` if ``ctx``
+    may not see the image, as :func:`get_image`. The image may be
+    deleted, and its file with it, by the time the caller opens it."""
+    get_image(ctx, image_id)
+    path = _data_file(image_id)
+    return path if path is not None and os.path.isfile(path) else None
+
+
+def _read_data(stream, target=None):
+    """``(size, md5, sha512)`` of the data ``stream`` reads, written to
+    ``target`` as well if given."""
     md5 = hashlib.md5(usedforsecurity=False)
     sha512 = hashlib.sha512()
     size = 0
     while True:
-        chunk = stream.read(65536)
+        chunk = stream.read(_CHUNK)
         if not chunk:
             break
         md5.update(chunk)
         sha512.update(chunk)
         size += len(chunk)
-    return image_obj.upload(ctx, image_id, size, md5.hexdigest(), 'sha512',
-                            sha512.hexdigest())
+        if target is not None:
+            target.write(chunk)
+    return size, md5.hexdigest(), sha512.hexdigest()
+
+
+def upload_image(ctx, image_id, stream):
+    """Read a queued image's data from ``stream`` and make it active with
+    its size and checksums (md5, and sha512 as Glance's default
+    ``os_hash_algo``), keeping the data in ``builtin_store_dir`` if set.
+
+    The data is written to a temporary file of the store and renamed to
+    the image's id once the image is recorded active: of two concurrent
+    uploads only the one the record took names the data, the id never
+    names half an upload, and a failed upload leaves no file behind.
+    """
+    _check_owner(ctx, get_image(ctx, image_id))
+    path = _data_file(image_id)
+    if path is None:
+        size, md5, sha512 = _read_data(stream)
+        return image_obj.upload(ctx, image_id, size, md5, 'sha512', sha512)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    # Dotted, so that it never looks like an image's data.
+    fd, partial = tempfile.mkstemp(dir=os.path.dirname(path),
+                                   prefix='.%s.' % image_id,
+                                   suffix='.part')
+    try:
+        with os.fdopen(fd, 'wb') as target:
+            size, md5, sha512 = _read_data(stream, target)
+            target.flush()
+            # On disk before the record says active: a crash never
+            # leaves an active image with a short file.
+            os.fsync(target.fileno())
+        image_obj.upload(ctx, image_id, size, md5, 'sha512', sha512)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+        raise
+    try:
+        # A delete between the record and the rename found no file to
+        # remove: the upload removes it, as Glance's does in this race.
+        return get_image(ctx, image_id)
+    except exception.ImageNotFound:
+        _remove_data(image_id)
+        raise
 
 
 # --- the Image API v2 shape and its queries ---------------------------------

@@ -13,12 +13,21 @@ Either way an image is the same dict: ``id``, ``name``, ``status``,
 ``protected``, ``disk_format``, ``container_format``, ``created_at`` and
 ``updated_at`` (ISO 8601 strings), and ``properties`` (the image's other
 keys, as strings, which the scheduler's ImagePropertiesFilter reads).
+
+Image data (:func:`download`, :func:`upload`) always moves over the
+Image API, whatever the source: compute hosts hold no database
+credentials, and with ``builtin`` the API serves the catalog's data
+under ``/image`` (``[glance] api_servers`` names it to them).
 """
 
+import hashlib
+import http.client
 import io
 import json
 import logging
+import os
 import ssl
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -44,6 +53,8 @@ _FIELDS = ('size', 'owner', 'visibility', 'protected', 'disk_format',
            'container_format', 'created_at', 'updated_at')
 # Glance's page size, when the caller asks for no limit.
 _PAGE = 100
+# Bytes of image data read and sent at a time.
+_CHUNK = 1024 * 1024
 
 
 def _builtin():
@@ -256,13 +267,10 @@ def _refused(exc, image_id):
     return exception.Invalid(reason=message or str(exc))
 
 
-def _request(ctx, method, path, query=None, body=None, data=None,
-             content_type=None, image_id=None):
-    """A request to the Image service, tried at each endpoint until one
-    answers; its JSON body (None if empty). A 4xx is the answer (see
-    ``_refused``); no endpoint answering is ``ImageServiceUnavailable``.
-    """
-    headers = {'Accept': 'application/json'}
+def _headers(ctx, accept='application/json', content_type=None):
+    """The headers of a request to the Image service: the user's token
+    and the request id, which the Image service logs with its own."""
+    headers = {'Accept': accept}
     token = getattr(ctx, 'auth_token', None)
     if token:
         headers['X-Auth-Token'] = token
@@ -270,32 +278,180 @@ def _request(ctx, method, path, query=None, body=None, data=None,
         ctx, 'request_id', None)
     if request_id:
         headers['X-OpenStack-Request-ID'] = request_id
-    if body is not None:
-        data = json.dumps(body).encode('utf-8')
-        content_type = content_type or 'application/json'
     if content_type:
         headers['Content-Type'] = content_type
+    return headers
+
+
+def _open(request):
+    """The response to ``request``; each socket operation of it may take
+    ``[glance] timeout``."""
+    return urllib.request.urlopen(
+        request, timeout=CONF.glance.timeout,
+        context=(_ssl_context() if request.full_url.startswith('https:')
+                 else None))
+
+
+def _at_each_endpoint(ctx, method, path, exchange, query=None,
+                      image_id=None):
+    """``exchange(url)`` at the URL of ``path`` at each endpoint in
+    turn, until one answers: what it returns. A 4xx is the answer (see
+    ``_refused``); no endpoint answering is ``ImageServiceUnavailable``.
+    """
     failures = []
     for endpoint in _endpoints(ctx):
-        url = _url(endpoint, path, query)
-        request = urllib.request.Request(url, data=data, headers=headers,
-                                         method=method)
         try:
-            with urllib.request.urlopen(
-                    request, timeout=CONF.glance.timeout,
-                    context=(_ssl_context() if url.startswith('https:')
-                             else None)) as response:
-                raw = response.read()
-                return json.loads(raw.decode('utf-8')) if raw else None
+            return exchange(_url(endpoint, path, query))
         except urllib.error.HTTPError as exc:
             if exc.code < 500:
                 raise _refused(exc, image_id or path)
             failures.append('%s: %s' % (endpoint, exc))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             failures.append('%s: %s' % (endpoint, exc))
         LOG.warning('The image service at %s did not answer %s %s: %s',
                     endpoint, method, path, failures[-1])
     raise exception.ImageServiceUnavailable(reason='; '.join(failures))
+
+
+def _request(ctx, method, path, query=None, body=None, data=None,
+             content_type=None, image_id=None):
+    """A request to the Image service, tried at each endpoint until one
+    answers; its JSON body (None if empty). A 4xx is the answer (see
+    ``_refused``); no endpoint answering is ``ImageServiceUnavailable``.
+    """
+    if body is not None:
+        data = json.dumps(body).encode('utf-8')
+        content_type = content_type or 'application/json'
+    headers = _headers(ctx, content_type=content_type)
+
+    def exchange(url):
+        request = urllib.request.Request(url, data=data, headers=headers,
+                                         method=method)
+        with _open(request) as response:
+            raw = response.read()
+            return json.loads(raw.decode('utf-8')) if raw else None
+    return _at_each_endpoint(ctx, method, path, exchange, query=query,
+                             image_id=image_id)
+
+
+def download(ctx, image_id, path):
+    """Write the data of image ``image_id`` to the file ``path``; returns
+    the image as :func:`get` does. Called by compute hosts, in either
+    ``[glance] source``: over the Image API (see the module's doc).
+
+    The data goes to a temporary file beside ``path``, renamed to it once
+    its size and md5 match those of the image's record (each one the
+    record gives), so that ``path`` never holds part of an image.
+    ``ImageUnacceptable`` for data that does not match, or an image
+    without data; ``ImageNotFound`` for an image the user may not see;
+    ``ImageServiceUnavailable`` when no endpoint answers, or the one that
+    did breaks off (the caller may try again: the next endpoint would
+    start over as well).
+    """
+    record = _request(ctx, 'GET', _image_path(image_id), image_id=image_id)
+    file_path = _image_path(image_id, 'file')
+    headers = _headers(ctx, accept='application/octet-stream')
+
+    def exchange(url):
+        return url, _open(urllib.request.Request(url, headers=headers))
+    directory, name = os.path.split(os.path.abspath(path))
+    fd, partial = tempfile.mkstemp(dir=directory, prefix='.%s.' % name,
+                                   suffix='.part')
+    try:
+        with os.fdopen(fd, 'wb') as target:
+            url, response = _at_each_endpoint(ctx, 'GET', file_path,
+                                              exchange, image_id=image_id)
+            with response:
+                if response.status == 204:
+                    raise exception.ImageUnacceptable(
+                        image_id=image_id, reason='it has no data')
+                size, md5 = _receive(response, target, url)
+            target.flush()
+            os.fsync(target.fileno())
+        _check_data(record, size, md5)
+        os.replace(partial, path)
+    except BaseException:
+        os.unlink(partial)
+        raise
+    return _describe(record)
+
+
+def _receive(response, target, url):
+    """Copy the body of ``response`` to ``target``: ``(size, md5)``. A
+    body that breaks off (short of its Content-Length, too) is
+    ``ImageServiceUnavailable``; a write that fails raises as it is (a
+    full disk is not the Image service's)."""
+    md5 = hashlib.md5(usedforsecurity=False)
+    size = 0
+    while True:
+        try:
+            chunk = response.read(_CHUNK)
+        except (OSError, http.client.HTTPException) as exc:
+            raise exception.ImageServiceUnavailable(
+                reason='%s broke off after %d bytes: %s' % (url, size, exc))
+        if not chunk:
+            break
+        target.write(chunk)
+        md5.update(chunk)
+        size += len(chunk)
+    length = response.headers.get('Content-Length')
+    if length is not None and length.isdigit() and int(length) != size:
+        raise exception.ImageServiceUnavailable(
+            reason='%s broke off after %d of %s bytes' % (url, size, length))
+    return size, md5.hexdigest()
+
+
+def _check_data(record, size, md5):
+    """``ImageUnacceptable`` unless data of ``size`` bytes and ``md5``
+    are what the image's ``record`` (a Glance v2 image) says."""
+    if record.get('size') is not None and size != record['size']:
+        raise exception.ImageUnacceptable(
+            image_id=record['id'], reason='its data is %d bytes, its record '
+                                          'says %d' % (size, record['size']))
+    if record.get('checksum') and md5 != record['checksum']:
+        raise exception.ImageUnacceptable(
+            image_id=record['id'], reason='the md5 of its data is %s, its '
+                                          'record says %s'
+                                          % (md5, record['checksum']))
+
+
+def upload(ctx, image_id, path):
+    """Upload the file ``path`` as the data of the queued image
+    ``image_id``, which then is active; returns the image as :func:`get`
+    does. Called by compute hosts (the data of a snapshot), in either
+    ``[glance] source``: over the Image API (see the module's doc).
+    ``ImageStatusConflict`` for an image that is not queued,
+    ``ImageNotFound`` for one the user may not see,
+    ``ImageServiceUnavailable`` when no endpoint takes the data."""
+    size = os.path.getsize(path)
+    headers = _headers(ctx, content_type='application/octet-stream')
+    headers['Content-Length'] = str(size)
+
+    def exchange(url):
+        with open(path, 'rb') as source:
+            request = urllib.request.Request(
+                url, data=_chunks(source, size, image_id), headers=headers,
+                method='PUT')
+            with _open(request) as response:
+                response.read()
+    _at_each_endpoint(ctx, 'PUT', _image_path(image_id, 'file'), exchange,
+                      image_id=image_id)
+    return _describe(_request(ctx, 'GET', _image_path(image_id),
+                              image_id=image_id))
+
+
+def _chunks(source, size, image_id):
+    """The first ``size`` bytes of the file ``source``, a chunk at a
+    time: never more than the Content-Length sent before them."""
+    left = size
+    while left:
+        chunk = source.read(min(_CHUNK, left))
+        if not chunk:
+            raise exception.ImageUnacceptable(
+                image_id=image_id, reason='its file shrank by %d bytes '
+                                          'while it was uploaded' % left)
+        left -= len(chunk)
+        yield chunk
 
 
 def _describe(body):

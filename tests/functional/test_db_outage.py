@@ -49,7 +49,7 @@ def test_a_build_whose_database_went_away_mid_spawn(
 
     real_spawn = fake.FakeDriver.spawn
 
-    def spawn_during_an_outage(self, instance):
+    def spawn_during_an_outage(self, context, instance):
         if not outage:
             # The database goes away as the spawn starts and comes back
             # three seconds later: ACTIVE cannot be saved, nor the ERROR
@@ -57,7 +57,7 @@ def test_a_build_whose_database_went_away_mid_spawn(
             down.set()
             outage['end'] = time.monotonic() + 3
             threading.Timer(3, down.clear).start()
-        return real_spawn(self, instance)
+        return real_spawn(self, context, instance)
 
     monkeypatch.setattr(engines, 'writer', writer)
     monkeypatch.setattr(fake.FakeDriver, 'spawn', spawn_during_an_outage)
@@ -104,11 +104,11 @@ def test_a_build_on_a_compute_that_died_mid_spawn_goes_on_elsewhere(
     spawning = []
     real_spawn = fake.FakeDriver.spawn
 
-    def spawn_that_hangs(self, instance):
+    def spawn_that_hangs(self, context, instance):
         if not spawning:
             spawning.append(self.host)
             hang.wait(60)
-        return real_spawn(self, instance)
+        return real_spawn(self, context, instance)
 
     monkeypatch.setattr(fake.FakeDriver, 'spawn', spawn_that_hangs)
     try:

@@ -3,11 +3,17 @@ Tempest's image client and ``openstack image ...`` see."""
 
 import hashlib
 import json
+import os
 
 import pytest
 
+from scheduler_split import conf
+from scheduler_split import context
+from scheduler_split import exception
 from scheduler_split.image import catalog as images
+from scheduler_split.image import client as image_client
 
+CONF = conf.CONF
 pytestmark = pytest.mark.functional
 
 PATCH = 'application/openstack-images-v2.1-json-patch'
@@ -229,3 +235,102 @@ def test_schemas_describe_an_image_and_a_listing(api):
     assert image['name'] == 'image'
     assert image['additionalProperties'] == {'type': 'string'}
     assert listing['properties']['images']['items'] == image
+
+
+# --- image data --------------------------------------------------------------
+
+DATA = bytes(range(256)) * 20
+
+
+def _file(api, image_id):
+    return api.get('/image/v2/images/%s/file' % image_id)
+
+
+def _stored(image_id=None):
+    """The files of the all-in-one's image store (its temporary ones
+    too), or the data of image ``image_id`` there."""
+    store = CONF.glance.builtin_store_dir
+    if image_id is None:
+        return sorted(os.listdir(store))
+    with open(os.path.join(store, image_id), 'rb') as f:
+        return f.read()
+
+
+@pytest.fixture
+def compute_ctx(api, override):
+    """What a compute host has: no database, the API's /image as its
+    Image API (``[glance] api_servers``), and the user's token."""
+    override('api_servers', [api.base_url + '/image'], group='glance')
+    return context.RequestContext(user_id='admin', project_id='admin',
+                                  auth_token='admin:admin',
+                                  request_id='req-compute')
+
+
+def test_uploaded_data_is_served_back_with_glances_headers_until_deleted(
+        api, tmp_path):
+    image = _create(api)
+    assert _upload(api, image['id'], DATA).status_code == 204
+
+    resp = _file(api, image['id'])
+
+    assert resp.status_code == 200
+    assert resp.content == DATA
+    assert (resp.headers['Content-Type'], resp.headers['Content-Length'],
+            resp.headers['Content-MD5']) == (
+        'application/octet-stream', str(len(DATA)),
+        hashlib.md5(DATA).hexdigest())
+    # Kept beside the all-in-one's databases, under the image's id.
+    assert CONF.glance.builtin_store_dir == str(tmp_path / 'state' /
+                                                'images')
+    assert _stored() == [image['id']]
+    assert _file(api, CIRROS).status_code == 204
+
+    assert api.delete('/image/v2/images/%s' % image['id']).status_code \
+        == 204
+
+    _glance_error(_file(api, image['id']), 404)
+    assert _stored() == []
+
+
+def test_a_compute_host_downloads_and_uploads_image_data_over_the_api(
+        api, compute_ctx, tmp_path):
+    image = _create(api)
+    _upload(api, image['id'], DATA)
+    disk = tmp_path / 'disk'
+
+    downloaded = image_client.download(compute_ctx, image['id'], str(disk))
+
+    assert disk.read_bytes() == DATA
+    assert (downloaded['id'], downloaded['status'], downloaded['size']) == (
+        image['id'], 'active', len(DATA))
+
+    snapshot = _create(api, name='snapshot')
+    uploaded = image_client.upload(compute_ctx, snapshot['id'], str(disk))
+
+    assert (uploaded['status'], uploaded['size']) == ('active', len(DATA))
+    shown = api.get('/image/v2/images/%s' % snapshot['id']).json()
+    assert (shown['checksum'], shown['os_hash_value']) == (
+        hashlib.md5(DATA).hexdigest(), hashlib.sha512(DATA).hexdigest())
+    assert _file(api, snapshot['id']).content == DATA
+    assert _stored() == sorted([image['id'], snapshot['id']])
+
+
+def test_a_download_unlike_its_image_record_is_refused(api, compute_ctx,
+                                                       tmp_path):
+    image = _create(api)
+    _upload(api, image['id'], DATA)
+    path = os.path.join(CONF.glance.builtin_store_dir, image['id'])
+    disks = tmp_path / 'compute'
+    disks.mkdir()
+    disk = disks / 'disk'
+
+    for corrupt, wrong in ((DATA[:-10], 'its data is 5110 bytes, its '
+                                        'record says 5120'),
+                           (DATA[::-1], 'the md5 of its data is')):
+        with open(path, 'wb') as f:
+            f.write(corrupt)
+        with pytest.raises(exception.ImageUnacceptable, match=wrong):
+            image_client.download(compute_ctx, image['id'], str(disk))
+        assert os.listdir(disks) == []
+    with pytest.raises(exception.ImageUnacceptable, match='has no data'):
+        image_client.download(compute_ctx, CIRROS, str(disk))

@@ -81,7 +81,7 @@ class Driver:
         self.on_spawn = None
         self.destroyed = []
 
-    def spawn(self, instance):
+    def spawn(self, context, instance):
         self.spawning.set()
         assert self.release.wait(30)
         if self.on_spawn is not None:

@@ -24,8 +24,8 @@ def test_each_host_writes_what_it_runs_at_every_change(tmp_path, override):
     one, two = fake.FakeDriver('host-a'), fake.FakeDriver('host-b')
     assert _record(tmp_path / 'host-a.json') == {}
 
-    one.spawn(_instance(u1))
-    two.spawn(_instance(u2))
+    one.spawn(None, _instance(u1))
+    two.spawn(None, _instance(u2))
     one.power_off(_instance(u1))
     assert _record(tmp_path / 'host-a.json') == {u1: fake.SHUTDOWN}
     assert _record(tmp_path / 'host-b.json') == {u2: fake.RUNNING}
@@ -46,6 +46,6 @@ def test_without_a_record_dir_nothing_is_written(tmp_path, override,
     override('spawn_delay', 0, group='fake_driver')
     u1 = str(uuid_lib.uuid4())
     driver = fake.FakeDriver('host-a')
-    driver.spawn(_instance(u1))
+    driver.spawn(None, _instance(u1))
     assert driver.list_instances() == [u1]
     assert list(tmp_path.iterdir()) == []

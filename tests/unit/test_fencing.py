@@ -77,8 +77,8 @@ def _build_cut_after_spawn(cell, compute, after_write):  # noqa: F811
     instance = _create(cell.url)
     real_spawn = compute.driver.spawn
 
-    def spawn(instance):
-        real_spawn(instance)
+    def spawn(context, instance):
+        real_spawn(context, instance)
         compute.cut(True, after_write=after_write)
 
     compute.driver.spawn = spawn

@@ -1,10 +1,14 @@
 """The image client: the built-in catalog by default, Glance v2 when
 ``[glance] source = glance`` (here a small Glance on 127.0.0.1)."""
 
+import hashlib
+import io
 import json
+import os
 
 import pytest
 import webob
+import webob.dec
 
 from scheduler_split import context
 from scheduler_split.db import engines
@@ -289,3 +293,274 @@ def test_glance_properties_change_as_a_json_patch_of_the_difference(
         {'op': 'add', 'path': '/new', 'value': 'x'}]
     assert image['properties'] == {'os_distro': 'debian', 'new': 'x',
                                    'architecture': 'x86_64'}
+
+
+# --- image data: kept by the built-in catalog, moved over HTTP ---------------
+
+DATA = bytes(range(256)) * 10
+
+
+@pytest.fixture
+def store(api_db, tmp_path, override):
+    """``[glance] builtin_store_dir``: where the catalog keeps the data."""
+    path = tmp_path / 'images'
+    override('builtin_store_dir', str(path), group='glance')
+    return path
+
+
+def _queued(ctx, name='disk'):
+    return images.create_image(ctx, {'name': name, 'disk_format': 'raw',
+                                     'container_format': 'bare'})
+
+
+def test_builtin_upload_keeps_the_data_under_the_images_id(store):
+    ctx = _project_ctx('p1')
+    image = _queued(ctx)
+
+    uploaded = images.upload_image(ctx, image['id'], io.BytesIO(DATA))
+
+    assert (uploaded['status'], uploaded['size'], uploaded['checksum']) == (
+        'active', len(DATA), hashlib.md5(DATA).hexdigest())
+    assert os.listdir(store) == [image['id']]
+    path = images.image_data_path(ctx, image['id'])
+    assert path == str(store / image['id'])
+    with open(path, 'rb') as f:
+        assert f.read() == DATA
+    with pytest.raises(exception.ImageNotFound):
+        images.image_data_path(_project_ctx('p2'), image['id'])
+
+    images.delete_image(ctx, image['id'])
+
+    assert os.listdir(store) == []
+
+
+def test_builtin_upload_that_fails_leaves_no_file_and_the_image_queued(
+        store):
+    ctx = _project_ctx('p1')
+    image = _queued(ctx)
+
+    class BreaksOff(io.BytesIO):
+        def read(self, size=-1):
+            if self.tell():
+                raise OSError('the client went away')
+            return super().read(100)
+
+    with pytest.raises(OSError):
+        images.upload_image(ctx, image['id'], BreaksOff(DATA))
+
+    assert os.listdir(store) == []
+    assert images.get_image(ctx, image['id'])['status'] == 'queued'
+    assert images.image_data_path(ctx, image['id']) is None
+
+
+def test_builtin_second_upload_is_refused_and_keeps_the_first_data(store):
+    ctx = _project_ctx('p1')
+    image = _queued(ctx)
+    images.upload_image(ctx, image['id'], io.BytesIO(DATA))
+
+    with pytest.raises(exception.ImageStatusConflict):
+        images.upload_image(ctx, image['id'], io.BytesIO(b'other'))
+
+    assert os.listdir(store) == [image['id']]
+    assert (store / image['id']).read_bytes() == DATA
+
+
+def test_builtin_upload_of_an_image_deleted_meanwhile_keeps_no_data(
+        store, monkeypatch):
+    ctx = _project_ctx('p1')
+    image = _queued(ctx)
+    record = images.image_obj.upload
+
+    def recorded_then_deleted(*args):
+        uploaded = record(*args)
+        images.delete_image(ctx, image['id'])
+        return uploaded
+    monkeypatch.setattr(images.image_obj, 'upload', recorded_then_deleted)
+
+    with pytest.raises(exception.ImageNotFound):
+        images.upload_image(ctx, image['id'], io.BytesIO(DATA))
+
+    assert os.listdir(store) == []
+
+
+def test_builtin_data_is_not_kept_without_a_store_and_built_ins_have_none(
+        api_db):
+    ctx = _project_ctx('p1')
+    image = _queued(ctx)
+
+    uploaded = images.upload_image(ctx, image['id'], io.BytesIO(DATA))
+
+    assert uploaded['size'] == len(DATA)
+    assert images.image_data_path(ctx, image['id']) is None
+    assert images.image_data_path(ctx, images.find('cirros')[0]) is None
+
+
+def test_image_api_streams_the_file_with_glances_headers(store):
+    ctx = _project_ctx('p1')
+    image = _queued(ctx)
+    data = DATA * 100
+    images.upload_image(ctx, image['id'], io.BytesIO(data))
+
+    response = image_api.download(
+        webob.Request.blank('/image/v2/images/%s/file' % image['id']), ctx,
+        None, image_id=image['id'])
+
+    assert response.status_int == 200
+    assert (response.headers['Content-Type'],
+            response.headers['Content-Length'],
+            response.headers['Content-MD5']) == (
+        'application/octet-stream', str(len(data)),
+        hashlib.md5(data).hexdigest())
+    chunks = list(response.app_iter)
+    assert len(chunks) > 1
+    assert b''.join(chunks) == data
+    response.app_iter.close()
+    assert response.app_iter.file.closed
+
+
+class GlanceWithData(fake_glance.FakeGlance):
+    """The small Glance, which also keeps the data uploaded to an image
+    and serves it back with Glance's headers (204 before any upload);
+    ``data`` may be changed behind the records' back, and
+    ``short_by`` makes it send that many bytes fewer than its
+    Content-Length says."""
+
+    def __init__(self, *images):
+        super().__init__(*images)
+        self.data = {}
+        self.short_by = 0
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        parts = req.path.strip('/').split('/')
+        image = self.images.get(parts[2]) if len(parts) == 4 else None
+        if image is None or parts[3] != 'file':
+            return super().__call__(req)
+        self.requests.append(req.copy())
+        if req.method == 'PUT':
+            if image['status'] != 'queued':
+                return webob.Response(status=409, text='409 Conflict')
+            self.data[image['id']] = req.body
+            image.update(status='active', size=len(req.body),
+                         checksum=hashlib.md5(req.body).hexdigest())
+            return webob.Response(status=204)
+        if image['id'] not in self.data:
+            return webob.Response(status=204)
+        data = self.data[image['id']]
+        response = webob.Response(
+            body=data[:len(data) - self.short_by],
+            content_type='application/octet-stream')
+        response.headers['Content-Length'] = str(len(data))
+        if image.get('checksum'):
+            response.headers['Content-MD5'] = image['checksum']
+        return response
+
+
+QUEUED_IMAGE = '1e7a4c6f-7d2b-4f0c-9a4e-8b3d2c1f0e55'
+
+
+@pytest.fixture
+def glance_data(override, monkeypatch):
+    """``[glance] source = glance`` at a Glance serving the data of image
+    ARM_IMAGE (some 1.5 MiB, more than one chunk) and QUEUED_IMAGE, which
+    has none yet."""
+    monkeypatch.setattr(fake_glance, 'FakeGlance', GlanceWithData)
+    data = DATA * 615
+    arm = fake_glance.image(ARM_IMAGE, 'debian-arm', size=len(data),
+                            checksum=hashlib.md5(data).hexdigest())
+    queued = fake_glance.image(QUEUED_IMAGE, 'snap', status='queued',
+                               size=None)
+    with fake_glance.serving(arm, queued) as app:
+        app.data[ARM_IMAGE] = data
+        override('source', 'glance', group='glance')
+        override('api_servers', [app.url], group='glance')
+        yield app
+
+
+def _leftovers(directory):
+    return [name for name in os.listdir(directory) if name.endswith('.part')]
+
+
+def test_download_writes_the_data_and_returns_the_image(
+        glance_data, user_ctx, tmp_path):
+    target = tmp_path / 'disk'
+
+    image = image_client.download(user_ctx, ARM_IMAGE, str(target))
+
+    assert target.read_bytes() == glance_data.data[ARM_IMAGE]
+    assert (image['id'], image['size']) == (
+        ARM_IMAGE, len(glance_data.data[ARM_IMAGE]))
+    show, data = glance_data.requests
+    assert (data.method, data.path) == ('GET',
+                                        '/v2/images/%s/file' % ARM_IMAGE)
+    assert data.headers['X-Auth-Token'] == 'user-token'
+    assert data.headers['X-OpenStack-Request-ID'] == 'req-1'
+    assert _leftovers(tmp_path) == []
+
+
+def test_download_tries_the_next_endpoint(glance_data, override, user_ctx,
+                                          tmp_path):
+    override('api_servers', ['http://127.0.0.1:1', glance_data.url],
+             group='glance')
+
+    image_client.download(user_ctx, ARM_IMAGE, str(tmp_path / 'disk'))
+
+    assert (tmp_path / 'disk').read_bytes() == glance_data.data[ARM_IMAGE]
+
+
+@pytest.mark.parametrize('data, wrong', [
+    (DATA[:-1], 'is 2559 bytes, its record says 2560'),
+    (DATA[::-1], 'the md5 of its data is'),
+])
+def test_download_of_data_unlike_its_record_is_refused(
+        glance_data, user_ctx, tmp_path, data, wrong):
+    glance_data.images[ARM_IMAGE].update(
+        size=len(DATA), checksum=hashlib.md5(DATA).hexdigest())
+    glance_data.data[ARM_IMAGE] = data
+    target = tmp_path / 'disk'
+
+    with pytest.raises(exception.ImageUnacceptable) as raised:
+        image_client.download(user_ctx, ARM_IMAGE, str(target))
+
+    assert wrong in str(raised.value)
+    assert not target.exists()
+    assert _leftovers(tmp_path) == []
+
+
+def test_download_that_breaks_off_is_unavailable_and_leaves_nothing(
+        glance_data, user_ctx, tmp_path):
+    glance_data.short_by = 1000
+
+    with pytest.raises(exception.ImageServiceUnavailable) as raised:
+        image_client.download(user_ctx, ARM_IMAGE, str(tmp_path / 'disk'))
+
+    assert 'broke off' in str(raised.value)
+    assert os.listdir(tmp_path) == []
+
+
+def test_download_of_an_image_without_data_or_unknown_is_refused(
+        glance_data, user_ctx, tmp_path):
+    with pytest.raises(exception.ImageUnacceptable, match='has no data'):
+        image_client.download(user_ctx, QUEUED_IMAGE, str(tmp_path / 'disk'))
+    with pytest.raises(exception.ImageNotFound):
+        image_client.download(user_ctx, images.find('cirros')[0],
+                              str(tmp_path / 'disk'))
+    assert os.listdir(tmp_path) == []
+
+
+def test_upload_puts_the_file_and_returns_the_active_image(
+        glance_data, user_ctx, tmp_path):
+    source = tmp_path / 'snapshot'
+    source.write_bytes(DATA * 500)
+
+    image = image_client.upload(user_ctx, QUEUED_IMAGE, str(source))
+
+    assert (image['status'], image['size']) == ('active', len(DATA) * 500)
+    assert glance_data.data[QUEUED_IMAGE] == DATA * 500
+    put = next(r for r in glance_data.requests if r.method == 'PUT')
+    assert (put.path, put.content_type, put.content_length) == (
+        '/v2/images/%s/file' % QUEUED_IMAGE, 'application/octet-stream',
+        len(DATA) * 500)
+    assert put.headers['X-Auth-Token'] == 'user-token'
+    with pytest.raises(exception.ImageStatusConflict):
+        image_client.upload(user_ctx, QUEUED_IMAGE, str(source))

@@ -8,17 +8,17 @@ import tempfile
 import threading
 import time
 
+from scheduler_split.compute.virt import driver
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import provider_model
 
 CONF = conf.CONF
 
-# Power states, as Nova's.
-RUNNING = 1
-PAUSED = 3
-SHUTDOWN = 4
-SUSPENDED = 7
+RUNNING = driver.RUNNING
+PAUSED = driver.PAUSED
+SHUTDOWN = driver.SHUTDOWN
+SUSPENDED = driver.SUSPENDED
 
 
 _DIAGNOSTIC_STATES = {RUNNING: 'running', PAUSED: 'paused',
@@ -81,13 +81,13 @@ class _Record(dict):
         return value
 
 
-class FakeDriver:
+class FakeDriver(driver.ComputeDriver):
 
     # Where every fake server's root disk is.
     root_device_name = '/dev/vda'
 
     def __init__(self, host):
-        self.host = host
+        super().__init__(host)
         # uuid -> power state of each VM this driver runs.
         self._running = _Record(host)
         # uuid -> (when it last started, its console's lines).
@@ -121,10 +121,7 @@ class FakeDriver:
                                  'cores': opts.vcpus, 'threads': 1},
                     'features': []})}
 
-    def nodename(self):
-        return self.host
-
-    def spawn(self, instance):
+    def spawn(self, context, instance):
         opts = CONF.fake_driver
         if opts.spawn_delay:
             time.sleep(opts.spawn_delay)
@@ -225,7 +222,7 @@ class FakeDriver:
     def restore(self, instance):
         self._act(instance, 'restore', RUNNING)
 
-    def reimage(self, instance, power_on=True):
+    def reimage(self, context, instance, power_on=True):
         """A rebuild on the server's own host: its disk again, from its
         (new) image; running afterwards unless ``power_on`` is False."""
         self._act(instance, 'rebuild', RUNNING if power_on else SHUTDOWN)
@@ -305,7 +302,7 @@ class FakeDriver:
         with self._lock:
             self._running[instance.uuid] = power_state
 
-    def rebuild(self, instance, power_on=True):
+    def rebuild(self, context, instance, power_on=True):
         """Destination of an evacuation: the server again, from its
         image."""
         self._move_step('rebuild')
