@@ -15,7 +15,7 @@ import pytest
 
 # Tiers by how long their longest file takes (Tempest's one test takes
 # minutes, a unit test file seconds).
-LONGEST_FIRST = ('tempest', 'devstack', 'gabbi', 'packaging',
+LONGEST_FIRST = ('tempest', 'devstack', 'libvirt', 'gabbi', 'packaging',
                  'integration', 'topology', 'functional', 'project',
                  'unit')
 
