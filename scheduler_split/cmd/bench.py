@@ -47,6 +47,7 @@ from scheduler_split.benchmark import base
 from scheduler_split.benchmark import boot
 from scheduler_split.benchmark import cpu
 from scheduler_split.benchmark import db_stats
+from scheduler_split.benchmark import guests
 from scheduler_split.benchmark import plot
 from scheduler_split.benchmark import scheduler_only
 from scheduler_split.benchmark import server_list
@@ -67,6 +68,7 @@ DEFAULT_SCHEDULER_HOSTS = '100,1000,10000,100000'
 DEFAULT_CELLS = 2
 DEFAULT_SERVERS = 200
 DEFAULT_LIST_SERVERS = 2000
+DEFAULT_GUESTS = 10
 DEFAULT_REPEATS = 50
 DEFAULT_LIMIT = 100
 
@@ -210,6 +212,16 @@ def parse_args(argv):
                              '--repeats times each. The fake hosts are made '
                              'big enough for the servers unless a '
                              '--config-file sizes them.')
+    parser.add_argument('--guests', action='store_true',
+                        help='Boot --servers (default: %d) real guests at '
+                             'once through an all-in-one with '
+                             '--compute-driver libvirt started as a child '
+                             'process (root, libvirtd running, the libvirt '
+                             'extra): POST to ACTIVE and POST to the '
+                             'guest\'s marker line on its console, and the '
+                             'CPU of the control plane per boot beside '
+                             'that of each guest\'s QEMU.'
+                             % DEFAULT_GUESTS)
     parser.add_argument('--repeats', type=_positive,
                         help='With --list-servers, how many times each page '
                              'is asked for (default: %d).' % DEFAULT_REPEATS)
@@ -266,9 +278,12 @@ def parse_args(argv):
         parser.error('--no-cpu is for a boot run of the all-in-one the '
                      'bench starts (with --endpoint, the CPU is measured '
                      'only with --cpu-of)')
-    if args.scheduler_only and args.list_servers:
-        parser.error('--scheduler-only and --list-servers are two runs; '
-                     'ask for one')
+    if sum((args.scheduler_only, args.list_servers, args.guests)) > 1:
+        parser.error('--scheduler-only, --list-servers and --guests are '
+                     'separate runs; ask for one')
+    if args.guests and (args.endpoint or args.plot):
+        parser.error('--guests starts its own all-in-one and draws no '
+                     'plot')
     if args.list_servers and args.plot:
         parser.error('--plot draws a boot run or a scheduler run, not '
                      '--list-servers')
@@ -288,8 +303,9 @@ def parse_args(argv):
     # Every device_every-th host has devices.
     args.device_every = (round(1 / args.device_hosts)
                          if args.device_hosts else 0)
-    args.servers = args.servers or (DEFAULT_LIST_SERVERS if args.list_servers
-                                    else DEFAULT_SERVERS)
+    args.servers = args.servers or (
+        DEFAULT_LIST_SERVERS if args.list_servers else
+        DEFAULT_GUESTS if args.guests else DEFAULT_SERVERS)
     args.repeats = args.repeats or DEFAULT_REPEATS
     if args.report_rate is None:
         args.report_rate = scheduler_only.DEFAULT_REPORT_RATE
@@ -494,7 +510,12 @@ def main(argv=None):
         if not args.endpoint:
             run_dir = tempfile.mkdtemp(prefix='scheduler-split-bench-')
             configure(args.config_file, args.debug, run_dir)
-        if args.scheduler_only:
+        if args.guests:
+            report = guests.GuestBenchmark(
+                args.servers, args.flavor, args.timeout, progress,
+                args.config_file, keep_dir=run_dir if args.keep
+                else None).run()
+        elif args.scheduler_only:
             report = run_scheduler_only(args, run_dir)
         elif args.list_servers:
             report = run_list_servers(args, run_dir, progress)
@@ -502,6 +523,8 @@ def main(argv=None):
             report, bench = run_boot(args, run_dir, progress)
         if args.json:
             print(json.dumps(report, indent=2))
+        elif args.guests:
+            print(guests.format_report(report))
         elif args.scheduler_only:
             print(tables.format_scheduler(report))
         elif args.list_servers:
