@@ -23,6 +23,7 @@ from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.db import retrying
 from scheduler_split import exception
+from scheduler_split.image import catalog as images
 from scheduler_split import objects
 from scheduler_split import rpc
 from scheduler_split.scheduler import client as scheduler_client
@@ -246,6 +247,14 @@ class AllInOne:
             f.write(text)
         os.replace(path + '.new', path)
         return path
+
+    def served_at(self, base_url):
+        """The API serves at ``base_url``: compute hosts move image data
+        (snapshots, shelves, the images they boot) through its Image API
+        when it serves the built-in catalog."""
+        if images.served():
+            CONF.set_default('api_servers', [base_url + '/image'],
+                             group='glance')
 
     def hosts_of(self, cell):
         return ['%s-compute%d' % (cell.name, i)

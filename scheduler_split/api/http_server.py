@@ -15,8 +15,10 @@ maintained by the Pylons project. What it does not do itself, done here:
   requests being handled are answered, then idle connections close.
 """
 
+import copy
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -64,8 +66,20 @@ class _RequestLineTooLong(waitress_utilities.BadRequest):
     reason = 'Request-URI Too Long'
 
 
+# The data of an image of the built-in catalog: a body of its own size.
+_IMAGE_DATA = re.compile(r'^/image/v2/images/[^/]+/file$')
+
+
 class _Parser(waitress_parser.HTTPRequestParser):
-    """waitress's parser, with a limit of its own on the request line."""
+    """waitress's parser, with a limit of its own on the request line,
+    and image data (a snapshot's disk) bounded by ``[wsgi]
+    max_image_size`` rather than ``max_request_body_size``."""
+
+    def parse_header(self, header_plus):
+        super().parse_header(header_plus)
+        if self.command == 'PUT' and _IMAGE_DATA.match(self.path or ''):
+            self.adj = copy.copy(self.adj)
+            self.adj.max_request_body_size = CONF.wsgi.max_image_size
 
     def received(self, data):
         if not self.completed and self.body_rcv is None:

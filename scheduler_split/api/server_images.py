@@ -82,7 +82,10 @@ def _image_of(req, ctx, version, instance, action_name, name, image_type,
     instance_action.start_action(cctx, instance.uuid, action_name)
     event = 'api_%s_instance' % image_type
     try:
-        image = snapshots.create(ctx, instance, name, image_type, metadata)
+        image = req.compute_api.snapshot(
+            ctx, instance, cell, action_name,
+            lambda queued: snapshots.create(ctx, instance, name, image_type,
+                                            metadata, queued=queued))
     except exception.SchedulerSplitException as exc:
         instance_action.record_event(
             cctx, instance.uuid, event, host=CONF.host,

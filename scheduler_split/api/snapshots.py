@@ -6,10 +6,9 @@ server's image's properties it may inherit, its ``min_ram``, its
 ``min_disk`` (at least the flavor's root disk), ``image_type``,
 ``instance_uuid``, ``base_image_ref`` and ``user_id``, then the user's
 metadata over them; private to the requester's project, or shared with
-an ``instance_owner`` when that is not the server's. The fake driver has
-no disk to upload, so it is made ``active`` at once by the API through
-:mod:`scheduler_split.image.client` (whichever catalog the API
-uses), and no compute is involved.
+an ``instance_owner`` when that is not the server's. It is made
+``queued``, and the server's compute uploads its data (compute RPC
+1.8); for computes before that, ``active`` at once with no data.
 """
 
 import logging
@@ -37,10 +36,12 @@ def _base_image(ctx, instance):
         return None
 
 
-def create(ctx, instance, name, image_type, extra_properties=None):
-    """The ``active`` image of a snapshot (``image_type`` ``snapshot``)
-    or a backup (``backup``, with ``backup_type`` among
-    ``extra_properties``) of ``instance``."""
+def create(ctx, instance, name, image_type, extra_properties=None,
+           queued=False):
+    """The image of a snapshot (``image_type`` ``snapshot``) or a
+    backup (``backup``, with ``backup_type`` among ``extra_properties``)
+    of ``instance``: ``queued`` for its compute to upload (a qcow2 of its
+    disk), else ``active`` at once."""
     base = _base_image(ctx, instance) or {}
     properties = {
         key: value for key, value in base.get('properties', {}).items()
@@ -59,9 +60,11 @@ def create(ctx, instance, name, image_type, extra_properties=None):
         ctx, name, properties=properties,
         min_disk=max(base.get('min_disk') or 0, instance.flavor.root_gb),
         min_ram=base.get('min_ram') or 0,
-        disk_format=base.get('disk_format') or 'qcow2',
-        container_format=base.get('container_format') or 'bare',
-        visibility=visibility)
+        disk_format='qcow2' if queued else (
+            base.get('disk_format') or 'qcow2'),
+        container_format='bare' if queued else (
+            base.get('container_format') or 'bare'),
+        visibility=visibility, queued=queued)
 
 
 def rotate(ctx, instance, backup_type, rotation):

@@ -61,6 +61,15 @@ def _fields(proc_dir, pid):
     return data[data.rindex(b')') + 2:].split()
 
 
+def seconds(pid, proc_dir='/proc'):
+    """The user and system CPU seconds of ``pid`` and of its children
+    once reaped; 0 for a process that is gone."""
+    fields = _fields(proc_dir, pid) if pid else None
+    if fields is None:
+        return 0.0
+    return sum(int(v) for v in fields[_TIMES]) / CLOCK_TICKS
+
+
 def _command_name(proc_dir, pid):
     try:
         with open('%s/%d/comm' % (proc_dir, pid)) as f:

@@ -32,14 +32,6 @@ IMAGE = 'scheduler-split-guest'
 _BOOTED = re.compile(r'^%s booted ' % guest.MARKER, re.M)
 
 
-def _cpu_seconds(pid):
-    """User and system CPU seconds of ``pid`` and its reaped children."""
-    fields = cpu._fields('/proc', pid)
-    if fields is None:
-        return 0.0
-    return sum(int(v) for v in fields[cpu._TIMES]) / cpu.CLOCK_TICKS
-
-
 def _qemu_of(uuid):
     """The pid of the QEMU running the guest of server ``uuid``."""
     for pid in os.listdir('/proc'):
@@ -145,7 +137,7 @@ class GuestBenchmark:
         image = self._find(client, '/image/v2/images?name=' + IMAGE,
                            'images', IMAGE, absolute=True)
         flavor = self._find(client, '/flavors', 'flavors', self.flavor)
-        control0 = _cpu_seconds(self.proc.pid)
+        control0 = cpu.seconds(self.proc.pid)
 
         def post(index):
             mine = api_client.ComputeClient(self.endpoint, 'admin:admin',
@@ -183,8 +175,8 @@ class GuestBenchmark:
             self.progress.show('%d of %d guests booted' % (len(marker),
                                                            len(posted)))
             time.sleep(0.1)
-        control = _cpu_seconds(self.proc.pid) - control0
-        guest_cpu = [_cpu_seconds(_qemu_of(uuid)) for uuid in posted]
+        control = cpu.seconds(self.proc.pid) - control0
+        guest_cpu = [cpu.seconds(_qemu_of(uuid)) for uuid in posted]
         active = {}
         for uuid in posted:
             answer = client.request('GET', '/servers/%s/os-instance-actions'

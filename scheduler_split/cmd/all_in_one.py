@@ -239,10 +239,7 @@ def _run(args, sock):
         system.stop()
         raise
     base_url = server.url
-    if images.served():
-        # Compute hosts move image data through the API's Image API.
-        CONF.set_default('api_servers', [base_url + '/image'],
-                         group='glance')
+    system.served_at(base_url)
     keystone_url = _keystone_url()
     clouds = write_clouds_yaml(args.state_dir, base_url, keystone_url)
 

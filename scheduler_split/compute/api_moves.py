@@ -288,6 +288,35 @@ class Moves:
         except Exception:
             LOG.exception('Could not delete image %s', image_id)
 
+    def snapshot(self, ctx, instance, cell, action, make_image):
+        """The image ``make_image(queued)`` makes of the server (a
+        snapshot or a backup), its data uploaded by the server's compute
+        when it can (compute RPC 1.8: the image stays queued until then,
+        the server's task is ``image_snapshot``), else made ``active``
+        at once with no data."""
+        compute = compute_rpcapi.ComputeAPI.for_cell(cell)
+        if not instance.host or not compute.uploads_images():
+            return make_image(False)
+        cctx = ss_context.target_cell(ctx, cell)
+        image = make_image(True)
+        try:
+            self._start_task(cctx, instance, action,
+                             instance_obj.IMAGE_SNAPSHOT)
+        except Exception:
+            self._delete_image(ctx, image['id'])
+            raise
+        try:
+            compute.snapshot_instance(ctx, instance.host, instance,
+                                      image['id'])
+        except Exception:
+            LOG.exception('Casting the snapshot of %s failed', instance.uuid)
+            self._undo_task(cctx, instance, instance_obj.IMAGE_SNAPSHOT)
+            self._delete_image(ctx, image['id'])
+            raise exception.ServiceUnavailable(
+                reason='the compute service could not be reached; nothing '
+                       'was done')
+        return image
+
     def shelve(self, ctx, uuid):
         """Shelve the server: its image is saved as ``<name>-shelved``
         (made here, as Nova's API makes it), then its compute powers it
@@ -302,13 +331,18 @@ class Moves:
             raise exception.InstanceNotReady(instance_id=uuid)
         compute = self._shelve_services(uuid, 'shelve', cell)
         cctx = ss_context.target_cell(ctx, cell)
+        # The kernel and ramdisk its disk boots with go with it.
+        properties = {key: value for key, value in (
+            ('kernel_id', instance.kernel_id),
+            ('ramdisk_id', instance.ramdisk_id)) if value}
+        properties.update({'image_type': 'snapshot', 'instance_uuid': uuid,
+                           'base_image_ref': instance.image_ref or '',
+                           'user_id': ctx.user_id or ''})
         image = image_client.create_image(
             ctx, '%s-shelved' % instance.display_name,
-            properties={'image_type': 'snapshot', 'instance_uuid': uuid,
-                        'base_image_ref': instance.image_ref or '',
-                        'user_id': ctx.user_id or ''},
-            min_disk=instance.flavor.root_gb,
-            min_ram=instance.flavor.memory_mb)
+            properties=properties, min_disk=instance.flavor.root_gb,
+            min_ram=instance.flavor.memory_mb,
+            queued=compute.uploads_images())
         try:
             self._start_task(cctx, instance, 'shelve', instance_obj.SHELVING)
         except Exception:

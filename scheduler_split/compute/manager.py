@@ -16,6 +16,7 @@ from scheduler_split.compute import power_sync
 from scheduler_split.compute import rebuild
 from scheduler_split.compute import resource_tracker
 from scheduler_split.compute import shelve
+from scheduler_split.compute import snapshot
 from scheduler_split.compute.virt import driver as virt_driver
 from scheduler_split.conductor import rpcapi as conductor_rpcapi
 from scheduler_split import conf
@@ -37,7 +38,7 @@ LOG = logging.getLogger(__name__)
 # instance's create action, whether the spawn worked or not.
 BUILD_EVENT = 'compute_build_and_run_instance'
 
-RPC_VERSION = '1.7'
+RPC_VERSION = '1.8'
 
 # How many times a compute sends one step of a build to its conductor
 # when no answer comes (each waits [DEFAULT] rpc_response_timeout).
@@ -66,7 +67,8 @@ def _claimed_elsewhere(current, host):
 class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
                      evacuation.EvacuationMixin, rebuild.RebuildMixin,
                      inspect.InspectMixin, shelve.ShelveMixin,
-                     fencing.FencingMixin, power_sync.PowerSyncMixin):
+                     fencing.FencingMixin, power_sync.PowerSyncMixin,
+                     snapshot.SnapshotMixin):
     """One hypervisor host. It holds no database credentials: every
     instance record it reads or writes, its instance-action events and
     its service heartbeat go through its cell conductor (object

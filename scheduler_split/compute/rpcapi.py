@@ -27,7 +27,12 @@ Version history:
           root_device_name) in every cast
     1.7 - shelve_instance, shelve_offload_instance, unshelve_instance;
           Instance 1.5 (system_metadata) in every cast
+    1.8 - snapshot_instance (createImage, createBackup: the compute
+          uploads the image's data); shelve_instance uploads the data of
+          the shelved image, which the API leaves queued
 """
+
+import oslo_messaging as messaging
 
 from scheduler_split import conf
 from scheduler_split import context as ss_context
@@ -69,6 +74,7 @@ OBJECT_VERSIONS = {
             'SchedulerRetries': '1.0', 'Selection': '1.1',
             'Migration': '1.0'},
 }
+OBJECT_VERSIONS['1.8'] = OBJECT_VERSIONS['1.7']
 
 # The casts of 1.3, each a power or pause/suspend action on one instance.
 LIFECYCLE_CASTS = ('stop_instance', 'start_instance', 'reboot_instance',
@@ -91,7 +97,7 @@ def version_cap(cell_db):
 
 
 class ComputeAPI:
-    VERSION = '1.7'
+    VERSION = '1.8'
 
     def __init__(self, transport, cell_db, conductor=None, timeout=None,
                  retry=None):
@@ -305,11 +311,29 @@ class ComputeAPI:
         (raises ``RPCVersionCapError`` if not)."""
         self.client.prepare('1.7')
 
+    def uploads_images(self):
+        """Whether the computes of the cell upload the data of their
+        servers' images (1.8): the API then leaves the images of
+        snapshots and shelves queued for them."""
+        try:
+            self.client.prepare('1.8')
+        except messaging.RPCVersionCapError:
+            return False
+        return True
+
+    def snapshot_instance(self, ctx, host, instance, image_id):
+        """Cast from the API to the server's host (1.8): upload the
+        server's disk as the data of the queued image ``image_id``."""
+        cctxt, _ = self.client.prepare('1.8', server=host)
+        cctxt.cast(ctx, 'snapshot_instance', instance=instance,
+                   image_id=image_id)
+
     def shelve_instance(self, ctx, host, instance, image_id):
         """Cast from the API to the server's host: power it off and keep
-        it as the shelved image ``image_id``; offloaded at once with
-        ``[DEFAULT] shelved_offload_time`` 0."""
-        cctxt, _ = self.client.prepare('1.7', server=host)
+        it as the shelved image ``image_id`` (from 1.8 the compute
+        uploads its data); offloaded at once with ``[DEFAULT]
+        shelved_offload_time`` 0."""
+        cctxt, _ = self.client.prepare('1.8', '1.7', server=host)
         cctxt.cast(ctx, 'shelve_instance', instance=instance,
                    image_id=image_id)
 

@@ -25,6 +25,7 @@ import logging
 
 import oslo_messaging as messaging
 
+from scheduler_split.compute import snapshot
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split import notifications
@@ -65,7 +66,7 @@ class ShelveMixin:
             notifications.instance_event(ctx, self._publisher(), current,
                                          'instance.shelve.start')
             try:
-                self.driver.shelve(current)
+                self.driver.shelve(ctx, current, image_id)
             except Exception as exc:
                 self._shelve_step_failed(ctx, current, exc, SHELVE_EVENT,
                                          'shelve', instance_obj.SHELVING,
@@ -191,7 +192,11 @@ class ShelveMixin:
 
     def _unshelved(self, ctx, instance, details, expected_vm_state,
                    started):
-        """The server runs here again: ACTIVE, its shelved keys gone."""
+        """The server runs here again: ACTIVE, its shelved keys gone,
+        and its shelved image, which nothing needs any more (from
+        compute RPC 1.8; before, the super-conductor deleted it)."""
+        shelved_image = (instance.system_metadata or {}).get(
+            'shelved_image_id')
         instance.vm_state = instance_obj.ACTIVE
         instance.power_state = instance_obj.RUNNING
         instance.task_state = None
@@ -203,6 +208,8 @@ class ShelveMixin:
             event=dict(event=UNSHELVE_EVENT, host=self.host,
                        result=instance_action.SUCCESS, details=details,
                        action='unshelve', start_time=started))
+        if shelved_image:
+            snapshot.delete_image(ctx, shelved_image)
         notifications.instance_event(ctx, self._publisher(), instance,
                                      'instance.unshelve.end')
         LOG.info('Instance %s unshelved on %s', instance.uuid, self.host,
@@ -248,7 +255,9 @@ class ShelveMixin:
         notifications.instance_event(ctx, self._publisher(), instance,
                                      'instance.unshelve.start')
         try:
-            self.driver.spawn(ctx, instance)
+            # From the disk it was shelved as.
+            self.driver.spawn(ctx, instance, image_id=(
+                instance.system_metadata or {}).get('shelved_image_id'))
         except Exception as exc:
             # A spawn that failed weighs this host down, as a build's.
             self.resource_tracker.build_failed(ctx)

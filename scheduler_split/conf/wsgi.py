@@ -31,6 +31,12 @@ wsgi_opts = [
                     'answered with 413 before it is read. The largest '
                     'body the API takes (a create with 64 KiB of user '
                     'data) is far below the default.'),
+    cfg.IntOpt('max_image_size', default=1024 ** 4, min=1024,
+               help='Bytes of the data of an image uploaded to the '
+                    'built-in catalog (PUT /image/v2/images/{id}/file, '
+                    'as compute hosts upload snapshots) at most, '
+                    'as Glance\'s image_size_cap; a larger one is '
+                    'answered with 413 before it is read.'),
     cfg.IntOpt('keepalive_timeout', default=60, min=1,
                help='Seconds an idle keep-alive connection stays open.'),
     cfg.IntOpt('shutdown_timeout', default=30, min=0,

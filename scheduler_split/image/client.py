@@ -122,12 +122,12 @@ def _page(ctx, query):
 
 def create_image(ctx, name, properties=None, min_disk=0, min_ram=0,
                  disk_format='qcow2', container_format='bare',
-                 visibility='private'):
-    """A new image of the user's project, ``active`` at once: the record
-    of a snapshot (or a shelve) whose data is empty, as the fake driver
-    has no disk to upload. The image is created and then its (empty)
-    data uploaded, through the Image API either way; ``properties``
-    values become strings. Returns it as :func:`get` does."""
+                 visibility='private', queued=False):
+    """A new image of the user's project: ``queued`` for the compute
+    host that uploads its data (a snapshot, a shelve), else ``active``
+    at once with empty data (computes that upload none: before compute
+    RPC 1.8). ``properties`` values become strings. Returns it as
+    :func:`get` does."""
     fields = {'name': name, 'min_disk': int(min_disk),
               'min_ram': int(min_ram), 'disk_format': disk_format,
               'container_format': container_format,
@@ -137,10 +137,14 @@ def create_image(ctx, name, properties=None, min_disk=0, min_ram=0,
     if _builtin():
         image = catalog.create_image(ctx, dict(fields,
                                                properties=properties))
+        if queued:
+            return _describe(catalog.render(image))
         return _describe(catalog.render(catalog.upload_image(
             ctx, image['id'], io.BytesIO())))
     created = _request(ctx, 'POST', '/images',
                        body=dict(properties, **fields))
+    if queued:
+        return _describe(created)
     _request(ctx, 'PUT', _image_path(created['id'], 'file'), data=b'',
              content_type='application/octet-stream',
              image_id=created['id'])
@@ -438,6 +442,17 @@ def upload(ctx, image_id, path):
                       image_id=image_id)
     return _describe(_request(ctx, 'GET', _image_path(image_id),
                               image_id=image_id))
+
+
+def upload_if_queued(ctx, image_id, path):
+    """As :func:`upload`, but an image made active already (by an API
+    before compute RPC 1.8, with no data) is left as it is."""
+    try:
+        return upload(ctx, image_id, path)
+    except exception.ImageStatusConflict:
+        LOG.info('Image %s is not queued: its data was settled already',
+                 image_id)
+        return None
 
 
 def _chunks(source, size, image_id):

@@ -76,6 +76,8 @@ RESTORING = 'restoring'
 SHELVING = 'shelving'
 SHELVING_OFFLOADING = 'shelving_offloading'
 UNSHELVING = 'unshelving'
+# The data of an image of the server (createImage, createBackup).
+IMAGE_SNAPSHOT = 'image_snapshot'
 
 # What a user may change with PUT /servers/{id}.
 USER_EDITABLE = ('display_name', 'display_description', 'access_ip_v4',

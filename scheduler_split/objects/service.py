@@ -15,7 +15,7 @@ from scheduler_split import servicegroup
 # Bump it with every change of an RPC API (or of what a service expects of
 # the others) and add a line to the history saying which RPC versions the
 # services of that version serve.
-SERVICE_VERSION = 18
+SERVICE_VERSION = 19
 
 # What a service of each version understands, by index. ``auto`` in
 # [upgrade_levels] caps a client at the entry of the oldest service of the
@@ -96,6 +96,11 @@ SERVICE_VERSION_HISTORY = (
     #     re-parented, deleted), their inventories and aggregates through
     #     the scheduler: scheduler 1.11.
     {'compute_rpc': '1.7', 'conductor_rpc': '1.12',
+     'scheduler_rpc': '1.11'},
+    # 19: computes upload the data of their servers' images: the
+    #     compute's snapshot_instance, and shelve_instance uploading the
+    #     shelved image: compute 1.8.
+    {'compute_rpc': '1.8', 'conductor_rpc': '1.12',
      'scheduler_rpc': '1.11'},
 )
 

@@ -182,6 +182,7 @@ class System:
         self.aio.start()
         self.server = _serve(self.aio.wsgi_app())
         self.base_url = self.server.url
+        self.aio.served_at(self.base_url)
         self.api = Api(self.base_url)
         return self
 

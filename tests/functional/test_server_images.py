@@ -2,6 +2,7 @@
 ``/images`` proxy, as Nova's clients see them."""
 
 import json
+import time
 
 import pytest
 
@@ -20,11 +21,28 @@ def _action(api, server_id, body):
     return api.post('/v2.1/servers/%s/action' % server_id, body)
 
 
+def _uploaded(api, server_id, image_id, timeout=30):
+    """As Nova's clients wait after a createImage: until the server's
+    compute uploaded the image's data (the image is active) and the
+    server's task (image_snapshot) is done."""
+    deadline = time.monotonic() + timeout
+    while True:
+        image = api.get('/image/v2/images/%s' % image_id).json()
+        server = api.get('/v2.1/servers/%s' % server_id).json()['server']
+        if image['status'] == 'active' and \
+                server['OS-EXT-STS:task_state'] is None:
+            return image
+        assert time.monotonic() < deadline, (image, server)
+        time.sleep(0.1)
+
+
 def _snapshot(api, server_id, name='snap', **extra):
     resp = _action(api, server_id, {'createImage': dict(name=name,
                                                         **extra)})
     assert resp.status_code == 202, resp.text
-    return resp.json()['image_id']
+    image_id = resp.json()['image_id']
+    _uploaded(api, server_id, image_id)
+    return image_id
 
 
 def _image(api, image_id):
@@ -49,7 +67,10 @@ def test_a_snapshot_is_an_active_image_of_the_server(system):
     assert resp.text == ''
     location = resp.headers['Location']
     assert location.startswith(system.base_url + '/image/images/')
+    # Queued while the server's compute uploads its disk.
     image = _image(api, location.rsplit('/', 1)[1])
+    assert image['status'] in ('queued', 'active')
+    image = _uploaded(api, server_id, image['id'])
     assert (image['name'], image['status'], image['visibility'],
             image['owner']) == ('snap', 'active', 'private', 'admin')
     assert (image['image_type'], image['instance_uuid'],
@@ -117,9 +138,17 @@ def test_a_backup_keeps_the_newest_rotation_backups_of_its_type(system):
     server_id = api.wait_for(api.boot())['id']
 
     def backup(name, backup_type='daily', rotation=2, version='2.96'):
-        return _action(api.at(version), server_id, {'createBackup': {
+        resp = _action(api.at(version), server_id, {'createBackup': {
             'name': name, 'backup_type': backup_type,
             'rotation': rotation}})
+        # Its upload done (or, kept by no rotation, given up), as a
+        # client waits before the next action on the server.
+        deadline = time.monotonic() + 30
+        while api.get('/v2.1/servers/%s' % server_id).json()['server'][
+                'OS-EXT-STS:task_state'] is not None:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        return resp
 
     ids = [backup(name).json()['image_id'] for name in ('b1', 'b2', 'b3')]
     weekly = backup('w1', backup_type='weekly').json()['image_id']

@@ -132,7 +132,10 @@ class Deployment:
             [fake_driver]
             spawn_delay = 0.2
             memory_mb = %d
-            """ % self.host_memory_mb, self.COMMON_CONF)
+            [glance]
+            # The built-in catalog's data moves through the API.
+            api_servers = %s/image
+            """ % (self.host_memory_mb, self.base_url), self.COMMON_CONF)
         self.api_conf = self._write('api.conf', """\
             [DEFAULT]
             log_file = %s

@@ -192,3 +192,47 @@ def test_ten_boots_at_once_end_with_ten_running_guests(cloud):
                         *[s['ID'] for s in servers], timeout=300)
     for server in servers:
         assert _state(server['ID']) == 'gone'
+
+
+def test_a_snapshot_and_a_shelve_carry_the_guests_disk(cloud):
+    """The guest counts its boots on its disk: a server booted from a
+    snapshot, or unshelved, counts on from the disk it was made of."""
+    uuid = _boot(cloud, 'snapped')['id']
+    _boots(cloud, uuid, 1)
+    image = json.loads(cloud.openstack(
+        'server', 'image', 'create', '--name', 'snap', '--wait', '-f',
+        'json', uuid, timeout=300))
+    assert (image['status'], image['disk_format']) == ('active', 'qcow2')
+    assert image['size'] > 0, image
+    # The snapshot saved its memory and restored it: it ticks on.
+    server = cloud.wait_for(uuid, 'ACTIVE')
+    ticks = len(re.findall('tick', cloud.console(uuid)))
+    deadline = time.monotonic() + 30
+    while len(re.findall('tick', cloud.console(uuid))) <= ticks:
+        assert time.monotonic() < deadline
+        time.sleep(1)
+    assert len(re.findall(BOOTED, cloud.console(uuid), re.M)) == 1
+
+    copy = json.loads(cloud.openstack(
+        'server', 'create', '--flavor', 'm1.tiny', '--image', 'snap',
+        '--no-network', '--wait', '-f', 'json', 'from-snap',
+        timeout=300))['id']
+    assert int(_boots(cloud, copy, 2)[-1][3]) == 2
+
+    cloud.openstack('server', 'shelve', copy)
+    cloud.wait_for(copy, 'SHELVED_OFFLOADED')
+    assert _state(copy) == 'gone'
+    shelved = json.loads(cloud.openstack(
+        'image', 'show', 'from-snap-shelved', '-f', 'json'))
+    assert shelved['status'] == 'active' and shelved['size'] > 0
+    cloud.openstack('server', 'unshelve', copy)
+    cloud.wait_for(copy, 'ACTIVE')
+    assert _state(copy) == 'running'
+    assert int(_boots(cloud, copy, 3)[-1][3]) == 3
+    # The shelved image goes once the server runs again.
+    assert cloud.openstack('image', 'show', 'from-snap-shelved',
+                           check=False) == ''
+
+    cloud.openstack('server', 'delete', '--wait', uuid, copy)
+    cloud.openstack('image', 'delete', 'snap')
+    assert server['status'] == 'ACTIVE'

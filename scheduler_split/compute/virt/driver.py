@@ -99,8 +99,10 @@ class ComputeDriver:
 
     # --- a server's life on this host ---------------------------------------
 
-    def spawn(self, context, instance):
-        """Create and start the server; it runs when this returns."""
+    def spawn(self, context, instance, image_id=None):
+        """Create and start the server from its image (``image_id``: from
+        that image instead, as an unshelve from the shelved one); it runs
+        when this returns."""
         self._missing('spawn')
 
     def destroy(self, instance):
@@ -149,9 +151,16 @@ class ComputeDriver:
         False."""
         self._missing('rebuild')
 
-    def shelve(self, instance):
-        """The server stops; its disk is kept for the shelved image."""
+    def shelve(self, context, instance, image_id):
+        """The server stops; its disk is uploaded as the data of the
+        queued image ``image_id`` (one an API made active already stays
+        as it is)."""
         self._missing('shelve')
+
+    def snapshot(self, context, instance, image_id):
+        """Upload the server's disk as the data of the queued image
+        ``image_id``; the server is as it was afterwards."""
+        self._missing('snapshot')
 
     # --- what a server shows of itself ---------------------------------------
 

@@ -11,6 +11,7 @@ import time
 from scheduler_split.compute.virt import driver
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split.image import client as image_client
 from scheduler_split import provider_model
 
 CONF = conf.CONF
@@ -121,7 +122,7 @@ class FakeDriver(driver.ComputeDriver):
                                  'cores': opts.vcpus, 'threads': 1},
                     'features': []})}
 
-    def spawn(self, context, instance):
+    def spawn(self, context, instance, image_id=None):
         opts = CONF.fake_driver
         if opts.spawn_delay:
             time.sleep(opts.spawn_delay)
@@ -227,9 +228,15 @@ class FakeDriver(driver.ComputeDriver):
         (new) image; running afterwards unless ``power_on`` is False."""
         self._act(instance, 'rebuild', RUNNING if power_on else SHUTDOWN)
 
-    def shelve(self, instance):
-        """The VM stops and its disk is kept as the shelved image."""
+    def shelve(self, context, instance, image_id):
+        """The VM stops and its (empty) disk is the shelved image."""
         self._act(instance, 'shelve', SHUTDOWN)
+        if image_id:
+            image_client.upload_if_queued(context, image_id, os.devnull)
+
+    def snapshot(self, context, instance, image_id):
+        """A fake disk is empty: so is its image."""
+        image_client.upload(context, image_id, os.devnull)
 
     def power_on(self, instance):
         self._act(instance, 'start', RUNNING)

@@ -126,7 +126,9 @@ class UnshelveTask(base.ConductorTask):
                                   retry=retry, node=chosen.nodename)
         self.placing = False
         self._keep(stored)
-        self._delete_shelved_image()
+        if not compute.uploads_images():
+            # A compute of 1.8 spawns from it and deletes it then.
+            self._delete_shelved_image()
 
     def _spec(self, stored):
         """What the scheduler places the server with: the request it was

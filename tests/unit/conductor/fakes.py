@@ -125,6 +125,10 @@ class Computes:
         self.cells.append(cell.name)
         return self
 
+    def uploads_images(self):
+        """Computes of this release upload their servers' images."""
+        return True
+
     def _send(self, method, host, **args):
         self.sent.append((method, host))
         self.args.append(args)

@@ -23,6 +23,7 @@ from scheduler_split.compute.virt.libvirt import host as libvirt_host
 from scheduler_split.compute.virt.libvirt import imagebackend
 from scheduler_split import conf
 from scheduler_split import exception
+from scheduler_split.image import client as image_client
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -89,13 +90,13 @@ class LibvirtDriver(driver.ComputeDriver):
 
     # --- spawn and destroy ------------------------------------------------
 
-    def spawn(self, context, instance):
+    def spawn(self, context, instance, image_id=None):
         """Fetch the images, make the disks, define and start the
         domain: the guest runs when this returns. Whatever fails is
         rescheduled (the image service, the disks, libvirt refusing the
         domain), with nothing left on this host."""
         try:
-            self._create_disks(context, instance)
+            self._create_disks(context, instance, image_id=image_id)
             self._define_and_start(instance)
         except Exception as exc:
             reason = exception.describe(exc)
@@ -106,7 +107,8 @@ class LibvirtDriver(driver.ComputeDriver):
             raise exception.RescheduledException(
                 instance_uuid=instance.uuid, reason=reason)
 
-    def _create_disks(self, context, instance, root_only=False):
+    def _create_disks(self, context, instance, root_only=False,
+                      image_id=None):
         directory = self.instance_dir(instance)
         os.makedirs(directory, exist_ok=True)
         os.chmod(directory, 0o755)
@@ -114,7 +116,7 @@ class LibvirtDriver(driver.ComputeDriver):
         root = self._path(instance, 'disk')
         if os.path.exists(root):
             os.unlink(root)
-        base = self._cache.fetch(context, instance.image_ref)
+        base = self._cache.fetch(context, image_id or instance.image_ref)
         imagebackend.create_overlay(base, root,
                                     _flavor_bytes(flavor.root_gb))
         for kind, image_id in (('kernel', instance.kernel_id),
@@ -253,8 +255,40 @@ class LibvirtDriver(driver.ComputeDriver):
         self._create_disks(context, instance, root_only=True)
         self._define_and_start(instance, start=power_on)
 
-    def shelve(self, instance):
+    def shelve(self, context, instance, image_id):
+        """Shut the guest down, then upload its disk as the shelved
+        image."""
         self.power_off(instance)
+        if image_id:
+            self._upload_disk(context, instance, image_id,
+                              image_client.upload_if_queued)
+
+    def snapshot(self, context, instance, image_id):
+        """As Nova's cold snapshot: a running or paused guest's memory is
+        saved to disk (QEMU exits, its disk whole), the disk is copied
+        whole (its base image folded in) as a qcow2 and the guest
+        restored; then the copy is uploaded."""
+        self._upload_disk(context, instance, image_id, image_client.upload)
+
+    def _upload_disk(self, context, instance, image_id, upload):
+        domain = self._domain(instance)
+        state = self.get_power_state(instance)
+        copy = self._path(instance, 'snapshot-%s' % image_id)
+        saved = state in (driver.RUNNING, driver.PAUSED)
+        if saved:
+            domain.managedSave(0)
+        try:
+            imagebackend.qemu_img('convert', '-O', 'qcow2',
+                                  self._path(instance, 'disk'), copy)
+        finally:
+            if saved:
+                self.host_api.start(domain, CONF.libvirt.boot_timeout)
+                if state == driver.PAUSED and domain.state()[0] != 3:
+                    domain.suspend()
+        try:
+            upload(context, image_id, copy)
+        finally:
+            os.unlink(copy)
 
     # --- what a server shows of itself ------------------------------------
 

@@ -237,10 +237,11 @@ class Host:
 
     def start(self, domain, timeout):
         """Start ``domain`` (from its managed save, if it has one) and
-        wait until it runs."""
+        wait until it runs (or is paused, as a managed save of a paused
+        guest comes back)."""
         domain.create()
         deadline = time.monotonic() + timeout
-        while domain.state()[0] != 1:
+        while domain.state()[0] not in (1, 3):
             if time.monotonic() > deadline:
                 raise _unavailable('domain %s did not run within %d s'
                                    % (domain.name(), timeout))
