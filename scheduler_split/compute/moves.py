@@ -167,7 +167,8 @@ class MovesMixin:
                 self._abandon(ctx, uuid, migration)
                 return
             try:
-                self.driver.migrate_disk_and_power_off(current)
+                self.driver.migrate_disk_and_power_off(ctx, current,
+                                                       migration)
             except Exception as exc:
                 self._roll_back_at_source(
                     ctx, current, migration, exc, 'compute_resize_instance',
@@ -202,7 +203,8 @@ class MovesMixin:
                 return
             power_on = migration.old_vm_state != instance_obj.STOPPED
             try:
-                self.driver.finish_migration(current, power_on)
+                self.driver.finish_migration(ctx, current, migration,
+                                             power_on)
             except Exception as exc:
                 self._fail_at_destination(ctx, current, migration, exc,
                                           started)
@@ -284,7 +286,8 @@ class MovesMixin:
         self.scheduler.revert_claim_from_migration(ctx, migration.uuid,
                                                    uuid)
         power_on = migration.old_vm_state != instance_obj.STOPPED
-        self.driver.finish_revert_migration(instance, power_on)
+        self.driver.finish_revert_migration(ctx, instance, migration,
+                                            power_on)
         instance.vm_state = migration.old_vm_state or instance_obj.ACTIVE
         instance.task_state = None
         instance.power_state = (instance_obj.RUNNING if power_on
@@ -314,7 +317,7 @@ class MovesMixin:
                 current = self.conductor.instance_get(ctx, uuid)
             except exception.InstanceNotFound:
                 current = None
-            self.driver.confirm_migration(instance)
+            self.driver.confirm_migration(ctx, instance, migration)
             # The source's resources go back first: a confirmed move
             # holds one host, whatever happens next.
             released = self.scheduler.try_release_resources(
@@ -393,7 +396,8 @@ class MovesMixin:
             self.scheduler.revert_claim_from_migration(ctx, migration.uuid,
                                                        uuid)
             power_on = migration.old_vm_state != instance_obj.STOPPED
-            self.driver.finish_revert_migration(current, power_on)
+            self.driver.finish_revert_migration(ctx, current, migration,
+                                                power_on)
             current.host = migration.source_compute
             current.node = migration.source_node
             current.flavor = migration.old_flavor

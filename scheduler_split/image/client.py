@@ -122,11 +122,14 @@ def _page(ctx, query):
 
 def create_image(ctx, name, properties=None, min_disk=0, min_ram=0,
                  disk_format='qcow2', container_format='bare',
-                 visibility='private', queued=False):
+                 visibility='private', queued=False, image_id=None,
+                 over_api=False):
     """A new image of the user's project: ``queued`` for the compute
     host that uploads its data (a snapshot, a shelve), else ``active``
     at once with empty data (computes that upload none: before compute
-    RPC 1.8). ``properties`` values become strings. Returns it as
+    RPC 1.8). ``properties`` values become strings. ``image_id``: the id
+    it gets. ``over_api``: through the Image API in either ``[glance]
+    source``, as a compute host (no database) makes one. Returns it as
     :func:`get` does."""
     fields = {'name': name, 'min_disk': int(min_disk),
               'min_ram': int(min_ram), 'disk_format': disk_format,
@@ -134,7 +137,9 @@ def create_image(ctx, name, properties=None, min_disk=0, min_ram=0,
               'visibility': visibility}
     properties = {key: value if isinstance(value, str) else str(value)
                   for key, value in (properties or {}).items()}
-    if _builtin():
+    if image_id:
+        fields['id'] = image_id
+    if _builtin() and not over_api:
         image = catalog.create_image(ctx, dict(fields,
                                                properties=properties))
         if queued:
@@ -151,12 +156,14 @@ def create_image(ctx, name, properties=None, min_disk=0, min_ram=0,
     return get(ctx, created['id'])
 
 
-def delete_image(ctx, image_id):
+def delete_image(ctx, image_id, over_api=False):
     """Delete the image; ``ImageNotFound`` if it is gone (deleted
     already: a caller that only wants it gone ignores that),
     ``ImageNotAuthorized`` if the user may not delete it (a protected
-    image, another project's, a built-in one)."""
-    if _builtin():
+    image, another project's, a built-in one). ``over_api``: through the
+    Image API in either ``[glance] source``, as a compute host deletes
+    one."""
+    if _builtin() and not over_api:
         catalog.delete_image(ctx, image_id)
         return
     _request(ctx, 'DELETE', _image_path(image_id), image_id=image_id)

@@ -99,6 +99,10 @@ class AllInOne:
         with open(config, 'w') as f:
             f.write('[DEFAULT]\ninstances_path = %s\n'
                     'sync_power_state_interval = %d\n'
+                    # Apart from the domains of anything else this
+                    # machine's libvirtd runs (instance-00000001 of an
+                    # all-in-one of a developer's).
+                    'instance_name_template = instance-%%(uuid)s\n'
                     '[libvirt]\nshutdown_timeout = 30\n'
                     # Two hosts of one CPU each take ten idle guests.
                     '[compute]\ncpu_allocation_ratio = 16\n'

@@ -179,20 +179,25 @@ class ComputeDriver:
         the server."""
         self._missing('take a resize')
 
-    def migrate_disk_and_power_off(self, instance):
-        """Source: send the server's disk off; it stops here."""
+    def migrate_disk_and_power_off(self, context, instance, migration):
+        """Source: stop the server and send its disk off for
+        ``migration``; its copy stays here until the move is confirmed
+        or reverted."""
         self._missing('resize')
 
-    def finish_migration(self, instance, power_on):
-        """Destination: start the moved server."""
+    def finish_migration(self, context, instance, migration, power_on):
+        """Destination: start the moved server with the migration's new
+        flavor (running unless ``power_on`` is False)."""
         self._missing('finish a resize')
 
-    def confirm_migration(self, instance):
+    def confirm_migration(self, context, instance, migration):
         """Source: the move is confirmed; its copy here goes."""
         self._missing('confirm a resize')
 
-    def finish_revert_migration(self, instance, power_on):
-        """Source: the move is reverted; its copy here runs again."""
+    def finish_revert_migration(self, context, instance, migration,
+                                power_on):
+        """Source: the move is reverted (or failed); its copy here runs
+        again with the migration's old flavor."""
         self._missing('revert a resize')
 
     def pre_live_migration(self, instance):

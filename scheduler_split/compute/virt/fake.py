@@ -273,25 +273,26 @@ class FakeDriver(driver.ComputeDriver):
         cold migration's ``prep_resize``)."""
         self._move_step('prep_resize')
 
-    def migrate_disk_and_power_off(self, instance):
+    def migrate_disk_and_power_off(self, context, instance, migration):
         """Source: send the server's disk off; it stops here."""
         self._move_step('resize', sends=True)
         with self._lock:
             if instance.uuid in self._running:
                 self._running[instance.uuid] = SHUTDOWN
 
-    def finish_migration(self, instance, power_on):
+    def finish_migration(self, context, instance, migration, power_on):
         """Destination: start the moved server (stopped unless
         ``power_on``)."""
         self._move_step('finish_resize')
         with self._lock:
             self._running[instance.uuid] = RUNNING if power_on else SHUTDOWN
 
-    def confirm_migration(self, instance):
+    def confirm_migration(self, context, instance, migration):
         """Source: the move is confirmed; its copy goes."""
         self.destroy(instance)
 
-    def finish_revert_migration(self, instance, power_on):
+    def finish_revert_migration(self, context, instance, migration,
+                                power_on):
         """Source: the move is reverted; its copy runs again."""
         with self._lock:
             self._running[instance.uuid] = RUNNING if power_on else SHUTDOWN

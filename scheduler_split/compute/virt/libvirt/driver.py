@@ -16,6 +16,7 @@ import logging
 import os
 import shutil
 import time
+import uuid as uuid_lib
 
 from scheduler_split.compute.virt import driver
 from scheduler_split.compute.virt.libvirt import config
@@ -108,17 +109,25 @@ class LibvirtDriver(driver.ComputeDriver):
                 instance_uuid=instance.uuid, reason=reason)
 
     def _create_disks(self, context, instance, root_only=False,
-                      image_id=None):
+                      image_id=None, flavor=None, root_from=None):
+        """The server's disks: the root disk an overlay on the cached
+        image (or, with ``root_from``, the whole disk a move sent, grown
+        to the flavor's root disk), the kernel and ramdisk it boots with,
+        its ephemeral and swap disks."""
         directory = self.instance_dir(instance)
         os.makedirs(directory, exist_ok=True)
         os.chmod(directory, 0o755)
-        flavor = instance.flavor
+        flavor = flavor or instance.flavor
         root = self._path(instance, 'disk')
         if os.path.exists(root):
             os.unlink(root)
-        base = self._cache.fetch(context, image_id or instance.image_ref)
-        imagebackend.create_overlay(base, root,
-                                    _flavor_bytes(flavor.root_gb))
+        if root_from is not None:
+            root_from(root)
+            imagebackend.grow(root, _flavor_bytes(flavor.root_gb))
+        else:
+            base = self._cache.fetch(context, image_id or instance.image_ref)
+            imagebackend.create_overlay(base, root,
+                                        _flavor_bytes(flavor.root_gb))
         for kind, image_id in (('kernel', instance.kernel_id),
                                ('ramdisk', instance.ramdisk_id)):
             target = self._path(instance, kind)
@@ -136,8 +145,8 @@ class LibvirtDriver(driver.ComputeDriver):
             imagebackend.create_blank(self._path(instance, 'disk.swap'),
                                       int(flavor.swap) * 1024 * 1024)
 
-    def _guest_spec(self, instance):
-        flavor = instance.flavor
+    def _guest_spec(self, instance, flavor=None):
+        flavor = flavor or instance.flavor
         disks = [config.Disk(self._path(instance, 'disk'), 'vda')]
         targets = iter('bcdefgh')
         for name in ('disk.local', 'disk.swap'):
@@ -170,8 +179,8 @@ class LibvirtDriver(driver.ComputeDriver):
             shared_cpus=self.host_api.shared_cpus() or None,
             disk_cache=self._disk_cache)
 
-    def _define_and_start(self, instance, start=True):
-        xml = config.domain_xml(self._guest_spec(instance))
+    def _define_and_start(self, instance, start=True, flavor=None):
+        xml = config.domain_xml(self._guest_spec(instance, flavor))
         with open(self._path(instance, 'libvirt.xml'), 'w') as f:
             f.write(xml)
         domain = self.host_api.define(xml)
@@ -289,6 +298,94 @@ class LibvirtDriver(driver.ComputeDriver):
             upload(context, image_id, copy)
         finally:
             os.unlink(copy)
+
+    # --- moves: resizes and cold migrations ------------------------------
+    # The disk travels through the image service, as Nova's cross-cell
+    # resize sends it: no shared storage and no shell between hosts. The
+    # source keeps its copy in <uuid>_resize until the move is confirmed
+    # (deleted) or reverted (started again).
+
+    @staticmethod
+    def transfer_image_id(migration):
+        """The id of the image a move's disk travels as: both hosts
+        know it from the migration alone."""
+        return str(uuid_lib.uuid5(uuid_lib.NAMESPACE_URL,
+                                  'scheduler-split:migration:%s'
+                                  % migration.uuid))
+
+    def _resize_dir(self, instance):
+        return self.instance_dir(instance) + '_resize'
+
+    def check_can_take(self, instance):
+        """Destination: any host with libvirt takes it; the claim made
+        sure of its room."""
+
+    def migrate_disk_and_power_off(self, context, instance, migration):
+        self.power_off(instance)
+        directory, kept = self.instance_dir(instance), \
+            self._resize_dir(instance)
+        shutil.rmtree(kept, ignore_errors=True)
+        os.rename(directory, kept)
+        image_id = self.transfer_image_id(migration)
+        image_client.create_image(
+            context, 'migration-%s' % migration.uuid,
+            properties={'migration_uuid': migration.uuid,
+                        'instance_uuid': instance.uuid},
+            queued=True, image_id=image_id, over_api=True)
+        copy = os.path.join(kept, 'disk.transfer')
+        try:
+            imagebackend.qemu_img('convert', '-O', 'qcow2',
+                                  os.path.join(kept, 'disk'), copy)
+            image_client.upload(context, image_id, copy)
+        except Exception:
+            self._delete_transfer(context, migration)
+            raise
+        finally:
+            if os.path.exists(copy):
+                os.unlink(copy)
+
+    def finish_migration(self, context, instance, migration, power_on):
+        flavor = migration.new_flavor
+        try:
+            self._create_disks(
+                context, instance, flavor=flavor,
+                root_from=lambda path: image_client.download(
+                    context, self.transfer_image_id(migration), path))
+            self._define_and_start(instance, start=power_on, flavor=flavor)
+        except Exception:
+            self.destroy(instance)
+            raise
+
+    def confirm_migration(self, context, instance, migration):
+        shutil.rmtree(self._resize_dir(instance), ignore_errors=True)
+        if migration.dest_compute != self.host:
+            # Its domain, unless the destination's took its place.
+            self.host_api.undefine(instance.uuid)
+        self._delete_transfer(context, migration)
+
+    def finish_revert_migration(self, context, instance, migration,
+                                power_on):
+        kept = self._resize_dir(instance)
+        if os.path.exists(kept):
+            shutil.rmtree(self.instance_dir(instance), ignore_errors=True)
+            os.rename(kept, self.instance_dir(instance))
+        flavor = migration.old_flavor or instance.flavor
+        self._define_and_start(instance, start=False, flavor=flavor)
+        if power_on:
+            self.host_api.start(self._domain(instance),
+                                CONF.libvirt.boot_timeout)
+        self._delete_transfer(context, migration)
+
+    def _delete_transfer(self, context, migration):
+        try:
+            image_client.delete_image(context,
+                                      self.transfer_image_id(migration),
+                                      over_api=True)
+        except exception.ImageNotFound:
+            pass
+        except Exception as exc:
+            LOG.warning('Could not delete the image of migration %s: %s',
+                        migration.uuid, exc)
 
     # --- what a server shows of itself ------------------------------------
 
