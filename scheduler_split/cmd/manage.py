@@ -122,7 +122,7 @@ def _parser(common):
     script.add_version_argument(parser)
     _add_common(parser, common)
     groups = parser.add_subparsers(dest='category', required=True,
-                                   metavar='{db,cell_v2,flavor}')
+                                   metavar='{db,cell_v2,flavor,image}')
 
     db = _command(groups, common, 'db', 'database schemas')
     db_cmds = db.add_subparsers(dest='action', required=True)
@@ -233,6 +233,19 @@ def _parser(common):
     _command(flavor_cmds, common, 'create-defaults',
              'create the flavors m1.tiny (id 1) to m1.xlarge (id 5) that '
              'do not exist yet')
+
+    image = _command(groups, common, 'image', 'images')
+    image_cmds = image.add_subparsers(dest='action', required=True)
+    build = _command(
+        image_cmds, common, 'build-guest',
+        'build the test guest (a kernel and a busybox ramdisk of this '
+        'machine\'s Debian packages, and a qcow2 disk) and register it '
+        'as public images of the built-in catalog, unless it has them',
+        epilog='With [glance] source = glance it registers nothing and '
+               'prints the openstack commands that upload the three files '
+               'to the Image service.')
+    build.add_argument('--dest', metavar='DIR', required=True,
+                       help='where the kernel, ramdisk and disk are built')
     return parser
 
 
@@ -404,6 +417,19 @@ def _checked(check, url, rc):
         raise CommandFailed(str(exc), rc)
 
 
+def _build_guest(args):
+    from scheduler_split.image import guest
+    from scheduler_split.image import guest_images
+    if CONF.glance.source == 'builtin':
+        image = guest_images.register_builtin(args.dest)
+        print('Image %s (%s): boot it with openstack server create '
+              '--image %s' % (image['name'], image['id'], image['name']))
+        return
+    paths = guest.build(args.dest)
+    for line in guest_images.upload_commands(paths):
+        print(line)
+
+
 _COMMANDS = {
     ('db', 'sync'): _db_sync,
     ('db', 'version'): _db_version,
@@ -415,6 +441,7 @@ _COMMANDS = {
     ('cell_v2', 'delete_cell'): _delete_cell,
     ('cell_v2', 'update_cell'): _update_cell,
     ('flavor', 'create-defaults'): _create_default_flavors,
+    ('image', 'build-guest'): _build_guest,
 }
 
 

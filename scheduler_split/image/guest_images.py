@@ -10,10 +10,12 @@ once: a catalog that has them already keeps them.
 import logging
 import os
 
+from scheduler_split import conf
 from scheduler_split import context as ss_context
 from scheduler_split.image import catalog
 from scheduler_split.image import guest
 
+CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 NAME = 'scheduler-split-guest'
@@ -45,6 +47,10 @@ def register_builtin(build_dir, name=NAME):
     found = _find(ctx, name)
     if found is not None:
         return found
+    if not CONF.glance.builtin_store_dir:
+        raise guest.GuestImageError(
+            'the built-in catalog keeps no image data: set [glance] '
+            'builtin_store_dir')
     paths = guest.build(build_dir)
     LOG.info('Built the guest image from %s into %s', guest.describe(),
              build_dir)
@@ -61,3 +67,20 @@ def register_builtin(build_dir, name=NAME):
         # The catalog holds the data now.
         os.unlink(path)
     return disk
+
+
+def upload_commands(paths, name=NAME):
+    """The openstack commands that upload the guest built at ``paths``
+    to an Image service (Glance), its disk naming its kernel and
+    ramdisk."""
+    return [
+        'KERNEL=$(openstack image create --public --disk-format aki '
+        '--container-format aki --file %s -f value -c id %s-kernel)'
+        % (paths['kernel'], name),
+        'RAMDISK=$(openstack image create --public --disk-format ari '
+        '--container-format ari --file %s -f value -c id %s-ramdisk)'
+        % (paths['ramdisk'], name),
+        'openstack image create --public --disk-format qcow2 '
+        '--container-format bare --file %s --property kernel_id=$KERNEL '
+        '--property ramdisk_id=$RAMDISK --property hypervisor_type=qemu %s'
+        % (paths['disk'], name)]

@@ -37,6 +37,9 @@ if [[ -n "${SS_KEYSTONE_URL:-}" ]]; then
 fi
 HOST_IP=127.0.0.1
 SERVICE_HOST=127.0.0.1
+# Fake compute hosts: devstack's default, libvirt, would install and
+# start libvirtd and QEMU.
+VIRT_DRIVER=fake
 if [[ "$SS_DATABASE" == "postgresql" ]]; then
     DATABASE_USER=postgres
 else

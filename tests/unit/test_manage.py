@@ -322,7 +322,9 @@ def test_a_later_config_file_overrides_an_earlier_one_wherever_given(
     (['cell_v2', 'update_cell'], ['--cell_uuid', '--name', '--transport-url',
                                   '--database_connection', 'Exit codes']),
     (['flavor', 'create-defaults'], ['--config-dir', '--debug']),
-], ids=lambda v: ' '.join(v) if v and v[0] in ('db', 'cell_v2', 'flavor')
+    (['image', 'build-guest'], ['--dest', 'source = glance']),
+], ids=lambda v: ' '.join(v) if v and v[0] in (
+    'db', 'cell_v2', 'flavor', 'image')
    else None)
 def test_help_of_every_command_documents_its_options(tmp_path, command,
                                                      options):

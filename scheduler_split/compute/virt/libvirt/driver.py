@@ -264,6 +264,16 @@ class LibvirtDriver(driver.ComputeDriver):
         self._create_disks(context, instance, root_only=True)
         self._define_and_start(instance, start=power_on)
 
+    def rebuild(self, context, instance, power_on=True):
+        """The destination of an evacuation: the server anew from its
+        image (its disk stayed on the lost host)."""
+        try:
+            self._create_disks(context, instance)
+            self._define_and_start(instance, start=power_on)
+        except Exception:
+            self.destroy(instance)
+            raise
+
     def shelve(self, context, instance, image_id):
         """Shut the guest down, then upload its disk as the shelved
         image."""
