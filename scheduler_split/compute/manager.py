@@ -103,6 +103,7 @@ class ComputeManager(lifecycle.LifecycleMixin, moves.MovesMixin,
         previous run of this host left behind (the conductor may not be
         listening yet, so the start does not wait for it). A driver that
         cannot reach its hypervisor stops the start."""
+        self.driver.register_event_listener(self.sync_power_state)
         self.driver.init_host()
         self._first_settle = True
 

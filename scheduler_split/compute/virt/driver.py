@@ -79,6 +79,12 @@ class ComputeDriver:
     def cleanup_host(self):
         """At the compute's stop."""
 
+    def register_event_listener(self, callback):
+        """Have ``callback(uuid)`` called, from a thread of the
+        driver's, when the hypervisor says a server's guest changed state
+        (it stopped, started, was paused): a driver without such events
+        leaves it to the periodic power-state sync."""
+
     # --- what the host has -------------------------------------------------
 
     def nodename(self):

@@ -67,6 +67,13 @@ class LibvirtDriver(driver.ComputeDriver):
     def cleanup_host(self):
         self.host_api.close()
 
+    def register_event_listener(self, callback):
+        def changed(uuid):
+            # Only this host's guests: others share its libvirtd.
+            if self.host_api.lookup(uuid) is not None:
+                callback(uuid)
+        self.host_api.on_event = changed
+
     def get_available_resource(self):
         return self.host_api.available_resource(self.instances_path)
 

@@ -10,6 +10,7 @@ sharing a libvirtd never touch each other's guests.
 import json
 import logging
 import os
+import queue
 import re
 import threading
 import time
@@ -20,6 +21,7 @@ import os_traits
 from scheduler_split.compute.virt import driver
 from scheduler_split.compute.virt.libvirt import config
 from scheduler_split import conf
+from scheduler_split import monkey_patch
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -63,6 +65,31 @@ def _libvirt():
                        "and pkg-config)")
         libvirt = binding
     return libvirt
+
+
+_event_loop = {'started': False}
+_event_loop_lock = threading.Lock()
+
+
+def _start_event_loop(binding):
+    """libvirt's default event loop in a daemon thread of its own, once
+    per process and before the first connection: it delivers the
+    domains' lifecycle events and the connections' keep-alives. None in
+    eventlet mode, where a native loop would block the hub: the
+    periodic power-state sync is all there is then."""
+    if monkey_patch.is_patched():
+        return False
+    with _event_loop_lock:
+        if not _event_loop['started']:
+            binding.virEventRegisterDefaultImpl()
+
+            def run():
+                while True:
+                    binding.virEventRunDefaultImpl()
+            threading.Thread(target=run, name='libvirt-events',
+                             daemon=True).start()
+            _event_loop['started'] = True
+    return True
 
 
 def _unavailable(reason):
@@ -161,16 +188,29 @@ class Host:
         self._conn = None
         self._guard = threading.Lock()
         self._cpu = {}
+        # Called with the uuid of a domain of this host whose state
+        # changed (set by the driver), from a thread of its own.
+        self.on_event = None
+        self._events = queue.Queue()
+        self._events_thread = None
 
     # --- the connection ---------------------------------------------------
 
     def connect(self):
         binding = _libvirt()
+        events = _start_event_loop(binding)
         try:
             conn = binding.open(self.uri)
         except binding.libvirtError as exc:
             raise _unavailable('cannot connect to libvirtd at %s (is it '
                                'running?): %s' % (self.uri, exc))
+        if events:
+            # A libvirtd that stopped answering is noticed within 15 s.
+            conn.setKeepAlive(5, 3)
+            conn.domainEventRegisterAny(
+                None, binding.VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                self._lifecycle_event, None)
+            self._start_event_worker()
         capabilities = ET.fromstring(conn.getCapabilities())
         self.arch = capabilities.findtext('host/cpu/arch') or self.arch
         virt_type = CONF.libvirt.virt_type
@@ -184,6 +224,28 @@ class Host:
         self._cpu = self._read_cpu(conn, capabilities)
         with self._guard:
             self._conn = conn
+
+    def _lifecycle_event(self, conn, domain, event, detail, opaque):
+        # In libvirt's event loop: hand it on, never block it.
+        self._events.put(domain.UUIDString())
+
+    def _start_event_worker(self):
+        if self._events_thread is not None:
+            return
+
+        def work():
+            while True:
+                uuid = self._events.get()
+                if self.on_event is None:
+                    continue
+                try:
+                    self.on_event(uuid)
+                except Exception:
+                    LOG.exception('Could not handle an event of the guest '
+                                  'of %s on %s', uuid, self.host)
+        self._events_thread = threading.Thread(
+            target=work, name='libvirt-events-%s' % self.host, daemon=True)
+        self._events_thread.start()
 
     def close(self):
         with self._guard:
