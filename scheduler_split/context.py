@@ -26,7 +26,10 @@ class RequestContext(o_context.RequestContext):
 
     @classmethod
     def from_dict(cls, values):
-        return cls(user_id=values.get('user_id') or values.get('user'),
+        # The user's token goes with the request, as Nova's does: a
+        # compute host moves the user's image data with it.
+        return cls(auth_token=values.get('auth_token'),
+                   user_id=values.get('user_id') or values.get('user'),
                    project_id=(values.get('project_id') or
                                values.get('project_id')),
                    is_admin=values.get('is_admin', False),

@@ -37,6 +37,7 @@ OPTIONAL = {
     'eventlet': ('eventlet', 'eventlet'),
     'keystonemiddleware': ('keystonemiddleware', 'keystone'),
     'matplotlib': ('matplotlib', 'bench'),
+    'libvirt': ('libvirt-python', 'libvirt'),
 }
 # Imported when present, with a fallback when not: no extra needed.
 WITH_FALLBACK = {'oslo_db'}
@@ -185,6 +186,12 @@ REACHED_BY = {
         from scheduler_split.api import auth
         from scheduler_split import conf
         auth.pipeline(None, 'keystone', conf.CONF)
+        """, {}),
+    # [DEFAULT] compute_driver = libvirt.LibvirtDriver, as a compute
+    # host starts.
+    'libvirt': ("""\
+        from scheduler_split.compute.virt import driver
+        driver.load('cell1-compute1', 'libvirt.LibvirtDriver').init_host()
         """, {}),
     # scheduler-split-bench --plot FILE.png, checked before any work.
     'matplotlib': ("""\

@@ -418,3 +418,19 @@ def test_instance_with_its_flavor_backports_to_a_1_0_peer():
     assert old['scheduler_split_object.version'] == '1.0'
     assert old['scheduler_split_object.data']['flavor'][
         'scheduler_split_object.data']['memory_mb'] == 2048
+
+
+def test_the_users_token_crosses_the_bus_with_the_request():
+    """A compute host uploads a snapshot with the token of the user who
+    asked for it; the service catalog stays behind."""
+    from scheduler_split import context as ss_context
+    from scheduler_split import rpc as ss_rpc
+    ctx = ss_context.RequestContext(auth_token='a-token', user_id='u',
+                                    project_id='p', request_id='req-1')
+    ctx.service_catalog = [{'type': 'image'}]
+    serializer = ss_rpc.RequestContextSerializer(None)
+    received = serializer.deserialize_context(
+        serializer.serialize_context(ctx))
+    assert (received.auth_token, received.user_id, received.project_id,
+            received.request_id) == ('a-token', 'u', 'p', 'req-1')
+    assert received.service_catalog == []
