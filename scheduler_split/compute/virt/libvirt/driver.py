@@ -135,13 +135,14 @@ class LibvirtDriver(driver.ComputeDriver):
             base = self._cache.fetch(context, image_id or instance.image_ref)
             imagebackend.create_overlay(base, root,
                                         _flavor_bytes(flavor.root_gb))
-        for kind, image_id in (('kernel', instance.kernel_id),
-                               ('ramdisk', instance.ramdisk_id)):
+        for kind, boot_image in (('kernel', instance.kernel_id),
+                                 ('ramdisk', instance.ramdisk_id)):
             target = self._path(instance, kind)
             if os.path.exists(target):
                 os.unlink(target)
-            if image_id:
-                shutil.copyfile(self._cache.fetch(context, image_id), target)
+            if boot_image:
+                shutil.copyfile(self._cache.fetch(context, boot_image),
+                                target)
                 os.chmod(target, 0o644)
         if root_only:
             return
