@@ -58,7 +58,10 @@ def test_a_cut_link_fails_each_call_within_the_link_timeout(
         namespace, backend):
     # The server's packages here, where the package registry is reached:
     # the namespace the probe runs in has no network.
-    backends.install_packages(backend)
+    if backend == 'mariadb':
+        backends.install_packages('mariadb')
+    else:
+        backends.install_packages('postgresql')
     done = subprocess.run(
         ['ip', 'netns', 'exec', namespace, sys.executable, '-m',
          'tests.integration.cut_link_probe', backend, str(LINK_TIMEOUT),

@@ -74,7 +74,7 @@ _event_loop_lock = threading.Lock()
 def _start_event_loop(binding):
     """libvirt's default event loop in a daemon thread of its own, once
     per process and before the first connection: it delivers the
-    domains' lifecycle events and the connections' keep-alives. None in
+    domains' lifecycle events and the connections' keep-alive probes. None in
     eventlet mode, where a native loop would block the hub: the
     periodic power-state sync is all there is then."""
     if monkey_patch.is_patched():
