@@ -1,14 +1,15 @@
 """scheduler-split-all-in-one: every service in one process.
 
 The API, the super-conductor, one cell conductor per cell, the scheduler
-and the fake computes run as threads of this process, each on the bus it
+and the computes run as threads of this process, each on the bus it
 would use in a deployment: the API bus and one bus per cell, all in
 memory (``memory:///<vhost>``, see :mod:`scheduler_split.memory_bus`),
 with the same RPC APIs, serialization and dispatch: as in a deployment,
 a compute reads and writes its records only through its cell conductor,
 over its cell's bus, and opens no database. Databases are
 SQLite files in ``--state-dir``; restarting on the same directory keeps
-the servers.
+the servers. The computes are fake hosts, or with ``--compute-driver
+libvirt`` hosts of real guests sharing this machine's libvirtd.
 """
 
 import argparse
