@@ -11,7 +11,9 @@ import pytest
 
 from tests.libvirt import conftest
 
-pytestmark = [pytest.mark.libvirt]
+# Serial: ten guests booting under TCG take both cores for a minute,
+# which starves the heartbeats of deployments other tests run beside.
+pytestmark = [pytest.mark.libvirt, pytest.mark.serial]
 
 IMAGE = 'scheduler-split-guest'
 BOOTED = r'^%s booted vcpus=(\d+) memory_mb=(\d+) disk_mb=(\d+) boots=(\d+)' \
