@@ -299,23 +299,32 @@ class Moves:
             return make_image(False)
         cctx = ss_context.target_cell(ctx, cell)
         image = make_image(True)
+        self._cast_with_image(
+            ctx, cctx, instance, action, instance_obj.IMAGE_SNAPSHOT,
+            image['id'], lambda: compute.snapshot_instance(
+                ctx, instance.host, instance, image['id']))
+        return image
+
+    def _cast_with_image(self, ctx, cctx, instance, action, task_state,
+                         image_id, cast):
+        """Start ``action`` (``task_state``) and ``cast`` it to the
+        server's compute, which fills the image ``image_id``; the image
+        goes if either fails, and a failed cast undoes the task (503)."""
         try:
-            self._start_task(cctx, instance, action,
-                             instance_obj.IMAGE_SNAPSHOT)
+            self._start_task(cctx, instance, action, task_state)
         except Exception:
-            self._delete_image(ctx, image['id'])
+            self._delete_image(ctx, image_id)
             raise
         try:
-            compute.snapshot_instance(ctx, instance.host, instance,
-                                      image['id'])
+            cast()
         except Exception:
-            LOG.exception('Casting the snapshot of %s failed', instance.uuid)
-            self._undo_task(cctx, instance, instance_obj.IMAGE_SNAPSHOT)
-            self._delete_image(ctx, image['id'])
+            LOG.exception('Casting the %s of %s failed', action,
+                          instance.uuid)
+            self._undo_task(cctx, instance, task_state)
+            self._delete_image(ctx, image_id)
             raise exception.ServiceUnavailable(
                 reason='the compute service could not be reached; nothing '
                        'was done')
-        return image
 
     def shelve(self, ctx, uuid):
         """Shelve the server: its image is saved as ``<name>-shelved``
@@ -343,21 +352,10 @@ class Moves:
             properties=properties, min_disk=instance.flavor.root_gb,
             min_ram=instance.flavor.memory_mb,
             queued=compute.uploads_images())
-        try:
-            self._start_task(cctx, instance, 'shelve', instance_obj.SHELVING)
-        except Exception:
-            self._delete_image(ctx, image['id'])
-            raise
-        try:
-            compute.shelve_instance(ctx, instance.host, instance,
-                                    image['id'])
-        except Exception:
-            LOG.exception('Casting the shelve of %s failed', uuid)
-            self._undo_task(cctx, instance, instance_obj.SHELVING)
-            self._delete_image(ctx, image['id'])
-            raise exception.ServiceUnavailable(
-                reason='the compute service could not be reached; nothing '
-                       'was done')
+        self._cast_with_image(
+            ctx, cctx, instance, 'shelve', instance_obj.SHELVING,
+            image['id'], lambda: compute.shelve_instance(
+                ctx, instance.host, instance, image['id']))
         return instance
 
     def shelve_offload(self, ctx, uuid):
