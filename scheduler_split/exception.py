@@ -307,6 +307,10 @@ class MigrationNotFound(NotFound):
     msg_fmt = 'Migration %(migration_id)s could not be found.'
 
 
+class MigrationPreCheckError(SchedulerSplitException):
+    msg_fmt = 'Migration pre-check error: %(reason)s'
+
+
 class MigrationNotFoundForInstance(MigrationNotFound):
     msg_fmt = ('Migration %(migration_id)s not found for instance '
                '%(instance_id)s')

@@ -10,8 +10,12 @@ came last.)
 """
 
 import os
+import shutil
 
 import pytest
+
+from tests.integration import backends
+from tests.packaging import installs
 
 # Tiers by how long their longest file takes (Tempest's one test takes
 # minutes, a unit test file seconds).
@@ -37,3 +41,17 @@ def pytest_collection_modifyitems(items):
 def pytest_configure(config):
     if hasattr(config.option, 'loadscopereorder'):
         config.option.loadscopereorder = False
+
+
+@pytest.fixture(scope='session')
+def libvirt_venv(tmp_path_factory):
+    """The wheel of this tree with its libvirt extra, in a fresh venv, as
+    an operator installs a compute host that runs real guests; Debian's
+    libvirt, QEMU and the test guest's packages installed when missing
+    (``tools/install-test-packages libvirt``)."""
+    if os.geteuid() != 0 or shutil.which('apt-get') is None:
+        pytest.skip('needs root and apt-get (a Debian machine)')
+    backends.install_packages('libvirt')
+    work = tmp_path_factory.mktemp('libvirt-install')
+    wheel = installs.build_wheel(str(work))
+    return installs.UserVenv.create(work / 'venv', wheel + '[libvirt]')

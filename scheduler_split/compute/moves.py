@@ -435,7 +435,7 @@ class MovesMixin:
         """Call from the conductor to the destination: ready to take the
         server? Raises if not."""
         started = obj_base.utcnow()
-        self.driver.pre_live_migration(instance)
+        self.driver.pre_live_migration(ctx, instance, migration)
         self._record_event(ctx, instance.uuid, 'compute_pre_live_migration',
                            details='%s is ready' % self.host,
                            action='live-migration', start_time=started)
@@ -461,7 +461,7 @@ class MovesMixin:
                          extra={'instance_uuid': uuid})
                 return
             try:
-                self.driver.live_migration(current)
+                self.driver.live_migration(ctx, current, migration)
             except Exception as exc:
                 self._live_rollback(ctx, current, migration, exc, started)
                 return
@@ -508,7 +508,7 @@ class MovesMixin:
                 self._abandon(ctx, uuid, migration)
                 return
             self.driver.post_live_migration_at_destination(
-                current, current.power_state)
+                ctx, current, migration, current.power_state)
             current.host = self.host
             current.node = migration.dest_node or self.driver.nodename()
             current.task_state = None

@@ -40,6 +40,28 @@ libvirt_opts = [
                help='The kernel command line of a server booted from an '
                     'image with kernel_id (direct kernel boot), unless '
                     'the image sets os_command_line.'),
+    cfg.StrOpt('live_migration_scheme', default='tcp',
+               choices=['tcp', 'tls', 'ssh'],
+               help='How this host\'s libvirtd reaches the destination\'s '
+                    'in a live migration: qemu+<scheme>://<destination '
+                    'compute host>/system, the memory and disks then going '
+                    'straight to the destination\'s QEMU at tcp://'
+                    '<destination compute host>. The destination\'s '
+                    'libvirtd must listen for it (tcp: listen_tcp = 1 in '
+                    'libvirtd.conf and libvirtd --listen, or its '
+                    'libvirtd-tcp.socket) and every compute host\'s name '
+                    '(its [DEFAULT] host) must resolve to its address on '
+                    'its peers.'),
+    cfg.IntOpt('live_migration_completion_timeout', default=800, min=0,
+               help='Seconds per GiB of the guest\'s memory and disk a '
+                    'live migration may take before it is aborted (the '
+                    'server keeps running on its source); 0: no limit.'),
+    cfg.IntOpt('live_migration_bandwidth', default=0, min=0,
+               help='The most MiB/s a live migration sends; 0: as fast as '
+                    'the link allows.'),
+    cfg.IntOpt('live_migration_progress_interval', default=10, min=1,
+               help='Seconds between two log lines of a live migration\'s '
+                    'progress (data sent and left).'),
 ]
 
 

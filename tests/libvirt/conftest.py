@@ -25,8 +25,6 @@ import time
 
 import pytest
 
-from tests.integration import backends
-from tests.packaging import installs
 
 MARKER = 'SCHEDULER-SPLIT-GUEST'
 URI = 'qemu:///system'
@@ -67,23 +65,13 @@ def _start_daemons():
 
 
 @pytest.fixture(scope='session')
-def libvirtd():
-    """This machine's libvirtd, its packages installed and it running."""
-    if os.geteuid() != 0 or shutil.which('apt-get') is None:
-        pytest.skip('needs root and apt-get (a Debian machine)')
-    backends.install_packages('libvirt')
+def libvirtd(libvirt_venv):
+    """This machine's libvirtd, running (its packages installed with
+    the venv's)."""
     started = _start_daemons()
     yield URI
     for daemon in reversed(started):
         subprocess.run(['pkill', '-TERM', '-x', daemon])
-
-
-@pytest.fixture(scope='session')
-def libvirt_venv(libvirtd, tmp_path_factory):
-    """The wheel of this tree with its libvirt extra, in a fresh venv."""
-    work = tmp_path_factory.mktemp('libvirt-install')
-    wheel = installs.build_wheel(str(work))
-    return installs.UserVenv.create(work / 'venv', wheel + '[libvirt]')
 
 
 class AllInOne:
@@ -227,7 +215,7 @@ class AllInOne:
 
 
 @pytest.fixture(scope='module')
-def cloud(libvirt_venv):
+def cloud(libvirtd, libvirt_venv):
     """The all-in-one with two libvirt hosts, serving."""
     # /var/tmp: every directory above the instances is open to QEMU's
     # user, which a pytest tmp_path (mode 0700) is not.

@@ -21,12 +21,14 @@ import signal
 import subprocess
 import time
 
+import requests
 import sqlalchemy as sa
 
 from scheduler_split.db import engines
 from tests.integration import backends
 from tests.integration import deployment
 from tests.topology import galera
+from tests.topology import hypervisors
 from tests.topology import network
 from tests.topology import rabbit
 
@@ -75,6 +77,12 @@ class Cloud(deployment.Deployment):
             self.controllers + tuple(self.hosts), prefix, subnet)
         self.network.names = {host: {'db': self.network.hosts[host]}
                               for host in self.controllers}
+        # Compute hosts know each other by name (a libvirtd reaches its
+        # peer's so in a live migration).
+        for host in self.hosts:
+            self.network.names[host] = {
+                peer: self.network.hosts[peer] for peer in self.hosts
+                if peer != host}
         placed = {host: (self.network.hosts[host],
                          self.network.exec_prefix(host))
                   for host in self.controllers}
@@ -88,6 +96,9 @@ class Cloud(deployment.Deployment):
         self.base_url = self.api_urls[0]
         # What configure() gave every service.
         self.configured = {}
+        # {compute host: its Hypervisor, the venv its compute runs from}
+        # of the hosts that run real guests (run_guests).
+        self.guest_hosts = {}
 
     def processes_of(self, host):
         """The processes of ``host``, by name."""
@@ -106,8 +117,17 @@ class Cloud(deployment.Deployment):
         return name.endswith('-api')
 
     def on_host(self, name):
+        if name in self.guest_hosts:
+            return self.guest_hosts[name][0].prefix
         return self.network.exec_prefix(
             self.host_of[name] if name else self.controllers[0])
+
+    def compute_command(self, host):
+        command = super().compute_command(host)
+        if host in self.guest_hosts:
+            venv = self.guest_hosts[host][1]
+            command[0] = venv.executable(os.path.basename(command[0]))
+        return command
 
     # --- set up -------------------------------------------------------------
 
@@ -131,7 +151,11 @@ class Cloud(deployment.Deployment):
                 my_ip = %s
                 [metrics]
                 bind_host = %s
-                """ % (host, address, address))
+                [glance]
+                # One image store for the three APIs (on one machine).
+                builtin_store_dir = %s
+                """ % (host, address, address,
+                       os.path.join(self.base, 'images')))
             for name in self.processes_of(host):
                 files = [shared]
                 if name.endswith('-super-conductor'):
@@ -223,6 +247,67 @@ class Cloud(deployment.Deployment):
         self.wait_for_api()
         self.wait_for_hosts(self.hosts, timeout=120)
 
+    def run_guests(self, hosts, venv, text):
+        """Run compute ``hosts`` with the libvirt driver from ``venv``
+        (an install with the libvirt extra), each with a libvirtd of its
+        own (:mod:`.hypervisors`) and the extra config ``text`` (the
+        driver's options); back to the fake driver with
+        :meth:`stop_guests`."""
+        self.stop(*hosts)
+        for host in hosts:
+            hypervisor = hypervisors.Hypervisor(
+                host, self.network.namespace(host),
+                self.network.exec_prefix(host), self.guests_dir)
+            self.guest_hosts[host] = (hypervisor.start(), venv)
+        self.add_config(hosts, 'guests.conf', text)
+        self.start(*hosts)
+        self.wait_for_services_up(hosts)
+
+    @property
+    def guests_dir(self):
+        # Below directories QEMU's own user may enter (a pytest tmp_path,
+        # mode 0700, is not).
+        return os.path.join('/var/tmp', 'scheduler-split-%s' %
+                            self.network.prefix)
+
+    def stop_guests(self):
+        """The hosts of :meth:`run_guests` back on the fake driver,
+        their libvirtds and guests gone."""
+        hosts = list(self.guest_hosts)
+        if not hosts:
+            return
+        self.stop(*hosts)
+        path = os.path.join(self.conf_dir, 'guests.conf')
+        for host in hosts:
+            hypervisor, _venv = self.guest_hosts.pop(host)
+            hypervisor.stop()
+            if path in self.extra_conf.get(host, []):
+                self.extra_conf[host].remove(path)
+        self.start(*hosts)
+        self.wait_for_services_up(hosts)
+
+    def wait_for_services_up(self, hosts, timeout=120):
+        """Until the compute ``hosts`` have reported, the API shows
+        their services up and the schedulers have read them so: a
+        compute started again is down to the scheduler until its
+        heartbeat reaches its cell and the scheduler's next look at its
+        hosts."""
+        self.wait_for_hosts(hosts, timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            resp = requests.get(
+                self.base_url + '/v2.1/os-services',
+                params={'binary': 'nova-compute'}, timeout=30,
+                headers={'X-Auth-Token': 'admin:admin'})
+            up = {service['host'] for service in resp.json()['services']
+                  if service['state'] == 'up'} if resp.ok else set()
+            if set(hosts) <= up:
+                time.sleep(deployment.HOST_STATE_REFRESH_INTERVAL + 1)
+                return
+            assert time.monotonic() < deadline, (
+                'services of %s not up' % sorted(set(hosts) - up))
+            time.sleep(0.5)
+
     # --- looking ------------------------------------------------------------
 
     def run_on(self, host, *command):
@@ -298,4 +383,6 @@ class Cloud(deployment.Deployment):
         try:
             super().teardown()
         finally:
+            for hypervisor, _venv in self.guest_hosts.values():
+                hypervisor.stop()
             self.network.down()

@@ -54,6 +54,22 @@ def test_the_domain_has_the_flavors_size_a_console_log_and_no_network():
     assert config.owner_of('<domain><name>other</name></domain>') is None
 
 
+def test_a_live_migration_defines_the_domain_as_the_destinations():
+    """The source sends the domain's XML with the destination named as
+    its owner, every disk migrated."""
+    xml = config.domain_xml(_spec(disks=[
+        config.Disk('/i/%s/disk' % UUID, 'vda'),
+        config.Disk('/i/%s/disk.swap' % UUID, 'vdb')]))
+    moved = config.with_owner(xml, 'cell1-compute2')
+    assert config.owner_of(moved) == 'cell1-compute2'
+    assert config.owner_of(xml) == 'cell1-compute1'
+    assert config.disk_targets(moved) == ['vda', 'vdb']
+    # Nothing else changes.
+    assert ET.fromstring(moved).findtext('name') == 'instance-0000002a'
+    with pytest.raises(ValueError):
+        config.with_owner('<domain><name>other</name></domain>', 'h')
+
+
 def test_an_image_with_a_kernel_boots_it_directly():
     root = ET.fromstring(config.domain_xml(_spec(
         kernel='/i/k', ramdisk='/i/r', cmdline='console=ttyS0')))

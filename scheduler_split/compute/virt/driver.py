@@ -206,15 +206,19 @@ class ComputeDriver:
         again with the migration's old flavor."""
         self._missing('revert a resize')
 
-    def pre_live_migration(self, instance):
-        """Destination: ready to take the server live."""
+    def pre_live_migration(self, context, instance, migration):
+        """Destination: get ready to take the server live; raises if it
+        cannot."""
         self._missing('take a live migration')
 
-    def live_migration(self, instance):
-        """Source: send the running server to the destination."""
+    def live_migration(self, context, instance, migration):
+        """Source: send the running server to ``migration.dest_compute``;
+        raises, the server still running here, if it could not."""
         self._missing('live migrate')
 
-    def post_live_migration_at_destination(self, instance, power_state):
+    def post_live_migration_at_destination(self, context, instance,
+                                           migration, power_state):
+        """Destination: the server runs here now."""
         self._missing('finish a live migration')
 
     def rebuild(self, context, instance, power_on=True):

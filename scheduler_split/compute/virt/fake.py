@@ -297,16 +297,17 @@ class FakeDriver(driver.ComputeDriver):
         with self._lock:
             self._running[instance.uuid] = RUNNING if power_on else SHUTDOWN
 
-    def pre_live_migration(self, instance):
+    def pre_live_migration(self, context, instance, migration):
         """Destination: ready to take the server live."""
         self._move_step('pre_live_migration')
 
-    def live_migration(self, instance):
+    def live_migration(self, context, instance, migration):
         """Source: send the running server to the destination."""
         self._move_step('live_migration', sends=True)
         self.destroy(instance)
 
-    def post_live_migration_at_destination(self, instance, power_state):
+    def post_live_migration_at_destination(self, context, instance,
+                                           migration, power_state):
         with self._lock:
             self._running[instance.uuid] = power_state
 

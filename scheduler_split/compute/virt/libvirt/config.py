@@ -144,6 +144,29 @@ def domain_xml(spec):
     return ET.tostring(domain, encoding='unicode')
 
 
+def with_owner(xml, host):
+    """Domain ``xml`` (as libvirt writes it) said to belong to compute
+    ``host``: what a live migration defines on its destination."""
+    ET.register_namespace('ss', METADATA_NS)
+    root = ET.fromstring(xml)
+    found = root.find('metadata/{%s}instance/{%s}host' % (
+        METADATA_NS, METADATA_NS))
+    if found is None:
+        raise ValueError('domain %s names no compute host'
+                         % root.findtext('name'))
+    found.text = host
+    return ET.tostring(root, encoding='unicode')
+
+
+def disk_targets(xml):
+    """The targets (vda, vdb, ...) of the disks of domain ``xml``."""
+    root = ET.fromstring(xml)
+    return [disk.find('target').get('dev')
+            for disk in root.findall('devices/disk')
+            if disk.get('device') == 'disk' and disk.find('target')
+            is not None]
+
+
 def owner_of(xml):
     """The compute host a domain's XML says it belongs to, or None for
     a domain no compute host made."""

@@ -22,6 +22,7 @@ from scheduler_split.compute.virt import driver
 from scheduler_split.compute.virt.libvirt import config
 from scheduler_split.compute.virt.libvirt import host as libvirt_host
 from scheduler_split.compute.virt.libvirt import imagebackend
+from scheduler_split.compute.virt.libvirt import migration as live
 from scheduler_split import conf
 from scheduler_split import exception
 from scheduler_split.image import client as image_client
@@ -38,7 +39,7 @@ def _flavor_bytes(gigabytes):
     return int(gigabytes or 0) * GiB
 
 
-class LibvirtDriver(driver.ComputeDriver):
+class LibvirtDriver(live.LiveMigrationMixin, driver.ComputeDriver):
 
     root_device_name = '/dev/vda'
 

@@ -50,12 +50,12 @@ _QEMU_CONF = '/etc/libvirt/qemu.conf'
 SHUTDOWN_RETRY_INTERVAL = 10
 
 
-def _libvirt():
+def libvirt_binding():
     """libvirt's Python binding, or why this host cannot run guests."""
     global libvirt
     if libvirt is None:
         try:
-            import libvirt as binding
+            import libvirt as found
         except ImportError:
             raise driver.DriverNotAvailable(
                 driver='libvirt.LibvirtDriver',
@@ -63,7 +63,7 @@ def _libvirt():
                        "libvirt extra (pip install 'scheduler-split"
                        "[libvirt]'; it builds against Debian's libvirt-dev "
                        "and pkg-config)")
-        libvirt = binding
+        libvirt = found
     return libvirt
 
 
@@ -197,7 +197,7 @@ class Host:
     # --- the connection ---------------------------------------------------
 
     def connect(self):
-        binding = _libvirt()
+        binding = libvirt_binding()
         events = _start_event_loop(binding)
         try:
             conn = binding.open(self.uri)
@@ -279,14 +279,16 @@ class Host:
 
     def lookup(self, uuid):
         """This host's domain of server ``uuid``, or None."""
-        binding = _libvirt()
+        binding = libvirt_binding()
         try:
             domain = self.conn.lookupByUUIDString(uuid)
+            owned = self._owned(domain)
         except binding.libvirtError as exc:
+            # Gone, perhaps between the two (migrated away, undefined).
             if exc.get_error_code() == binding.VIR_ERR_NO_DOMAIN:
                 return None
             raise
-        return domain if self._owned(domain) else None
+        return domain if owned else None
 
     def own_domains(self):
         """uuid -> domain, of every domain of this host."""
@@ -327,7 +329,7 @@ class Host:
                 pressed = now
                 try:
                     domain.shutdown()
-                except _libvirt().libvirtError:
+                except libvirt_binding().libvirtError:
                     if domain.isActive():
                         raise
             time.sleep(0.5)
@@ -339,7 +341,7 @@ class Host:
         domain = self.lookup(uuid)
         if domain is None:
             return
-        binding = _libvirt()
+        binding = libvirt_binding()
         if domain.isActive():
             domain.destroy()
         flags = (binding.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE |
@@ -414,10 +416,10 @@ class Host:
         try:
             expanded = ET.fromstring(conn.baselineCPU(
                 [ET.tostring(cpu, encoding='unicode')],
-                _libvirt().VIR_CONNECT_BASELINE_CPU_EXPAND_FEATURES))
+                libvirt_binding().VIR_CONNECT_BASELINE_CPU_EXPAND_FEATURES))
             features |= {f.get('name') for f in expanded.findall('feature')
                          if f.get('policy') in (None, 'require')}
-        except _libvirt().libvirtError as exc:
+        except libvirt_binding().libvirtError as exc:
             LOG.info('libvirtd could not list the CPU features of %s: %s',
                      self.host, exc)
         topology = cpu.find('topology')
