@@ -1,6 +1,7 @@
 """What a server becomes on libvirt: its domain's name and XML, the CPUs
 it may run on, the traits of its host's CPU. No libvirtd is needed."""
 
+import threading
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -68,6 +69,36 @@ def test_a_live_migration_defines_the_domain_as_the_destinations():
     assert ET.fromstring(moved).findtext('name') == 'instance-0000002a'
     with pytest.raises(ValueError):
         config.with_owner('<domain><name>other</name></domain>', 'h')
+
+
+class _StuckMigration:
+    """A domain whose migration runs until its job is aborted."""
+
+    def __init__(self):
+        self.aborted = threading.Event()
+
+    def migrate(self):
+        if not self.aborted.wait(30):
+            raise AssertionError('never aborted')
+        raise RuntimeError('operation aborted: migration out job')
+
+    def abortJob(self):
+        self.aborted.set()
+
+    def jobStats(self):
+        return {'memory_processed': 1 << 20, 'memory_total': 512 << 20}
+
+
+def test_a_live_migration_past_its_limit_is_aborted(override):
+    """The migration that does not end within its limit is aborted, and
+    its failure is what the source gets back (it keeps the guest)."""
+    override('live_migration_progress_interval', 1, group='libvirt')
+    domain = _StuckMigration()
+    instance = objects.Instance(uuid=UUID)
+    failure = driver.LibvirtDriver('h1')._watch_migration(
+        instance, domain, domain.migrate, limit=1)
+    assert domain.aborted.is_set()
+    assert 'aborted' in str(failure)
 
 
 def test_an_image_with_a_kernel_boots_it_directly():

@@ -34,8 +34,11 @@ class LiveMigrationMixin:
         binding = libvirt_host.libvirt_binding()
         try:
             self.host_api.conn.lookupByUUIDString(instance.uuid)
-        except binding.libvirtError:
-            pass
+        except binding.libvirtError as exc:
+            if exc.get_error_code() != binding.VIR_ERR_NO_DOMAIN:
+                raise exception.MigrationPreCheckError(
+                    reason='the libvirtd of %s does not answer: %s' % (
+                        self.host, exc))
         else:
             raise exception.MigrationPreCheckError(
                 reason='%s shares its libvirtd with the guest\'s host: a '
