@@ -17,6 +17,7 @@ bridge.
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -283,6 +284,7 @@ class Cloud(deployment.Deployment):
             hypervisor.stop()
             if path in self.extra_conf.get(host, []):
                 self.extra_conf[host].remove(path)
+        shutil.rmtree(self.guests_dir, ignore_errors=True)
         self.start(*hosts)
         self.wait_for_services_up(hosts)
 
@@ -385,4 +387,5 @@ class Cloud(deployment.Deployment):
         finally:
             for hypervisor, _venv in self.guest_hosts.values():
                 hypervisor.stop()
+            shutil.rmtree(self.guests_dir, ignore_errors=True)
             self.network.down()
